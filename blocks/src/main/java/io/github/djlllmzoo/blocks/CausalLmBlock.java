@@ -1,0 +1,210 @@
+package io.github.djlllmzoo.blocks;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.training.ParameterStore;
+import ai.djl.util.PairList;
+import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * A decoder-only causal language model: token embedding, a stack of {@link DecoderLayer}s, a final
+ * norm and an LM head (its own {@code lm_head} or tied to the token embedding). Subclasses supply
+ * each family's embedding step and children.
+ *
+ * <p>As a DJL block its {@code forward} takes {@code [input_ids (B, T)]}, optionally followed by
+ * {@code attention_mask (B, T)} and {@code position_ids (B, T)}, and returns {@code [logits (B, T,
+ * V)]}, so a {@code Model} can hold it, a {@code Predictor} can run it and a {@code Trainer} can
+ * train it. Generation uses {@link #forward(ParameterStore, NDArray, NDArray, NDArray, KvCache,
+ * boolean, boolean)} with a {@link KvCache}.
+ */
+public abstract class CausalLmBlock extends ConfiguredBlock {
+
+    private final DecoderConfig config;
+    private final List<DecoderLayer> layers = new ArrayList<>();
+    private Embedding tokenEmbedding;
+    private UnaryBlock finalNorm;
+    private Linear lmHead;
+
+    /** @param config the model config */
+    protected CausalLmBlock(DecoderConfig config) {
+        this.config = config;
+    }
+
+    /** @return the model config */
+    public DecoderConfig config() {
+        return config;
+    }
+
+    /** @return the decoder layers, in order */
+    public List<DecoderLayer> layers() {
+        return Collections.unmodifiableList(layers);
+    }
+
+    /**
+     * Registers the token embedding (the tied LM head reads its weight).
+     *
+     * @param name its checkpoint name
+     * @param embedding the embedding
+     * @return the embedding
+     */
+    protected final Embedding setTokenEmbedding(String name, Embedding embedding) {
+        tokenEmbedding = addChildBlock(name, embedding);
+        return embedding;
+    }
+
+    /**
+     * Registers the next decoder layer.
+     *
+     * @param name its checkpoint name, e.g. "h.0"
+     * @param layer the layer
+     */
+    protected final void addLayer(String name, DecoderLayer layer) {
+        layers.add(addChildBlock(name, layer));
+    }
+
+    /**
+     * Registers the final norm, then the untied LM head when the config does not tie it.
+     *
+     * @param name the checkpoint name of the norm
+     * @param norm the norm
+     */
+    protected final void setFinalNormAndHead(String name, UnaryBlock norm) {
+        finalNorm = addChildBlock(name, norm);
+        if (!config.tieWordEmbeddings()) {
+            lmHead =
+                    addChildBlock(
+                            "lm_head",
+                            new Linear(config.hiddenSize(), config.vocabSize(), false, 0.02f));
+        }
+    }
+
+    /**
+     * Embeds the new tokens (and, for families with learned positions, their positions).
+     *
+     * @param store the parameter store, or {@code null}
+     * @param inputIds (B, T) int64
+     * @param positionIds (B or 1, T) int64
+     * @param training whether this is a training pass
+     * @return the residual stream (B, T, E)
+     */
+    protected abstract NDArray embed(
+            ParameterStore store, NDArray inputIds, NDArray positionIds, boolean training);
+
+    /** @return the element type of the parameters (the compute type) */
+    public DataType dataType() {
+        NDArray w = tokenEmbedding.weight().getArray();
+        return w == null ? DataType.FLOAT32 : w.getDataType();
+    }
+
+    /**
+     * Allocates a KV cache for this model on {@code manager}'s device.
+     *
+     * @param manager the parent manager of the cache
+     * @param batchSize sequences in the batch
+     * @param capacity positions to allocate up front (capped at the context window)
+     * @return an empty cache
+     */
+    public KvCache newCache(NDManager manager, int batchSize, int capacity) {
+        int max = config.maxPositions();
+        return new KvCache(
+                manager,
+                config.numLayers(),
+                batchSize,
+                config.numKvHeads(),
+                config.headDim(),
+                Math.max(1, Math.min(capacity, max)),
+                max,
+                dataType());
+    }
+
+    /**
+     * Runs the decoder on new tokens, appending their keys and values to {@code cache}.
+     *
+     * @param store the parameter store, or {@code null} to use the parameters' own arrays
+     * @param inputIds new tokens (B, T) int64; every result is attached to its manager
+     * @param positionIds their absolute positions (B, T), or {@code null} for {@code past ..
+     *     past+T-1}
+     * @param attentionMask (B, past + T) with 1 for real tokens and 0 for padding, or {@code null}
+     * @param cache the cache to extend, or {@code null} for a cache-free pass
+     * @param lastOnly whether to compute logits for the last position only
+     * @param training whether this is a training pass
+     * @return logits (B, T, V), or (B, 1, V) when {@code lastOnly}
+     */
+    public NDArray forward(
+            ParameterStore store,
+            NDArray inputIds,
+            NDArray positionIds,
+            NDArray attentionMask,
+            KvCache cache,
+            boolean lastOnly,
+            boolean training) {
+        NDManager manager = inputIds.getManager();
+        int t = Math.toIntExact(inputIds.getShape().get(1));
+        int past = cache == null ? 0 : cache.length();
+        if (past + t > config.maxPositions()) {
+            throw new IllegalArgumentException(
+                    "sequence of "
+                            + (past + t)
+                            + " tokens exceeds the model's context window of "
+                            + config.maxPositions());
+        }
+        NDArray positions =
+                positionIds != null
+                        ? positionIds
+                        : manager.arange(past, past + t, 1, DataType.INT64).expandDims(0); // (1, T)
+        NDArray h = embed(store, inputIds, positions, training); // (B, T, E)
+        NDArray mask = AttentionMask.build(manager, t, past, attentionMask, h.getDataType());
+        AttentionContext context = new AttentionContext(positions, mask, cache);
+        for (DecoderLayer layer : layers) {
+            h = layer.forward(store, h, context, training);
+        }
+        if (cache != null) {
+            cache.advance(t);
+        }
+        if (lastOnly && t > 1) {
+            h = h.get(new NDIndex(":, -1:, :")); // (B, 1, E)
+        }
+        h = finalNorm.forward(store, h, training);
+        if (lmHead != null) {
+            return lmHead.forward(store, h, training);
+        }
+        NDArray w = value(store, tokenEmbedding.weight(), h.getDevice(), training);
+        return ex(h).linear(h, w, null).singletonOrThrow(); // (B, T, V)
+    }
+
+    @Override
+    protected NDList forwardInternal(
+            ParameterStore store, NDList inputs, boolean training, PairList<String, Object> params) {
+        NDArray ids = inputs.get(0);
+        NDArray mask = inputs.size() > 1 ? inputs.get(1) : null;
+        NDArray positions = inputs.size() > 2 ? inputs.get(2) : null;
+        if (mask != null && positions == null) {
+            positions = positionsFromMask(mask);
+        }
+        return new NDList(forward(store, ids, positions, mask, null, false, training));
+    }
+
+    /**
+     * Positions for left-padded rows, as Hugging Face computes them: the count of real tokens
+     * before each position ({@code cumsum(mask) - 1}, clipped at 0 for the padding).
+     *
+     * @param mask (B, T) with 1 for real tokens and 0 for padding
+     * @return (B, T) int64 positions
+     */
+    public static NDArray positionsFromMask(NDArray mask) {
+        return mask.toType(DataType.INT64, false).cumSum(1).subi(1).maximum(0);
+    }
+
+    @Override
+    public Shape[] getOutputShapes(Shape[] inputShapes) {
+        Shape ids = inputShapes[0];
+        return new Shape[] {new Shape(ids.get(0), ids.get(1), config.vocabSize())};
+    }
+}

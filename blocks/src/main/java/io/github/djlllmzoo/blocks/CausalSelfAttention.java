@@ -1,0 +1,62 @@
+package io.github.djlllmzoo.blocks;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.training.ParameterStore;
+import io.github.djlllmzoo.blocks.config.Gpt2Config;
+
+/**
+ * GPT-2's multi-head causal self-attention: one fused projection {@code c_attn} to queries, keys
+ * and values (with biases), attention scaled by 1/sqrt(head_dim), output projection
+ * {@code c_proj}, attention and residual dropout in training.
+ */
+public final class CausalSelfAttention extends AttentionBlock {
+
+    private final int layerIndex;
+    private final int numHeads;
+    private final int headDim;
+    private final float attnDropout;
+    private final float residDropout;
+    private final Conv1D cAttn;
+    private final Conv1D cProj;
+
+    /**
+     * @param config the model config
+     * @param layerIndex the index of the layer this attention belongs to (its slot in the cache)
+     */
+    public CausalSelfAttention(Gpt2Config config, int layerIndex) {
+        this.layerIndex = layerIndex;
+        this.numHeads = config.nHead();
+        this.headDim = config.headDim();
+        this.attnDropout = config.attnPdrop();
+        this.residDropout = config.residPdrop();
+        int e = config.nEmbd();
+        cAttn = addChildBlock("c_attn", new Conv1D(e, 3 * e, Gpt2Model.INIT_STD));
+        cProj = addChildBlock("c_proj", new Conv1D(e, e, Gpt2Model.residualInitStd(config)));
+    }
+
+    @Override
+    public NDArray forward(
+            ParameterStore store, NDArray x, AttentionContext context, boolean training) {
+        long b = x.getShape().get(0);
+        long t = x.getShape().get(1);
+        long e = x.getShape().get(2);
+        NDList qkv = cAttn.forward(store, x, training).split(3, 2); // 3 × (B, T, E)
+        NDArray q = heads(qkv.get(0), b, t); // (B, H, T, D)
+        NDArray k = heads(qkv.get(1), b, t);
+        NDArray v = heads(qkv.get(2), b, t);
+        if (context.cache() != null) {
+            NDList kv = context.cache().append(layerIndex, k, v); // (B, H, S, D)
+            k = kv.get(0);
+            v = kv.get(1);
+        }
+        NDArray y =
+                ScaledDotProductAttention.attend(q, k, v, context.mask(), attnDropout, training);
+        y = y.transpose(0, 2, 1, 3).reshape(b, t, e); // (B, T, E)
+        return Dropouts.apply(cProj.forward(store, y, training), residDropout, training);
+    }
+
+    private NDArray heads(NDArray x, long b, long t) {
+        return x.reshape(b, t, numHeads, headDim).transpose(0, 2, 1, 3);
+    }
+}

@@ -1,0 +1,29 @@
+package io.github.djlllmzoo.blocks;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.training.ParameterStore;
+import io.github.djlllmzoo.blocks.config.Gpt2Config;
+
+/** GPT-2's feed-forward network: {@code c_proj(gelu_new(c_fc(x)))}, residual dropout in training. */
+public final class Gpt2Mlp extends UnaryBlock {
+
+    private final float residDropout;
+    private final Conv1D cFc;
+    private final Conv1D cProj;
+
+    /** @param config the model config */
+    public Gpt2Mlp(Gpt2Config config) {
+        this.residDropout = config.residPdrop();
+        cFc = addChildBlock("c_fc", new Conv1D(config.nEmbd(), config.nInner(), Gpt2Model.INIT_STD));
+        cProj =
+                addChildBlock(
+                        "c_proj",
+                        new Conv1D(config.nInner(), config.nEmbd(), Gpt2Model.residualInitStd(config)));
+    }
+
+    @Override
+    public NDArray forward(ParameterStore store, NDArray x, boolean training) {
+        NDArray h = Activations.geluNew(cFc.forward(store, x, training)); // (B, T, n_inner)
+        return Dropouts.apply(cProj.forward(store, h, training), residDropout, training);
+    }
+}

@@ -1,0 +1,53 @@
+package io.github.djlllmzoo.blocks;
+
+import ai.djl.ndarray.NDArray;
+
+/**
+ * {@code softmax(q k^T / sqrt(D) + mask) v}, shared by every attention block. Grouped-query
+ * attention is computed without repeating keys and values: the query heads of one group are folded
+ * into the query-length axis, so the cache holds only key/value heads.
+ */
+public final class ScaledDotProductAttention {
+
+    private ScaledDotProductAttention() {}
+
+    /**
+     * Attends.
+     *
+     * @param q queries (B, H, T, D)
+     * @param k keys (B, H_kv, S, D), H divisible by H_kv
+     * @param v values (B, H_kv, S, D)
+     * @param mask additive mask broadcastable to (B, 1, T, S), or {@code null}
+     * @param dropout dropout rate on the attention probabilities (training only)
+     * @param training whether this is a training pass
+     * @return the attended values (B, H, T, D)
+     */
+    public static NDArray attend(
+            NDArray q, NDArray k, NDArray v, NDArray mask, float dropout, boolean training) {
+        long b = q.getShape().get(0);
+        long h = q.getShape().get(1);
+        long t = q.getShape().get(2);
+        long d = q.getShape().get(3);
+        long hKv = k.getShape().get(1);
+        long s = k.getShape().get(2);
+        long groups = h / hKv;
+        double scale = 1.0 / Math.sqrt(d);
+
+        NDArray grouped = groups == 1 ? q : q.reshape(b, hKv, groups * t, d); // (B, Hkv, G*T, D)
+        NDArray scores = grouped.matMul(k.transpose(0, 1, 3, 2)).muli(scale); // (B, Hkv, G*T, S)
+        if (mask != null) {
+            if (groups == 1) {
+                scores = scores.add(mask); // (B, H, T, S)
+            } else {
+                NDArray perGroup = scores.reshape(b, hKv, groups, t, s); // (B, Hkv, G, T, S)
+                scores = perGroup.add(mask.expandDims(1)).reshape(b, hKv, groups * t, s);
+            }
+        }
+        NDArray probs = scores.softmax(-1);
+        if (training && dropout > 0) {
+            probs = probs.getNDArrayInternal().dropout(probs, dropout, true).singletonOrThrow();
+        }
+        NDArray out = probs.matMul(v); // (B, Hkv, G*T, D)
+        return groups == 1 ? out : out.reshape(b, h, t, d);
+    }
+}

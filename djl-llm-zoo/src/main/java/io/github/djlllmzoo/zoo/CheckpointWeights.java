@@ -1,0 +1,168 @@
+package io.github.djlllmzoo.zoo;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
+import com.google.gson.JsonElement;
+import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.config.ConfigJson;
+import io.github.djlllmzoo.zoo.safetensors.SafeTensorsReader;
+import io.github.djlllmzoo.zoo.safetensors.TensorInfo;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Loads a Hugging Face safetensors checkpoint (one {@code model.safetensors}, or the shards named
+ * by {@code model.safetensors.index.json}) into a model block, checking every tensor against the
+ * shape the config implies.
+ */
+public final class CheckpointWeights {
+
+    /** The single-file weights name. */
+    public static final String SINGLE_FILE = "model.safetensors";
+    /** The sharded-weights index name. */
+    public static final String INDEX_FILE = "model.safetensors.index.json";
+
+    private static final Logger logger = LoggerFactory.getLogger(CheckpointWeights.class);
+
+    /** Buffers some checkpoints carry that are not parameters (recomputed by the blocks). */
+    private static final List<String> IGNORED_SUFFIXES =
+            List.of(".attn.bias", ".attn.masked_bias", ".rotary_emb.inv_freq");
+
+    private CheckpointWeights() {}
+
+    /**
+     * The weight files of a checkpoint directory.
+     *
+     * @param dir the checkpoint directory
+     * @return {@code model.safetensors}, or the shards of the index in order of first mention
+     * @throws InvalidCheckpointException if there are no safetensors weights or a shard is missing
+     */
+    public static List<Path> files(Path dir) throws InvalidCheckpointException {
+        Path single = dir.resolve(SINGLE_FILE);
+        if (Files.isRegularFile(single)) {
+            return List.of(single);
+        }
+        Path index = dir.resolve(INDEX_FILE);
+        if (Files.isRegularFile(index)) {
+            ConfigJson json = ConfigJson.read(index);
+            ConfigJson map = json.optObject("weight_map");
+            if (map == null) {
+                throw new InvalidCheckpointException(index, "weight_map", "required field is missing");
+            }
+            Set<Path> shards = new LinkedHashSet<>();
+            for (Map.Entry<String, JsonElement> e : map.json().entrySet()) {
+                JsonElement value = e.getValue();
+                if (!value.isJsonPrimitive() || !value.getAsJsonPrimitive().isString()) {
+                    throw new InvalidCheckpointException(
+                            index, e.getKey(), "weight_map value must be a shard file name");
+                }
+                Path shard = dir.resolve(value.getAsString()).normalize();
+                if (!shard.startsWith(dir.normalize())) {
+                    throw new InvalidCheckpointException(
+                            index, e.getKey(), "shard path escapes the checkpoint directory: " + value);
+                }
+                if (!Files.isRegularFile(shard)) {
+                    throw new InvalidCheckpointException(
+                            index, e.getKey(), "names shard " + value.getAsString() + ", which does not exist");
+                }
+                shards.add(shard);
+            }
+            if (shards.isEmpty()) {
+                throw new InvalidCheckpointException(index, "weight_map", "names no shards");
+            }
+            return new ArrayList<>(shards);
+        }
+        String hint =
+                Files.exists(dir.resolve("pytorch_model.bin"))
+                        ? " (found pytorch_model.bin: only safetensors weights are supported;"
+                                + " convert with transformers' save_pretrained(safe_serialization=True))"
+                        : "";
+        throw new InvalidCheckpointException(
+                dir, null, "no " + SINGLE_FILE + " or " + INDEX_FILE + hint);
+    }
+
+    /**
+     * Loads every parameter of {@code block} from the checkpoint's weight files.
+     *
+     * @param block a freshly created (uninitialized) block
+     * @param dir the checkpoint directory
+     * @param manager the manager that will own the arrays (the model's)
+     * @param dataType the element type to keep the weights in (FLOAT32 on CPU)
+     * @throws IOException if a file cannot be read
+     * @throws InvalidCheckpointException naming the file and tensor that disagree with the config
+     */
+    public static void load(CausalLmBlock block, Path dir, NDManager manager, DataType dataType)
+            throws IOException, InvalidCheckpointException {
+        Map<String, Parameter> parameters = block.namedParameters();
+        Map<String, Shape> expected = block.declaredShapes();
+        String prefix = block.config().checkpointPrefix();
+        boolean tied = block.config().tieWordEmbeddings();
+        Map<String, Path> loadedFrom = new LinkedHashMap<>();
+        List<String> unexpected = new ArrayList<>();
+        for (Path file : files(dir)) {
+            try (SafeTensorsReader reader = SafeTensorsReader.open(file)) {
+                for (TensorInfo info : reader.tensors().values()) {
+                    String stored = info.name();
+                    String name = stored.startsWith(prefix) ? stored.substring(prefix.length()) : stored;
+                    Parameter parameter = parameters.get(name);
+                    if (parameter == null) {
+                        if (!(tied && "lm_head.weight".equals(name)) && !isIgnoredBuffer(name)) {
+                            unexpected.add(stored);
+                        }
+                        continue;
+                    }
+                    if (loadedFrom.containsKey(name)) {
+                        throw new InvalidCheckpointException(
+                                file, stored, "tensor also present in " + loadedFrom.get(name).getFileName());
+                    }
+                    Shape want = expected.get(name);
+                    Shape have = info.toShape();
+                    if (!want.equals(have)) {
+                        throw new InvalidCheckpointException(
+                                file,
+                                stored,
+                                "shape " + have + " disagrees with config.json, which implies " + want);
+                    }
+                    NDArray array = reader.load(stored, manager, dataType);
+                    parameter.setArray(array);
+                    loadedFrom.put(name, file);
+                }
+            }
+        }
+        List<String> missing = new ArrayList<>();
+        for (String name : parameters.keySet()) {
+            if (!loadedFrom.containsKey(name)) {
+                missing.add(name.startsWith("lm_head.") ? name : prefix + name);
+            }
+        }
+        if (!missing.isEmpty()) {
+            throw new InvalidCheckpointException(
+                    dir, missing.get(0), "missing tensor(s) the config requires: " + missing);
+        }
+        if (!unexpected.isEmpty()) {
+            logger.warn("{}: ignoring {} unexpected tensor(s): {}", dir, unexpected.size(), unexpected);
+        }
+    }
+
+    private static boolean isIgnoredBuffer(String name) {
+        for (String suffix : IGNORED_SUFFIXES) {
+            if (name.endsWith(suffix)) {
+                return true;
+            }
+        }
+        return false;
+    }
+}

@@ -1,0 +1,130 @@
+package io.github.djlllmzoo.zoo;
+
+import ai.djl.Device;
+import ai.djl.Model;
+import ai.djl.ndarray.types.DataType;
+import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.DecoderModels;
+import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.config.Configs;
+import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.translators.Generator;
+import io.github.djlllmzoo.translators.TextTokenizer;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * A Hugging Face-layout checkpoint directory loaded into a DJL {@link Model} holding the family's
+ * {@link CausalLmBlock}, with its tokenizer when the directory has one. Closing it frees the
+ * model's native memory.
+ */
+public final class LocalModel implements AutoCloseable {
+
+    private final Path dir;
+    private final DecoderConfig config;
+    private final Model model;
+    private final CausalLmBlock block;
+    private final TextTokenizer tokenizer;
+
+    private LocalModel(
+            Path dir, DecoderConfig config, Model model, CausalLmBlock block, TextTokenizer tokenizer) {
+        this.dir = dir;
+        this.config = config;
+        this.model = model;
+        this.block = block;
+        this.tokenizer = tokenizer;
+    }
+
+    /**
+     * Loads a checkpoint directory on the CPU in float32.
+     *
+     * @param dir the directory ({@code config.json}, safetensors weights, tokenizer files)
+     * @return the loaded model
+     * @throws IOException if a file cannot be read
+     * @throws InvalidCheckpointException naming the file and field or tensor at fault
+     */
+    public static LocalModel load(Path dir) throws IOException, InvalidCheckpointException {
+        return load(dir, Device.cpu(), DataType.FLOAT32);
+    }
+
+    /**
+     * Loads a checkpoint directory.
+     *
+     * @param dir the directory ({@code config.json}, safetensors weights, tokenizer files)
+     * @param device where to run
+     * @param dataType the element type of weights and cache (FLOAT32 on CPU)
+     * @return the loaded model
+     * @throws IOException if a file cannot be read
+     * @throws InvalidCheckpointException naming the file and field or tensor at fault
+     */
+    public static LocalModel load(Path dir, Device device, DataType dataType)
+            throws IOException, InvalidCheckpointException {
+        if (!Files.isDirectory(dir)) {
+            throw new InvalidCheckpointException(dir, null, "not a checkpoint directory");
+        }
+        DecoderConfig config = Configs.read(dir);
+        CausalLmBlock block = DecoderModels.create(config);
+        Model model = Model.newInstance(dir.getFileName().toString(), device, "PyTorch");
+        try {
+            CheckpointWeights.load(block, dir, model.getNDManager(), dataType);
+            model.setBlock(block);
+            model.setDataType(dataType);
+            TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
+            return new LocalModel(dir, config, model, block, tokenizer);
+        } catch (IOException | RuntimeException e) {
+            model.close();
+            throw e;
+        }
+    }
+
+    /** @return the checkpoint directory */
+    public Path dir() {
+        return dir;
+    }
+
+    /** @return the parsed config */
+    public DecoderConfig config() {
+        return config;
+    }
+
+    /** @return the DJL model holding the block */
+    public Model model() {
+        return model;
+    }
+
+    /** @return the model block */
+    public CausalLmBlock block() {
+        return block;
+    }
+
+    /**
+     * @return the tokenizer
+     * @throws IllegalStateException if the checkpoint has no tokenizer files
+     */
+    public TextTokenizer tokenizer() {
+        if (tokenizer == null) {
+            throw new IllegalStateException(
+                    dir + " has no tokenizer (tokenizer.json, or vocab.json and merges.txt); use token ids");
+        }
+        return tokenizer;
+    }
+
+    /** @return whether the checkpoint has a tokenizer */
+    public boolean hasTokenizer() {
+        return tokenizer != null;
+    }
+
+    /** @return a generator over this model */
+    public Generator generator() {
+        return new Generator(block, model.getNDManager());
+    }
+
+    @Override
+    public void close() {
+        if (tokenizer != null) {
+            tokenizer.close();
+        }
+        model.close();
+    }
+}

@@ -1,0 +1,141 @@
+package io.github.djlllmzoo.translators;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.KvCache;
+import java.util.Arrays;
+
+/**
+ * Runs a {@link CausalLmBlock} autoregressively: one prefill forward over the prompt, then one
+ * decode step per new token that reads and extends a {@link KvCache}. Every array a step makes
+ * lives in a manager scoped to that step, so generation does not leak native memory. Safe to use
+ * from many threads at once over one model: each call has its own cache.
+ */
+public final class Generator {
+
+    private final CausalLmBlock model;
+    private final NDManager manager;
+
+    /**
+     * @param model the model block, its parameters loaded
+     * @param manager a manager on the model's device (the model's manager); steps use sub-managers
+     */
+    public Generator(CausalLmBlock model, NDManager manager) {
+        this.model = model;
+        this.manager = manager;
+    }
+
+    /** @return the model block */
+    public CausalLmBlock model() {
+        return model;
+    }
+
+    /**
+     * Generates greedily (the most likely token at each step) until an EOS token, the token budget
+     * or the context window.
+     *
+     * @param prompt the prompt token ids (at least one)
+     * @param config budget and EOS tokens
+     * @return the new tokens and why generation ended
+     */
+    public GeneratedSequence generateGreedy(long[] prompt, GenerationConfig config) {
+        validatePrompt(prompt);
+        int window = model.config().maxPositions();
+        int budget = Math.min(config.maxNewTokens(), window - prompt.length);
+        long[] out = new long[Math.max(budget, 0)];
+        int produced = 0;
+        FinishReason reason = FinishReason.LENGTH;
+        try (KvCache cache = model.newCache(manager, 1, prompt.length + budget)) {
+            long[] input = prompt;
+            while (produced < budget) {
+                float[] logits = nextLogits(input, cache);
+                long next = argmax(logits);
+                if (config.eosTokenIds().contains((int) next)) {
+                    reason = FinishReason.EOS;
+                    break;
+                }
+                out[produced++] = next;
+                input = new long[] {next};
+            }
+        }
+        return new GeneratedSequence(Arrays.copyOf(out, produced), reason);
+    }
+
+    /**
+     * The logits for the token after {@code input}, extending {@code cache} with it.
+     *
+     * @param input new tokens of one sequence
+     * @param cache the sequence's cache
+     * @return the logits over the vocabulary
+     */
+    public float[] nextLogits(long[] input, KvCache cache) {
+        try (NDManager step = manager.newSubManager()) {
+            NDArray ids = step.create(input, new Shape(1, input.length));
+            NDArray logits = model.forward(null, ids, null, null, cache, true, false); // (1, 1, V)
+            return logits.toType(DataType.FLOAT32, false).toFloatArray();
+        }
+    }
+
+    /**
+     * Scores a sequence: the natural-log probability of each token given the ones before it, from
+     * one forward pass without a cache.
+     *
+     * @param ids the token ids (at least one)
+     * @return {@code ids.length - 1} log-probabilities; entry {@code i} is for {@code ids[i + 1]}
+     */
+    public float[] scoreTokens(long[] ids) {
+        validatePrompt(ids);
+        if (ids.length > model.config().maxPositions()) {
+            throw new IllegalArgumentException(
+                    "sequence of " + ids.length + " tokens exceeds the model's context window of "
+                            + model.config().maxPositions());
+        }
+        try (NDManager step = manager.newSubManager()) {
+            NDArray input = step.create(ids, new Shape(1, ids.length));
+            NDArray logits = model.forward(null, input, null, null, null, false, false); // (1, T, V)
+            NDArray logProbs = logits.toType(DataType.FLOAT32, false).logSoftmax(-1).get(0); // (T, V)
+            float[] out = new float[ids.length - 1];
+            int vocab = Math.toIntExact(logProbs.getShape().get(1));
+            for (int i = 0; i + 1 < ids.length; i++) {
+                long target = ids[i + 1];
+                if (target < 0 || target >= vocab) {
+                    throw new IllegalArgumentException(
+                            "token id " + target + " is outside the vocabulary of " + vocab);
+                }
+                out[i] = logProbs.getFloat(i, target);
+            }
+            return out;
+        }
+    }
+
+    private void validatePrompt(long[] ids) {
+        if (ids.length == 0) {
+            throw new IllegalArgumentException("the prompt has no tokens");
+        }
+        int vocab = model.config().vocabSize();
+        for (long id : ids) {
+            if (id < 0 || id >= vocab) {
+                throw new IllegalArgumentException(
+                        "token id " + id + " is outside the model's vocabulary of " + vocab);
+            }
+        }
+        if (ids.length > model.config().maxPositions()) {
+            throw new IllegalArgumentException(
+                    "prompt of " + ids.length + " tokens exceeds the model's context window of "
+                            + model.config().maxPositions());
+        }
+    }
+
+    static int argmax(float[] logits) {
+        int best = 0;
+        for (int i = 1; i < logits.length; i++) {
+            if (logits[i] > logits[best]) {
+                best = i;
+            }
+        }
+        return best;
+    }
+}
