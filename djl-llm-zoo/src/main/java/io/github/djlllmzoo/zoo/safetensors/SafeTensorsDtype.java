@@ -35,17 +35,23 @@ public enum SafeTensorsDtype {
         this.floatingPoint = floatingPoint;
     }
 
-    /** @return the number of bytes one element occupies in the file */
+    /**
+     * @return the number of bytes one element occupies in the file
+     */
     public int byteSize() {
         return byteSize;
     }
 
-    /** @return whether this is one of the floating-point types F64, F32, F16, BF16 */
+    /**
+     * @return whether this is one of the floating-point types F64, F32, F16, BF16
+     */
     public boolean isFloatingPoint() {
         return floatingPoint;
     }
 
-    /** @return the DJL data type holding the same values */
+    /**
+     * @return the DJL data type holding the same values
+     */
     public DataType toDataType() {
         return dataType;
     }

@@ -4,6 +4,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+
 import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
@@ -13,7 +14,9 @@ import com.google.gson.JsonPrimitive;
 import com.google.gson.Strictness;
 import com.google.gson.stream.JsonReader;
 import com.google.gson.stream.JsonToken;
+
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.StringReader;
@@ -43,8 +46,8 @@ import java.util.Map;
  * error is an {@link InvalidCheckpointException} naming the file and the tensor (or {@code
  * "header"} / {@code "__metadata__"}) at fault. No allocation is sized by an unchecked header
  * value. Validation follows the format's rules with one relaxation: gaps between tensors (and
- * trailing bytes after the last tensor) are accepted, as some writers produce them, but
- * overlapping tensors are rejected. Zero-byte tensors overlap nothing.
+ * trailing bytes after the last tensor) are accepted, as some writers produce them, but overlapping
+ * tensors are rejected. Zero-byte tensors overlap nothing.
  *
  * <p>Tensor data is memory-mapped lazily, one region per tensor, so files larger than 2 GiB are
  * supported as long as each tensor is smaller than 2 GiB. Asking for a tensor the file does not
@@ -155,7 +158,8 @@ public final class SafeTensorsReader implements AutoCloseable {
         return new SafeTensorsReader(file, channel, dataStart, tensors, metadata);
     }
 
-    private static String decodeUtf8(Path file, ByteBuffer bytes) throws InvalidCheckpointException {
+    private static String decodeUtf8(Path file, ByteBuffer bytes)
+            throws InvalidCheckpointException {
         try {
             CharBuffer chars =
                     StandardCharsets.UTF_8
@@ -165,7 +169,8 @@ public final class SafeTensorsReader implements AutoCloseable {
                             .decode(bytes);
             return chars.toString();
         } catch (CharacterCodingException e) {
-            throw new InvalidCheckpointException(file, HEADER_FIELD, "header is not valid UTF-8", e);
+            throw new InvalidCheckpointException(
+                    file, HEADER_FIELD, "header is not valid UTF-8", e);
         }
     }
 
@@ -179,7 +184,9 @@ public final class SafeTensorsReader implements AutoCloseable {
             JsonToken first = reader.peek();
             if (first != JsonToken.BEGIN_OBJECT) {
                 throw new InvalidCheckpointException(
-                        file, HEADER_FIELD, "header is a JSON " + describe(first) + ", not an object");
+                        file,
+                        HEADER_FIELD,
+                        "header is a JSON " + describe(first) + ", not an object");
             }
             reader.beginObject();
             while (reader.hasNext()) {
@@ -225,7 +232,11 @@ public final class SafeTensorsReader implements AutoCloseable {
                 throw new InvalidCheckpointException(
                         file,
                         METADATA_KEY,
-                        "value of key '" + entry.getKey() + "' is " + entry.getValue() + ", not a string");
+                        "value of key '"
+                                + entry.getKey()
+                                + "' is "
+                                + entry.getValue()
+                                + ", not a string");
             }
             metadata.put(entry.getKey(), entry.getValue().getAsString());
         }
@@ -313,7 +324,8 @@ public final class SafeTensorsReader implements AutoCloseable {
     }
 
     /** Reads {@code entry[key]} as an array of longs, of {@code length} elements unless -1. */
-    private static long[] longArray(Path file, String name, JsonObject entry, String key, int length)
+    private static long[] longArray(
+            Path file, String name, JsonObject entry, String key, int length)
             throws InvalidCheckpointException {
         JsonElement element = entry.get(key);
         if (element == null) {
@@ -398,17 +410,23 @@ public final class SafeTensorsReader implements AutoCloseable {
         }
     }
 
-    /** @return the file this reader reads */
+    /**
+     * @return the file this reader reads
+     */
     public Path file() {
         return file;
     }
 
-    /** @return the tensors in header order, by name (unmodifiable) */
+    /**
+     * @return the tensors in header order, by name (unmodifiable)
+     */
     public Map<String, TensorInfo> tensors() {
         return tensors;
     }
 
-    /** @return the {@code __metadata__} entries in header order (unmodifiable; empty if absent) */
+    /**
+     * @return the {@code __metadata__} entries in header order (unmodifiable; empty if absent)
+     */
     public Map<String, String> metadata() {
         return metadata;
     }
@@ -468,7 +486,8 @@ public final class SafeTensorsReader implements AutoCloseable {
      * @throws IOException if the data cannot be read
      * @throws InvalidCheckpointException if the file has no such tensor
      */
-    public NDArray load(String name, NDManager manager) throws IOException, InvalidCheckpointException {
+    public NDArray load(String name, NDManager manager)
+            throws IOException, InvalidCheckpointException {
         DataType stored = info(name).dtype().toDataType();
         return load(name, manager, engineHolds(manager, stored) ? stored : DataType.FLOAT32);
     }
@@ -538,7 +557,7 @@ public final class SafeTensorsReader implements AutoCloseable {
     }
 
     /**
-     * Reads a tensor as floats, converting from any stored type (I64 values beyond 2^24 round).
+     * Reads a tensor as floats, converting from any stored type (integers beyond 2^24 round).
      *
      * @param name the tensor name
      * @return the elements in row-major order
@@ -568,7 +587,8 @@ public final class SafeTensorsReader implements AutoCloseable {
         return !(pytorch && (type == DataType.BFLOAT16 || type == DataType.INT16));
     }
 
-    private static ByteBuffer copyToNativeOrder(TensorInfo info, ByteBuffer source, NDManager manager) {
+    private static ByteBuffer copyToNativeOrder(
+            TensorInfo info, ByteBuffer source, NDManager manager) {
         ByteBuffer target = manager.allocateDirect(source.remaining());
         reorder(source.duplicate().order(source.order()), info.dtype().byteSize(), target);
         target.rewind();
@@ -597,7 +617,8 @@ public final class SafeTensorsReader implements AutoCloseable {
     private static ByteBuffer convert(
             TensorInfo info, ByteBuffer source, NDManager manager, DataType target) {
         int count = Math.toIntExact(info.numElements());
-        ByteBuffer buffer = manager.allocateDirect(Math.multiplyExact(count, target.getNumOfBytes()));
+        ByteBuffer buffer =
+                manager.allocateDirect(Math.multiplyExact(count, target.getNumOfBytes()));
         if (target == DataType.FLOAT32) {
             fillFloats(info.dtype(), source, buffer.asFloatBuffer());
         } else {
@@ -660,7 +681,8 @@ public final class SafeTensorsReader implements AutoCloseable {
     }
 
     /** Writes every element of little-endian {@code source} into {@code target} as a double. */
-    private static void fillDoubles(SafeTensorsDtype dtype, ByteBuffer source, DoubleBuffer target) {
+    private static void fillDoubles(
+            SafeTensorsDtype dtype, ByteBuffer source, DoubleBuffer target) {
         int count = target.remaining();
         switch (dtype) {
             case F64 -> target.put(source.asDoubleBuffer());

@@ -1,10 +1,12 @@
 package io.github.djlllmzoo.zoo.safetensors;
 
 import ai.djl.ndarray.NDArray;
+
 import com.google.gson.Gson;
 import com.google.gson.GsonBuilder;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
+
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -26,10 +28,10 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * Writes safetensors files.
  *
- * <p>The header lists {@code __metadata__} first (when there is any), then the tensors in the
- * order given, and is padded with spaces to a multiple of 8 bytes so the data section starts
- * 8-byte aligned. Tensor data follows contiguously in the same order, little-endian and
- * row-major, streamed one tensor at a time.
+ * <p>The header lists {@code __metadata__} first (when there is any), then the tensors in the order
+ * given, and is padded with spaces to a multiple of 8 bytes so the data section starts 8-byte
+ * aligned. Tensor data follows contiguously in the same order, little-endian and row-major,
+ * streamed one tensor at a time.
  *
  * <p>Writing is atomic: the file is written to {@code .<name>.tmp-<random>} in the target's
  * directory, forced to disk, then moved over the target with {@link
@@ -46,14 +48,14 @@ public final class SafeTensorsWriter {
      * A tensor given as raw bytes, for callers without an {@code NDManager}.
      *
      * <p>The shape is copied on construction and by {@link #shape()}; {@code data} is duplicated,
-     * so the caller's buffer position and limit are never changed. Equality compares the shape
-     * and the remaining data by content.
+     * so the caller's buffer position and limit are never changed. Equality compares the shape and
+     * the remaining data by content.
      *
      * @param name the tensor name
      * @param dtype the element type
      * @param shape the dimensions; empty for a scalar
-     * @param data the tensor's bytes from position to limit, little-endian and row-major,
-     *     whatever the buffer's own {@link ByteBuffer#order()}
+     * @param data the tensor's bytes from position to limit, little-endian and row-major, whatever
+     *     the buffer's own {@link ByteBuffer#order()}
      */
     public record RawTensor(String name, SafeTensorsDtype dtype, long[] shape, ByteBuffer data) {
 
@@ -65,13 +67,17 @@ public final class SafeTensorsWriter {
             data = data.duplicate();
         }
 
-        /** @return a copy of the dimensions */
+        /**
+         * @return a copy of the dimensions
+         */
         @Override
         public long[] shape() {
             return shape.clone();
         }
 
-        /** @return a duplicate of the data buffer */
+        /**
+         * @return a duplicate of the data buffer
+         */
         @Override
         public ByteBuffer data() {
             return data.duplicate();
@@ -93,7 +99,14 @@ public final class SafeTensorsWriter {
 
         @Override
         public String toString() {
-            return name + " " + dtype + " " + Arrays.toString(shape) + " (" + data.remaining() + " bytes)";
+            return name
+                    + " "
+                    + dtype
+                    + " "
+                    + Arrays.toString(shape)
+                    + " ("
+                    + data.remaining()
+                    + " bytes)";
         }
     }
 
@@ -112,8 +125,8 @@ public final class SafeTensorsWriter {
      * Writes DJL arrays; the map's iteration order is the order in the file.
      *
      * @param file the file to create or replace
-     * @param tensors the arrays by name; each array's data type must have a safetensors
-     *     equivalent (see {@link SafeTensorsDtype#fromDataType})
+     * @param tensors the arrays by name; each array's data type must have a safetensors equivalent
+     *     (see {@link SafeTensorsDtype#fromDataType})
      * @param metadata the {@code __metadata__} entries, or {@code null} for none
      * @throws IOException if the file cannot be written
      * @throws IllegalArgumentException if a name is {@code "__metadata__"} or a data type is
@@ -128,7 +141,11 @@ public final class SafeTensorsWriter {
             SafeTensorsDtype dtype = SafeTensorsDtype.fromDataType(array.getDataType());
             if (dtype == null) {
                 throw new IllegalArgumentException(
-                        "tensor '" + name + "': data type " + array.getDataType() + " has no safetensors equivalent");
+                        "tensor '"
+                                + name
+                                + "': data type "
+                                + array.getDataType()
+                                + " has no safetensors equivalent");
             }
             long[] shape = array.getShape().getShape();
             sources.add(
@@ -155,9 +172,12 @@ public final class SafeTensorsWriter {
                                 return bytes;
                             }
                             ByteBuffer swapped =
-                                    ByteBuffer.allocate(bytes.remaining()).order(ByteOrder.LITTLE_ENDIAN);
+                                    ByteBuffer.allocate(bytes.remaining())
+                                            .order(ByteOrder.LITTLE_ENDIAN);
                             SafeTensorsReader.reorder(
-                                    bytes.order(ByteOrder.nativeOrder()), dtype.byteSize(), swapped);
+                                    bytes.order(ByteOrder.nativeOrder()),
+                                    dtype.byteSize(),
+                                    swapped);
                             return swapped.flip();
                         }
                     });
@@ -242,10 +262,12 @@ public final class SafeTensorsWriter {
                         "."
                                 + target.getFileName()
                                 + ".tmp-"
-                                + Long.toUnsignedString(ThreadLocalRandom.current().nextLong(), 36));
+                                + Long.toUnsignedString(
+                                        ThreadLocalRandom.current().nextLong(), 36));
         try {
             try (FileChannel channel =
-                    FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                    FileChannel.open(
+                            temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
                 writeFully(channel, header);
                 for (Source source : sources) {
                     long expected = byteSize(source.name(), source.dtype(), source.shape());
@@ -263,7 +285,11 @@ public final class SafeTensorsWriter {
                 }
                 channel.force(true);
             }
-            Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            Files.move(
+                    temp,
+                    target,
+                    StandardCopyOption.ATOMIC_MOVE,
+                    StandardCopyOption.REPLACE_EXISTING);
         } catch (Throwable t) {
             try {
                 Files.deleteIfExists(temp);
@@ -282,7 +308,8 @@ public final class SafeTensorsWriter {
             for (Map.Entry<String, String> entry : metadata.entrySet()) {
                 meta.addProperty(
                         Objects.requireNonNull(entry.getKey(), "metadata key"),
-                        Objects.requireNonNull(entry.getValue(), "metadata value for " + entry.getKey()));
+                        Objects.requireNonNull(
+                                entry.getValue(), "metadata value for " + entry.getKey()));
             }
             root.add(SafeTensorsReader.METADATA_KEY, meta);
         }
@@ -291,7 +318,8 @@ public final class SafeTensorsWriter {
         for (Source source : sources) {
             String name = Objects.requireNonNull(source.name(), "tensor name");
             if (name.equals(SafeTensorsReader.METADATA_KEY)) {
-                throw new IllegalArgumentException("'" + name + "' is reserved and cannot name a tensor");
+                throw new IllegalArgumentException(
+                        "'" + name + "' is reserved and cannot name a tensor");
             }
             if (!names.add(name)) {
                 throw new IllegalArgumentException("tensor '" + name + "' is given twice");
@@ -316,7 +344,10 @@ public final class SafeTensorsWriter {
         int padded = (json.length + 7) & ~7;
         if (padded > SafeTensorsReader.MAX_HEADER_BYTES) {
             throw new IllegalArgumentException(
-                    "header of " + padded + " bytes exceeds the limit of " + SafeTensorsReader.MAX_HEADER_BYTES);
+                    "header of "
+                            + padded
+                            + " bytes exceeds the limit of "
+                            + SafeTensorsReader.MAX_HEADER_BYTES);
         }
         ByteBuffer buffer = ByteBuffer.allocate(8 + padded).order(ByteOrder.LITTLE_ENDIAN);
         buffer.putLong(padded).put(json);

@@ -1,6 +1,7 @@
 package io.github.djlllmzoo.zoo.safetensors;
 
 import ai.djl.ndarray.types.Shape;
+
 import java.util.Arrays;
 import java.util.Objects;
 
@@ -31,7 +32,8 @@ public record TensorInfo(String name, SafeTensorsDtype dtype, long[] shape, long
         shape = shape.clone();
         for (long dim : shape) {
             if (dim < 0) {
-                throw new IllegalArgumentException("negative dimension in " + Arrays.toString(shape));
+                throw new IllegalArgumentException(
+                        "negative dimension in " + Arrays.toString(shape));
             }
         }
         if (begin < 0 || begin > end) {
@@ -39,7 +41,9 @@ public record TensorInfo(String name, SafeTensorsDtype dtype, long[] shape, long
         }
     }
 
-    /** @return a copy of the dimensions */
+    /**
+     * @return a copy of the dimensions
+     */
     @Override
     public long[] shape() {
         return shape.clone();
@@ -65,7 +69,9 @@ public record TensorInfo(String name, SafeTensorsDtype dtype, long[] shape, long
         return Math.multiplyExact(numElements(), dtype.byteSize());
     }
 
-    /** @return the shape as a DJL {@link Shape} */
+    /**
+     * @return the shape as a DJL {@link Shape}
+     */
     public Shape toShape() {
         return new Shape(shape);
     }
