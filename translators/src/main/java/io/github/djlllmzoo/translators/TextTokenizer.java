@@ -3,15 +3,18 @@ package io.github.djlllmzoo.translators;
 import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import java.io.ByteArrayInputStream;
 import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 
 /**
- * A checkpoint's tokenizer through DJL's {@link HuggingFaceTokenizer}: {@code tokenizer.json}, or
- * {@code vocab.json} + {@code merges.txt} when there is none. Never truncates or pads: the context
+ * A checkpoint's tokenizer through DJL's {@link HuggingFaceTokenizer}: {@code tokenizer.json}, or,
+ * when there is none, GPT-2-style byte-level BPE built from {@code vocab.json} + {@code merges.txt}. Never truncates or pads: the context
  * window is enforced by the generator, not silently by the tokenizer (DJL otherwise cuts inputs to
  * 512 tokens).
  */
@@ -43,7 +46,10 @@ public final class TextTokenizer implements AutoCloseable {
                 return new TextTokenizer(HuggingFaceTokenizer.newInstance(json, options));
             }
             if (Files.isRegularFile(vocab) && Files.isRegularFile(merges)) {
-                return new TextTokenizer(HuggingFaceTokenizer.newInstance(vocab, merges, options));
+                String built = ByteLevelBpeJson.build(vocab, merges, dir.resolve("tokenizer_config.json"));
+                try (InputStream in = new ByteArrayInputStream(built.getBytes(StandardCharsets.UTF_8))) {
+                    return new TextTokenizer(HuggingFaceTokenizer.newInstance(in, options));
+                }
             }
         } catch (IOException | RuntimeException e) {
             Path file = Files.isRegularFile(json) ? json : vocab;
