@@ -1,6 +1,7 @@
 package io.github.djlllmzoo.zoo;
 
 import ai.djl.Device;
+import ai.djl.MalformedModelException;
 import ai.djl.Model;
 import ai.djl.ndarray.types.DataType;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
@@ -13,6 +14,7 @@ import io.github.djlllmzoo.translators.TextTokenizer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 
 /**
  * A Hugging Face-layout checkpoint directory loaded into a DJL {@link Model} holding the family's
@@ -60,6 +62,31 @@ public final class LocalModel implements AutoCloseable {
      */
     public static LocalModel load(Path dir, Device device, DataType dataType)
             throws IOException, InvalidCheckpointException {
+        Model model = loadModel(dir, device, dataType);
+        try {
+            TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
+            CausalLmBlock block = (CausalLmBlock) model.getBlock();
+            return new LocalModel(dir, block.config(), model, block, tokenizer);
+        } catch (InvalidCheckpointException | RuntimeException e) {
+            model.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Loads a checkpoint directory into a DJL {@link Model} whose block is the family's {@link
+     * CausalLmBlock} with its weights, and whose {@link Model#getModelPath()} is the directory (so
+     * translators find the tokenizer there).
+     *
+     * @param dir the checkpoint directory
+     * @param device where to run
+     * @param dataType the element type of weights and cache (FLOAT32 on CPU)
+     * @return the model; the caller closes it
+     * @throws IOException if a file cannot be read
+     * @throws InvalidCheckpointException naming the file and field or tensor at fault
+     */
+    public static Model loadModel(Path dir, Device device, DataType dataType)
+            throws IOException, InvalidCheckpointException {
         if (!Files.isDirectory(dir)) {
             throw new InvalidCheckpointException(dir, null, "not a checkpoint directory");
         }
@@ -70,8 +97,12 @@ public final class LocalModel implements AutoCloseable {
             CheckpointWeights.load(block, dir, model.getNDManager(), dataType);
             model.setBlock(block);
             model.setDataType(dataType);
-            TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
-            return new LocalModel(dir, config, model, block, tokenizer);
+            // The block already holds its weights: this only records the model directory.
+            model.load(dir, null, Map.of("hasParameter", "false"));
+            return model;
+        } catch (MalformedModelException e) {
+            model.close();
+            throw new InvalidCheckpointException(dir, null, e.getMessage(), e);
         } catch (IOException | RuntimeException e) {
             model.close();
             throw e;
