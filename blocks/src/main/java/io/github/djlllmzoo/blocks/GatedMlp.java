@@ -20,9 +20,15 @@ public final class GatedMlp extends UnaryBlock {
      * @param initStd standard deviation of the weight initializer ({@code initializer_range})
      */
     public GatedMlp(int hiddenSize, int intermediateSize, boolean withBias, float initStd) {
-        gateProj = addChildBlock("gate_proj", new Linear(hiddenSize, intermediateSize, withBias, initStd));
-        upProj = addChildBlock("up_proj", new Linear(hiddenSize, intermediateSize, withBias, initStd));
-        downProj = addChildBlock("down_proj", new Linear(intermediateSize, hiddenSize, withBias, initStd));
+        gateProj =
+                addChildBlock(
+                        "gate_proj", new Linear(hiddenSize, intermediateSize, withBias, initStd));
+        upProj =
+                addChildBlock(
+                        "up_proj", new Linear(hiddenSize, intermediateSize, withBias, initStd));
+        downProj =
+                addChildBlock(
+                        "down_proj", new Linear(intermediateSize, hiddenSize, withBias, initStd));
     }
 
     @Override

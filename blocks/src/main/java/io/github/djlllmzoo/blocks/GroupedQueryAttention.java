@@ -9,9 +9,9 @@ import io.github.djlllmzoo.blocks.config.LlamaConfig;
  * Llama-family causal self-attention with {@code num_key_value_heads <= num_attention_heads}
  * (multi-head, grouped-query or, with one key/value head, multi-query attention): separate
  * projections {@code q_proj, k_proj, v_proj, o_proj} (with biases when {@code attention_bias}),
- * rotary position embedding on queries and keys, attention scaled by 1/sqrt(head_dim). The KV
- * cache stores only the key/value heads; {@link ScaledDotProductAttention} groups the query heads
- * over them without copying.
+ * rotary position embedding on queries and keys, attention scaled by 1/sqrt(head_dim). The KV cache
+ * stores only the key/value heads; {@link ScaledDotProductAttention} groups the query heads over
+ * them without copying.
  */
 public final class GroupedQueryAttention extends AttentionBlock {
 
@@ -31,10 +31,14 @@ public final class GroupedQueryAttention extends AttentionBlock {
      * @param layerIndex the index of the layer this attention belongs to (its slot in the cache)
      * @param rotaryEmbedding the model's rotary embedding, shared by all layers
      */
-    public GroupedQueryAttention(LlamaConfig config, int layerIndex, RotaryEmbedding rotaryEmbedding) {
+    public GroupedQueryAttention(
+            LlamaConfig config, int layerIndex, RotaryEmbedding rotaryEmbedding) {
         if (rotaryEmbedding.headDim() != config.headDim()) {
             throw new IllegalArgumentException(
-                    "rotary embedding width " + rotaryEmbedding.headDim() + " != head_dim " + config.headDim());
+                    "rotary embedding width "
+                            + rotaryEmbedding.headDim()
+                            + " != head_dim "
+                            + config.headDim());
         }
         this.layerIndex = layerIndex;
         this.numHeads = config.numAttentionHeads();
@@ -60,7 +64,9 @@ public final class GroupedQueryAttention extends AttentionBlock {
         NDArray k = heads(kProj.forward(store, x, training), b, t, numKvHeads); // (B, Hkv, T, D)
         NDArray v = heads(vProj.forward(store, x, training), b, t, numKvHeads); // (B, Hkv, T, D)
         NDArray weights = value(store, qProj.weight(), x.getDevice(), training);
-        NDList cosSin = rotaryEmbedding.cosSin(context.positionIds(), weights.getManager(), q.getDataType());
+        NDList cosSin =
+                rotaryEmbedding.cosSin(
+                        context.positionIds(), weights.getManager(), q.getDataType());
         q = RotaryEmbedding.rotate(q, cosSin);
         k = RotaryEmbedding.rotate(k, cosSin);
         if (context.cache() != null) {
@@ -68,7 +74,9 @@ public final class GroupedQueryAttention extends AttentionBlock {
             k = kv.get(0);
             v = kv.get(1);
         }
-        NDArray y = ScaledDotProductAttention.attend(q, k, v, context.mask(), attentionDropout, training);
+        NDArray y =
+                ScaledDotProductAttention.attend(
+                        q, k, v, context.mask(), attentionDropout, training);
         y = y.transpose(0, 2, 1, 3).reshape(b, t, (long) numHeads * headDim); // (B, T, H*D)
         return oProj.forward(store, y, training); // (B, T, E)
     }

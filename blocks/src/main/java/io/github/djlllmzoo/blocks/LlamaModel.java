@@ -28,7 +28,8 @@ public final class LlamaModel extends CausalLmBlock {
         float eps = config.rmsNormEps();
         embedTokens =
                 setTokenEmbedding(
-                        "embed_tokens", new Embedding(config.vocabSize(), e, config.initializerRange()));
+                        "embed_tokens",
+                        new Embedding(config.vocabSize(), e, config.initializerRange()));
         rotaryEmbedding = RotaryEmbedding.of(config);
         for (int i = 0; i < config.numHiddenLayers(); i++) {
             addLayer(
@@ -39,7 +40,10 @@ public final class LlamaModel extends CausalLmBlock {
                             new GroupedQueryAttention(config, i, rotaryEmbedding),
                             new RmsNorm(e, eps),
                             new GatedMlp(
-                                    e, config.intermediateSize(), config.mlpBias(), config.initializerRange())));
+                                    e,
+                                    config.intermediateSize(),
+                                    config.mlpBias(),
+                                    config.initializerRange())));
         }
         setFinalNormAndHead("norm", new RmsNorm(e, eps));
     }

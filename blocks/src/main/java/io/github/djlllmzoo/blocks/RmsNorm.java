@@ -23,7 +23,11 @@ public final class RmsNorm extends UnaryBlock {
     public RmsNorm(int width, float eps) {
         this.eps = eps;
         weight =
-                declare("weight", Parameter.Type.GAMMA, new Shape(width), Parameter.Type.GAMMA.getInitializer());
+                declare(
+                        "weight",
+                        Parameter.Type.GAMMA,
+                        new Shape(width),
+                        Parameter.Type.GAMMA.getInitializer());
     }
 
     @Override

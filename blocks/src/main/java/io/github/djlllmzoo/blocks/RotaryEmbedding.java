@@ -46,10 +46,12 @@ public final class RotaryEmbedding {
      */
     public RotaryEmbedding(int headDim, int maxPositions, double theta, RopeScaling scaling) {
         if (headDim <= 0 || headDim % 2 != 0) {
-            throw new IllegalArgumentException("rotary head dimension must be positive and even, got " + headDim);
+            throw new IllegalArgumentException(
+                    "rotary head dimension must be positive and even, got " + headDim);
         }
         if (maxPositions <= 0) {
-            throw new IllegalArgumentException("maxPositions must be positive, got " + maxPositions);
+            throw new IllegalArgumentException(
+                    "maxPositions must be positive, got " + maxPositions);
         }
         this.headDim = headDim;
         this.maxPositions = maxPositions;
@@ -64,7 +66,10 @@ public final class RotaryEmbedding {
      */
     public static RotaryEmbedding of(LlamaConfig config) {
         return new RotaryEmbedding(
-                config.headDim(), config.maxPositionEmbeddings(), config.ropeTheta(), config.ropeScaling());
+                config.headDim(),
+                config.maxPositionEmbeddings(),
+                config.ropeTheta(),
+                config.ropeScaling());
     }
 
     /**
@@ -84,17 +89,19 @@ public final class RotaryEmbedding {
         if (scaling == null) {
             return inv;
         }
-        switch (scaling.type()) {
-            case LINEAR:
-                for (int i = 0; i < half; i++) {
-                    inv[i] /= scaling.factor();
-                }
-                return inv;
-            case LLAMA3:
-                return llama3(inv, scaling);
-            default:
-                throw new IllegalArgumentException("unsupported rope scaling " + scaling.type());
+        return switch (scaling.type()) {
+            case LINEAR -> linear(inv, scaling.factor());
+            case LLAMA3 -> llama3(inv, scaling);
+        };
+    }
+
+    /** Linear scaling (position interpolation): every frequency divided by {@code factor}. */
+    private static double[] linear(double[] inv, double factor) {
+        double[] out = new double[inv.length];
+        for (int i = 0; i < inv.length; i++) {
+            out[i] = inv[i] / factor;
         }
+        return out;
     }
 
     /**
@@ -144,8 +151,8 @@ public final class RotaryEmbedding {
      *
      * @param positionIds (B or 1, T) integer positions in {@code [0, maxPositions)}; the results
      *     are attached to its manager
-     * @param owner the manager that owns the model's weights on the device the computation runs
-     *     on; it owns the tables when they are first made
+     * @param owner the manager that owns the model's weights on the device the computation runs on;
+     *     it owns the tables when they are first made
      * @param dataType the compute type
      * @return cos and sin, each (B or 1, 1, T, D/2), broadcastable over heads
      */
@@ -192,7 +199,8 @@ public final class RotaryEmbedding {
         try (NDManager scratch = owner.newSubManager()) {
             NDArray inv = scratch.create(inverseFrequencies).reshape(1, half); // (1, D/2) float64
             NDArray positions =
-                    scratch.arange(0, maxPositions, 1, DataType.FLOAT64).reshape(maxPositions, 1); // (P, 1)
+                    scratch.arange(0, maxPositions, 1, DataType.FLOAT64)
+                            .reshape(maxPositions, 1); // (P, 1)
             NDArray angles = positions.mul(inv); // (P, D/2)
             NDArray cos = angles.cos().toType(dataType, true);
             NDArray sin = angles.sin().toType(dataType, true);

@@ -4,11 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
 
 class GatedMlpTest {
 
@@ -49,7 +49,8 @@ class GatedMlpTest {
             }
             float[][] input = floats(x);
             float[] actual =
-                    mlp.forward(null, manager.create(input).reshape(1, TOKENS, HIDDEN), false).toFloatArray();
+                    mlp.forward(null, manager.create(input).reshape(1, TOKENS, HIDDEN), false)
+                            .toFloatArray();
 
             for (int t = 0; t < TOKENS; t++) {
                 double[] g = affine(gate, gateBias, x[t]);

@@ -14,13 +14,12 @@ import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
 
 class LlamaModelTest {
 
@@ -34,11 +33,12 @@ class LlamaModelTest {
     private static LlamaConfig config(boolean tied) throws Exception {
         JsonObject json =
                 JsonParser.parseString(
-                                "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"max_position_embeddings\": 40,"
-                                        + " \"attention_bias\": true, \"mlp_bias\": true, \"rope_theta\": 500000.0,"
-                                        + " \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0,"
-                                        + " \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0,"
-                                        + " \"original_max_position_embeddings\": 16}}")
+                                "{\"model_type\": \"llama\", \"num_hidden_layers\": 2,"
+                                    + " \"max_position_embeddings\": 40, \"attention_bias\": true,"
+                                    + " \"mlp_bias\": true, \"rope_theta\": 500000.0,"
+                                    + " \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\":"
+                                    + " 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0,"
+                                    + " \"original_max_position_embeddings\": 16}}")
                         .getAsJsonObject();
         json.addProperty("vocab_size", VOCAB);
         json.addProperty("hidden_size", HIDDEN);
@@ -52,7 +52,8 @@ class LlamaModelTest {
 
     @ParameterizedTest(name = "tied={0}")
     @ValueSource(booleans = {false, true})
-    void parameterNamesAndShapesAreTheCheckpointsWithoutTheModelPrefix(boolean tied) throws Exception {
+    void parameterNamesAndShapesAreTheCheckpointsWithoutTheModelPrefix(boolean tied)
+            throws Exception {
         Map<String, Shape> expected = new LinkedHashMap<>();
         expected.put("embed_tokens.weight", new Shape(VOCAB, HIDDEN));
         for (int i = 0; i < 2; i++) {
@@ -95,18 +96,44 @@ class LlamaModelTest {
         }
         try (NDManager manager = NDManager.newBaseManager()) {
             setRandomWeights(model, manager);
-            NDArray full = model.forward(null, manager.create(ids, new Shape(1, length)), null, null, null, false, false);
+            NDArray full =
+                    model.forward(
+                            null,
+                            manager.create(ids, new Shape(1, length)),
+                            null,
+                            null,
+                            null,
+                            false,
+                            false);
             try (KvCache cache = model.newCache(manager, 1, 2)) { // grows twice on the way
                 int prefill = 5;
                 long[] head = Arrays.copyOf(ids, prefill);
                 NDArray stepLogits =
-                        model.forward(null, manager.create(head, new Shape(1, prefill)), null, null, cache, false, false);
-                double maxError = maxAbsDiff(full.get(new NDIndex(":, :{}, :", prefill)), stepLogits);
+                        model.forward(
+                                null,
+                                manager.create(head, new Shape(1, prefill)),
+                                null,
+                                null,
+                                cache,
+                                false,
+                                false);
+                double maxError =
+                        maxAbsDiff(full.get(new NDIndex(":, :{}, :", prefill)), stepLogits);
                 for (int i = prefill; i < length; i++) {
                     NDArray one =
                             model.forward(
-                                    null, manager.create(new long[] {ids[i]}, new Shape(1, 1)), null, null, cache, true, false);
-                    maxError = Math.max(maxError, maxAbsDiff(full.get(new NDIndex(":, {}:{}, :", i, i + 1)), one));
+                                    null,
+                                    manager.create(new long[] {ids[i]}, new Shape(1, 1)),
+                                    null,
+                                    null,
+                                    cache,
+                                    true,
+                                    false);
+                    maxError =
+                            Math.max(
+                                    maxError,
+                                    maxAbsDiff(
+                                            full.get(new NDIndex(":, {}:{}, :", i, i + 1)), one));
                 }
                 assertEquals(length, cache.length());
                 assertTrue(maxError < 1e-4, "max |cached - full| = " + maxError);

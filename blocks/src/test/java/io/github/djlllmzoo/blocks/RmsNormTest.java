@@ -6,8 +6,8 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-import java.util.Random;
 import org.junit.jupiter.api.Test;
+import java.util.Random;
 
 class RmsNormTest {
 
@@ -28,7 +28,9 @@ class RmsNormTest {
         try (NDManager manager = NDManager.newBaseManager()) {
             RmsNorm norm = new RmsNorm(WIDTH, EPS);
             norm.namedParameters().get("weight").setArray(manager.create(w));
-            float[] actual = norm.forward(null, manager.create(x, new Shape(2, 3, WIDTH)), false).toFloatArray();
+            float[] actual =
+                    norm.forward(null, manager.create(x, new Shape(2, 3, WIDTH)), false)
+                            .toFloatArray();
 
             for (int row = 0; row < 6; row++) {
                 double sumSquares = 0;
@@ -38,7 +40,8 @@ class RmsNormTest {
                 double inverseRms = 1 / Math.sqrt(sumSquares / WIDTH + EPS);
                 for (int j = 0; j < WIDTH; j++) {
                     double expected = x[row * WIDTH + j] * inverseRms * w[j];
-                    assertEquals(expected, actual[row * WIDTH + j], 1e-6 * (1 + Math.abs(expected)));
+                    assertEquals(
+                            expected, actual[row * WIDTH + j], 1e-6 * (1 + Math.abs(expected)));
                 }
             }
         }
@@ -57,7 +60,9 @@ class RmsNormTest {
             fullNorm.namedParameters().get("weight").setArray(manager.ones(new Shape(WIDTH)));
             NDArray full = fullNorm.forward(null, input, false);
             RmsNorm halfNorm = new RmsNorm(WIDTH, EPS);
-            halfNorm.namedParameters().get("weight").setArray(manager.ones(new Shape(WIDTH), DataType.FLOAT16));
+            halfNorm.namedParameters()
+                    .get("weight")
+                    .setArray(manager.ones(new Shape(WIDTH), DataType.FLOAT16));
             NDArray half = halfNorm.forward(null, input.toType(DataType.FLOAT16, false), false);
             assertEquals(DataType.FLOAT16, half.getDataType());
             float[] a = full.toFloatArray();

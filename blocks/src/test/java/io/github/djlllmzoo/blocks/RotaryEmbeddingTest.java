@@ -11,13 +11,13 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.config.RopeScaling;
-import java.util.Random;
 import org.junit.jupiter.api.Test;
+import java.util.Random;
 
 /**
- * Rotary embedding against an independent float64 computation of Hugging Face's definitions
- * ({@code _compute_default_rope_parameters}, {@code _compute_linear_scaling_rope_parameters},
- * {@code _compute_llama3_parameters}, {@code apply_rotary_pos_emb} with {@code rotate_half}).
+ * Rotary embedding against an independent float64 computation of Hugging Face's definitions ({@code
+ * _compute_default_rope_parameters}, {@code _compute_linear_scaling_rope_parameters}, {@code
+ * _compute_llama3_parameters}, {@code apply_rotary_pos_emb} with {@code rotate_half}).
  */
 class RotaryEmbeddingTest {
 
@@ -42,9 +42,11 @@ class RotaryEmbeddingTest {
 
     @Test
     void llama3ScalingKeepsHighFrequenciesDividesLowOnesAndSmoothsTheBandBetween() {
-        // D = 8, theta = 10000: inv_freq = 1, 0.1, 0.01, 0.001, wavelengths 2*pi*{1, 10, 100, 1000}.
+        // D = 8, theta = 10000: inv_freq = 1, 0.1, 0.01, 0.001, wavelengths 2*pi*{1, 10, 100,
+        // 1000}.
         // original 256, low 1, high 4: wavelengths below 64 kept, above 256 divided by factor 8.
-        double[] inv = RotaryEmbedding.inverseFrequencies(8, 10000, RopeScaling.llama3(8, 1, 4, 256));
+        double[] inv =
+                RotaryEmbedding.inverseFrequencies(8, 10000, RopeScaling.llama3(8, 1, 4, 256));
         assertEquals(1.0, inv[0], 1e-15); // 6.28 < 64: kept
         assertEquals(0.1, inv[1], 1e-15); // 62.8 < 64: kept
         // 628.3 > 256 and 6283 > 256: divided by 8
@@ -52,7 +54,8 @@ class RotaryEmbeddingTest {
         assertEquals(0.001 / 8, inv[3], 1e-18);
 
         // original 1024: wavelength 628.3 lies in [256, 1024]; smooth = (1024/628.3 - 1) / 3.
-        double[] banded = RotaryEmbedding.inverseFrequencies(8, 10000, RopeScaling.llama3(8, 1, 4, 1024));
+        double[] banded =
+                RotaryEmbedding.inverseFrequencies(8, 10000, RopeScaling.llama3(8, 1, 4, 1024));
         double smooth = (1024 / (200 * Math.PI) - 1) / 3;
         assertTrue(smooth > 0 && smooth < 1);
         assertEquals((1 - smooth) * 0.01 / 8 + smooth * 0.01, banded[2], 1e-16);
@@ -88,8 +91,13 @@ class RotaryEmbeddingTest {
                             // emb = cat(freqs, freqs); rotate_half(x) = cat(-x2, x1)
                             double angle = positions[bi][ti] * inv[j % (d / 2)];
                             double rotated = j < d / 2 ? -x[base + j + d / 2] : x[base + j - d / 2];
-                            double expected = x[base + j] * Math.cos(angle) + rotated * Math.sin(angle);
-                            assertEquals(expected, actual[base + j], 1e-5, "b" + bi + " h" + hi + " t" + ti + " j" + j);
+                            double expected =
+                                    x[base + j] * Math.cos(angle) + rotated * Math.sin(angle);
+                            assertEquals(
+                                    expected,
+                                    actual[base + j],
+                                    1e-5,
+                                    "b" + bi + " h" + hi + " t" + ti + " j" + j);
                         }
                     }
                 }
@@ -125,7 +133,8 @@ class RotaryEmbeddingTest {
             double wavelen = 2 * Math.PI / invFreq;
             double invFreqLlama = wavelen > original / low ? invFreq / factor : invFreq;
             double smoothFactor = (original / wavelen - low) / (high - low);
-            double smoothed = (1 - smoothFactor) * invFreqLlama / factor + smoothFactor * invFreqLlama;
+            double smoothed =
+                    (1 - smoothFactor) * invFreqLlama / factor + smoothFactor * invFreqLlama;
             boolean medium = !(wavelen < original / high) && !(wavelen > original / low);
             out[i] = medium ? smoothed : invFreqLlama;
         }

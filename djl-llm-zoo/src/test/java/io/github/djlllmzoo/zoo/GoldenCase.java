@@ -19,14 +19,16 @@ record GoldenCase(Path dir, long[] promptIds, double[] promptLogprobs, long[] gr
     static Path root() {
         String dir = System.getProperty("llmzoo.testdata");
         if (dir == null) {
-            throw new IllegalStateException("system property llmzoo.testdata is not set (run through Maven)");
+            throw new IllegalStateException(
+                    "system property llmzoo.testdata is not set (run through Maven)");
         }
         return Paths.get(dir, "golden");
     }
 
     static GoldenCase load(String name) throws IOException {
         Path dir = root().resolve(name);
-        try (Reader reader = Files.newBufferedReader(dir.resolve("golden.json"), StandardCharsets.UTF_8)) {
+        try (Reader reader =
+                Files.newBufferedReader(dir.resolve("golden.json"), StandardCharsets.UTF_8)) {
             JsonObject json = JsonParser.parseReader(reader).getAsJsonObject();
             return new GoldenCase(
                     dir,

@@ -6,15 +6,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.djlllmzoo.translators.GeneratedSequence;
 import io.github.djlllmzoo.translators.GenerationConfig;
-import java.util.List;
-import java.util.Locale;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import java.util.List;
+import java.util.Locale;
 
 /**
  * Every golden case (GPT-2 and Llama, F32/F16/BF16) loaded from its Hugging Face-layout directory
- * reproduces the independent float64 reference: prompt log-probabilities within 1e-3 and the
- * greedy continuation exactly.
+ * reproduces the independent float64 reference: prompt log-probabilities within 1e-3 and the greedy
+ * continuation exactly.
  */
 class GoldenCasesTest {
 
@@ -37,7 +37,8 @@ class GoldenCasesTest {
             for (int i = 0; i < logprobs.length; i++) {
                 maxError = Math.max(maxError, Math.abs(logprobs[i] - golden.promptLogprobs()[i]));
             }
-            System.out.printf(Locale.ROOT, "golden %s: max |logprob - golden| = %.3g%n", name, maxError);
+            System.out.printf(
+                    Locale.ROOT, "golden %s: max |logprob - golden| = %.3g%n", name, maxError);
             assertTrue(
                     maxError <= GoldenCase.LOGPROB_TOLERANCE,
                     name + ": max |logprob - golden| = " + maxError);
@@ -47,7 +48,8 @@ class GoldenCasesTest {
                             .maxNewTokens(golden.greedyIds().length)
                             .eosTokenIds(List.of())
                             .build();
-            GeneratedSequence generated = model.generator().generateGreedy(golden.promptIds(), config);
+            GeneratedSequence generated =
+                    model.generator().generateGreedy(golden.promptIds(), config);
             assertArrayEquals(golden.greedyIds(), generated.tokenIds(), name + ": greedy ids");
         }
     }

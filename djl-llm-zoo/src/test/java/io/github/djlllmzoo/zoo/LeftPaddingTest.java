@@ -11,13 +11,13 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.KvCache;
+import org.junit.jupiter.api.Test;
 import java.util.Arrays;
 import java.util.Locale;
-import org.junit.jupiter.api.Test;
 
 /**
- * A left-padded batch gives each row the logits it has alone: rotary positions are gathered per
- * row (counting only real tokens), in a plain DJL forward and across KV-cache decode steps.
+ * A left-padded batch gives each row the logits it has alone: rotary positions are gathered per row
+ * (counting only real tokens), in a plain DJL forward and across KV-cache decode steps.
  */
 class LeftPaddingTest {
 
@@ -45,9 +45,21 @@ class LeftPaddingTest {
 
             // Plain DJL forward: [input_ids, attention_mask] -> positions from the mask.
             NDArray padded =
-                    block.forward(new ParameterStore(manager, false), new NDList(ids, attention), false).singletonOrThrow();
-            double maxError = maxAbsDiff(padded.get(new NDIndex("0, {}:, :", PAD)), alone(block, manager, shortRow));
-            maxError = Math.max(maxError, maxAbsDiff(padded.get(new NDIndex("1, :, :")), alone(block, manager, longRow)));
+                    block.forward(
+                                    new ParameterStore(manager, false),
+                                    new NDList(ids, attention),
+                                    false)
+                            .singletonOrThrow();
+            double maxError =
+                    maxAbsDiff(
+                            padded.get(new NDIndex("0, {}:, :", PAD)),
+                            alone(block, manager, shortRow));
+            maxError =
+                    Math.max(
+                            maxError,
+                            maxAbsDiff(
+                                    padded.get(new NDIndex("1, :, :")),
+                                    alone(block, manager, longRow)));
 
             // Prefill the padded batch into a cache, then decode two tokens per row.
             try (KvCache cache = block.newCache(manager, 2, 12)) {
@@ -57,15 +69,28 @@ class LeftPaddingTest {
                 for (int step = 0; step < next.length; step++) {
                     attention = attention.concat(manager.ones(new Shape(2, 1), DataType.INT64), 1);
                     last = last.add(1);
-                    NDArray stepIds = manager.create(new long[] {next[step], next[step]}, new Shape(2, 1));
-                    NDArray logits = block.forward(null, stepIds, last, attention, cache, true, false);
+                    NDArray stepIds =
+                            manager.create(new long[] {next[step], next[step]}, new Shape(2, 1));
+                    NDArray logits =
+                            block.forward(null, stepIds, last, attention, cache, true, false);
                     long[] shortSeq = append(shortRow, next, step + 1);
                     long[] longSeq = append(longRow, next, step + 1);
-                    maxError = Math.max(maxError, maxAbsDiff(logits.get(new NDIndex("0, :, :")), lastLogits(block, manager, shortSeq)));
-                    maxError = Math.max(maxError, maxAbsDiff(logits.get(new NDIndex("1, :, :")), lastLogits(block, manager, longSeq)));
+                    maxError =
+                            Math.max(
+                                    maxError,
+                                    maxAbsDiff(
+                                            logits.get(new NDIndex("0, :, :")),
+                                            lastLogits(block, manager, shortSeq)));
+                    maxError =
+                            Math.max(
+                                    maxError,
+                                    maxAbsDiff(
+                                            logits.get(new NDIndex("1, :, :")),
+                                            lastLogits(block, manager, longSeq)));
                 }
             }
-            System.out.printf(Locale.ROOT, "left padding: max |padded - alone| logit = %.3g%n", maxError);
+            System.out.printf(
+                    Locale.ROOT, "left padding: max |padded - alone| logit = %.3g%n", maxError);
             assertTrue(maxError < 1e-4, "max |padded - alone| = " + maxError);
         }
     }

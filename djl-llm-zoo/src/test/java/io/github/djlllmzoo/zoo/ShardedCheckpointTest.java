@@ -10,18 +10,18 @@ import com.google.gson.JsonObject;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsReader;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
 import io.github.djlllmzoo.zoo.safetensors.TensorInfo;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.io.TempDir;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The same weights split over several shards with {@code model.safetensors.index.json} load into
- * a model that computes exactly the logits of the single-file checkpoint.
+ * The same weights split over several shards with {@code model.safetensors.index.json} load into a
+ * model that computes exactly the logits of the single-file checkpoint.
  */
 class ShardedCheckpointTest {
 
@@ -29,12 +29,16 @@ class ShardedCheckpointTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"llama-gqa", "llama-mqa-tied-bf16"})
-    void shardedCheckpointGivesTheLogitsOfTheSingleFile(String name, @TempDir Path sharded) throws Exception {
+    void shardedCheckpointGivesTheLogitsOfTheSingleFile(String name, @TempDir Path sharded)
+            throws Exception {
         GoldenCase golden = GoldenCase.load(name);
         Files.copy(golden.dir().resolve("config.json"), sharded.resolve("config.json"));
-        List<String> shardNames = writeShards(golden.dir().resolve(CheckpointWeights.SINGLE_FILE), sharded);
+        List<String> shardNames =
+                writeShards(golden.dir().resolve(CheckpointWeights.SINGLE_FILE), sharded);
         assertEquals(SHARDS, CheckpointWeights.files(sharded).size());
-        assertEquals(shardNames.get(0), CheckpointWeights.files(sharded).get(0).getFileName().toString());
+        assertEquals(
+                shardNames.get(0),
+                CheckpointWeights.files(sharded).get(0).getFileName().toString());
 
         float[] single = logits(golden.dir(), golden.promptIds());
         float[] fromShards = logits(sharded, golden.promptIds());
@@ -45,7 +49,14 @@ class ShardedCheckpointTest {
         try (LocalModel model = LocalModel.load(dir);
                 NDManager manager = model.model().getNDManager().newSubManager()) {
             return model.block()
-                    .forward(null, manager.create(ids, new Shape(1, ids.length)), null, null, null, false, false)
+                    .forward(
+                            null,
+                            manager.create(ids, new Shape(1, ids.length)),
+                            null,
+                            null,
+                            null,
+                            false,
+                            false)
                     .toFloatArray();
         }
     }
@@ -66,12 +77,19 @@ class ShardedCheckpointTest {
             int i = 0;
             for (TensorInfo info : reader.tensors().values()) {
                 int shard = i++ % SHARDS;
-                shards.get(shard).add(new SafeTensorsWriter.RawTensor(info.name(), info.dtype(), info.shape(), reader.rawData(info.name())));
+                shards.get(shard)
+                        .add(
+                                new SafeTensorsWriter.RawTensor(
+                                        info.name(),
+                                        info.dtype(),
+                                        info.shape(),
+                                        reader.rawData(info.name())));
                 weightMap.addProperty(info.name(), names.get(shard));
                 totalSize += info.byteSize();
             }
             for (int s = 0; s < SHARDS; s++) {
-                SafeTensorsWriter.write(dir.resolve(names.get(s)), shards.get(s), Map.of("format", "pt"));
+                SafeTensorsWriter.write(
+                        dir.resolve(names.get(s)), shards.get(s), Map.of("format", "pt"));
             }
         }
         JsonObject metadata = new JsonObject();
@@ -79,7 +97,9 @@ class ShardedCheckpointTest {
         JsonObject index = new JsonObject();
         index.add("metadata", metadata);
         index.add("weight_map", weightMap);
-        Files.writeString(dir.resolve(CheckpointWeights.INDEX_FILE), new GsonBuilder().setPrettyPrinting().create().toJson(index));
+        Files.writeString(
+                dir.resolve(CheckpointWeights.INDEX_FILE),
+                new GsonBuilder().setPrettyPrinting().create().toJson(index));
         return names;
     }
 }

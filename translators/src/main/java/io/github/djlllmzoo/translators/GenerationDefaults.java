@@ -115,11 +115,13 @@ public record GenerationDefaults(
         return eosTokenIds.isEmpty() ? List.copyOf(fallback) : eosTokenIds;
     }
 
-    private static Double optDouble(ConfigJson json, String field) throws InvalidCheckpointException {
+    private static Double optDouble(ConfigJson json, String field)
+            throws InvalidCheckpointException {
         return json.has(field) ? json.requireDouble(field) : null;
     }
 
-    private static Integer tokenId(ConfigJson json, String field) throws InvalidCheckpointException {
+    private static Integer tokenId(ConfigJson json, String field)
+            throws InvalidCheckpointException {
         Integer id = json.optInteger(field);
         if (id != null && id < 0) {
             throw json.invalid(field, "token ids must not be negative");
@@ -127,7 +129,8 @@ public record GenerationDefaults(
         return id;
     }
 
-    private static List<Integer> tokenIds(ConfigJson json, String field) throws InvalidCheckpointException {
+    private static List<Integer> tokenIds(ConfigJson json, String field)
+            throws InvalidCheckpointException {
         List<Integer> ids = json.optIntList(field);
         for (int id : ids) {
             if (id < 0) {

@@ -6,13 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
 
 class GenerationDefaultsTest {
 
@@ -69,7 +69,9 @@ class GenerationDefaultsTest {
             })
     void invalidValueIsRejectedNamingTheField(String field, String jsonValue) {
         InvalidCheckpointException e =
-                assertThrows(InvalidCheckpointException.class, () -> read("{\"" + field + "\": " + jsonValue + "}"));
+                assertThrows(
+                        InvalidCheckpointException.class,
+                        () -> read("{\"" + field + "\": " + jsonValue + "}"));
         assertEquals(field, e.getField());
         assertTrue(e.getMessage().contains(GenerationDefaults.FILE_NAME), e.getMessage());
     }

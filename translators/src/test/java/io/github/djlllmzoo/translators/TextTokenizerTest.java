@@ -6,13 +6,13 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.Arrays;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The real Llama 2 (SentencePiece BPE with byte fallback) and GPT-2 (byte-level BPE) tokenizers of
@@ -20,12 +20,12 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class TextTokenizerTest {
 
-    private static Path fixtures;
+    private Path fixtures;
 
     @TempDir Path dir;
 
-    @BeforeAll
-    static void locateFixtures() {
+    @BeforeEach
+    void locateFixtures() {
         String property = System.getProperty("llmzoo.fixtures");
         fixtures = property == null ? null : Paths.get(property);
         assumeTrue(
@@ -60,7 +60,9 @@ class TextTokenizerTest {
     @Test
     void llama2AddBosTokenTrueAddsBosWhenThePostProcessorDoesNot() throws Exception {
         Path copy = copyLlama2("null");
-        Files.writeString(copy.resolve(TextTokenizer.CONFIG_FILE), tokenizerConfig("llama2-tokenizer").toString());
+        Files.writeString(
+                copy.resolve(TextTokenizer.CONFIG_FILE),
+                tokenizerConfig("llama2-tokenizer").toString());
         try (TextTokenizer tokenizer = TextTokenizer.load(copy)) {
             assertArrayEquals(new long[] {1, 15043, 3186}, tokenizer.encode("Hello world"));
             assertArrayEquals(new long[] {1, 15043, 3186}, tokenizer.encode("<s>Hello world"));
@@ -84,8 +86,10 @@ class TextTokenizerTest {
     void gpt2EncodesKnownTextsWithoutBos() throws Exception {
         try (TextTokenizer tokenizer = TextTokenizer.load(fixtures.resolve("gpt2-tokenizer"))) {
             assertArrayEquals(new long[] {15496, 995}, tokenizer.encode("Hello world"));
-            assertArrayEquals(new long[] {4874, 2402, 257, 640}, tokenizer.encode(" Once upon a time"));
-            assertEquals(" world", tokenizer.decodeContinuation(new long[] {15496}, new long[] {995}));
+            assertArrayEquals(
+                    new long[] {4874, 2402, 257, 640}, tokenizer.encode(" Once upon a time"));
+            assertEquals(
+                    " world", tokenizer.decodeContinuation(new long[] {15496}, new long[] {995}));
         }
     }
 
@@ -96,21 +100,24 @@ class TextTokenizerTest {
         json.add(
                 "post_processor",
                 JsonParser.parseString(
-                        "{\"type\": \"TemplateProcessing\","
-                                + " \"single\": [{\"SpecialToken\": {\"id\": \"<|endoftext|>\", \"type_id\": 0}},"
-                                + " {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}],"
-                                + " \"pair\": [{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}},"
-                                + " {\"Sequence\": {\"id\": \"B\", \"type_id\": 1}}],"
-                                + " \"special_tokens\": {\"<|endoftext|>\": {\"id\": \"<|endoftext|>\","
-                                + " \"ids\": [50256], \"tokens\": [\"<|endoftext|>\"]}}}"));
+                        "{\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\":"
+                            + " {\"id\": \"<|endoftext|>\", \"type_id\": 0}}, {\"Sequence\":"
+                            + " {\"id\": \"A\", \"type_id\": 0}}], \"pair\": [{\"Sequence\":"
+                            + " {\"id\": \"A\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"B\","
+                            + " \"type_id\": 1}}], \"special_tokens\": {\"<|endoftext|>\": {\"id\":"
+                            + " \"<|endoftext|>\", \"ids\": [50256], \"tokens\":"
+                            + " [\"<|endoftext|>\"]}}}"));
         Files.writeString(dir.resolve("tokenizer.json"), json.toString());
         try (TextTokenizer tokenizer = TextTokenizer.load(dir)) {
             assertArrayEquals(new long[] {50256, 15496, 995}, tokenizer.encode("Hello world"));
-            assertArrayEquals(new long[] {50256, 15496, 995}, tokenizer.encode("<|endoftext|>Hello world"));
+            assertArrayEquals(
+                    new long[] {50256, 15496, 995}, tokenizer.encode("<|endoftext|>Hello world"));
         }
     }
 
-    /** Copies the Llama 2 tokenizer.json into the temp dir, optionally replacing its post-processor. */
+    /**
+     * Copies the Llama 2 tokenizer.json into the temp dir, optionally replacing its post-processor.
+     */
     private Path copyLlama2(String postProcessor) throws Exception {
         JsonObject json = readJson(fixtures.resolve("llama2-tokenizer/tokenizer.json"));
         if (postProcessor != null) {
@@ -120,7 +127,7 @@ class TextTokenizerTest {
         return dir;
     }
 
-    private static JsonObject tokenizerConfig(String name) throws Exception {
+    private JsonObject tokenizerConfig(String name) throws Exception {
         return readJson(fixtures.resolve(name).resolve(TextTokenizer.CONFIG_FILE));
     }
 

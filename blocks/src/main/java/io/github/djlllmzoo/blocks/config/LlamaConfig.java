@@ -9,11 +9,11 @@ import java.util.List;
  * "mistral" without a sliding window in use), with the names Hugging Face uses. Absent optional
  * fields take Hugging Face's {@code LlamaConfig} defaults.
  *
- * <p>Mistral's sliding-window attention is not implemented. A window changes nothing while it is
- * at least {@code max_position_embeddings} long (no key is ever farther away than that), so a
- * Mistral config is accepted when {@code sliding_window} is null (Mistral 7B v0.2 and later) or
- * not smaller than {@code max_position_embeddings}, and rejected otherwise. As in Hugging Face's
- * {@code MistralConfig}, an absent {@code sliding_window} means 4096.
+ * <p>Mistral's sliding-window attention is not implemented. A window changes nothing while it is at
+ * least {@code max_position_embeddings} long (no key is ever farther away than that), so a Mistral
+ * config is accepted when {@code sliding_window} is null (Mistral 7B v0.2 and later) or not smaller
+ * than {@code max_position_embeddings}, and rejected otherwise. As in Hugging Face's {@code
+ * MistralConfig}, an absent {@code sliding_window} means 4096.
  *
  * @param modelType {@code model_type}: "llama" or "mistral"
  * @param vocabSize {@code vocab_size}
@@ -59,7 +59,10 @@ public record LlamaConfig(
 
     /** The {@code model_type} of Llama checkpoints. */
     public static final String MODEL_TYPE = "llama";
-    /** The {@code model_type} of Mistral checkpoints (same layout; read when no window is in use). */
+
+    /**
+     * The {@code model_type} of Mistral checkpoints (same layout; read when no window is in use).
+     */
     public static final String MISTRAL_MODEL_TYPE = "mistral";
 
     /** Hugging Face's {@code MistralConfig} default for an absent {@code sliding_window}. */
@@ -68,7 +71,8 @@ public record LlamaConfig(
     /** Validates the values; see {@link #parse(ConfigJson)} for file-aware messages. */
     public LlamaConfig {
         if (!MODEL_TYPE.equals(modelType) && !MISTRAL_MODEL_TYPE.equals(modelType)) {
-            throw new IllegalArgumentException("model_type must be llama or mistral, got " + modelType);
+            throw new IllegalArgumentException(
+                    "model_type must be llama or mistral, got " + modelType);
         }
         if (vocabSize <= 0
                 || hiddenSize <= 0
@@ -77,7 +81,9 @@ public record LlamaConfig(
                 || maxPositionEmbeddings <= 0) {
             throw new IllegalArgumentException("sizes must be positive");
         }
-        if (numAttentionHeads <= 0 || numKeyValueHeads <= 0 || numAttentionHeads % numKeyValueHeads != 0) {
+        if (numAttentionHeads <= 0
+                || numKeyValueHeads <= 0
+                || numAttentionHeads % numKeyValueHeads != 0) {
             throw new IllegalArgumentException(
                     "num_key_value_heads ("
                             + numKeyValueHeads
@@ -109,15 +115,21 @@ public record LlamaConfig(
     public static LlamaConfig parse(ConfigJson json) throws InvalidCheckpointException {
         String modelType = json.requireString("model_type");
         if (!MODEL_TYPE.equals(modelType) && !MISTRAL_MODEL_TYPE.equals(modelType)) {
-            throw json.invalid("model_type", "expected " + MODEL_TYPE + " or " + MISTRAL_MODEL_TYPE);
+            throw json.invalid(
+                    "model_type", "expected " + MODEL_TYPE + " or " + MISTRAL_MODEL_TYPE);
         }
         int hidden = Configs.positive(json, "hidden_size");
         int heads = Configs.positive(json, "num_attention_heads");
-        int kvHeads = json.has("num_key_value_heads") ? Configs.positive(json, "num_key_value_heads") : heads;
+        int kvHeads =
+                json.has("num_key_value_heads")
+                        ? Configs.positive(json, "num_key_value_heads")
+                        : heads;
         if (heads % kvHeads != 0) {
             throw json.invalid(
                     "num_key_value_heads",
-                    "must divide num_attention_heads (" + heads + ") so query heads form equal groups");
+                    "must divide num_attention_heads ("
+                            + heads
+                            + ") so query heads form equal groups");
         }
         int headDim;
         if (json.has("head_dim")) {
@@ -129,7 +141,9 @@ public record LlamaConfig(
             if (hidden % heads != 0) {
                 throw json.invalid(
                         "hidden_size",
-                        "must be divisible by num_attention_heads (" + heads + ") when head_dim is absent");
+                        "must be divisible by num_attention_heads ("
+                                + heads
+                                + ") when head_dim is absent");
             }
             headDim = hidden / heads;
             if (headDim % 2 != 0) {
@@ -137,7 +151,8 @@ public record LlamaConfig(
                         "hidden_size",
                         "gives an odd head dimension "
                                 + headDim
-                                + " (hidden_size / num_attention_heads); rotary embeddings need an even one");
+                                + " (hidden_size / num_attention_heads); rotary embeddings need an"
+                                + " even one");
             }
         }
         int maxPositions = Configs.positive(json, "max_position_embeddings");
@@ -212,7 +227,9 @@ public record LlamaConfig(
                     "sliding_window",
                     (json.has("sliding_window")
                                     ? ""
-                                    : "absent, so " + MISTRAL_DEFAULT_SLIDING_WINDOW + " as in Hugging Face; ")
+                                    : "absent, so "
+                                            + MISTRAL_DEFAULT_SLIDING_WINDOW
+                                            + " as in Hugging Face; ")
                             + "sliding-window attention is not supported and a window of "
                             + window
                             + " is in use below max_position_embeddings ("

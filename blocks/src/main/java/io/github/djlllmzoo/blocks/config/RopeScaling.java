@@ -3,9 +3,9 @@ package io.github.djlllmzoo.blocks.config;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 
 /**
- * The {@code rope_scaling} object of a Llama-family {@code config.json}: how the rotary
- * frequencies are stretched for contexts longer than the model was pre-trained on. The frequencies
- * themselves are computed by {@link io.github.djlllmzoo.blocks.RotaryEmbedding}.
+ * The {@code rope_scaling} object of a Llama-family {@code config.json}: how the rotary frequencies
+ * are stretched for contexts longer than the model was pre-trained on. The frequencies themselves
+ * are computed by {@link io.github.djlllmzoo.blocks.RotaryEmbedding}.
  *
  * @param type the scaling type ({@code rope_type}, or the older {@code type})
  * @param factor {@code factor}: how much longer the context is than in pre-training
@@ -49,15 +49,16 @@ public record RopeScaling(
             throw new IllegalArgumentException("rope_scaling type is required");
         }
         if (!(factor > 0)) {
-            throw new IllegalArgumentException("rope_scaling factor must be positive, got " + factor);
+            throw new IllegalArgumentException(
+                    "rope_scaling factor must be positive, got " + factor);
         }
         if (type == Type.LLAMA3
                 && (!(lowFreqFactor > 0)
                         || !(highFreqFactor > lowFreqFactor)
                         || originalMaxPositionEmbeddings <= 0)) {
             throw new IllegalArgumentException(
-                    "llama3 rope_scaling needs 0 < low_freq_factor < high_freq_factor and a positive"
-                            + " original_max_position_embeddings");
+                    "llama3 rope_scaling needs 0 < low_freq_factor < high_freq_factor and a"
+                        + " positive original_max_position_embeddings");
         }
     }
 
@@ -81,7 +82,10 @@ public record RopeScaling(
      * @return the scaling
      */
     public static RopeScaling llama3(
-            double factor, double lowFreqFactor, double highFreqFactor, int originalMaxPositionEmbeddings) {
+            double factor,
+            double lowFreqFactor,
+            double highFreqFactor,
+            int originalMaxPositionEmbeddings) {
         return new RopeScaling(
                 Type.LLAMA3, factor, lowFreqFactor, highFreqFactor, originalMaxPositionEmbeddings);
     }
@@ -115,7 +119,8 @@ public record RopeScaling(
                 throw json.invalid(
                         "high_freq_factor", "must be greater than low_freq_factor (" + low + ")");
             }
-            return llama3(factor, low, high, Configs.positive(json, "original_max_position_embeddings"));
+            return llama3(
+                    factor, low, high, Configs.positive(json, "original_max_position_embeddings"));
         }
         throw json.invalid(
                 typeField,

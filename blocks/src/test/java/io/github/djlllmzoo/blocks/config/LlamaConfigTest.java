@@ -11,15 +11,15 @@ import com.google.gson.JsonNull;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.List;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.CsvSource;
 
 class LlamaConfigTest {
 
@@ -70,13 +70,20 @@ class LlamaConfigTest {
 
     @Test
     void eosTokenIdMayBeAList() throws Exception {
-        assertEquals(List.of(128001, 128008, 128009), parse(with("eos_token_id", "[128001, 128008, 128009]")).eosTokenIds());
+        assertEquals(
+                List.of(128001, 128008, 128009),
+                parse(with("eos_token_id", "[128001, 128008, 128009]")).eosTokenIds());
         assertEquals(List.of(2), parse(with("eos_token_id", "2")).eosTokenIds());
     }
 
     @Test
     void readsTheLlama3RopeScalingOfTheGoldenCase() throws Exception {
-        DecoderConfig read = Configs.read(Paths.get(System.getProperty("llmzoo.testdata"), "golden", "llama3-rope-scaling"));
+        DecoderConfig read =
+                Configs.read(
+                        Paths.get(
+                                System.getProperty("llmzoo.testdata"),
+                                "golden",
+                                "llama3-rope-scaling"));
         LlamaConfig config = assertInstanceOf(LlamaConfig.class, read);
         assertEquals(500000.0, config.ropeTheta());
         assertEquals(RopeScaling.llama3(8, 1, 4, 32), config.ropeScaling());
@@ -86,10 +93,17 @@ class LlamaConfigTest {
 
     @Test
     void olderTypeKeyAndRopeParametersAreUnderstood() throws Exception {
-        assertEquals(RopeScaling.linear(2), parse(with("rope_scaling", "{\"type\": \"linear\", \"factor\": 2.0}")).ropeScaling());
+        assertEquals(
+                RopeScaling.linear(2),
+                parse(with("rope_scaling", "{\"type\": \"linear\", \"factor\": 2.0}"))
+                        .ropeScaling());
         assertNull(parse(with("rope_scaling", "{\"rope_type\": \"default\"}")).ropeScaling());
         LlamaConfig v5 =
-                parse(with("rope_parameters", "{\"rope_type\": \"linear\", \"factor\": 4.0, \"rope_theta\": 1000.0}"));
+                parse(
+                        with(
+                                "rope_parameters",
+                                "{\"rope_type\": \"linear\", \"factor\": 4.0, \"rope_theta\":"
+                                    + " 1000.0}"));
         assertEquals(RopeScaling.linear(4), v5.ropeScaling());
         assertEquals(1000.0, v5.ropeTheta());
     }
@@ -112,29 +126,37 @@ class LlamaConfigTest {
                 "eos_token_id | [2, \"x\"] | eos_token_id",
                 "tie_word_embeddings | 1 | tie_word_embeddings",
                 "attention_dropout | 1.5 | attention_dropout",
-                "rope_scaling | {\"rope_type\": \"yarn\", \"factor\": 4.0} | rope_scaling.rope_type",
+                "rope_scaling | {\"rope_type\": \"yarn\", \"factor\": 4.0} |"
+                    + " rope_scaling.rope_type",
                 "rope_scaling | {\"type\": \"dynamic\", \"factor\": 2.0} | rope_scaling.type",
                 "rope_scaling | {\"rope_type\": \"linear\"} | rope_scaling.factor",
                 "rope_scaling | {\"rope_type\": \"linear\", \"factor\": -2} | rope_scaling.factor",
                 "rope_scaling | {\"rope_type\": \"llama3\", \"factor\": 8, \"high_freq_factor\": 4,"
-                        + " \"original_max_position_embeddings\": 8192} | rope_scaling.low_freq_factor",
-                "rope_scaling | {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 4, \"high_freq_factor\": 4,"
-                        + " \"original_max_position_embeddings\": 8192} | rope_scaling.high_freq_factor",
-                "rope_scaling | {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 1, \"high_freq_factor\": 4}"
-                        + " | rope_scaling.original_max_position_embeddings",
+                    + " \"original_max_position_embeddings\": 8192} | rope_scaling.low_freq_factor",
+                "rope_scaling | {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 4,"
+                    + " \"high_freq_factor\": 4, \"original_max_position_embeddings\": 8192} |"
+                    + " rope_scaling.high_freq_factor",
+                "rope_scaling | {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 1,"
+                    + " \"high_freq_factor\": 4} | rope_scaling.original_max_position_embeddings",
                 "rope_scaling | \"llama3\" | rope_scaling",
             })
-    void invalidValueIsRejectedNamingTheField(String field, String jsonValue, String expectedField) {
-        InvalidCheckpointException e = assertThrows(InvalidCheckpointException.class, () -> parse(with(field, jsonValue)));
+    void invalidValueIsRejectedNamingTheField(
+            String field, String jsonValue, String expectedField) {
+        InvalidCheckpointException e =
+                assertThrows(InvalidCheckpointException.class, () -> parse(with(field, jsonValue)));
         assertEquals(expectedField, e.getField());
-        assertTrue(e.getMessage().contains(FILE.toString()) && e.getMessage().contains("'" + expectedField + "'"), e.getMessage());
+        assertTrue(
+                e.getMessage().contains(FILE.toString())
+                        && e.getMessage().contains("'" + expectedField + "'"),
+                e.getMessage());
     }
 
     @Test
     void missingRequiredSizeIsRejectedNamingTheField() {
         JsonObject json = minimal();
         json.remove("intermediate_size");
-        InvalidCheckpointException e = assertThrows(InvalidCheckpointException.class, () -> parse(json));
+        InvalidCheckpointException e =
+                assertThrows(InvalidCheckpointException.class, () -> parse(json));
         assertEquals("intermediate_size", e.getField());
     }
 
@@ -156,7 +178,8 @@ class LlamaConfigTest {
     void mistralIsRejectedWhenItsSlidingWindowIsShorterThanTheContext() {
         JsonObject window = with("model_type", "\"mistral\"");
         window.addProperty("sliding_window", 32);
-        InvalidCheckpointException e = assertThrows(InvalidCheckpointException.class, () -> parse(window));
+        InvalidCheckpointException e =
+                assertThrows(InvalidCheckpointException.class, () -> parse(window));
         assertEquals("sliding_window", e.getField());
 
         JsonObject absentMeans4096 = with("model_type", "\"mistral\"");
@@ -167,12 +190,17 @@ class LlamaConfigTest {
     }
 
     @Test
-    void configsReadDispatchesLlamaAndRejectsUnknownTypesNamingModelType(@TempDir Path dir) throws Exception {
-        DecoderConfig gqa = Configs.read(Paths.get(System.getProperty("llmzoo.testdata"), "golden", "llama-gqa"));
+    void configsReadDispatchesLlamaAndRejectsUnknownTypesNamingModelType(@TempDir Path dir)
+            throws Exception {
+        DecoderConfig gqa =
+                Configs.read(
+                        Paths.get(System.getProperty("llmzoo.testdata"), "golden", "llama-gqa"));
         assertInstanceOf(LlamaConfig.class, gqa);
         assertEquals(2, gqa.numKvHeads());
         InvalidCheckpointException e =
-                assertThrows(InvalidCheckpointException.class, () -> Configs.read(write(dir, "{\"model_type\": \"falcon\"}")));
+                assertThrows(
+                        InvalidCheckpointException.class,
+                        () -> Configs.read(write(dir, "{\"model_type\": \"falcon\"}")));
         assertEquals("model_type", e.getField());
         assertTrue(e.getMessage().contains("llama"), e.getMessage());
     }
