@@ -63,10 +63,11 @@ public final class GroupedQueryAttention extends AttentionBlock {
         NDArray q = heads(qProj.forward(store, x, training), b, t, numHeads); // (B, H, T, D)
         NDArray k = heads(kProj.forward(store, x, training), b, t, numKvHeads); // (B, Hkv, T, D)
         NDArray v = heads(vProj.forward(store, x, training), b, t, numKvHeads); // (B, Hkv, T, D)
-        NDArray weights = value(store, qProj.weight(), x.getDevice(), training);
+        // The rotary tables belong to the manager that owns the weights on this device.
+        NDArray qWeight = value(store, qProj.weight(), x.getDevice(), training);
         NDList cosSin =
                 rotaryEmbedding.cosSin(
-                        context.positionIds(), weights.getManager(), q.getDataType());
+                        context.positionIds(), qWeight.getManager(), q.getDataType());
         q = RotaryEmbedding.rotate(q, cosSin);
         k = RotaryEmbedding.rotate(k, cosSin);
         if (context.cache() != null) {

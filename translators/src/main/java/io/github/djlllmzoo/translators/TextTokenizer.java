@@ -156,8 +156,8 @@ public final class TextTokenizer implements AutoCloseable {
     /**
      * Decodes tokens that continue {@code context}, as they read after it. Decoding them alone
      * would be wrong for SentencePiece-style tokenizers, whose decoder drops the leading space of a
-     * text's first piece (Llama 2's {@code "▁world"} alone decodes to "world", after "Hello" to "
-     * world"), and for byte-fallback characters split across the boundary.
+     * text's first piece (Llama 2's {@code ▁world} alone decodes to {@code "world"}, after {@code
+     * Hello} to {@code " world"}), and for byte-fallback characters split across the boundary.
      *
      * @param context the tokens before (e.g. the prompt)
      * @param ids the continuation
