@@ -9,17 +9,20 @@ import io.github.djlllmzoo.blocks.DecoderModels;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.config.Configs;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.translators.GenerationDefaults;
 import io.github.djlllmzoo.translators.Generator;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * A Hugging Face-layout checkpoint directory loaded into a DJL {@link Model} holding the family's
- * {@link CausalLmBlock}, with its tokenizer when the directory has one. Closing it frees the
- * model's native memory.
+ * {@link CausalLmBlock}, with its tokenizer and {@code generation_config.json} when the directory
+ * has them. Closing it frees the model's native memory.
  */
 public final class LocalModel implements AutoCloseable {
 
@@ -28,14 +31,21 @@ public final class LocalModel implements AutoCloseable {
     private final Model model;
     private final CausalLmBlock block;
     private final TextTokenizer tokenizer;
+    private final GenerationDefaults generationDefaults;
 
     private LocalModel(
-            Path dir, DecoderConfig config, Model model, CausalLmBlock block, TextTokenizer tokenizer) {
+            Path dir,
+            DecoderConfig config,
+            Model model,
+            CausalLmBlock block,
+            TextTokenizer tokenizer,
+            GenerationDefaults generationDefaults) {
         this.dir = dir;
         this.config = config;
         this.model = model;
         this.block = block;
         this.tokenizer = tokenizer;
+        this.generationDefaults = generationDefaults;
     }
 
     /**
@@ -64,9 +74,10 @@ public final class LocalModel implements AutoCloseable {
             throws IOException, InvalidCheckpointException {
         Model model = loadModel(dir, device, dataType);
         try {
+            GenerationDefaults generationDefaults = GenerationDefaults.read(dir).orElse(null);
             TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
             CausalLmBlock block = (CausalLmBlock) model.getBlock();
-            return new LocalModel(dir, block.config(), model, block, tokenizer);
+            return new LocalModel(dir, block.config(), model, block, tokenizer, generationDefaults);
         } catch (InvalidCheckpointException | RuntimeException e) {
             model.close();
             throw e;
@@ -117,6 +128,36 @@ public final class LocalModel implements AutoCloseable {
     /** @return the parsed config */
     public DecoderConfig config() {
         return config;
+    }
+
+    /** @return the settings of {@code generation_config.json}, when the checkpoint has one */
+    public Optional<GenerationDefaults> generationDefaults() {
+        return Optional.ofNullable(generationDefaults);
+    }
+
+    /**
+     * The tokens that end generation: {@code eos_token_id} of {@code generation_config.json} when
+     * the file names any, else that of {@code config.json}.
+     *
+     * @return the end-of-sequence ids (any of them ends a sequence); may be empty
+     */
+    public List<Integer> eosTokenIds() {
+        return generationDefaults == null
+                ? config.eosTokenIds()
+                : generationDefaults.eosTokenIdsOr(config.eosTokenIds());
+    }
+
+    /**
+     * The beginning-of-sequence token: {@code bos_token_id} of {@code generation_config.json} when
+     * given, else that of {@code config.json}.
+     *
+     * @return the id, or {@code null} when neither file names one
+     */
+    public Integer bosTokenId() {
+        if (generationDefaults != null && generationDefaults.bosTokenId() != null) {
+            return generationDefaults.bosTokenId();
+        }
+        return config.bosTokenId();
     }
 
     /** @return the DJL model holding the block */
