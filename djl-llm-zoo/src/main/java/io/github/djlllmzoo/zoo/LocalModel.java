@@ -77,6 +77,15 @@ public final class LocalModel implements AutoCloseable {
             GenerationDefaults generationDefaults = GenerationDefaults.read(dir).orElse(null);
             TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
             CausalLmBlock block = (CausalLmBlock) model.getBlock();
+            if (tokenizer != null && tokenizer.vocabularySize() > block.config().vocabSize()) {
+                int size = tokenizer.vocabularySize();
+                tokenizer.close();
+                throw new InvalidCheckpointException(
+                        dir.resolve(Files.isRegularFile(dir.resolve("tokenizer.json")) ? "tokenizer.json" : "vocab.json"),
+                        "vocab",
+                        "the tokenizer has " + size + " tokens but config.json's vocab_size is "
+                                + block.config().vocabSize() + ": its ids would fall outside the model");
+            }
             return new LocalModel(dir, block.config(), model, block, tokenizer, generationDefaults);
         } catch (InvalidCheckpointException | RuntimeException e) {
             model.close();

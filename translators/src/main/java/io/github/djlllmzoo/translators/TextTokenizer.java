@@ -31,11 +31,14 @@ public final class TextTokenizer implements AutoCloseable {
     public static final String CONFIG_FILE = "tokenizer_config.json";
 
     private final HuggingFaceTokenizer tokenizer;
+    private final int vocabularySize;
     private final Boolean addBosToken;
     private final Long bosTokenId;
 
-    private TextTokenizer(HuggingFaceTokenizer tokenizer, Boolean addBosToken, Long bosTokenId) {
+    private TextTokenizer(
+            HuggingFaceTokenizer tokenizer, int vocabularySize, Boolean addBosToken, Long bosTokenId) {
         this.tokenizer = tokenizer;
+        this.vocabularySize = vocabularySize;
         this.addBosToken = addBosToken;
         this.bosTokenId = bosTokenId;
     }
@@ -56,11 +59,14 @@ public final class TextTokenizer implements AutoCloseable {
         Path vocab = dir.resolve("vocab.json");
         Path merges = dir.resolve("merges.txt");
         HuggingFaceTokenizer tokenizer;
+        int vocabularySize;
         try {
             if (Files.isRegularFile(json)) {
+                vocabularySize = TokenizerJson.vocabularySize(json, Files.readString(json, StandardCharsets.UTF_8));
                 tokenizer = HuggingFaceTokenizer.newInstance(json, options);
             } else if (Files.isRegularFile(vocab) && Files.isRegularFile(merges)) {
                 String built = ByteLevelBpeJson.build(vocab, merges, dir.resolve("tokenizer_config.json"));
+                vocabularySize = TokenizerJson.vocabularySize(vocab, built);
                 try (InputStream in = new ByteArrayInputStream(built.getBytes(StandardCharsets.UTF_8))) {
                     tokenizer = HuggingFaceTokenizer.newInstance(in, options);
                 }
@@ -74,12 +80,12 @@ public final class TextTokenizer implements AutoCloseable {
         }
         Path configFile = dir.resolve(CONFIG_FILE);
         if (!Files.exists(configFile)) {
-            return new TextTokenizer(tokenizer, null, null);
+            return new TextTokenizer(tokenizer, vocabularySize, null, null);
         }
         try {
             ConfigJson config = ConfigJson.read(configFile);
             Boolean addBos = config.has("add_bos_token") ? config.optBoolean("add_bos_token", true) : null;
-            return new TextTokenizer(tokenizer, addBos, bosTokenId(config, tokenizer));
+            return new TextTokenizer(tokenizer, vocabularySize, addBos, bosTokenId(config, tokenizer));
         } catch (InvalidCheckpointException | RuntimeException e) {
             tokenizer.close();
             throw e;
@@ -178,6 +184,11 @@ public final class TextTokenizer implements AutoCloseable {
         String full = decode(all);
         String before = decode(context);
         return full.startsWith(before) ? full.substring(before.length()) : decode(ids);
+    }
+
+    /** @return the number of token ids the tokenizer can produce (its largest id + 1) */
+    public int vocabularySize() {
+        return vocabularySize;
     }
 
     /** @return the underlying DJL tokenizer */
