@@ -192,7 +192,7 @@ final class BenchCommand implements Callable<Integer> {
         for (int i = 0; i < warmup; i++) {
             bench.generate(prompts, newTokens, null);
         }
-        double rssAfterWarmup = ProcessMemory.rssMib();
+        double rssAfterWarmup = ProcessMemory.retainedRssMib();
         long decodedTokens = 0;
         double[] prefill = new double[runs];
         double[] decode = new double[runs];
@@ -231,7 +231,7 @@ final class BenchCommand implements Callable<Integer> {
             early = DecodeBenchmark.windowMedian(pooledEarly, 0, pooledEarly.length);
             late = DecodeBenchmark.windowMedian(pooledLate, 0, pooledLate.length);
         }
-        double rssEnd = ProcessMemory.rssMib();
+        double rssEnd = ProcessMemory.retainedRssMib();
         double peak = ProcessMemory.peakRssMib();
         double stream = bandwidthMib == 0 ? Double.NaN : StreamingBandwidth.measure(manager, (long) bandwidthMib << 20, 7);
 
@@ -318,13 +318,21 @@ final class BenchCommand implements Callable<Integer> {
                 num(r, "prefill_tokens_per_s"), r.get("prompt_tokens").getAsInt(), r.get("runs").getAsInt());
         out.printf(Locale.ROOT, "decode         %.1f tokens/s (%d new tokens, median of %d runs)%n",
                 num(r, "decode_tokens_per_s"), r.get("new_tokens").getAsInt(), r.get("runs").getAsInt());
-        out.printf(Locale.ROOT, "decode step    %.2f ms at positions %s, %.2f ms at positions %s (late/early %.2f)%n",
-                num(r, "decode_ms_early"), r.get("early_positions").getAsString(), num(r, "decode_ms_late"),
-                r.get("late_positions").getAsString(), num(r, "late_over_early"));
+        if (r.get("decode_ms_early").isJsonNull()) {
+            out.println("decode step    early/late not measured (--long-positions 0)");
+        } else {
+            out.printf(Locale.ROOT, "decode step    %.2f ms at positions %s, %.2f ms at positions %s (late/early %.2f)%n",
+                    num(r, "decode_ms_early"), r.get("early_positions").getAsString(), num(r, "decode_ms_late"),
+                    r.get("late_positions").getAsString(), num(r, "late_over_early"));
+        }
         out.printf(Locale.ROOT, "weights/step   %.1f MB read per decode step -> %.2f GB/s effective%n",
                 r.get("weight_bytes").getAsLong() / 1e6, num(r, "effective_gb_per_s"));
-        out.printf(Locale.ROOT, "streaming read %.2f GB/s (%s) -> decode reaches %.0f%% of it%n",
-                num(r, "stream_gb_per_s"), r.get("stream_method").getAsString(), 100 * num(r, "bandwidth_fraction"));
+        if (r.get("stream_gb_per_s").isJsonNull()) {
+            out.println("streaming read not measured (--bandwidth-mib 0)");
+        } else {
+            out.printf(Locale.ROOT, "streaming read %.2f GB/s (%s) -> decode reaches %.0f%% of it%n",
+                    num(r, "stream_gb_per_s"), r.get("stream_method").getAsString(), 100 * num(r, "bandwidth_fraction"));
+        }
         out.printf(Locale.ROOT, "memory         peak RSS %.0f MiB; RSS %+.1f MiB over %d decode tokens after warm-up%n",
                 num(r, "peak_rss_mb"), num(r, "rss_growth_mb"), r.get("decode_tokens_after_warmup").getAsLong());
         out.printf(Locale.ROOT, "load average   %.2f before, %.2f after (1 min)%n",
