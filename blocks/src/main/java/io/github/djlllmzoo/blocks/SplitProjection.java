@@ -38,7 +38,12 @@ final class SplitProjection {
                             Runtime.getRuntime().availableProcessors(),
                             Integer.getInteger("llmzoo.projection.threads", Integer.MAX_VALUE)));
 
-    private record Slices(NDArray weight, NDArray[] parts, NDArray[] biases) {}
+    private record Slices(NDArray weight, NDArray bias, NDArray[] parts, NDArray[] biases) {
+
+        boolean of(NDArray w, NDArray b) {
+            return weight == w && bias == b && !parts[0].isReleased();
+        }
+    }
 
     private volatile Slices slices;
 
@@ -108,20 +113,23 @@ final class SplitProjection {
                 && !x.hasGradient();
     }
 
-    /** The slices of {@code weight} along {@code axis} (and of {@code bias}), made once. */
+    /**
+     * The slices of {@code weight} along {@code axis} (and of {@code bias}), made once per pair of
+     * arrays.
+     */
     private Slices slices(NDArray weight, NDArray bias, int axis) {
         Slices s = slices;
-        if (s != null && s.weight() == weight && !s.parts()[0].isReleased()) {
+        if (s != null && s.of(weight, bias)) {
             return s;
         }
         synchronized (this) {
             s = slices;
-            if (s != null && s.weight() == weight && !s.parts()[0].isReleased()) {
+            if (s != null && s.of(weight, bias)) {
                 return s;
             }
             NDArray[] parts = cut(weight.stopGradient(), axis);
             NDArray[] biases = bias == null ? null : cut(bias.stopGradient(), 0);
-            s = new Slices(weight, parts, biases);
+            s = new Slices(weight, bias, parts, biases);
             slices = s;
             return s;
         }
