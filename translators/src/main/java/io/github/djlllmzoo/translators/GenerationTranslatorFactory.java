@@ -69,22 +69,22 @@ public final class GenerationTranslatorFactory implements TranslatorFactory {
             return (Translator<I, O>) new CausalLmOutputTranslator();
         }
         Path dir = checkpointDir(model, arguments);
-        GenerationTranslator generation;
         try {
+            GenerationConfig defaults =
+                    withArguments(GenerationConfig.forCheckpoint(dir, block.config()), arguments).build();
             TextTokenizer tokenizer = null;
             if (dir != null && TextTokenizer.isPresent(dir)) {
                 tokenizer = TextTokenizer.load(dir);
                 model.getNDManager().attachInternal(UUID.randomUUID().toString(), tokenizer);
             }
-            GenerationConfig.Builder defaults = GenerationConfig.forCheckpoint(dir, block.config());
-            generation = new GenerationTranslator(tokenizer, withArguments(defaults, arguments).build());
+            GenerationTranslator generation = new GenerationTranslator(tokenizer, defaults);
+            if (input == String.class) {
+                return (Translator<I, O>) new TextGenerationTranslator(generation);
+            }
+            return (Translator<I, O>) generation;
         } catch (InvalidCheckpointException | IllegalArgumentException e) {
             throw new TranslateException(e.getMessage(), e);
         }
-        if (input == String.class) {
-            return (Translator<I, O>) new TextGenerationTranslator(generation);
-        }
-        return (Translator<I, O>) generation;
     }
 
     private static Path checkpointDir(Model model, Map<String, ?> arguments) {
