@@ -8,6 +8,7 @@ import io.github.djlllmzoo.blocks.DecoderModels;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.config.Configs;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.translators.GenerationTranslatorFactory;
 import io.github.djlllmzoo.translators.Generator;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import java.io.IOException;
@@ -70,6 +71,7 @@ public final class LocalModel implements AutoCloseable {
             CheckpointWeights.load(block, dir, model.getNDManager(), dataType);
             model.setBlock(block);
             model.setDataType(dataType);
+            model.setProperty(GenerationTranslatorFactory.MODEL_DIR, dir.toAbsolutePath().toString());
             TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
             return new LocalModel(dir, config, model, block, tokenizer);
         } catch (IOException | RuntimeException e) {
