@@ -141,7 +141,8 @@ public final class BatchGenerator {
                         row.context, 0, ids, r * promptLength + promptLength - row.promptLength,
                         row.promptLength);
             }
-            float[] logits = forward(ids, b, promptLength, padded ? mask(rows, promptLength, promptLength) : null, null, cache);
+            long[] promptMask = padded ? mask(rows, promptLength, promptLength) : null;
+            float[] logits = forward(ids, b, promptLength, promptMask, null, cache);
             for (int generated = 1; ; generated++) {
                 boolean active = false;
                 for (int r = 0; r < b; r++) {
@@ -200,7 +201,8 @@ public final class BatchGenerator {
                                 ? step.create(positions, new Shape(b, t))
                                 : CausalLmBlock.positionsFromMask(maskArray); // (B, T)
             }
-            NDArray logits = model.forward(null, input, positionArray, maskArray, cache, true, false); // (B, 1, V)
+            NDArray logits =
+                    model.forward(null, input, positionArray, maskArray, cache, true, false); // (B, 1, V)
             return logits.toType(DataType.FLOAT32, false).toFloatArray();
         }
     }

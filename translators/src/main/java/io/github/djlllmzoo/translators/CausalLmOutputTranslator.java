@@ -77,7 +77,8 @@ public final class CausalLmOutputTranslator implements NoBatchifyTranslator<NDLi
                 }
                 cache.advance(past);
             }
-            NDArray hidden = model.hiddenStates(null, localIds, positions, mask, cache, false, false); // (B, T, E)
+            NDArray hidden =
+                    model.hiddenStates(null, localIds, positions, mask, cache, false, false); // (B, T, E)
             NDArray logits = model.logits(null, hidden, false); // (B, T, V)
             NDList keyValues = new NDList(2 * layers);
             for (int layer = 0; layer < layers; layer++) {

@@ -50,18 +50,20 @@ public final class Sampler {
         if (max == Float.NEGATIVE_INFINITY) {
             throw new IllegalStateException("no token is left to sample from: every logit is -inf or NaN");
         }
+        double[] weights = new double[logits.length];
         double total = 0;
-        for (float x : logits) {
-            if (x > Float.NEGATIVE_INFINITY) {
-                total += Math.exp(x - max);
+        for (int i = 0; i < logits.length; i++) {
+            if (logits[i] > Float.NEGATIVE_INFINITY) {
+                weights[i] = Math.exp(logits[i] - max);
+                total += weights[i];
             }
         }
         double u = random.nextDouble() * total;
         double cumulative = 0;
         int last = -1;
-        for (int i = 0; i < logits.length; i++) {
-            if (logits[i] > Float.NEGATIVE_INFINITY) {
-                cumulative += Math.exp(logits[i] - max);
+        for (int i = 0; i < weights.length; i++) {
+            if (weights[i] > 0) {
+                cumulative += weights[i];
                 last = i;
                 if (u < cumulative) {
                     return i;

@@ -22,7 +22,8 @@ public final class TextGenerationTranslator implements Translator<String, String
     public TextGenerationTranslator(GenerationTranslator generation) {
         if (generation.tokenizer() == null) {
             throw new IllegalArgumentException(
-                    "text in, text out needs the model's tokenizer (tokenizer.json, or vocab.json and merges.txt)");
+                    "text in, text out needs the model's tokenizer"
+                            + " (tokenizer.json, or vocab.json and merges.txt)");
         }
         this.generation = generation;
     }

@@ -6,8 +6,13 @@ import java.util.Arrays;
  * Nucleus sampling (Holtzman et al. 2019): keeps the smallest set of most likely tokens whose total
  * probability reaches {@code p}, that is every token whose more likely tokens together hold less
  * than {@code p}. The most likely token is always kept.
+ *
+ * <p>Rather than sorting the whole vocabulary, it ranks the most likely few tokens and widens the
+ * candidate set (times 4) only while they hold less than {@code p}.
  */
 public final class TopPProcessor implements LogitsProcessor {
+
+    private static final int FIRST_CANDIDATES = 64;
 
     private final float p;
 
@@ -24,48 +29,42 @@ public final class TopPProcessor implements LogitsProcessor {
         if (p >= 1f) {
             return;
         }
-        int[] order = descendingFinite(logits);
-        if (order.length == 0) {
-            return;
-        }
-        double max = logits[order[0]];
-        double total = 0;
-        for (int id : order) {
-            total += Math.exp(logits[id] - max);
-        }
-        double above = 0;
-        int keep = 0;
-        while (keep < order.length && above < p) {
-            above += Math.exp(logits[order[keep]] - max) / total;
-            keep++;
-        }
-        for (int i = keep; i < order.length; i++) {
-            logits[order[i]] = Float.NEGATIVE_INFINITY;
-        }
-    }
-
-    /**
-     * Indices of the finite logits, most likely first (ties by index).
-     *
-     * @param logits the logits
-     * @return the indices in descending order of logit
-     */
-    static int[] descendingFinite(float[] logits) {
-        long[] keys = new long[logits.length];
-        int n = 0;
-        for (int i = 0; i < logits.length; i++) {
-            if (Float.isFinite(logits[i])) {
-                // the negated value's bits, made to sort like the float, above the index
-                int bits = Float.floatToIntBits(-logits[i] + 0f);
-                bits ^= (bits >> 31) & 0x7fffffff;
-                keys[n++] = ((long) bits << 32) | i;
+        float max = Float.NEGATIVE_INFINITY;
+        int finite = 0;
+        for (float x : logits) {
+            if (Float.isFinite(x)) {
+                max = Math.max(max, x);
+                finite++;
             }
         }
-        Arrays.sort(keys, 0, n);
-        int[] order = new int[n];
-        for (int i = 0; i < n; i++) {
-            order[i] = (int) keys[i];
+        if (finite == 0) {
+            return;
         }
-        return order;
+        double total = 0;
+        for (float x : logits) {
+            if (Float.isFinite(x)) {
+                total += Math.exp(x - max);
+            }
+        }
+        for (int m = Math.min(FIRST_CANDIDATES, finite); ; m = Math.min(finite, m * 4)) {
+            int[] order = LogitRanking.mostLikely(logits, m);
+            double above = 0;
+            int keep = 0;
+            while (keep < m && above < p) {
+                above += Math.exp(logits[order[keep]] - max) / total;
+                keep++;
+            }
+            if (above >= p || m == finite) {
+                float[] kept = new float[keep];
+                for (int i = 0; i < keep; i++) {
+                    kept[i] = logits[order[i]];
+                }
+                Arrays.fill(logits, Float.NEGATIVE_INFINITY);
+                for (int i = 0; i < keep; i++) {
+                    logits[order[i]] = kept[i];
+                }
+                return;
+            }
+        }
     }
 }

@@ -94,6 +94,24 @@ class LogitsProcessorsTest {
     }
 
     @Test
+    void topPWidensItsCandidatesUntilTheyHoldP() {
+        // 1000 equally likely tokens: the nucleus of 0.3051 is the first 306 (ties rank by index)
+        float[] logits = new float[1000];
+        boolean[] kept = kept(apply(new TopPProcessor(0.3051f), logits));
+        for (int i = 0; i < kept.length; i++) {
+            assertEquals(i < 306, kept[i], "token " + i);
+        }
+    }
+
+    @Test
+    void rankingOrdersFiniteLogitsDescendingWithTiesByIndex() {
+        float[] logits = {0f, 2f, NEG_INF, 2f, -1f, Float.NaN, 5f};
+        assertArrayEquals(new int[] {6, 1, 3, 0, 4}, LogitRanking.mostLikely(logits, 5));
+        assertArrayEquals(new int[] {6, 1}, LogitRanking.mostLikely(logits, 2));
+        assertArrayEquals(new int[] {0, 1}, LogitRanking.mostLikely(new float[] {-0f, 0f}, 2), "-0 ties with 0");
+    }
+
+    @Test
     void minPDropsTokensBelowMinPTimesTheTopProbability() {
         // probabilities 0.5, 0.3, 0.15, 0.05: min-p 0.2 → threshold 0.1; min-p 0.5 → 0.25
         float[] logits = logitsOf(0.5, 0.3, 0.15, 0.05);
