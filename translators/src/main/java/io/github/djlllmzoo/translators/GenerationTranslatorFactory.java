@@ -14,9 +14,11 @@ import java.lang.reflect.Type;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.WeakHashMap;
 
 /**
  * Creates the translators of a {@link Model} holding a {@link CausalLmBlock}, so that {@code
@@ -30,8 +32,9 @@ import java.util.UUID;
  * </ul>
  *
  * <p>The checkpoint directory is the argument {@value #MODEL_DIR}, else the model property {@value
- * #MODEL_DIR}, else {@code model.getModelPath()}. Its tokenizer files give the tokenizer (closed
- * with the model) and its {@code generation_config.json} the default {@link GenerationConfig}.
+ * #MODEL_DIR}, else {@code model.getModelPath()}. Its tokenizer files give the tokenizer (loaded
+ * once per model by a factory instance, shared by its translators, closed with the model) and its
+ * {@code generation_config.json} the default {@link GenerationConfig}.
  * Arguments with Hugging Face names override those defaults: {@code max_new_tokens}, {@code
  * do_sample}, {@code temperature}, {@code top_k}, {@code top_p}, {@code min_p}, {@code
  * repetition_penalty}, {@code seed}, {@code num_return_sequences}, {@code stop_strings}
@@ -47,6 +50,8 @@ public final class GenerationTranslatorFactory implements TranslatorFactory {
                     new Pair<>(String.class, String.class),
                     new Pair<>(GenerationRequest.class, GenerationResult.class),
                     new Pair<>(NDList.class, CausalLMOutput.class));
+
+    private final Map<Model, Map<Path, TextTokenizer>> tokenizers = new WeakHashMap<>();
 
     @Override
     public Set<Pair<Type, Type>> getSupportedTypes() {
@@ -72,11 +77,7 @@ public final class GenerationTranslatorFactory implements TranslatorFactory {
         try {
             GenerationConfig defaults =
                     withArguments(GenerationConfig.forCheckpoint(dir, block.config()), arguments).build();
-            TextTokenizer tokenizer = null;
-            if (dir != null && TextTokenizer.isPresent(dir)) {
-                tokenizer = TextTokenizer.load(dir);
-                model.getNDManager().attachInternal(UUID.randomUUID().toString(), tokenizer);
-            }
+            TextTokenizer tokenizer = dir != null && TextTokenizer.isPresent(dir) ? tokenizer(model, dir) : null;
             GenerationTranslator generation = new GenerationTranslator(tokenizer, defaults);
             if (input == String.class) {
                 return (Translator<I, O>) new TextGenerationTranslator(generation);
@@ -84,6 +85,23 @@ public final class GenerationTranslatorFactory implements TranslatorFactory {
             return (Translator<I, O>) generation;
         } catch (InvalidCheckpointException | IllegalArgumentException e) {
             throw new TranslateException(e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The tokenizer of a model's directory, loaded once per model and directory however many
+     * translators are made, and closed with the model.
+     */
+    private TextTokenizer tokenizer(Model model, Path dir) throws InvalidCheckpointException {
+        synchronized (tokenizers) {
+            Map<Path, TextTokenizer> byDir = tokenizers.computeIfAbsent(model, m -> new HashMap<>());
+            TextTokenizer tokenizer = byDir.get(dir);
+            if (tokenizer == null) {
+                tokenizer = TextTokenizer.load(dir);
+                model.getNDManager().attachInternal(UUID.randomUUID().toString(), tokenizer);
+                byDir.put(dir, tokenizer);
+            }
+            return tokenizer;
         }
     }
 

@@ -265,6 +265,13 @@ class GenerationTranslatorTest {
     }
 
     @Test
+    void translatorsOfOneModelShareOneTokenizer() throws Exception {
+        GenerationTranslator other =
+                (GenerationTranslator) FACTORY.newInstance(GenerationRequest.class, GenerationResult.class, model, Map.of());
+        assertTrue(translator.tokenizer() == other.tokenizer());
+    }
+
+    @Test
     void theFactoryRejectsWhatItCannotServe(@TempDir Path empty) throws Exception {
         assertTrue(FACTORY.isSupported(String.class, String.class));
         assertFalse(FACTORY.isSupported(String.class, Integer.class));
