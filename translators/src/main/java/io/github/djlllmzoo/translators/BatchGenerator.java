@@ -49,7 +49,7 @@ public final class BatchGenerator {
      * Generates for every request, all in one batch where the context window allows.
      *
      * @param requests the requests
-     * @param defaults the config of requests that carry none
+     * @param defaults the config of requests that carry none, or {@code null} when all carry one
      * @return one result per request, in order
      * @throws IllegalArgumentException if a prompt is empty, has ids outside the vocabulary or
      *     exceeds the context window, or needs a tokenizer there is none of
@@ -59,7 +59,11 @@ public final class BatchGenerator {
         List<List<Row>> byRequest = new ArrayList<>(requests.size());
         List<Row> runnable = new ArrayList<>();
         for (GenerationRequest request : requests) {
-            List<Row> rows = rows(request, request.config() != null ? request.config() : defaults);
+            GenerationConfig config = request.config() != null ? request.config() : defaults;
+            if (config == null) {
+                throw new IllegalArgumentException("the request has no GenerationConfig and there are no defaults");
+            }
+            List<Row> rows = rows(request, config);
             byRequest.add(rows);
             for (Row row : rows) {
                 if (row.budget > 0) {

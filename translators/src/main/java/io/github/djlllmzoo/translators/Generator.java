@@ -39,7 +39,7 @@ public final class Generator {
      * or the context window.
      *
      * @param prompt the prompt token ids (at least one)
-     * @param config budget and EOS tokens
+     * @param config budget, EOS tokens and repetition penalty; its sampling settings are ignored
      * @return the new tokens and why generation ended
      */
     public GeneratedSequence generateGreedy(long[] prompt, GenerationConfig config) {
