@@ -3,7 +3,6 @@ package io.github.djlllmzoo.translators;
 import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
-import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import com.google.gson.JsonObject;
@@ -59,12 +58,13 @@ final class TinyModels {
     }
 
     /**
-     * Scales the token embedding up so that next-token distributions are peaked, as a trained
-     * model's are, instead of nearly uniform; greedy margins are then far above float noise.
+     * Scales the token and position embeddings up so that next-token distributions are peaked, as
+     * a trained model's are, instead of nearly uniform (greedy margins are then far above float
+     * noise), and so that positions matter as much as in a trained model.
      */
     private static void sharpen(CausalLmBlock block) {
-        NDArray wte = block.namedParameters().get("wte.weight").getArray();
-        wte.muli(40f);
+        block.namedParameters().get("wte.weight").getArray().muli(40f);
+        block.namedParameters().get("wpe.weight").getArray().muli(80f);
     }
 
     /** @return the real GPT-2 tokenizer directory; skips the test when the fixtures are absent */
