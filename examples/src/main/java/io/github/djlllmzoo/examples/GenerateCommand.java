@@ -1,5 +1,7 @@
 package io.github.djlllmzoo.examples;
 
+import ai.djl.repository.zoo.ModelNotFoundException;
+
 import ai.djl.inference.Predictor;
 import ai.djl.translate.TranslateException;
 import com.google.gson.JsonArray;
@@ -15,6 +17,7 @@ import io.github.djlllmzoo.translators.GenerationResult;
 import io.github.djlllmzoo.translators.GenerationTranslator;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import io.github.djlllmzoo.zoo.LocalModel;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
@@ -123,9 +126,9 @@ final class GenerateCommand implements Callable<Integer> {
     }
 
     /** The checkpoint's defaults with the options applied; read before the weights load. */
-    private GenerationConfig config() throws InvalidCheckpointException {
+    private GenerationConfig config() throws InvalidCheckpointException, IOException, ModelNotFoundException {
         GenerationConfig.Builder defaults =
-                GenerationConfig.forCheckpoint(modelOptions.model, Configs.read(modelOptions.model));
+                GenerationConfig.forCheckpoint(modelOptions.directory(), Configs.read(modelOptions.directory()));
         try {
             return configure(defaults).build();
         } catch (IllegalArgumentException e) {

@@ -3,7 +3,11 @@ package io.github.djlllmzoo.examples;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.repository.zoo.ModelNotFoundException;
 import io.github.djlllmzoo.zoo.LocalModel;
+import io.github.djlllmzoo.zoo.ModelReference;
+import io.github.djlllmzoo.zoo.hub.HubClient;
+import java.io.IOException;
 import java.nio.file.Path;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -16,14 +20,31 @@ final class ModelOptions {
     @Spec(Spec.Target.MIXEE)
     CommandSpec spec;
 
-    @Option(names = "--model", required = true, paramLabel = "DIR", description = "Checkpoint directory in Hugging Face layout.")
-    Path model;
+    @Option(
+            names = "--model",
+            required = true,
+            paramLabel = "M",
+            description = "A registry name (see 'llmzoo models'), a Hugging Face id (org/name) or a checkpoint directory.")
+    String model;
 
     @Option(names = "--device", defaultValue = "cpu", paramLabel = "cpu|gpu", description = "Where to run (default: ${DEFAULT-VALUE}).")
     String device;
 
+    private Path directory;
+
+    /**
+     * The checkpoint directory of {@code --model}, downloading into the Hugging Face cache when it
+     * names a hub model that is not cached yet.
+     */
+    Path directory() throws IOException, ModelNotFoundException {
+        if (directory == null) {
+            directory = ModelReference.resolve(model, null, HubClient.fromEnvironment());
+        }
+        return directory;
+    }
+
     LocalModel load() throws Exception {
-        return LocalModel.load(model, device(), DataType.FLOAT32);
+        return LocalModel.load(directory(), device(), DataType.FLOAT32);
     }
 
     private Device device() {
