@@ -3,6 +3,7 @@ package io.github.djlllmzoo.zoo;
 import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.DecoderModels;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
@@ -73,6 +74,38 @@ public final class LocalModel implements AutoCloseable {
             TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
             return new LocalModel(dir, config, model, block, tokenizer);
         } catch (IOException | RuntimeException e) {
+            model.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Creates a model from a checkpoint directory's {@code config.json} with freshly initialized
+     * weights (each block's own initializer, e.g. normal(0, 0.02) for GPT-2 projections), to train
+     * from scratch; weight files in the directory are ignored. Seed the engine ({@code
+     * Engine.setRandomSeed}) first for reproducible weights.
+     *
+     * @param dir the directory ({@code config.json}, optionally tokenizer files)
+     * @param device where to run
+     * @param dataType the element type of the weights
+     * @return the model
+     * @throws InvalidCheckpointException naming the file and field at fault
+     */
+    public static LocalModel initialize(Path dir, Device device, DataType dataType)
+            throws InvalidCheckpointException {
+        if (!Files.isDirectory(dir)) {
+            throw new InvalidCheckpointException(dir, null, "not a checkpoint directory");
+        }
+        DecoderConfig config = Configs.read(dir);
+        CausalLmBlock block = DecoderModels.create(config);
+        Model model = Model.newInstance(dir.getFileName().toString(), device, "PyTorch");
+        try {
+            block.initialize(model.getNDManager(), dataType, new Shape(1, 1));
+            model.setBlock(block);
+            model.setDataType(dataType);
+            TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
+            return new LocalModel(dir, config, model, block, tokenizer);
+        } catch (InvalidCheckpointException | RuntimeException e) {
             model.close();
             throw e;
         }

@@ -23,10 +23,17 @@ final class ModelOptions {
     String device;
 
     LocalModel load() throws Exception {
-        return LocalModel.load(model, device(), DataType.FLOAT32);
+        return LocalModel.load(model, device(spec, device), DataType.FLOAT32);
     }
 
-    private Device device() {
+    /**
+     * Parses a {@code --device} value.
+     *
+     * @param spec the command, for the usage error
+     * @param device "cpu" or "gpu"
+     * @return the device
+     */
+    static Device device(CommandSpec spec, String device) {
         switch (device) {
             case "cpu":
                 return Device.cpu();
