@@ -38,8 +38,29 @@ public record FineTuneSettings(
         int evalEvery,
         int saveEvery,
         int logEvery,
-        long seed,
+        int seed,
         boolean saveOptimizerState) {
+
+    /** Default optimizer steps. */
+    public static final int DEFAULT_STEPS = 100;
+    /** Default records per micro-batch. */
+    public static final int DEFAULT_BATCH_SIZE = 8;
+    /** Default tokens per record (capped by the context window where the caller knows it). */
+    public static final int DEFAULT_SEQUENCE_LENGTH = 128;
+    /** Default peak learning rate, Hugging Face's. */
+    public static final float DEFAULT_LEARNING_RATE = 5e-5f;
+    /** Default weight decay, DJL's AdamW default. */
+    public static final float DEFAULT_WEIGHT_DECAY = 0.01f;
+    /** Default global gradient-norm limit, Hugging Face's. */
+    public static final float DEFAULT_MAX_GRAD_NORM = 1.0f;
+    /** Default steps between evaluations. */
+    public static final int DEFAULT_EVAL_EVERY = 50;
+    /** Default steps between checkpoints. */
+    public static final int DEFAULT_SAVE_EVERY = 100;
+    /** Default steps between progress lines. */
+    public static final int DEFAULT_LOG_EVERY = 10;
+    /** Default seed. */
+    public static final int DEFAULT_SEED = 42;
 
     /** Validates the values; messages name the setting. */
     public FineTuneSettings {
@@ -136,7 +157,7 @@ public record FineTuneSettings(
                     json.requireInt("eval_steps"),
                     json.requireInt("save_steps"),
                     json.requireInt("logging_steps"),
-                    (long) json.optDouble("seed", 0),
+                    json.requireInt("seed"),
                     json.optBoolean("save_optimizer_state", true));
         } catch (IllegalArgumentException e) {
             throw new InvalidCheckpointException(json.file(), "settings", e.getMessage(), e);
@@ -145,20 +166,20 @@ public record FineTuneSettings(
 
     /** Builds {@link FineTuneSettings}; every value starts at its default. */
     public static final class Builder {
-        private int steps = 100;
-        private int batchSize = 8;
-        private int sequenceLength = 128;
-        private float learningRate = 5e-5f;
+        private int steps = DEFAULT_STEPS;
+        private int batchSize = DEFAULT_BATCH_SIZE;
+        private int sequenceLength = DEFAULT_SEQUENCE_LENGTH;
+        private float learningRate = DEFAULT_LEARNING_RATE;
         private int warmupSteps;
-        private float weightDecay = 0.01f;
-        private float maxGradNorm = 1.0f;
+        private float weightDecay = DEFAULT_WEIGHT_DECAY;
+        private float maxGradNorm = DEFAULT_MAX_GRAD_NORM;
         private int gradAccum = 1;
         private int trainLastLayers = LayerFreezing.ALL_LAYERS;
         private boolean freezeEmbeddings;
-        private int evalEvery = 50;
-        private int saveEvery = 100;
-        private int logEvery = 10;
-        private long seed = 42;
+        private int evalEvery = DEFAULT_EVAL_EVERY;
+        private int saveEvery = DEFAULT_SAVE_EVERY;
+        private int logEvery = DEFAULT_LOG_EVERY;
+        private int seed = DEFAULT_SEED;
         private boolean saveOptimizerState = true;
 
         private Builder() {}
@@ -284,7 +305,7 @@ public record FineTuneSettings(
          * @param v the seed
          * @return this builder
          */
-        public Builder seed(long v) {
+        public Builder seed(int v) {
             seed = v;
             return this;
         }

@@ -7,6 +7,7 @@ import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.GradientCollector;
 import ai.djl.training.Trainer;
@@ -21,6 +22,7 @@ import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
@@ -39,12 +41,14 @@ import java.util.Locale;
  * Progress goes to the given writer: every {@code logEvery} steps the step, the mean loss, the
  * learning rate, the gradient norm and tokens/s; every {@code evalEvery} steps the held-out loss
  * and perplexity. Every {@code saveEvery} steps and at the end a {@link TrainingCheckpoint}
- * replaces the output directory.
+ * replaces the output directory. The model trains on the single device its manager is on (CPU,
+ * or one GPU).
  */
 public final class FineTuner {
 
     private final Model model;
     private final CausalLmBlock block;
+    private final Collection<Parameter> parameters;
     private final RandomAccessDataset trainData;
     private final RandomAccessDataset evalData;
     private final FineTuneSettings settings;
@@ -56,6 +60,7 @@ public final class FineTuner {
     private FineTuner(Builder builder) {
         model = builder.model;
         block = (CausalLmBlock) builder.model.getBlock();
+        parameters = block.namedParameters().values();
         trainData = builder.trainData;
         evalData = builder.evalData;
         settings = builder.settings;
@@ -87,7 +92,7 @@ public final class FineTuner {
                             + settings.steps() + " steps to continue");
         }
         Engine engine = model.getNDManager().getEngine();
-        engine.setRandomSeed((int) (settings.seed() + startStep));
+        engine.setRandomSeed(settings.seed() + startStep);
         CausalLmLoss loss = new CausalLmLoss();
         ResumableAdamW optimizer =
                 ResumableAdamW.builder()
@@ -178,8 +183,7 @@ public final class FineTuner {
                 throw new TrainingDivergedException("the training loss is " + lossSum);
             }
             double norm =
-                    GradientClipping.clipGlobalNorm(
-                            block.namedParameters().values(), settings.maxGradNorm(), trainer.getManager());
+                    GradientClipping.clipGlobalNorm(parameters, settings.maxGradNorm(), trainer.getManager());
             trainer.step();
             window.add(lossSum, counted, inputTokens, System.nanoTime() - started);
             return norm;

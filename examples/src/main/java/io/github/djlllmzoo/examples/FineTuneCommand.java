@@ -50,8 +50,6 @@ import picocli.CommandLine.Model.CommandSpec;
         })
 final class FineTuneCommand implements Callable<Integer> {
 
-    private static final int DEFAULT_SEQUENCE_LENGTH = 128;
-
     @Spec CommandSpec spec;
 
     @ArgGroup(exclusive = true, multiplicity = "1")
@@ -80,25 +78,25 @@ final class FineTuneCommand implements Callable<Integer> {
     @Option(names = "--eval-split", defaultValue = "0.05", paramLabel = "F", description = "Share of --data held out when there is no --eval-data (default: ${DEFAULT-VALUE}).")
     double evalSplit;
 
-    @Option(names = "--steps", paramLabel = "N", description = "Optimizer steps to reach (default: 100).")
+    @Option(names = "--steps", paramLabel = "N", description = "Optimizer steps to reach (default: " + FineTuneSettings.DEFAULT_STEPS + ").")
     Integer steps;
 
-    @Option(names = "--batch", paramLabel = "B", description = "Records per micro-batch (default: 8).")
+    @Option(names = "--batch", paramLabel = "B", description = "Records per micro-batch (default: " + FineTuneSettings.DEFAULT_BATCH_SIZE + ").")
     Integer batch;
 
-    @Option(names = "--seq-len", paramLabel = "T", description = "Tokens per record (default: 128, at most the context window).")
+    @Option(names = "--seq-len", paramLabel = "T", description = "Tokens per record (default: " + FineTuneSettings.DEFAULT_SEQUENCE_LENGTH + ", at most the context window).")
     Integer seqLen;
 
-    @Option(names = "--lr", paramLabel = "X", description = "Peak learning rate (default: 5e-5).")
+    @Option(names = "--lr", paramLabel = "X", description = "Peak learning rate (default: " + FineTuneSettings.DEFAULT_LEARNING_RATE + ").")
     Float lr;
 
     @Option(names = "--warmup", paramLabel = "N", description = "Linear warm-up steps before the cosine decay to 0 (default: 0).")
     Integer warmup;
 
-    @Option(names = "--weight-decay", paramLabel = "W", description = "AdamW weight decay on matrices and embeddings (default: 0.01).")
+    @Option(names = "--weight-decay", paramLabel = "W", description = "AdamW weight decay on matrices and embeddings (default: " + FineTuneSettings.DEFAULT_WEIGHT_DECAY + ").")
     Float weightDecay;
 
-    @Option(names = "--grad-clip", paramLabel = "C", description = "Clip the global gradient norm to C; 0 for none (default: 1.0).")
+    @Option(names = "--grad-clip", paramLabel = "C", description = "Clip the global gradient norm to C; 0 for none (default: " + FineTuneSettings.DEFAULT_MAX_GRAD_NORM + ").")
     Float gradClip;
 
     @Option(names = "--grad-accum", paramLabel = "K", description = "Micro-batches per optimizer step (default: 1).")
@@ -110,17 +108,17 @@ final class FineTuneCommand implements Callable<Integer> {
     @Option(names = "--freeze-embeddings", description = "Keep the embeddings (and so a tied LM head) frozen.")
     Boolean freezeEmbeddings;
 
-    @Option(names = "--eval-every", paramLabel = "N", description = "Evaluate held-out perplexity every N steps, 0 for start and end only (default: 50).")
+    @Option(names = "--eval-every", paramLabel = "N", description = "Evaluate held-out perplexity every N steps, 0 for start and end only (default: " + FineTuneSettings.DEFAULT_EVAL_EVERY + ").")
     Integer evalEvery;
 
-    @Option(names = "--save-every", paramLabel = "N", description = "Save a checkpoint every N steps, 0 for the end only (default: 100).")
+    @Option(names = "--save-every", paramLabel = "N", description = "Save a checkpoint every N steps, 0 for the end only (default: " + FineTuneSettings.DEFAULT_SAVE_EVERY + ").")
     Integer saveEvery;
 
-    @Option(names = "--log-every", paramLabel = "N", description = "Print progress every N steps (default: 10).")
+    @Option(names = "--log-every", paramLabel = "N", description = "Print progress every N steps (default: " + FineTuneSettings.DEFAULT_LOG_EVERY + ").")
     Integer logEvery;
 
-    @Option(names = "--seed", paramLabel = "S", description = "Seed of initialization, data order and dropout (default: 42).")
-    Long seed;
+    @Option(names = "--seed", paramLabel = "S", description = "Seed of initialization, data order and dropout (default: " + FineTuneSettings.DEFAULT_SEED + ").")
+    Integer seed;
 
     @Option(names = "--optimizer-state", negatable = true, description = "Save the AdamW moments with each checkpoint for an exact resume (default: true).")
     Boolean optimizerState;
@@ -143,8 +141,8 @@ final class FineTuneCommand implements Callable<Integer> {
         checkOutput();
         Device target = ModelOptions.device(spec, device);
         PrintWriter err = spec.commandLine().getErr();
-        long seedValue = seed != null ? seed : resumed != null ? resumed.settings().seed() : FineTuneSettings.builder().build().seed();
-        Engine.getEngine("PyTorch").setRandomSeed((int) seedValue);
+        int seedValue = seed != null ? seed : resumed != null ? resumed.settings().seed() : FineTuneSettings.DEFAULT_SEED;
+        Engine.getEngine("PyTorch").setRandomSeed(seedValue);
         try (LocalModel model = open(source, target)) {
             FineTuneSettings settings = settings(resumed, model.config());
             TextTokenizer tokenizer = model.tokenizer();
@@ -221,7 +219,7 @@ final class FineTuneCommand implements Callable<Integer> {
                 resumed != null
                         ? resumed.settings().toBuilder()
                         : FineTuneSettings.builder()
-                                .sequenceLength(Math.min(DEFAULT_SEQUENCE_LENGTH, config.maxPositions()));
+                                .sequenceLength(Math.min(FineTuneSettings.DEFAULT_SEQUENCE_LENGTH, config.maxPositions()));
         if (steps != null) {
             b.steps(steps);
         }
