@@ -67,7 +67,8 @@ public record FineTuneSettings(
         require(steps >= 1, "steps must be at least 1, got " + steps);
         require(batchSize >= 1, "batch size must be at least 1, got " + batchSize);
         require(sequenceLength >= 1, "sequence length must be at least 1, got " + sequenceLength);
-        require(learningRate > 0 && Float.isFinite(learningRate), "learning rate must be positive, got " + learningRate);
+        require(learningRate > 0 && Float.isFinite(learningRate),
+                "learning rate must be positive, got " + learningRate);
         require(warmupSteps >= 0 && warmupSteps <= steps, "warm-up must be in [0, steps], got " + warmupSteps);
         require(weightDecay >= 0 && Float.isFinite(weightDecay), "weight decay must be >= 0, got " + weightDecay);
         require(maxGradNorm >= 0 && Float.isFinite(maxGradNorm), "gradient clip must be >= 0, got " + maxGradNorm);

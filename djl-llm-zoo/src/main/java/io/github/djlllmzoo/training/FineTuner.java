@@ -114,7 +114,9 @@ public final class FineTuner {
             restoreOptimizer(optimizer, startStep);
             log("training %,d of %,d parameters; %,d training records, %s; steps %d..%d on %s",
                     counts.trainable(), counts.total(), trainData.size(),
-                    evalData == null ? "no evaluation data" : String.format(Locale.ROOT, "%,d held-out records", evalData.size()),
+                    evalData == null
+                            ? "no evaluation data"
+                            : String.format(Locale.ROOT, "%,d held-out records", evalData.size()),
                     startStep + 1, settings.steps(), device);
             Perplexity initialEval = evalData == null ? null : evaluate(trainer, startStep);
             Perplexity lastEval = initialEval;
@@ -208,7 +210,8 @@ public final class FineTuner {
         }
         String file = TrainerState.read(resumeDir).optimizerStateFile();
         if (file == null || !Files.isRegularFile(resumeDir.resolve(file))) {
-            log("resuming at step %d without optimizer moments (the checkpoint has none): AdamW restarts them from zero",
+            log("resuming at step %d without optimizer moments (the checkpoint has none):"
+                            + " AdamW restarts them from zero",
                     startStep);
             return;
         }

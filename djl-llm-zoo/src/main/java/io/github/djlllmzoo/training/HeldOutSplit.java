@@ -32,7 +32,8 @@ public record HeldOutSplit(RandomAccessDataset train, RandomAccessDataset eval) 
         long size = dataset.size();
         if (size < 2) {
             throw new IllegalArgumentException(
-                    "cannot hold out evaluation data from " + size + " record(s); give more data or separate evaluation data");
+                    "cannot hold out evaluation data from " + size
+                            + " record(s); give more data or separate evaluation data");
         }
         long every = Math.max(2, Math.round(1 / fraction));
         List<Long> train = new ArrayList<>();

@@ -38,7 +38,6 @@ public final class ResumableAdamW extends Optimizer {
     private final float beta2;
     private final float epsilon;
     private final Map<String, Parameter> parametersByName;
-    private final Map<String, String> namesById = new ConcurrentHashMap<>();
     private final Map<String, Boolean> decayById = new ConcurrentHashMap<>();
     private final Map<String, NDArray> means = new ConcurrentHashMap<>();
     private final Map<String, NDArray> variances = new ConcurrentHashMap<>();
@@ -53,7 +52,6 @@ public final class ResumableAdamW extends Optimizer {
         Map<String, Shape> shapes = builder.block.declaredShapes();
         for (Map.Entry<String, Parameter> e : parametersByName.entrySet()) {
             String id = e.getValue().getId();
-            namesById.put(id, e.getKey());
             decayById.put(id, shapes.get(e.getKey()).dimension() >= 2);
         }
     }
@@ -164,7 +162,9 @@ public final class ResumableAdamW extends Optimizer {
                 Shape shape = reader.tensors().get(name).toShape();
                 if (!shape.equals(weight.getShape())) {
                     throw new InvalidCheckpointException(
-                            reader.file(), name, "shape " + shape + " disagrees with parameter shape " + weight.getShape());
+                            reader.file(),
+                            name,
+                            "shape " + shape + " disagrees with parameter shape " + weight.getShape());
                 }
             }
             means.put(parameter.getId(), reader.load(mean, weight.getManager(), weight.getDataType()));
