@@ -2,6 +2,7 @@ package io.github.djlllmzoo.blocks;
 
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
+import io.github.djlllmzoo.blocks.config.LlamaConfig;
 
 /** Creates the model block of a config's family. */
 public final class DecoderModels {
@@ -17,6 +18,9 @@ public final class DecoderModels {
     public static CausalLmBlock create(DecoderConfig config) {
         if (config instanceof Gpt2Config) {
             return new Gpt2Model((Gpt2Config) config);
+        }
+        if (config instanceof LlamaConfig) {
+            return new LlamaModel((LlamaConfig) config);
         }
         throw new IllegalArgumentException("no model block for model_type " + config.modelType());
     }

@@ -1,6 +1,7 @@
 package io.github.djlllmzoo.zoo;
 
 import ai.djl.Device;
+import ai.djl.MalformedModelException;
 import ai.djl.Model;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
@@ -9,16 +10,20 @@ import io.github.djlllmzoo.blocks.DecoderModels;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.config.Configs;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.translators.GenerationDefaults;
 import io.github.djlllmzoo.translators.Generator;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 
 /**
  * A Hugging Face-layout checkpoint directory loaded into a DJL {@link Model} holding the family's
- * {@link CausalLmBlock}, with its tokenizer when the directory has one. Closing it frees the
- * model's native memory.
+ * {@link CausalLmBlock}, with its tokenizer and {@code generation_config.json} when the directory
+ * has them. Closing it frees the model's native memory.
  */
 public final class LocalModel implements AutoCloseable {
 
@@ -27,14 +32,21 @@ public final class LocalModel implements AutoCloseable {
     private final Model model;
     private final CausalLmBlock block;
     private final TextTokenizer tokenizer;
+    private final GenerationDefaults generationDefaults;
 
     private LocalModel(
-            Path dir, DecoderConfig config, Model model, CausalLmBlock block, TextTokenizer tokenizer) {
+            Path dir,
+            DecoderConfig config,
+            Model model,
+            CausalLmBlock block,
+            TextTokenizer tokenizer,
+            GenerationDefaults generationDefaults) {
         this.dir = dir;
         this.config = config;
         this.model = model;
         this.block = block;
         this.tokenizer = tokenizer;
+        this.generationDefaults = generationDefaults;
     }
 
     /**
@@ -61,6 +73,41 @@ public final class LocalModel implements AutoCloseable {
      */
     public static LocalModel load(Path dir, Device device, DataType dataType)
             throws IOException, InvalidCheckpointException {
+        Model model = loadModel(dir, device, dataType);
+        try {
+            GenerationDefaults generationDefaults = GenerationDefaults.read(dir).orElse(null);
+            TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
+            CausalLmBlock block = (CausalLmBlock) model.getBlock();
+            if (tokenizer != null && tokenizer.vocabularySize() > block.config().vocabSize()) {
+                int size = tokenizer.vocabularySize();
+                tokenizer.close();
+                throw new InvalidCheckpointException(
+                        dir.resolve(Files.isRegularFile(dir.resolve("tokenizer.json")) ? "tokenizer.json" : "vocab.json"),
+                        "vocab",
+                        "the tokenizer has " + size + " tokens but config.json's vocab_size is "
+                                + block.config().vocabSize() + ": its ids would fall outside the model");
+            }
+            return new LocalModel(dir, block.config(), model, block, tokenizer, generationDefaults);
+        } catch (InvalidCheckpointException | RuntimeException e) {
+            model.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Loads a checkpoint directory into a DJL {@link Model} whose block is the family's {@link
+     * CausalLmBlock} with its weights, and whose {@link Model#getModelPath()} is the directory (so
+     * translators find the tokenizer there).
+     *
+     * @param dir the checkpoint directory
+     * @param device where to run
+     * @param dataType the element type of weights and cache (FLOAT32 on CPU)
+     * @return the model; the caller closes it
+     * @throws IOException if a file cannot be read
+     * @throws InvalidCheckpointException naming the file and field or tensor at fault
+     */
+    public static Model loadModel(Path dir, Device device, DataType dataType)
+            throws IOException, InvalidCheckpointException {
         if (!Files.isDirectory(dir)) {
             throw new InvalidCheckpointException(dir, null, "not a checkpoint directory");
         }
@@ -71,8 +118,12 @@ public final class LocalModel implements AutoCloseable {
             CheckpointWeights.load(block, dir, model.getNDManager(), dataType);
             model.setBlock(block);
             model.setDataType(dataType);
-            TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
-            return new LocalModel(dir, config, model, block, tokenizer);
+            // The block already holds its weights: this only records the model directory.
+            model.load(dir, null, Map.of("hasParameter", "false"));
+            return model;
+        } catch (MalformedModelException e) {
+            model.close();
+            throw new InvalidCheckpointException(dir, null, e.getMessage(), e);
         } catch (IOException | RuntimeException e) {
             model.close();
             throw e;
@@ -119,6 +170,36 @@ public final class LocalModel implements AutoCloseable {
     /** @return the parsed config */
     public DecoderConfig config() {
         return config;
+    }
+
+    /** @return the settings of {@code generation_config.json}, when the checkpoint has one */
+    public Optional<GenerationDefaults> generationDefaults() {
+        return Optional.ofNullable(generationDefaults);
+    }
+
+    /**
+     * The tokens that end generation: {@code eos_token_id} of {@code generation_config.json} when
+     * the file names any, else that of {@code config.json}.
+     *
+     * @return the end-of-sequence ids (any of them ends a sequence); may be empty
+     */
+    public List<Integer> eosTokenIds() {
+        return generationDefaults == null
+                ? config.eosTokenIds()
+                : generationDefaults.eosTokenIdsOr(config.eosTokenIds());
+    }
+
+    /**
+     * The beginning-of-sequence token: {@code bos_token_id} of {@code generation_config.json} when
+     * given, else that of {@code config.json}.
+     *
+     * @return the id, or {@code null} when neither file names one
+     */
+    public Integer bosTokenId() {
+        if (generationDefaults != null && generationDefaults.bosTokenId() != null) {
+            return generationDefaults.bosTokenId();
+        }
+        return config.bosTokenId();
     }
 
     /** @return the DJL model holding the block */

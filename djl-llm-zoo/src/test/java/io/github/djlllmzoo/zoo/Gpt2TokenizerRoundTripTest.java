@@ -92,6 +92,28 @@ class Gpt2TokenizerRoundTripTest {
     }
 
     @Test
+    void aTokenizerLargerThanTheModelVocabularyIsRejectedNamingTheFile() throws Exception {
+        Path small = Files.createDirectory(tmp.resolve("too-small-vocab"));
+        Files.copy(Paths.get(System.getProperty("llmzoo.testdata", "../testdata"), "golden", "gpt2-tiny", "config.json"),
+                small.resolve("config.json"));
+        Files.copy(Paths.get(System.getProperty("llmzoo.testdata", "../testdata"), "golden", "gpt2-tiny", "model.safetensors"),
+                small.resolve("model.safetensors"));
+        Files.copy(TOKENIZER.resolve("tokenizer.json"), small.resolve("tokenizer.json"));
+        io.github.djlllmzoo.blocks.InvalidCheckpointException e =
+                org.junit.jupiter.api.Assertions.assertThrows(
+                        io.github.djlllmzoo.blocks.InvalidCheckpointException.class, () -> LocalModel.load(small));
+        assertTrue(e.getMessage().contains("tokenizer.json") && e.getMessage().contains("50257")
+                && e.getMessage().contains("512"), e.getMessage());
+    }
+
+    @Test
+    void theTokenizerReportsItsVocabularySize() throws Exception {
+        try (TextTokenizer tokenizer = TextTokenizer.load(checkpoint)) {
+            assertEquals(50257, tokenizer.vocabularySize());
+        }
+    }
+
+    @Test
     void aPromptGoesThroughTheModelAndItsContinuationDecodes() throws Exception {
         try (LocalModel model = LocalModel.load(checkpoint)) {
             long[] prompt = model.tokenizer().encode("Hello world");

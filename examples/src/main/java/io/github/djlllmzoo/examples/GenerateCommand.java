@@ -53,7 +53,7 @@ final class GenerateCommand implements Callable<Integer> {
             GenerationConfig config =
                     GenerationConfig.builder()
                             .maxNewTokens(maxNewTokens)
-                            .eosTokenIds(model.config().eosTokenIds())
+                            .eosTokenIds(model.eosTokenIds())
                             .build();
             GeneratedSequence result = model.generator().generateGreedy(promptIds, config);
             PrintWriter out = spec.commandLine().getOut();
@@ -69,12 +69,15 @@ final class GenerateCommand implements Callable<Integer> {
                     }
                     json.add("ids", ids);
                     json.addProperty(
-                            "text", model.hasTokenizer() ? model.tokenizer().decode(result.tokenIds()) : null);
+                            "text",
+                            model.hasTokenizer()
+                                    ? model.tokenizer().decodeContinuation(promptIds, result.tokenIds())
+                                    : null);
                     json.addProperty("finish_reason", result.finishReason().jsonName());
                     out.println(Json.GSON.toJson(json));
                     break;
                 default:
-                    out.println(model.tokenizer().decode(result.tokenIds()));
+                    out.println(model.tokenizer().decodeContinuation(promptIds, result.tokenIds()));
             }
             out.flush();
         }

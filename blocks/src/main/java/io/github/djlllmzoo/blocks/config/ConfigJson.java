@@ -24,10 +24,12 @@ public final class ConfigJson {
 
     private final Path file;
     private final JsonObject json;
+    private final String path;
 
-    private ConfigJson(Path file, JsonObject json) {
+    private ConfigJson(Path file, JsonObject json, String path) {
         this.file = file;
         this.json = json;
+        this.path = path;
     }
 
     /**
@@ -46,7 +48,7 @@ public final class ConfigJson {
             if (!element.isJsonObject()) {
                 throw new InvalidCheckpointException(file, null, "expected a JSON object");
             }
-            return new ConfigJson(file, element.getAsJsonObject());
+            return new ConfigJson(file, element.getAsJsonObject(), "");
         } catch (NoSuchFileException e) {
             throw new InvalidCheckpointException(file, null, "file not found", e);
         } catch (IOException | JsonParseException e) {
@@ -62,7 +64,7 @@ public final class ConfigJson {
      * @return the wrapper
      */
     public static ConfigJson of(Path file, JsonObject json) {
-        return new ConfigJson(file, json);
+        return new ConfigJson(file, json, "");
     }
 
     /** @return the file these fields came from */
@@ -147,8 +149,17 @@ public final class ConfigJson {
      * @throws InvalidCheckpointException if present but not a number
      */
     public double optDouble(String field, double fallback) throws InvalidCheckpointException {
+        return has(field) ? requireDouble(field) : fallback;
+    }
+
+    /**
+     * @param field the field name
+     * @return the number value
+     * @throws InvalidCheckpointException if missing or not a finite number
+     */
+    public double requireDouble(String field) throws InvalidCheckpointException {
         if (!has(field)) {
-            return fallback;
+            throw missing(field);
         }
         JsonElement e = json.get(field);
         if (!e.isJsonPrimitive() || !e.getAsJsonPrimitive().isNumber()) {
@@ -202,6 +213,9 @@ public final class ConfigJson {
     }
 
     /**
+     * A nested object; its errors name fields by their dotted path, e.g. {@code
+     * rope_scaling.factor}.
+     *
      * @param field the field name
      * @return the nested object, or {@code null} when absent or null
      * @throws InvalidCheckpointException if present but not an object
@@ -214,7 +228,7 @@ public final class ConfigJson {
         if (!e.isJsonObject()) {
             throw invalid(field, e, "expected an object");
         }
-        return new ConfigJson(file, e.getAsJsonObject());
+        return new ConfigJson(file, e.getAsJsonObject(), path + field + '.');
     }
 
     /**
@@ -240,10 +254,10 @@ public final class ConfigJson {
     }
 
     private InvalidCheckpointException missing(String field) {
-        return new InvalidCheckpointException(file, field, "required field is missing");
+        return new InvalidCheckpointException(file, path + field, "required field is missing");
     }
 
     private InvalidCheckpointException invalid(String field, JsonElement value, String reason) {
-        return new InvalidCheckpointException(file, field, reason + " (found " + value + ")");
+        return new InvalidCheckpointException(file, path + field, reason + " (found " + value + ")");
     }
 }

@@ -24,9 +24,18 @@ public final class Configs {
         switch (modelType) {
             case Gpt2Config.MODEL_TYPE:
                 return Gpt2Config.parse(json);
+            case LlamaConfig.MODEL_TYPE:
+            case LlamaConfig.MISTRAL_MODEL_TYPE:
+                return LlamaConfig.parse(json);
             default:
                 throw json.invalid(
-                        "model_type", "unsupported model type; supported: " + Gpt2Config.MODEL_TYPE);
+                        "model_type",
+                        "unsupported model type; supported: "
+                                + String.join(
+                                        ", ",
+                                        Gpt2Config.MODEL_TYPE,
+                                        LlamaConfig.MODEL_TYPE,
+                                        LlamaConfig.MISTRAL_MODEL_TYPE));
         }
     }
 

@@ -1,0 +1,214 @@
+package io.github.djlllmzoo.blocks;
+
+import ai.djl.Device;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.internal.NDArrayEx;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.SparseFormat;
+import io.github.djlllmzoo.blocks.config.LlamaConfig;
+import io.github.djlllmzoo.blocks.config.RopeScaling;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * Rotary position embedding (RoPE) in the Hugging Face convention: each head vector of width D is
+ * split into halves {@code x1 = x[:D/2]}, {@code x2 = x[D/2:]}, and pair {@code (x1[i], x2[i])} is
+ * rotated by the angle {@code position * inv_freq[i]}, i.e. {@code x * cos + rotate_half(x) * sin}
+ * with {@code rotate_half(x) = cat(-x2, x1)}.
+ *
+ * <p>{@code inv_freq[i] = rope_theta^(-2i / D)}, rescaled by {@code rope_scaling} exactly as
+ * Hugging Face's {@code _compute_linear_scaling_rope_parameters} and {@code
+ * _compute_llama3_parameters} do (computed here in float64).
+ *
+ * <p>The cos/sin tables cover every position of the context window. They are computed once per
+ * device and element type, on first use, in float64 and rounded to the compute type, and are owned
+ * by the manager that owns the model's weights, so they live as long as the weights. Each forward
+ * pass only gathers the rows of its {@code position_ids}, so positions continue across KV-cache
+ * steps and each row of a left-padded batch may have its own positions. One instance is shared by
+ * every attention layer of a model; it is safe to use from several threads.
+ */
+public final class RotaryEmbedding {
+
+    private final int headDim;
+    private final int maxPositions;
+    private final double[] inverseFrequencies;
+    private final Map<TableKey, NDArray[]> tables = new HashMap<>();
+
+    private record TableKey(Device device, DataType dataType) {}
+
+    /**
+     * @param headDim the head width D (even)
+     * @param maxPositions the number of positions the tables cover (the context window)
+     * @param theta the rotary base ({@code rope_theta})
+     * @param scaling the frequency scaling ({@code rope_scaling}), or {@code null}
+     */
+    public RotaryEmbedding(int headDim, int maxPositions, double theta, RopeScaling scaling) {
+        if (headDim <= 0 || headDim % 2 != 0) {
+            throw new IllegalArgumentException(
+                    "rotary head dimension must be positive and even, got " + headDim);
+        }
+        if (maxPositions <= 0) {
+            throw new IllegalArgumentException(
+                    "maxPositions must be positive, got " + maxPositions);
+        }
+        this.headDim = headDim;
+        this.maxPositions = maxPositions;
+        this.inverseFrequencies = inverseFrequencies(headDim, theta, scaling);
+    }
+
+    /**
+     * The rotary embedding a Llama-family config describes.
+     *
+     * @param config the config
+     * @return the embedding over the config's whole context window
+     */
+    public static RotaryEmbedding of(LlamaConfig config) {
+        return new RotaryEmbedding(
+                config.headDim(),
+                config.maxPositionEmbeddings(),
+                config.ropeTheta(),
+                config.ropeScaling());
+    }
+
+    /**
+     * The rotation frequencies of the D/2 pairs.
+     *
+     * @param headDim the head width D (even)
+     * @param theta the rotary base
+     * @param scaling the frequency scaling, or {@code null}
+     * @return {@code inv_freq}, D/2 values
+     */
+    public static double[] inverseFrequencies(int headDim, double theta, RopeScaling scaling) {
+        int half = headDim / 2;
+        double[] inv = new double[half];
+        for (int i = 0; i < half; i++) {
+            inv[i] = 1.0 / Math.pow(theta, (2.0 * i) / headDim);
+        }
+        if (scaling == null) {
+            return inv;
+        }
+        return switch (scaling.type()) {
+            case LINEAR -> linear(inv, scaling.factor());
+            case LLAMA3 -> llama3(inv, scaling);
+        };
+    }
+
+    /** Linear scaling (position interpolation): every frequency divided by {@code factor}. */
+    private static double[] linear(double[] inv, double factor) {
+        double[] out = new double[inv.length];
+        for (int i = 0; i < inv.length; i++) {
+            out[i] = inv[i] / factor;
+        }
+        return out;
+    }
+
+    /**
+     * Llama 3 scaling: wavelengths shorter than {@code original / high_freq_factor} are kept,
+     * longer than {@code original / low_freq_factor} divided by {@code factor}, and the band
+     * between is interpolated with {@code smooth = (original / wavelength - low) / (high - low)}.
+     */
+    private static double[] llama3(double[] inv, RopeScaling scaling) {
+        double factor = scaling.factor();
+        double low = scaling.lowFreqFactor();
+        double high = scaling.highFreqFactor();
+        double original = scaling.originalMaxPositionEmbeddings();
+        double lowFreqWavelength = original / low;
+        double highFreqWavelength = original / high;
+        double[] out = new double[inv.length];
+        for (int i = 0; i < inv.length; i++) {
+            double wavelength = 2 * Math.PI / inv[i];
+            if (wavelength < highFreqWavelength) {
+                out[i] = inv[i];
+            } else if (wavelength > lowFreqWavelength) {
+                out[i] = inv[i] / factor;
+            } else {
+                double smooth = (original / wavelength - low) / (high - low);
+                out[i] = (1 - smooth) * inv[i] / factor + smooth * inv[i];
+            }
+        }
+        return out;
+    }
+
+    /** @return a copy of {@code inv_freq}, D/2 values */
+    public double[] inverseFrequencies() {
+        return inverseFrequencies.clone();
+    }
+
+    /** @return the head width D */
+    public int headDim() {
+        return headDim;
+    }
+
+    /** @return the number of positions the tables cover */
+    public int maxPositions() {
+        return maxPositions;
+    }
+
+    /**
+     * The cos and sin of every pair's angle at the given positions.
+     *
+     * @param positionIds (B or 1, T) integer positions in {@code [0, maxPositions)}; the results
+     *     are attached to its manager
+     * @param owner the manager that owns the model's weights on the device the computation runs on;
+     *     it owns the tables when they are first made
+     * @param dataType the compute type
+     * @return cos and sin, each (B or 1, 1, T, D/2), broadcastable over heads
+     */
+    public NDList cosSin(NDArray positionIds, NDManager owner, DataType dataType) {
+        NDArray[] table = tables(owner, dataType);
+        NDArrayEx ex = positionIds.getNDArrayInternal();
+        NDArray cos = ex.embedding(positionIds, table[0], SparseFormat.DENSE).singletonOrThrow();
+        NDArray sin = ex.embedding(positionIds, table[1], SparseFormat.DENSE).singletonOrThrow();
+        return new NDList(cos.expandDims(1), sin.expandDims(1)); // (B, 1, T, D/2)
+    }
+
+    /**
+     * Rotates query or key heads: {@code x * cos + rotate_half(x) * sin}, computed on the halves.
+     *
+     * @param x heads (B, H, T, D); the result is attached to its manager
+     * @param cosSin the output of {@link #cosSin} for the same positions
+     * @return the rotated heads (B, H, T, D)
+     */
+    public static NDArray rotate(NDArray x, NDList cosSin) {
+        NDArray cos = cosSin.get(0);
+        NDArray sin = cosSin.get(1);
+        NDList halves = x.split(2, 3); // 2 × (B, H, T, D/2)
+        NDArray x1 = halves.get(0);
+        NDArray x2 = halves.get(1);
+        NDArray first = x1.mul(cos).sub(x2.mul(sin)); // (B, H, T, D/2)
+        NDArray second = x2.mul(cos).add(x1.mul(sin));
+        return first.concat(second, 3); // (B, H, T, D)
+    }
+
+    /**
+     * The cos and sin tables for a device and type, made on first use.
+     *
+     * @param owner the manager that owns new tables
+     * @param dataType the element type
+     * @return cos and sin, each (maxPositions, D/2)
+     */
+    synchronized NDArray[] tables(NDManager owner, DataType dataType) {
+        TableKey key = new TableKey(owner.getDevice(), dataType);
+        NDArray[] table = tables.get(key);
+        if (table != null && !table[0].isReleased() && !table[1].isReleased()) {
+            return table;
+        }
+        int half = headDim / 2;
+        try (NDManager scratch = owner.newSubManager()) {
+            NDArray inv = scratch.create(inverseFrequencies).reshape(1, half); // (1, D/2) float64
+            NDArray positions =
+                    scratch.arange(0, maxPositions, 1, DataType.FLOAT64)
+                            .reshape(maxPositions, 1); // (P, 1)
+            NDArray angles = positions.mul(inv); // (P, D/2)
+            NDArray cos = angles.cos().toType(dataType, true);
+            NDArray sin = angles.sin().toType(dataType, true);
+            cos.attach(owner);
+            sin.attach(owner);
+            table = new NDArray[] {cos, sin};
+        }
+        tables.put(key, table);
+        return table;
+    }
+}

@@ -1,0 +1,265 @@
+package io.github.djlllmzoo.blocks.config;
+
+import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * The hyper-parameters of a Llama-family {@code config.json} ({@code model_type} "llama", or
+ * "mistral" without a sliding window in use), with the names Hugging Face uses. Absent optional
+ * fields take Hugging Face's {@code LlamaConfig} defaults.
+ *
+ * <p>Mistral's sliding-window attention is not implemented. A window changes nothing while it is at
+ * least {@code max_position_embeddings} long (no key is ever farther away than that), so a Mistral
+ * config is accepted when {@code sliding_window} is null (Mistral 7B v0.2 and later) or not smaller
+ * than {@code max_position_embeddings}, and rejected otherwise. As in Hugging Face's {@code
+ * MistralConfig}, an absent {@code sliding_window} means 4096.
+ *
+ * @param modelType {@code model_type}: "llama" or "mistral"
+ * @param vocabSize {@code vocab_size}
+ * @param hiddenSize {@code hidden_size}, the residual width
+ * @param intermediateSize {@code intermediate_size}, the MLP width
+ * @param numHiddenLayers {@code num_hidden_layers}
+ * @param numAttentionHeads {@code num_attention_heads}, the query heads
+ * @param numKeyValueHeads {@code num_key_value_heads} (= query heads when absent; 1 is MQA)
+ * @param headDim {@code head_dim} (hidden_size / num_attention_heads when absent)
+ * @param maxPositionEmbeddings {@code max_position_embeddings}, the context window
+ * @param rmsNormEps {@code rms_norm_eps}
+ * @param ropeTheta {@code rope_theta}, the rotary base
+ * @param ropeScaling {@code rope_scaling}, or {@code null} for none
+ * @param attentionBias {@code attention_bias}: whether q/k/v/o projections have biases
+ * @param attentionDropout {@code attention_dropout} on attention probabilities (training only)
+ * @param mlpBias {@code mlp_bias}: whether the MLP projections have biases
+ * @param initializerRange {@code initializer_range}, the std of weights initialized from scratch
+ * @param tieWordEmbeddings {@code tie_word_embeddings}
+ * @param bosTokenId {@code bos_token_id}, or {@code null}
+ * @param eosTokenIds {@code eos_token_id} as a list (Llama 3 lists several)
+ */
+public record LlamaConfig(
+        String modelType,
+        int vocabSize,
+        int hiddenSize,
+        int intermediateSize,
+        int numHiddenLayers,
+        int numAttentionHeads,
+        int numKeyValueHeads,
+        int headDim,
+        int maxPositionEmbeddings,
+        float rmsNormEps,
+        double ropeTheta,
+        RopeScaling ropeScaling,
+        boolean attentionBias,
+        float attentionDropout,
+        boolean mlpBias,
+        float initializerRange,
+        boolean tieWordEmbeddings,
+        Integer bosTokenId,
+        List<Integer> eosTokenIds)
+        implements DecoderConfig {
+
+    /** The {@code model_type} of Llama checkpoints. */
+    public static final String MODEL_TYPE = "llama";
+
+    /**
+     * The {@code model_type} of Mistral checkpoints (same layout; read when no window is in use).
+     */
+    public static final String MISTRAL_MODEL_TYPE = "mistral";
+
+    /** Hugging Face's {@code MistralConfig} default for an absent {@code sliding_window}. */
+    private static final int MISTRAL_DEFAULT_SLIDING_WINDOW = 4096;
+
+    /** Validates the values; see {@link #parse(ConfigJson)} for file-aware messages. */
+    public LlamaConfig {
+        if (!MODEL_TYPE.equals(modelType) && !MISTRAL_MODEL_TYPE.equals(modelType)) {
+            throw new IllegalArgumentException(
+                    "model_type must be llama or mistral, got " + modelType);
+        }
+        if (vocabSize <= 0
+                || hiddenSize <= 0
+                || intermediateSize <= 0
+                || numHiddenLayers <= 0
+                || maxPositionEmbeddings <= 0) {
+            throw new IllegalArgumentException("sizes must be positive");
+        }
+        if (numAttentionHeads <= 0
+                || numKeyValueHeads <= 0
+                || numAttentionHeads % numKeyValueHeads != 0) {
+            throw new IllegalArgumentException(
+                    "num_key_value_heads ("
+                            + numKeyValueHeads
+                            + ") must be positive and divide num_attention_heads ("
+                            + numAttentionHeads
+                            + ")");
+        }
+        if (headDim <= 0 || headDim % 2 != 0) {
+            throw new IllegalArgumentException(
+                    "head_dim must be positive and even for rotary embeddings, got " + headDim);
+        }
+        if (!(rmsNormEps > 0) || !(ropeTheta > 0) || !(initializerRange > 0)) {
+            throw new IllegalArgumentException(
+                    "rms_norm_eps, rope_theta and initializer_range must be positive");
+        }
+        if (!(attentionDropout >= 0 && attentionDropout < 1)) {
+            throw new IllegalArgumentException("attention_dropout must be in [0, 1)");
+        }
+        eosTokenIds = List.copyOf(eosTokenIds);
+    }
+
+    /**
+     * Parses a Llama or Mistral {@code config.json}.
+     *
+     * @param json the parsed file
+     * @return the config
+     * @throws InvalidCheckpointException naming the field at fault
+     */
+    public static LlamaConfig parse(ConfigJson json) throws InvalidCheckpointException {
+        String modelType = json.requireString("model_type");
+        if (!MODEL_TYPE.equals(modelType) && !MISTRAL_MODEL_TYPE.equals(modelType)) {
+            throw json.invalid(
+                    "model_type", "expected " + MODEL_TYPE + " or " + MISTRAL_MODEL_TYPE);
+        }
+        int hidden = Configs.positive(json, "hidden_size");
+        int heads = Configs.positive(json, "num_attention_heads");
+        int kvHeads =
+                json.has("num_key_value_heads")
+                        ? Configs.positive(json, "num_key_value_heads")
+                        : heads;
+        if (heads % kvHeads != 0) {
+            throw json.invalid(
+                    "num_key_value_heads",
+                    "must divide num_attention_heads ("
+                            + heads
+                            + ") so query heads form equal groups");
+        }
+        int headDim;
+        if (json.has("head_dim")) {
+            headDim = Configs.positive(json, "head_dim");
+            if (headDim % 2 != 0) {
+                throw json.invalid("head_dim", "must be even for rotary position embeddings");
+            }
+        } else {
+            if (hidden % heads != 0) {
+                throw json.invalid(
+                        "hidden_size",
+                        "must be divisible by num_attention_heads ("
+                                + heads
+                                + ") when head_dim is absent");
+            }
+            headDim = hidden / heads;
+            if (headDim % 2 != 0) {
+                throw json.invalid(
+                        "hidden_size",
+                        "gives an odd head dimension "
+                                + headDim
+                                + " (hidden_size / num_attention_heads); rotary embeddings need an"
+                                + " even one");
+            }
+        }
+        int maxPositions = Configs.positive(json, "max_position_embeddings");
+        if (MISTRAL_MODEL_TYPE.equals(modelType)) {
+            checkNoSlidingWindow(json, maxPositions);
+        }
+        String activation = json.optString("hidden_act", "silu");
+        if (!"silu".equals(activation)) {
+            throw json.invalid("hidden_act", "only silu (SwiGLU MLP) is supported");
+        }
+        ConfigJson ropeParameters = json.optObject("rope_parameters");
+        ConfigJson ropeScaling = json.optObject("rope_scaling");
+        double ropeTheta =
+                ropeParameters != null && ropeParameters.has("rope_theta")
+                        ? ropeParameters.requireDouble("rope_theta")
+                        : json.optDouble("rope_theta", 10000.0);
+        if (ropeTheta <= 0) {
+            throw ropeParameters != null && ropeParameters.has("rope_theta")
+                    ? ropeParameters.invalid("rope_theta", "must be positive")
+                    : json.invalid("rope_theta", "must be positive");
+        }
+        RopeScaling scaling =
+                ropeScaling != null
+                        ? RopeScaling.parse(ropeScaling)
+                        : ropeParameters != null ? RopeScaling.parse(ropeParameters) : null;
+        double initializerRange = json.optDouble("initializer_range", 0.02);
+        if (initializerRange <= 0) {
+            throw json.invalid("initializer_range", "must be positive");
+        }
+        return new LlamaConfig(
+                modelType,
+                Configs.positive(json, "vocab_size"),
+                hidden,
+                Configs.positive(json, "intermediate_size"),
+                Configs.positive(json, "num_hidden_layers"),
+                heads,
+                kvHeads,
+                headDim,
+                maxPositions,
+                Configs.epsilon(json, "rms_norm_eps", 1e-6),
+                ropeTheta,
+                scaling,
+                json.optBoolean("attention_bias", false),
+                Configs.probability(json, "attention_dropout", 0.0),
+                json.optBoolean("mlp_bias", false),
+                (float) initializerRange,
+                json.optBoolean("tie_word_embeddings", false),
+                json.optInteger("bos_token_id"),
+                json.optIntList("eos_token_id"));
+    }
+
+    /**
+     * Reads and parses a Llama or Mistral {@code config.json} file.
+     *
+     * @param file the file
+     * @return the config
+     * @throws InvalidCheckpointException naming the field at fault
+     */
+    public static LlamaConfig read(Path file) throws InvalidCheckpointException {
+        return parse(ConfigJson.read(file));
+    }
+
+    private static void checkNoSlidingWindow(ConfigJson json, int maxPositions)
+            throws InvalidCheckpointException {
+        boolean explicitNull = json.json().has("sliding_window") && !json.has("sliding_window");
+        if (explicitNull) {
+            return;
+        }
+        int window = json.optInt("sliding_window", MISTRAL_DEFAULT_SLIDING_WINDOW);
+        if (window < maxPositions) {
+            throw json.invalid(
+                    "sliding_window",
+                    (json.has("sliding_window")
+                                    ? ""
+                                    : "absent, so "
+                                            + MISTRAL_DEFAULT_SLIDING_WINDOW
+                                            + " as in Hugging Face; ")
+                            + "sliding-window attention is not supported and a window of "
+                            + window
+                            + " is in use below max_position_embeddings ("
+                            + maxPositions
+                            + ")");
+        }
+    }
+
+    @Override
+    public int numLayers() {
+        return numHiddenLayers;
+    }
+
+    @Override
+    public int numHeads() {
+        return numAttentionHeads;
+    }
+
+    @Override
+    public int numKvHeads() {
+        return numKeyValueHeads;
+    }
+
+    @Override
+    public int maxPositions() {
+        return maxPositionEmbeddings;
+    }
+
+    @Override
+    public String checkpointPrefix() {
+        return "model.";
+    }
+}

@@ -1,0 +1,143 @@
+package io.github.djlllmzoo.blocks;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.config.RopeScaling;
+import org.junit.jupiter.api.Test;
+import java.util.Random;
+
+/**
+ * Rotary embedding against an independent float64 computation of Hugging Face's definitions ({@code
+ * _compute_default_rope_parameters}, {@code _compute_linear_scaling_rope_parameters}, {@code
+ * _compute_llama3_parameters}, {@code apply_rotary_pos_emb} with {@code rotate_half}).
+ */
+class RotaryEmbeddingTest {
+
+    @Test
+    void defaultFrequenciesAreThetaToTheMinusTwoIOverD() {
+        double[] inv = RotaryEmbedding.inverseFrequencies(8, 10000, null);
+        assertEquals(4, inv.length);
+        assertEquals(1.0, inv[0], 0); // theta^0
+        assertEquals(0.1, inv[1], 1e-15); // 10000^(-2/8) = 10^-1
+        assertEquals(0.01, inv[2], 1e-16); // 10^-2
+        assertEquals(0.001, inv[3], 1e-17); // 10^-3
+    }
+
+    @Test
+    void linearScalingDividesEveryFrequencyByTheFactor() {
+        double[] inv = RotaryEmbedding.inverseFrequencies(8, 10000, RopeScaling.linear(4));
+        double[] expected = {0.25, 0.025, 0.0025, 0.00025};
+        for (int i = 0; i < expected.length; i++) {
+            assertEquals(expected[i], inv[i], 1e-15 * expected[i] * 10);
+        }
+    }
+
+    @Test
+    void llama3ScalingKeepsHighFrequenciesDividesLowOnesAndSmoothsTheBandBetween() {
+        // D = 8, theta = 10000: inv_freq = 1, 0.1, 0.01, 0.001, wavelengths 2*pi*{1, 10, 100,
+        // 1000}.
+        // original 256, low 1, high 4: wavelengths below 64 kept, above 256 divided by factor 8.
+        double[] inv =
+                RotaryEmbedding.inverseFrequencies(8, 10000, RopeScaling.llama3(8, 1, 4, 256));
+        assertEquals(1.0, inv[0], 1e-15); // 6.28 < 64: kept
+        assertEquals(0.1, inv[1], 1e-15); // 62.8 < 64: kept
+        // 628.3 > 256 and 6283 > 256: divided by 8
+        assertEquals(0.01 / 8, inv[2], 1e-17);
+        assertEquals(0.001 / 8, inv[3], 1e-18);
+
+        // original 1024: wavelength 628.3 lies in [256, 1024]; smooth = (1024/628.3 - 1) / 3.
+        double[] banded =
+                RotaryEmbedding.inverseFrequencies(8, 10000, RopeScaling.llama3(8, 1, 4, 1024));
+        double smooth = (1024 / (200 * Math.PI) - 1) / 3;
+        assertTrue(smooth > 0 && smooth < 1);
+        assertEquals((1 - smooth) * 0.01 / 8 + smooth * 0.01, banded[2], 1e-16);
+        assertEquals(1.0, banded[0], 1e-15);
+        assertEquals(0.1, banded[1], 1e-15); // 62.8 < 256: kept
+        assertEquals(0.001 / 8, banded[3], 1e-18); // 6283 > 1024: divided
+    }
+
+    @Test
+    void rotatesHalvesLikeHuggingFaceRotateHalfAtPerRowPositions() {
+        int b = 2;
+        int h = 3;
+        int t = 4;
+        int d = 8;
+        long[][] positions = {{0, 1, 2, 3}, {5, 9, 2, 30}};
+        RopeScaling scaling = RopeScaling.llama3(8, 1, 4, 1024);
+        RotaryEmbedding rope = new RotaryEmbedding(d, 64, 10000, scaling);
+        double[] inv = hfLlama3InverseFrequencies(d, 10000, 8, 1, 4, 1024);
+        Random random = new Random(7);
+        float[] x = new float[b * h * t * d];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (float) random.nextGaussian();
+        }
+        try (NDManager manager = NDManager.newBaseManager()) {
+            NDArray input = manager.create(x, new Shape(b, h, t, d));
+            NDList cosSin = rope.cosSin(manager.create(positions), manager, DataType.FLOAT32);
+            float[] actual = RotaryEmbedding.rotate(input, cosSin).toFloatArray();
+            for (int bi = 0; bi < b; bi++) {
+                for (int hi = 0; hi < h; hi++) {
+                    for (int ti = 0; ti < t; ti++) {
+                        int base = ((bi * h + hi) * t + ti) * d;
+                        for (int j = 0; j < d; j++) {
+                            // emb = cat(freqs, freqs); rotate_half(x) = cat(-x2, x1)
+                            double angle = positions[bi][ti] * inv[j % (d / 2)];
+                            double rotated = j < d / 2 ? -x[base + j + d / 2] : x[base + j - d / 2];
+                            double expected =
+                                    x[base + j] * Math.cos(angle) + rotated * Math.sin(angle);
+                            assertEquals(
+                                    expected,
+                                    actual[base + j],
+                                    1e-5,
+                                    "b" + bi + " h" + hi + " t" + ti + " j" + j);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void tablesAreMadeOncePerDeviceAndTypeAndRemadeAfterTheirOwnerCloses() {
+        RotaryEmbedding rope = new RotaryEmbedding(8, 32, 10000, null);
+        try (NDManager owner = NDManager.newBaseManager()) {
+            NDArray[] first = rope.tables(owner, DataType.FLOAT32);
+            assertSame(first, rope.tables(owner, DataType.FLOAT32));
+            assertEquals(new Shape(32, 4), first[0].getShape());
+            assertNotSame(first, rope.tables(owner, DataType.FLOAT64));
+            NDArray[] again;
+            try (NDManager other = NDManager.newBaseManager()) {
+                owner.close();
+                assertTrue(first[0].isReleased());
+                again = rope.tables(other, DataType.FLOAT32);
+                assertNotSame(first, again);
+                assertEquals(Math.cos(31 * 0.1), again[0].getFloat(31, 1), 1e-6);
+            }
+        }
+    }
+
+    /** Hugging Face's {@code _compute_llama3_parameters}, written out independently. */
+    private static double[] hfLlama3InverseFrequencies(
+            int dim, double base, double factor, double low, double high, double original) {
+        double[] out = new double[dim / 2];
+        for (int i = 0; i < dim / 2; i++) {
+            double invFreq = 1.0 / Math.pow(base, (double) (2 * i) / dim);
+            double wavelen = 2 * Math.PI / invFreq;
+            double invFreqLlama = wavelen > original / low ? invFreq / factor : invFreq;
+            double smoothFactor = (original / wavelen - low) / (high - low);
+            double smoothed =
+                    (1 - smoothFactor) * invFreqLlama / factor + smoothFactor * invFreqLlama;
+            boolean medium = !(wavelen < original / high) && !(wavelen > original / low);
+            out[i] = medium ? smoothed : invFreqLlama;
+        }
+        return out;
+    }
+}

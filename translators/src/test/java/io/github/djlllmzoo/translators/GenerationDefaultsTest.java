@@ -1,0 +1,78 @@
+package io.github.djlllmzoo.translators;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+class GenerationDefaultsTest {
+
+    @TempDir Path dir;
+
+    private GenerationDefaults read(String json) throws Exception {
+        Files.writeString(dir.resolve(GenerationDefaults.FILE_NAME), json);
+        return GenerationDefaults.read(dir).orElseThrow();
+    }
+
+    @Test
+    void readsLlama3StyleFileWithSeveralEosIds() throws Exception {
+        GenerationDefaults defaults =
+                read(
+                        "{\"bos_token_id\": 128000, \"eos_token_id\": [128001, 128008, 128009],"
+                                + " \"do_sample\": true, \"temperature\": 0.6, \"top_p\": 0.9,"
+                                + " \"transformers_version\": \"4.43.0\"}");
+        assertEquals(128000, defaults.bosTokenId());
+        assertEquals(List.of(128001, 128008, 128009), defaults.eosTokenIds());
+        assertEquals(true, defaults.doSample());
+        assertEquals(0.6, defaults.temperature());
+        assertEquals(0.9, defaults.topP());
+        assertNull(defaults.topK());
+        assertNull(defaults.maxNewTokens());
+        assertNull(defaults.repetitionPenalty());
+    }
+
+    @Test
+    void eosIdsComeFromTheFileWhenItNamesAnyElseFromTheFallback() throws Exception {
+        assertEquals(List.of(2), read("{\"eos_token_id\": 2}").eosTokenIdsOr(List.of(7)));
+        assertEquals(List.of(7), read("{\"max_new_tokens\": 5}").eosTokenIdsOr(List.of(7)));
+    }
+
+    @Test
+    void absentFileGivesNothing() throws Exception {
+        assertTrue(GenerationDefaults.read(dir).isEmpty());
+    }
+
+    @ParameterizedTest(name = "{0} = {1}")
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                "temperature | -0.5",
+                "top_k | -1",
+                "top_p | 0",
+                "top_p | 1.5",
+                "repetition_penalty | 0",
+                "max_new_tokens | 0",
+                "max_length | 0",
+                "eos_token_id | [2, -1]",
+                "eos_token_id | \"</s>\"",
+                "bos_token_id | -3",
+                "do_sample | \"yes\"",
+            })
+    void invalidValueIsRejectedNamingTheField(String field, String jsonValue) {
+        InvalidCheckpointException e =
+                assertThrows(
+                        InvalidCheckpointException.class,
+                        () -> read("{\"" + field + "\": " + jsonValue + "}"));
+        assertEquals(field, e.getField());
+        assertTrue(e.getMessage().contains(GenerationDefaults.FILE_NAME), e.getMessage());
+    }
+}
