@@ -73,7 +73,14 @@ public final class LocalModel implements AutoCloseable {
      */
     public static LocalModel load(Path dir, Device device, DataType dataType)
             throws IOException, InvalidCheckpointException {
-        Model model = loadModel(dir, device, dataType);
+        return withTokenizer(dir, loadModel(dir, device, dataType));
+    }
+
+    /**
+     * Wraps a model holding a block with the directory's generation defaults and tokenizer, checking
+     * that the tokenizer's ids fit the model; closes the model on failure.
+     */
+    private static LocalModel withTokenizer(Path dir, Model model) throws InvalidCheckpointException {
         try {
             GenerationDefaults generationDefaults = GenerationDefaults.read(dir).orElse(null);
             TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
@@ -154,12 +161,11 @@ public final class LocalModel implements AutoCloseable {
             block.initialize(model.getNDManager(), dataType, new Shape(1, 1));
             model.setBlock(block);
             model.setDataType(dataType);
-            TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
-            return new LocalModel(dir, config, model, block, tokenizer);
-        } catch (InvalidCheckpointException | RuntimeException e) {
+        } catch (RuntimeException e) {
             model.close();
             throw e;
         }
+        return withTokenizer(dir, model);
     }
 
     /** @return the checkpoint directory */

@@ -10,18 +10,26 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
+import com.google.gson.JsonParser;
 import io.github.djlllmzoo.blocks.AttentionContext;
 import io.github.djlllmzoo.blocks.CausalSelfAttention;
 import io.github.djlllmzoo.blocks.ConfiguredBlock;
 import io.github.djlllmzoo.blocks.Conv1D;
 import io.github.djlllmzoo.blocks.DecoderLayer;
 import io.github.djlllmzoo.blocks.Embedding;
+import io.github.djlllmzoo.blocks.GatedMlp;
 import io.github.djlllmzoo.blocks.Gpt2Mlp;
 import io.github.djlllmzoo.blocks.Gpt2Model;
+import io.github.djlllmzoo.blocks.GroupedQueryAttention;
 import io.github.djlllmzoo.blocks.LayerNorm;
 import io.github.djlllmzoo.blocks.Linear;
+import io.github.djlllmzoo.blocks.LlamaModel;
+import io.github.djlllmzoo.blocks.RmsNorm;
+import io.github.djlllmzoo.blocks.RotaryEmbedding;
 import io.github.djlllmzoo.blocks.UnaryBlock;
+import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
+import io.github.djlllmzoo.blocks.config.LlamaConfig;
 import java.util.Random;
 import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
@@ -29,8 +37,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Autograd gradients of every block agree with central finite differences in float64, in the
- * training path (dropout rates 0 so the loss is a deterministic function of the weights).
+ * Autograd gradients of every block of both families agree with central finite differences in
+ * float64, in the training path (dropout rates 0 so the loss is a deterministic function of the
+ * weights).
  */
 class BlockGradientTest {
 
@@ -133,6 +142,56 @@ class BlockGradientTest {
                         MODEL_SAMPLES,
                         random);
         assertEquals(model.namedParameters().size() * MODEL_SAMPLES, checked);
+    }
+
+    @Test
+    void rmsNormGradientsMatchFiniteDifferences() {
+        RmsNorm norm = new RmsNorm(8, 1e-6f);
+        norm.initialize(manager, DataType.FLOAT64, HIDDEN);
+        scaleUp(norm);
+        check(norm, HIDDEN, x -> norm.forward(store, x, true));
+    }
+
+    @Test
+    void gatedMlpGradientsMatchFiniteDifferences() {
+        GatedMlp mlp = new GatedMlp(8, 12, true, 0.5f);
+        mlp.initialize(manager, DataType.FLOAT64, HIDDEN);
+        check(mlp, HIDDEN, x -> mlp.forward(store, x, true));
+    }
+
+    @Test
+    void groupedQueryAttentionWithRotaryPositionsMatchesFiniteDifferences() throws Exception {
+        LlamaConfig config = llama(false);
+        GroupedQueryAttention attention =
+                new GroupedQueryAttention(config, 0, RotaryEmbedding.of(config));
+        Shape input = new Shape(2, 5, config.hiddenSize());
+        attention.initialize(manager, DataType.FLOAT64, input);
+        scaleUp(attention);
+        check(attention, input, x -> attention.forward(store, x, AttentionContext.causal(x), true));
+    }
+
+    @Test
+    void wholeLlamaModelWithItsOwnHeadAndTheCausalLmLossMatchesFiniteDifferences() throws Exception {
+        // GPT-2 above covers a head tied to the embedding; here the untied lm_head.
+        LlamaModel model = new LlamaModel(llama(false));
+        model.initialize(manager, DataType.FLOAT64, new Shape(2, 5));
+        scaleUp(model);
+        NDArray ids = manager.create(new long[] {1, 4, 4, 10, 0, 7, 3, 4, 9, 2}, new Shape(2, 5));
+        long ignore = CausalLmLoss.IGNORE_INDEX;
+        NDArray targets = manager.create(new long[] {4, 4, 10, 0, ignore, 3, ignore, 9, 2, 5}, new Shape(2, 5));
+        CausalLmLoss loss = new CausalLmLoss();
+        int checked =
+                FiniteDifferenceCheck.assertGradientsMatch(
+                        model,
+                        () -> loss.evaluate(new NDList(targets), model.forward(store, new NDList(ids), true)),
+                        MODEL_SAMPLES,
+                        random);
+        assertEquals(model.namedParameters().size() * MODEL_SAMPLES, checked);
+    }
+
+    private static LlamaConfig llama(boolean tied) throws Exception {
+        String json = TinyModels.llamaJson(11, tied);
+        return LlamaConfig.parse(ConfigJson.of(null, JsonParser.parseString(json).getAsJsonObject()));
     }
 
     private void checkUnary(UnaryBlock block, Shape input) {

@@ -136,6 +136,35 @@ class FineTunerTest {
         }
     }
 
+    @Test
+    void aLlamaModelTrainsAndItsCheckpointKeepsLlamaTensorNames() throws Exception {
+        Path source = TinyModels.checkpoint(temp.resolve("llama"), TinyModels.llamaJson(12, false), 12);
+        Path out = temp.resolve("llama-out");
+        PackedTextDataset data = packed(randomTokens(6 * 8 + 1, 12, 13), 8);
+        try (LocalModel model = LocalModel.load(source)) {
+            Map<String, float[]> before = weights(model);
+            FineTuner.builder().setModel(model.model()).setTrainData(data).optCheckpoints(out, source)
+                    .optSettings(FineTuneSettings.builder().steps(3).batchSize(2).sequenceLength(8).learningRate(1e-2f).trainLastLayers(1).evalEvery(0).build())
+                    .build().run();
+            Map<String, float[]> after = weights(model);
+            for (String name : before.keySet()) {
+                boolean trains = name.startsWith("layers.1.") || name.startsWith("norm.") || name.startsWith("lm_head.");
+                assertEquals(trains, !java.util.Arrays.equals(before.get(name), after.get(name)), name);
+            }
+            Map<String, float[]> stored = parseSafetensorsByHand(out.resolve("model.safetensors"));
+            assertTrue(stored.containsKey("lm_head.weight") && stored.containsKey("model.embed_tokens.weight")
+                    && stored.containsKey("model.layers.1.self_attn.q_proj.weight"), stored.keySet().toString());
+            try (LocalModel loaded = LocalModel.load(out);
+                    NDManager scope = NDManager.newBaseManager("PyTorch")) {
+                NDArray ids = scope.create(new long[] {3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, new Shape(2, 5));
+                assertArrayEquals(
+                        model.block().forward(null, ids, null, null, null, false, false).toFloatArray(),
+                        loaded.block().forward(null, ids, null, null, null, false, false).toFloatArray(),
+                        0f);
+            }
+        }
+    }
+
     /**
      * Reads a safetensors file with nothing but the format's definition: an 8-byte little-endian
      * header length, a JSON header of {dtype, shape, data_offsets} per tensor, then the data.

@@ -27,11 +27,9 @@ final class TinyModels {
                 vocab, positions, width, layers, heads, 2 * width, 1e-5f, 0f, 0f, 0f, 0, List.of(0), true);
     }
 
-    /** Writes {@code config.json} for a config. */
-    static void writeConfig(Path dir, Gpt2Config c) throws IOException {
-        Files.createDirectories(dir);
-        String json =
-                String.format(
+    /** The {@code config.json} text of a GPT-2 config. */
+    static String gpt2Json(Gpt2Config c) {
+        return String.format(
                         java.util.Locale.ROOT,
                         "{\"model_type\": \"gpt2\", \"vocab_size\": %d, \"n_positions\": %d, \"n_embd\": %d,"
                                 + " \"n_layer\": %d, \"n_head\": %d, \"n_inner\": %d, \"embd_pdrop\": %s,"
@@ -39,7 +37,19 @@ final class TinyModels {
                                 + " \"eos_token_id\": 0, \"architectures\": [\"GPT2LMHeadModel\"]}\n",
                         c.vocabSize(), c.nPositions(), c.nEmbd(), c.nLayer(), c.nHead(), c.nInner(),
                         c.embdPdrop(), c.attnPdrop(), c.residPdrop());
-        Files.writeString(dir.resolve("config.json"), json, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * The {@code config.json} text of a tiny Llama: grouped-query attention (4 query, 2 key/value
+     * heads), a head width that is not hidden/heads, biases, no dropout.
+     */
+    static String llamaJson(int vocab, boolean tied) {
+        return "{\"model_type\": \"llama\", \"vocab_size\": " + vocab + ", \"hidden_size\": 16,"
+                + " \"intermediate_size\": 24, \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+                + " \"num_key_value_heads\": 2, \"head_dim\": 6, \"max_position_embeddings\": 16,"
+                + " \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0, \"attention_bias\": true,"
+                + " \"mlp_bias\": true, \"attention_dropout\": 0.0, \"tie_word_embeddings\": " + tied + ","
+                + " \"bos_token_id\": 0, \"eos_token_id\": 0}\n";
     }
 
     /** Writes a whitespace-split word-level {@code tokenizer.json} over {@link #WORDS}. */
@@ -60,7 +70,13 @@ final class TinyModels {
 
     /** Writes a complete checkpoint directory with seeded random weights and the test tokenizer. */
     static Path checkpoint(Path dir, Gpt2Config c, int seed) throws Exception {
-        writeConfig(dir, c);
+        return checkpoint(dir, gpt2Json(c), seed);
+    }
+
+    /** Writes a complete checkpoint directory for a {@code config.json} text. */
+    static Path checkpoint(Path dir, String configJson, int seed) throws Exception {
+        Files.createDirectories(dir);
+        Files.writeString(dir.resolve("config.json"), configJson, StandardCharsets.UTF_8);
         writeTokenizer(dir);
         Engine.getEngine("PyTorch").setRandomSeed(seed);
         try (LocalModel model = LocalModel.initialize(dir, Device.cpu(), DataType.FLOAT32)) {

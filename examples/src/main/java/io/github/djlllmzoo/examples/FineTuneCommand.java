@@ -147,7 +147,7 @@ final class FineTuneCommand implements Callable<Integer> {
             FineTuneSettings settings = settings(resumed, model.config());
             TextTokenizer tokenizer = model.tokenizer();
             DecoderConfig config = model.config();
-            long eos = config.eosTokenIds().isEmpty() ? -1 : config.eosTokenIds().get(0);
+            long eos = model.eosTokenIds().isEmpty() ? -1 : model.eosTokenIds().get(0);
             RandomAccessDataset train = dataset(data, jsonl, tokenizer, eos, settings, config, err);
             RandomAccessDataset eval;
             if (evalData != null) {
