@@ -4,6 +4,7 @@ import ai.djl.Device;
 import ai.djl.MalformedModelException;
 import ai.djl.Model;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.DecoderModels;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
@@ -72,7 +73,14 @@ public final class LocalModel implements AutoCloseable {
      */
     public static LocalModel load(Path dir, Device device, DataType dataType)
             throws IOException, InvalidCheckpointException {
-        Model model = loadModel(dir, device, dataType);
+        return withTokenizer(dir, loadModel(dir, device, dataType));
+    }
+
+    /**
+     * Wraps a model holding a block with the directory's generation defaults and tokenizer, checking
+     * that the tokenizer's ids fit the model; closes the model on failure.
+     */
+    private static LocalModel withTokenizer(Path dir, Model model) throws InvalidCheckpointException {
         try {
             GenerationDefaults generationDefaults = GenerationDefaults.read(dir).orElse(null);
             TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
@@ -127,6 +135,37 @@ public final class LocalModel implements AutoCloseable {
             model.close();
             throw e;
         }
+    }
+
+    /**
+     * Creates a model from a checkpoint directory's {@code config.json} with freshly initialized
+     * weights (each block's own initializer, e.g. normal(0, 0.02) for GPT-2 projections), to train
+     * from scratch; weight files in the directory are ignored. Seed the engine ({@code
+     * Engine.setRandomSeed}) first for reproducible weights.
+     *
+     * @param dir the directory ({@code config.json}, optionally tokenizer files)
+     * @param device where to run
+     * @param dataType the element type of the weights
+     * @return the model
+     * @throws InvalidCheckpointException naming the file and field at fault
+     */
+    public static LocalModel initialize(Path dir, Device device, DataType dataType)
+            throws InvalidCheckpointException {
+        if (!Files.isDirectory(dir)) {
+            throw new InvalidCheckpointException(dir, null, "not a checkpoint directory");
+        }
+        DecoderConfig config = Configs.read(dir);
+        CausalLmBlock block = DecoderModels.create(config);
+        Model model = Model.newInstance(dir.getFileName().toString(), device, "PyTorch");
+        try {
+            block.initialize(model.getNDManager(), dataType, new Shape(1, 1));
+            model.setBlock(block);
+            model.setDataType(dataType);
+        } catch (RuntimeException e) {
+            model.close();
+            throw e;
+        }
+        return withTokenizer(dir, model);
     }
 
     /** @return the checkpoint directory */

@@ -6,7 +6,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * The {@code llmzoo} command line: {@code generate}, {@code score}. Results go to stdout, logs and
+ * The {@code llmzoo} command line: {@code generate}, {@code score}, {@code finetune}. Results go to stdout, logs and
  * errors to stderr; every failure prints one line {@code error: ...} (the stack trace only with
  * {@code --debug}) and exits non-zero.
  */
@@ -15,7 +15,7 @@ import picocli.CommandLine.Option;
         mixinStandardHelpOptions = true,
         version = "llmzoo 0.1.0",
         description = "GPT-2 and Llama language models on DJL blocks.",
-        subcommands = {GenerateCommand.class, ScoreCommand.class, ModelsCommand.class})
+        subcommands = {GenerateCommand.class, ScoreCommand.class, FineTuneCommand.class, ModelsCommand.class})
 public final class LlmZoo implements Runnable {
 
     @Option(names = "--debug", description = "Print stack traces of errors.", scope = CommandLine.ScopeType.INHERIT)
@@ -24,7 +24,7 @@ public final class LlmZoo implements Runnable {
     @Override
     public void run() {
         throw new CommandLine.ParameterException(
-                new CommandLine(this), "missing command: generate or score (see --help)");
+                new CommandLine(this), "missing command: generate, score or finetune (see --help)");
     }
 
     /**

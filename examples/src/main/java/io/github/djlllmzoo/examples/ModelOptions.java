@@ -44,10 +44,17 @@ final class ModelOptions {
     }
 
     LocalModel load() throws Exception {
-        return LocalModel.load(directory(), device(), DataType.FLOAT32);
+        return LocalModel.load(directory(), device(spec, device), DataType.FLOAT32);
     }
 
-    private Device device() {
+    /**
+     * Parses a {@code --device} value.
+     *
+     * @param spec the command, for the usage error
+     * @param device "cpu" or "gpu"
+     * @return the device
+     */
+    static Device device(CommandSpec spec, String device) {
         switch (device) {
             case "cpu":
                 return Device.cpu();
