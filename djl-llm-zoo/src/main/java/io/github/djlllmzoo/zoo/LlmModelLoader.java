@@ -20,7 +20,6 @@ import io.github.djlllmzoo.zoo.hub.HubClient;
 import io.github.djlllmzoo.zoo.hub.HubConfig;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -181,9 +180,16 @@ public final class LlmModelLoader implements ModelLoader {
         }
     }
 
+    /** The criteria's options ({@code optOption}) overlaid by its arguments ({@code optArgument}). */
     private static Map<String, Object> arguments(Criteria<?, ?> criteria) {
-        Map<String, Object> arguments = criteria.getArguments();
-        return arguments == null ? Collections.emptyMap() : arguments;
+        Map<String, Object> merged = new HashMap<>();
+        if (criteria.getOptions() != null) {
+            merged.putAll(criteria.getOptions());
+        }
+        if (criteria.getArguments() != null) {
+            merged.putAll(criteria.getArguments());
+        }
+        return merged;
     }
 
     private static String string(Map<String, Object> arguments, String key) {

@@ -16,6 +16,8 @@ import io.github.djlllmzoo.training.PromptCompletionDataset;
 import io.github.djlllmzoo.training.TrainerState;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import io.github.djlllmzoo.zoo.LocalModel;
+import io.github.djlllmzoo.zoo.ModelReference;
+import io.github.djlllmzoo.zoo.hub.HubClient;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -56,8 +58,11 @@ final class FineTuneCommand implements Callable<Integer> {
     Start start;
 
     static final class Start {
-        @Option(names = "--model", paramLabel = "DIR", description = "Model to fine-tune (Hugging Face layout with a tokenizer).")
-        Path model;
+        @Option(
+                names = "--model",
+                paramLabel = "M",
+                description = "Model to fine-tune: a registry name, a Hugging Face id or a directory (with a tokenizer).")
+        String model;
 
         @Option(names = "--resume", paramLabel = "DIR", description = "Continue the run saved in DIR (its weights, step, data position, AdamW moments and settings; options given here override the settings).")
         Path resume;
@@ -136,7 +141,10 @@ final class FineTuneCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         OutputFormat summaryFormat = OutputFormat.parse(spec, output, OutputFormat.TEXT, OutputFormat.JSON);
         boolean jsonl = parseFormat();
-        Path source = start.resume != null ? start.resume : start.model;
+        Path source =
+                start.resume != null
+                        ? start.resume
+                        : ModelReference.resolve(start.model, null, HubClient.fromEnvironment());
         TrainerState resumed = start.resume != null ? TrainerState.read(start.resume) : null;
         checkOutput();
         Device target = ModelOptions.device(spec, device);
