@@ -103,10 +103,12 @@ public final class CheckpointWeights {
      * @param dir the checkpoint directory
      * @param manager the manager that will own the arrays (the model's)
      * @param dataType the element type to keep the weights in (FLOAT32 on CPU)
+     * @return the stored names of tensors the block has no parameter for (also logged as a warning);
+     *     empty for a checkpoint that matches the config exactly
      * @throws IOException if a file cannot be read
      * @throws InvalidCheckpointException naming the file and tensor that disagree with the config
      */
-    public static void load(CausalLmBlock block, Path dir, NDManager manager, DataType dataType)
+    public static List<String> load(CausalLmBlock block, Path dir, NDManager manager, DataType dataType)
             throws IOException, InvalidCheckpointException {
         Map<String, Parameter> parameters = block.namedParameters();
         Map<String, Shape> expected = block.declaredShapes();
@@ -157,6 +159,7 @@ public final class CheckpointWeights {
         if (!unexpected.isEmpty()) {
             logger.warn("{}: ignoring {} unexpected tensor(s): {}", dir, unexpected.size(), unexpected);
         }
+        return List.copyOf(unexpected);
     }
 
     /**

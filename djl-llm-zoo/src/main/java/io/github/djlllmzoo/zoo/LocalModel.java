@@ -33,6 +33,7 @@ public final class LocalModel implements AutoCloseable {
     private final CausalLmBlock block;
     private final TextTokenizer tokenizer;
     private final GenerationDefaults generationDefaults;
+    private volatile boolean closed;
 
     private LocalModel(
             Path dir,
@@ -128,6 +129,9 @@ public final class LocalModel implements AutoCloseable {
             // The block already holds its weights: this only records the model directory.
             model.load(dir, null, Map.of("hasParameter", "false"));
             return model;
+        } catch (InvalidCheckpointException e) {
+            model.close();
+            throw e;
         } catch (MalformedModelException e) {
             model.close();
             throw new InvalidCheckpointException(dir, null, e.getMessage(), e);
@@ -208,21 +212,31 @@ public final class LocalModel implements AutoCloseable {
         return config.bosTokenId();
     }
 
-    /** @return the DJL model holding the block */
+    /**
+     * @return the DJL model holding the block
+     * @throws IllegalStateException if this model has been closed
+     */
     public Model model() {
+        ensureOpen();
         return model;
     }
 
-    /** @return the model block */
+    /**
+     * @return the model block
+     * @throws IllegalStateException if this model has been closed
+     */
     public CausalLmBlock block() {
+        ensureOpen();
         return block;
     }
 
     /**
      * @return the tokenizer
-     * @throws IllegalStateException if the checkpoint has no tokenizer files
+     * @throws IllegalStateException if the checkpoint has no tokenizer files, or the model has been
+     *     closed
      */
     public TextTokenizer tokenizer() {
+        ensureOpen();
         if (tokenizer == null) {
             throw new IllegalStateException(
                     dir + " has no tokenizer (tokenizer.json, or vocab.json and merges.txt); use token ids");
@@ -235,13 +249,33 @@ public final class LocalModel implements AutoCloseable {
         return tokenizer != null;
     }
 
-    /** @return a generator over this model */
+    /**
+     * @return a generator over this model
+     * @throws IllegalStateException if this model has been closed
+     */
     public Generator generator() {
+        ensureOpen();
         return new Generator(block, model.getNDManager());
     }
 
+    /** @return whether {@link #close()} has been called */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("model " + dir + " is closed");
+        }
+    }
+
+    /** Frees the model's native memory and the tokenizer; later use is an {@link IllegalStateException}. */
     @Override
-    public void close() {
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
         if (tokenizer != null) {
             tokenizer.close();
         }

@@ -51,10 +51,16 @@ public final class BatchGenerator {
      * @param requests the requests
      * @param defaults the config of requests that carry none, or {@code null} when all carry one
      * @return one result per request, in order
-     * @throws IllegalArgumentException if a prompt is empty, has ids outside the vocabulary or
-     *     exceeds the context window, or needs a tokenizer there is none of
+     * @throws IllegalArgumentException if a prompt is empty and the model has no BOS token, has ids
+     *     outside the vocabulary or exceeds the context window (unless the config truncates it), or
+     *     needs a tokenizer there is none of
+     * @throws IllegalStateException if the model has been closed
      */
     public List<GenerationResult> generate(List<GenerationRequest> requests, GenerationConfig defaults) {
+        if (!manager.isOpen()) {
+            throw new IllegalStateException(
+                    "the model is closed (its NDManager " + manager.getName() + " was closed)");
+        }
         long start = System.nanoTime();
         List<List<Row>> byRequest = new ArrayList<>(requests.size());
         List<Row> runnable = new ArrayList<>();
@@ -88,6 +94,10 @@ public final class BatchGenerator {
         } else {
             prompt = requireTokenizer("a text prompt").encode(request.prompt());
         }
+        if (prompt.length == 0 && model.config().bosTokenId() != null) {
+            prompt = new long[] {model.config().bosTokenId()};
+        }
+        prompt = truncated(prompt, config);
         Generator.validatePrompt(model.config(), prompt);
         StopStrings stops = new StopStrings(config.stopStrings());
         if (!stops.isEmpty()) {
@@ -107,6 +117,19 @@ public final class BatchGenerator {
                     new Row(n, prompt, budget, config, chain, samplers.get(n), text, request.listener()));
         }
         return rows;
+    }
+
+    /**
+     * The prompt's last tokens when the config asks to truncate and the prompt leaves no room for
+     * the budget in the context window; else the prompt itself.
+     */
+    private long[] truncated(long[] prompt, GenerationConfig config) {
+        int window = model.config().maxPositions();
+        if (!config.truncatePrompt() || prompt.length + config.maxNewTokens() <= window) {
+            return prompt;
+        }
+        int keep = Math.min(prompt.length, Math.max(1, window - config.maxNewTokens()));
+        return Arrays.copyOfRange(prompt, prompt.length - keep, prompt.length);
     }
 
     private TextTokenizer requireTokenizer(String what) {

@@ -20,8 +20,9 @@ import java.util.regex.Pattern;
  * is above 0. The repetition penalty applies to greedy decoding and sampling alike; temperature,
  * top-k, top-p and min-p shape the sampling distribution, in that order.
  *
- * @param maxNewTokens the most tokens to generate per sequence (≥ 1); the context window may stop
- *     generation earlier
+ * @param maxNewTokens the most tokens to generate per sequence (≥ 1). A budget beyond the context
+ *     window is clamped, as in Hugging Face: generation stops with {@link FinishReason#LENGTH} when
+ *     the prompt and the new tokens fill the window
  * @param doSample whether to sample ({@code do_sample}); false means greedy
  * @param temperature divides the logits before sampling ({@code temperature}, ≥ 0; 0 means greedy)
  * @param topK keep only the {@code k} most likely tokens ({@code top_k}, ≥ 0; 0 disables)
@@ -36,6 +37,11 @@ import java.util.regex.Pattern;
  * @param eosTokenIds tokens that end a sequence (any of them)
  * @param numReturnSequences sequences to generate per prompt ({@code num_return_sequences}, ≥ 1)
  * @param returnLogprobs whether results carry the log-probability of each new token
+ * @param truncatePrompt whether a prompt that leaves no room for {@code maxNewTokens} in the
+ *     context window loses its first tokens, keeping the last {@code max(1, window -
+ *     maxNewTokens)} (as Hugging Face's text-generation pipeline does with {@code
+ *     handle_long_generation="hole"}); when false (the default) a prompt longer than the window is
+ *     rejected
  */
 public record GenerationConfig(
         int maxNewTokens,
@@ -49,7 +55,8 @@ public record GenerationConfig(
         List<String> stopStrings,
         List<Integer> eosTokenIds,
         int numReturnSequences,
-        boolean returnLogprobs) {
+        boolean returnLogprobs,
+        boolean truncatePrompt) {
 
     /** The token budget when none is given, as Hugging Face's default of 20 is too short. */
     public static final int DEFAULT_MAX_NEW_TOKENS = 32;
@@ -116,6 +123,7 @@ public record GenerationConfig(
         b.eosTokenIds = eosTokenIds;
         b.numReturnSequences = numReturnSequences;
         b.returnLogprobs = returnLogprobs;
+        b.truncatePrompt = truncatePrompt;
         return b;
     }
 
@@ -154,6 +162,7 @@ public record GenerationConfig(
         private List<Integer> eosTokenIds = List.of();
         private int numReturnSequences = 1;
         private boolean returnLogprobs;
+        private boolean truncatePrompt;
 
         private Builder() {}
 
@@ -340,6 +349,16 @@ public record GenerationConfig(
         }
 
         /**
+         * @param value whether a prompt too long for the window and the budget keeps only its last
+         *     tokens instead of being rejected
+         * @return this builder
+         */
+        public Builder truncatePrompt(boolean value) {
+            truncatePrompt = value;
+            return this;
+        }
+
+        /**
          * @return the config
          * @throws IllegalArgumentException naming the field of an invalid value
          */
@@ -356,7 +375,8 @@ public record GenerationConfig(
                     stopStrings,
                     eosTokenIds,
                     numReturnSequences,
-                    returnLogprobs);
+                    returnLogprobs,
+                    truncatePrompt);
         }
     }
 }

@@ -84,6 +84,9 @@ public final class GenerationTranslator implements Translator<GenerationRequest,
     private List<GenerationResult> generate(TranslatorContext ctx) {
         List<GenerationRequest> requests = (List<GenerationRequest>) ctx.getAttachment(REQUESTS);
         Model model = ctx.getModel();
+        if (!model.getNDManager().isOpen()) {
+            throw new IllegalStateException("model " + model.getName() + " is closed");
+        }
         CausalLmBlock block = causalLm(model);
         try (NDManager manager = ctx.getNDManager().newSubManager(model.getNDManager().getDevice())) {
             return new BatchGenerator(block, manager, tokenizer).generate(requests, defaults);

@@ -109,7 +109,8 @@ public final class Generator {
      */
     static void validatePrompt(DecoderConfig config, long[] ids) {
         if (ids.length == 0) {
-            throw new IllegalArgumentException("the prompt has no tokens");
+            throw new IllegalArgumentException(
+                    "the prompt has no tokens and the model has no BOS token (bos_token_id) to start from");
         }
         int vocab = config.vocabSize();
         for (long id : ids) {
