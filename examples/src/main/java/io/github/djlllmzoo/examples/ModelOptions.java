@@ -22,9 +22,9 @@ final class ModelOptions {
 
     @Option(
             names = "--model",
-            required = true,
             paramLabel = "M",
-            description = "A registry name (see 'llmzoo models'), a Hugging Face id (org/name) or a checkpoint directory.")
+            description = "A registry name (see 'llmzoo models'), a Hugging Face id (org/name) or a checkpoint directory "
+                    + "(default: the project's story model in models/default).")
     String model;
 
     @Option(names = "--device", defaultValue = "cpu", paramLabel = "cpu|gpu", description = "Where to run (default: ${DEFAULT-VALUE}).")
@@ -34,11 +34,11 @@ final class ModelOptions {
 
     /**
      * The checkpoint directory of {@code --model}, downloading into the Hugging Face cache when it
-     * names a hub model that is not cached yet.
+     * names a hub model that is not cached yet; without {@code --model}, the {@link DefaultModel}.
      */
     Path directory() throws IOException, ModelNotFoundException {
         if (directory == null) {
-            directory = ModelReference.resolve(model, null, HubClient.fromEnvironment());
+            directory = model == null ? DefaultModel.directory() : ModelReference.resolve(model, null, HubClient.fromEnvironment());
         }
         return directory;
     }
