@@ -20,7 +20,8 @@ import picocli.CommandLine.Spec;
         mixinStandardHelpOptions = true,
         description = {
             "Serve the model over an OpenAI-compatible HTTP API:",
-            "POST /v1/completions, POST /v1/chat/completions (both with \"stream\": true), GET /v1/models, GET /health."
+            "POST /v1/completions, POST /v1/chat/completions (both with \"stream\": true), GET"
+                + " /v1/models, GET /health."
         })
 final class ServeCommand implements Callable<Integer> {
 
@@ -28,25 +29,55 @@ final class ServeCommand implements Callable<Integer> {
 
     @Mixin ModelOptions modelOptions;
 
-    @Option(names = "--host", defaultValue = "127.0.0.1", paramLabel = "ADDR", description = "Address to listen on (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--host",
+            defaultValue = "127.0.0.1",
+            paramLabel = "ADDR",
+            description = "Address to listen on (default: ${DEFAULT-VALUE}).")
     String host;
 
-    @Option(names = "--port", defaultValue = "8080", paramLabel = "PORT", description = "Port to listen on; 0 picks a free one (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--port",
+            defaultValue = "8080",
+            paramLabel = "PORT",
+            description = "Port to listen on; 0 picks a free one (default: ${DEFAULT-VALUE}).")
     int port;
 
-    @Option(names = "--max-concurrency", defaultValue = "32", paramLabel = "N", description = "Most requests admitted at once; more get 429 (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--max-concurrency",
+            defaultValue = "32",
+            paramLabel = "N",
+            description =
+                    "Most requests admitted at once; more get 429 (default: ${DEFAULT-VALUE}).")
     int maxConcurrency;
 
-    @Option(names = "--max-batch", defaultValue = "8", paramLabel = "B", description = "Most sequences generated together in one batch (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--max-batch",
+            defaultValue = "8",
+            paramLabel = "B",
+            description =
+                    "Most sequences generated together in one batch (default: ${DEFAULT-VALUE}).")
     int maxBatch;
 
-    @Option(names = "--workers", defaultValue = "2", paramLabel = "W", description = "Predictors, each generating one batch at a time (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--workers",
+            defaultValue = "2",
+            paramLabel = "W",
+            description =
+                    "Predictors, each generating one batch at a time (default: ${DEFAULT-VALUE}).")
     int workers;
 
-    @Option(names = "--batch-wait-ms", defaultValue = "5", paramLabel = "MS", description = "How long a batch waits for more requests (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--batch-wait-ms",
+            defaultValue = "5",
+            paramLabel = "MS",
+            description = "How long a batch waits for more requests (default: ${DEFAULT-VALUE}).")
     long batchWaitMs;
 
-    @Option(names = "--model-name", paramLabel = "NAME", description = "The model name clients use (default: the directory's name).")
+    @Option(
+            names = "--model-name",
+            paramLabel = "NAME",
+            description = "The model name clients use (default: the directory's name).")
     String modelName;
 
     @Override
@@ -57,7 +88,11 @@ final class ServeCommand implements Callable<Integer> {
                     ServerOptions.DEFAULTS
                             .withAddress(host, port)
                             .withModelId(modelName)
-                            .withScheduling(maxConcurrency, maxBatch, workers, Duration.ofMillis(batchWaitMs));
+                            .withScheduling(
+                                    maxConcurrency,
+                                    maxBatch,
+                                    workers,
+                                    Duration.ofMillis(batchWaitMs));
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
@@ -80,7 +115,12 @@ final class ServeCommand implements Callable<Integer> {
                                 },
                                 "llmzoo-serve-shutdown"));
         PrintWriter err = spec.commandLine().getErr();
-        err.println("llmzoo serve: model '" + server.modelId() + "' on " + server.uri() + " (Ctrl-C stops)");
+        err.println(
+                "llmzoo serve: model '"
+                        + server.modelId()
+                        + "' on "
+                        + server.uri()
+                        + " (Ctrl-C stops)");
         err.flush();
         stopped.await();
         return 0;

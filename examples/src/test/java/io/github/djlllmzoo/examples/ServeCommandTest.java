@@ -32,7 +32,10 @@ class ServeCommandTest {
     void helpListsTheServerOptions() {
         String[] help = run("serve", "--help");
         assertEquals("0", help[0]);
-        for (String option : new String[] {"--model", "--host", "--port", "--max-concurrency", "--max-batch", "--workers"}) {
+        for (String option :
+                new String[] {
+                    "--model", "--host", "--port", "--max-concurrency", "--max-batch", "--workers"
+                }) {
             assertTrue(help[1].contains(option), option);
         }
     }

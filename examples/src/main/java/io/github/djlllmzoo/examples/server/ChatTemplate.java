@@ -37,7 +37,8 @@ public final class ChatTemplate {
     /** The file holding the template and the special tokens. */
     public static final String CONFIG_FILE = "tokenizer_config.json";
 
-    private static final List<String> SPECIAL_TOKENS = List.of("bos_token", "eos_token", "unk_token", "pad_token");
+    private static final List<String> SPECIAL_TOKENS =
+            List.of("bos_token", "eos_token", "unk_token", "pad_token");
 
     /** Bounds a template's output, so that a runaway loop cannot exhaust memory. */
     private static final long MAX_OUTPUT_CHARS = 4L << 20;
@@ -62,7 +63,11 @@ public final class ChatTemplate {
             jinjava.getGlobalContext()
                     .registerFunction(
                             new ELFunctionDefinition(
-                                    "", "raise_exception", ChatTemplate.class, "raiseException", String.class));
+                                    "",
+                                    "raise_exception",
+                                    ChatTemplate.class,
+                                    "raiseException",
+                                    String.class));
         }
     }
 
@@ -103,7 +108,8 @@ public final class ChatTemplate {
         return of(templateText(config), tokens);
     }
 
-    private static String tokenText(ConfigJson config, String field) throws InvalidCheckpointException {
+    private static String tokenText(ConfigJson config, String field)
+            throws InvalidCheckpointException {
         JsonElement value = config.json().get(field);
         if (value == null || value.isJsonNull()) {
             return null;
@@ -128,14 +134,18 @@ public final class ChatTemplate {
                     JsonObject named = item.getAsJsonObject();
                     JsonElement name = named.get("name");
                     JsonElement text = named.get("template");
-                    if (name != null && "default".equals(name.getAsString()) && text != null && text.isJsonPrimitive()) {
+                    if (name != null
+                            && "default".equals(name.getAsString())
+                            && text != null
+                            && text.isJsonPrimitive()) {
                         return text.getAsString();
                     }
                 }
             }
         }
         throw config.invalid(
-                "chat_template", "expected a template string or a list of {name, template} with a 'default' one");
+                "chat_template",
+                "expected a template string or a list of {name, template} with a 'default' one");
     }
 
     /** @return whether there is no Jinja template and the fallback format is used */
@@ -183,7 +193,8 @@ public final class ChatTemplate {
             }
         }
         if (!errors.isEmpty()) {
-            throw new IllegalArgumentException("the chat template rejected the messages: " + String.join("; ", errors));
+            throw new IllegalArgumentException(
+                    "the chat template rejected the messages: " + String.join("; ", errors));
         }
         return result.getOutput();
     }

@@ -13,7 +13,11 @@ import io.github.djlllmzoo.translators.GenerationConfig;
  *     stream_options.include_usage})
  */
 public record CompletionCall(
-        Endpoint endpoint, long[] promptIds, GenerationConfig config, boolean stream, boolean includeUsage) {
+        Endpoint endpoint,
+        long[] promptIds,
+        GenerationConfig config,
+        boolean stream,
+        boolean includeUsage) {
 
     /** Copies the prompt. */
     public CompletionCall {

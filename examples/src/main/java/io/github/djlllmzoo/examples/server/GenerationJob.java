@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -75,7 +76,11 @@ public final class GenerationJob implements GenerationListener {
     private int finished;
     private long firstTokenNanos;
 
-    GenerationJob(GenerationScheduler scheduler, long[] promptIds, GenerationConfig config, boolean streamed) {
+    GenerationJob(
+            GenerationScheduler scheduler,
+            long[] promptIds,
+            GenerationConfig config,
+            boolean streamed) {
         this.scheduler = scheduler;
         this.request = GenerationRequest.ofIds(promptIds, config).withListener(this);
         this.promptTokens = promptIds.length;
@@ -133,13 +138,18 @@ public final class GenerationJob implements GenerationListener {
 
     /**
      * Gives up the job, e.g. when its client went away: frees its slot now, drops it from the queue
-     * if it is waiting there, and ends its sequences at the next step if it is generating.
+     * if it is waiting there, and ends its sequences at the next step if it is generating. A
+     * streamed job's reader then gets a {@link Failed} event with a {@link CancellationException}.
      */
     public void cancel() {
         if (cancelled.compareAndSet(false, true)) {
             result.cancel(false);
             scheduler.dequeue(this);
             release();
+            if (streamed) {
+                // wakes a reader waiting for events that will not come
+                events.add(new Failed(new CancellationException("the request was cancelled")));
+            }
         }
     }
 
@@ -199,13 +209,19 @@ public final class GenerationJob implements GenerationListener {
         for (int n = 0; n < sequences; n++) {
             completions.add(
                     new Completion(
-                            texts[n].toString(), Arrays.copyOf(tokens[n], tokenCounts[n]), reasons[n], null));
+                            texts[n].toString(),
+                            Arrays.copyOf(tokens[n], tokenCounts[n]),
+                            reasons[n],
+                            null));
             generated += tokenCounts[n];
         }
         long end = System.nanoTime();
-        Duration ttft = Duration.ofNanos((firstTokenNanos == 0 ? end : firstTokenNanos) - submittedNanos);
+        Duration ttft =
+                Duration.ofNanos((firstTokenNanos == 0 ? end : firstTokenNanos) - submittedNanos);
         return new GenerationResult(
-                completions, promptTokens, new GenerationTimings(ttft, Duration.ofNanos(end - submittedNanos), generated));
+                completions,
+                promptTokens,
+                new GenerationTimings(ttft, Duration.ofNanos(end - submittedNanos), generated));
     }
 
     private void release() {

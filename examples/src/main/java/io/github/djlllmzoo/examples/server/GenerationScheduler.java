@@ -51,7 +51,8 @@ public final class GenerationScheduler implements AutoCloseable {
     private final Semaphore slots;
     private final LinkedBlockingDeque<GenerationJob> queue;
     private final Set<GenerationJob> live = ConcurrentHashMap.newKeySet();
-    private final List<Predictor<GenerationRequest, GenerationResult>> predictors = new ArrayList<>();
+    private final List<Predictor<GenerationRequest, GenerationResult>> predictors =
+            new ArrayList<>();
     private final BlockingQueue<Predictor<GenerationRequest, GenerationResult>> idle;
     private final ExecutorService workers;
     private final Thread dispatcher;
@@ -84,8 +85,15 @@ public final class GenerationScheduler implements AutoCloseable {
             Duration batchWait) {
         if (maxConcurrency < 1 || maxBatch < 1 || workers < 1 || batchWait.isNegative()) {
             throw new IllegalArgumentException(
-                    "maxConcurrency, maxBatch and workers must be at least 1 and batchWait >= 0, got "
-                            + maxConcurrency + ", " + maxBatch + ", " + workers + ", " + batchWait);
+                    "maxConcurrency, maxBatch and workers must be at least 1 and batchWait >= 0,"
+                        + " got "
+                            + maxConcurrency
+                            + ", "
+                            + maxBatch
+                            + ", "
+                            + workers
+                            + ", "
+                            + batchWait);
         }
         this.maxConcurrency = maxConcurrency;
         this.maxBatch = maxBatch;
@@ -94,7 +102,8 @@ public final class GenerationScheduler implements AutoCloseable {
         this.queue = new LinkedBlockingDeque<>(maxConcurrency);
         this.idle = new ArrayBlockingQueue<>(workers);
         for (int i = 0; i < workers; i++) {
-            Predictor<GenerationRequest, GenerationResult> predictor = model.newPredictor(translator);
+            Predictor<GenerationRequest, GenerationResult> predictor =
+                    model.newPredictor(translator);
             predictors.add(predictor);
             idle.add(predictor);
         }
@@ -125,7 +134,9 @@ public final class GenerationScheduler implements AutoCloseable {
     public GenerationJob trySubmit(long[] promptIds, GenerationConfig config, boolean streamed) {
         if (config.numReturnSequences() > maxBatch) {
             throw new IllegalArgumentException(
-                    "a request may ask for at most " + maxBatch + " sequences (the batch size), got "
+                    "a request may ask for at most "
+                            + maxBatch
+                            + " sequences (the batch size), got "
                             + config.numReturnSequences());
         }
         if (closed) {
@@ -225,7 +236,7 @@ public final class GenerationScheduler implements AutoCloseable {
         }
     }
 
-    /** The oldest waiting job and those that join it within the wait, up to {@code maxBatch} rows. */
+    /** The oldest waiting job and those joining it within the wait, up to {@code maxBatch} rows. */
     private List<GenerationJob> nextBatch() throws InterruptedException {
         GenerationJob first;
         do {
@@ -248,6 +259,8 @@ public final class GenerationScheduler implements AutoCloseable {
                 continue;
             }
             if (rows + next.sequences() > maxBatch) {
+                // back to the head for the next batch; the queue can only be full if this job was
+                // cancelled meanwhile (its slot went to a newer job), and then it may be dropped
                 queue.offerFirst(next);
                 break;
             }
@@ -257,7 +270,8 @@ public final class GenerationScheduler implements AutoCloseable {
         return batch;
     }
 
-    private void run(Predictor<GenerationRequest, GenerationResult> predictor, List<GenerationJob> batch) {
+    private void run(
+            Predictor<GenerationRequest, GenerationResult> predictor, List<GenerationJob> batch) {
         try {
             List<GenerationRequest> requests = new ArrayList<>(batch.size());
             for (GenerationJob job : batch) {
@@ -268,7 +282,8 @@ public final class GenerationScheduler implements AutoCloseable {
                 batch.get(i).complete(results.get(i));
             }
         } catch (TranslateException | RuntimeException | Error e) {
-            Throwable cause = e instanceof TranslateException && e.getCause() != null ? e.getCause() : e;
+            Throwable cause =
+                    e instanceof TranslateException && e.getCause() != null ? e.getCause() : e;
             LOG.error("generation of a batch of {} failed", batch.size(), cause);
             for (GenerationJob job : batch) {
                 job.fail(cause);

@@ -41,7 +41,12 @@ final class OpenAiResponses {
 
     /** A whole answer of either route. */
     static JsonObject answer(
-            Endpoint endpoint, String id, long created, String model, GenerationResult result, TextTokenizer tokenizer) {
+            Endpoint endpoint,
+            String id,
+            long created,
+            String model,
+            GenerationResult result,
+            TextTokenizer tokenizer) {
         JsonObject body = header(endpoint.object(), id, created, model);
         JsonArray choices = new JsonArray();
         List<Completion> completions = result.completions();
@@ -53,10 +58,16 @@ final class OpenAiResponses {
             choice.addProperty("index", n);
             if (endpoint == Endpoint.CHAT) {
                 choice.add("message", message(c.text()));
-                choice.add("logprobs", c.logprobs() == null ? JsonNull.INSTANCE : chatLogprobs(c, tokenizer));
+                choice.add(
+                        "logprobs",
+                        c.logprobs() == null ? JsonNull.INSTANCE : chatLogprobs(c, tokenizer));
             } else {
                 choice.addProperty("text", c.text());
-                choice.add("logprobs", c.logprobs() == null ? JsonNull.INSTANCE : completionLogprobs(c, tokenizer));
+                choice.add(
+                        "logprobs",
+                        c.logprobs() == null
+                                ? JsonNull.INSTANCE
+                                : completionLogprobs(c, tokenizer));
             }
             choice.addProperty("finish_reason", finishReason(c.finishReason()));
             choices.add(choice);
@@ -112,7 +123,12 @@ final class OpenAiResponses {
 
     /** The last chunk of a stream asked for with {@code stream_options.include_usage}. */
     static JsonObject usageChunk(
-            Endpoint endpoint, String id, long created, String model, int promptTokens, int completionTokens) {
+            Endpoint endpoint,
+            String id,
+            long created,
+            String model,
+            int promptTokens,
+            int completionTokens) {
         JsonObject body = header(endpoint.chunkObject(), id, created, model);
         body.add("choices", new JsonArray());
         body.add("usage", usage(promptTokens, completionTokens));

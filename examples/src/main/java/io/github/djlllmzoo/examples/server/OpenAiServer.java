@@ -28,24 +28,25 @@ import org.slf4j.LoggerFactory;
  * An OpenAI-compatible HTTP server for one {@link LocalModel}, on Javalin (Jetty):
  *
  * <ul>
- *   <li>{@code POST /v1/completions} and {@code POST /v1/chat/completions}, answered whole or, with
- *       {@code "stream": true}, as server-sent events ({@code data: {chunk}} lines, then {@code data:
- *       [DONE]});
+ *   <li>{@code POST /v1/completions} and {@code POST /v1/chat/completions}, answered whole or,
+ *       with {@code "stream": true}, as server-sent events ({@code data: {chunk}} lines, then
+ *       {@code data: [DONE]});
  *   <li>{@code GET /v1/models}, {@code GET /v1/models/{id}} and {@code GET /health} (with the
  *       scheduler's counters).
  * </ul>
  *
  * <p>Requests are parsed, validated and tokenized on the HTTP thread, then run by a {@link
  * GenerationScheduler}: a bounded pool of DJL predictors with dynamic batching. When all its slots
- * are taken the answer is {@code 429} with {@code Retry-After}. A streaming client that disconnects
- * is noticed at the next chunk written; its request is cancelled, which frees its slot and stops its
- * generation. Errors are OpenAI error objects: 400 for bad requests, 404 for unknown routes and
- * models, 500 for failures, which are logged; no request can stop the server.
+ * are taken the answer is {@code 429} with {@code Retry-After}. A streaming client that
+ * disconnects is noticed at the next chunk written; its request is cancelled, which frees its slot
+ * and stops its generation. Errors are OpenAI error objects: 400 for bad requests, 404 for unknown
+ * routes and models, 500 for failures, which are logged; no request can stop the server.
  */
 public final class OpenAiServer implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(OpenAiServer.class);
     private static final String JSON = "application/json";
+    private static final long STOP_TIMEOUT_MILLIS = 10_000;
     private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8);
 
     private final LocalModel model;
@@ -56,15 +57,22 @@ public final class OpenAiServer implements AutoCloseable {
     private final GenerationScheduler scheduler;
     private final Javalin app;
 
-    private OpenAiServer(LocalModel model, ServerOptions options) throws InvalidCheckpointException {
+    private OpenAiServer(LocalModel model, ServerOptions options)
+            throws InvalidCheckpointException {
         if (!model.hasTokenizer()) {
             throw new IllegalArgumentException(
-                    model.dir() + " has no tokenizer (tokenizer.json, or vocab.json and merges.txt): the server needs one");
+                    model.dir()
+                            + " has no tokenizer (tokenizer.json, or vocab.json and merges.txt):"
+                            + " the server needs one");
         }
         this.model = model;
         this.options = options;
-        this.modelId = options.modelId() != null ? options.modelId() : model.dir().toAbsolutePath().getFileName().toString();
-        GenerationConfig defaults = GenerationConfig.forCheckpoint(model.dir(), model.config()).build();
+        this.modelId =
+                options.modelId() != null
+                        ? options.modelId()
+                        : model.dir().toAbsolutePath().getFileName().toString();
+        GenerationConfig defaults =
+                GenerationConfig.forCheckpoint(model.dir(), model.config()).build();
         this.parser =
                 new RequestParser(
                         modelId,
@@ -87,6 +95,10 @@ public final class OpenAiServer implements AutoCloseable {
                             config.showJavalinBanner = false;
                             config.startupWatcherEnabled = false;
                             config.http.disableCompression();
+                            // stop() lets answers in flight finish (close() has cancelled their
+                            // jobs)
+                            config.jetty.modifyServer(
+                                    server -> server.setStopTimeout(STOP_TIMEOUT_MILLIS));
                         });
         app.post("/v1/completions", ctx -> generate(ctx, Endpoint.COMPLETIONS));
         app.post("/v1/chat/completions", ctx -> generate(ctx, Endpoint.CHAT));
@@ -108,7 +120,8 @@ public final class OpenAiServer implements AutoCloseable {
      *     malformed
      * @throws IllegalArgumentException if the model has no tokenizer
      */
-    public static OpenAiServer start(LocalModel model, ServerOptions options) throws InvalidCheckpointException {
+    public static OpenAiServer start(LocalModel model, ServerOptions options)
+            throws InvalidCheckpointException {
         OpenAiServer server = new OpenAiServer(model, options);
         try {
             server.app.start(options.host(), options.port());
@@ -149,7 +162,8 @@ public final class OpenAiServer implements AutoCloseable {
 
     private void generate(Context ctx, Endpoint endpoint) {
         JsonObject body = body(ctx);
-        CompletionCall call = endpoint == Endpoint.CHAT ? parser.chat(body) : parser.completion(body);
+        CompletionCall call =
+                endpoint == Endpoint.CHAT ? parser.chat(body) : parser.completion(body);
         GenerationJob job;
         try {
             job = scheduler.trySubmit(call.promptIds(), call.config(), call.stream());
@@ -167,8 +181,11 @@ public final class OpenAiServer implements AutoCloseable {
                                     "rate_limit_error",
                                     null,
                                     "rate_limit_exceeded",
-                                    "The server is busy with " + options.maxConcurrency()
-                                            + " requests; retry after " + options.retryAfterSeconds() + " s")));
+                                    "The server is busy with "
+                                            + options.maxConcurrency()
+                                            + " requests; retry after "
+                                            + options.retryAfterSeconds()
+                                            + " s")));
             return;
         }
         String id = endpoint.idPrefix() + UUID.randomUUID().toString().replace("-", "");
@@ -185,11 +202,24 @@ public final class OpenAiServer implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new ApiException(503, "server_error", null, null, "the server is shutting down");
         } catch (CancellationException e) {
-            throw new ApiException(503, "server_error", null, null, "the request was cancelled: the server is shutting down");
+            throw new ApiException(
+                    503,
+                    "server_error",
+                    null,
+                    null,
+                    "the request was cancelled: the server is shutting down");
         } catch (ExecutionException e) {
-            throw new ApiException(500, "server_error", null, null, "generation failed: " + describe(e.getCause()));
+            throw new ApiException(
+                    500,
+                    "server_error",
+                    null,
+                    null,
+                    "generation failed: " + describe(e.getCause()));
         }
-        json(ctx, 200, OpenAiResponses.answer(endpoint, id, now, modelId, result, model.tokenizer()));
+        json(
+                ctx,
+                200,
+                OpenAiResponses.answer(endpoint, id, now, modelId, result, model.tokenizer()));
     }
 
     /** Writes the job's events as server-sent events; a failed write means the client left. */
@@ -207,7 +237,10 @@ public final class OpenAiServer implements AutoCloseable {
             int sequences = job.sequences();
             if (endpoint == Endpoint.CHAT) {
                 for (int n = 0; n < sequences; n++) {
-                    send(out, OpenAiResponses.chunk(endpoint, id, now, modelId, n, "", "assistant", null, usage));
+                    send(
+                            out,
+                            OpenAiResponses.chunk(
+                                    endpoint, id, now, modelId, n, "", "assistant", null, usage));
                 }
             }
             int finished = 0;
@@ -215,22 +248,52 @@ public final class OpenAiServer implements AutoCloseable {
             while (finished < sequences) {
                 GenerationJob.Event event = job.nextEvent();
                 if (event instanceof GenerationJob.Text text) {
-                    send(out, OpenAiResponses.chunk(endpoint, id, now, modelId, text.sequence(), text.piece(), null, null, usage));
+                    send(
+                            out,
+                            OpenAiResponses.chunk(
+                                    endpoint,
+                                    id,
+                                    now,
+                                    modelId,
+                                    text.sequence(),
+                                    text.piece(),
+                                    null,
+                                    null,
+                                    usage));
                 } else if (event instanceof GenerationJob.Finished end) {
                     finished++;
                     completionTokens += end.tokens();
                     String reason = OpenAiResponses.finishReason(end.reason());
-                    send(out, OpenAiResponses.chunk(endpoint, id, now, modelId, end.sequence(), null, null, reason, usage));
+                    send(
+                            out,
+                            OpenAiResponses.chunk(
+                                    endpoint,
+                                    id,
+                                    now,
+                                    modelId,
+                                    end.sequence(),
+                                    null,
+                                    null,
+                                    reason,
+                                    usage));
                 } else if (event instanceof GenerationJob.Failed failure) {
                     send(
                             out,
                             OpenAiResponses.error(
-                                    new ApiException(500, "server_error", null, null, "generation failed: " + describe(failure.error()))));
+                                    new ApiException(
+                                            500,
+                                            "server_error",
+                                            null,
+                                            null,
+                                            "generation failed: " + describe(failure.error()))));
                     return;
                 }
             }
             if (usage) {
-                send(out, OpenAiResponses.usageChunk(endpoint, id, now, modelId, job.promptTokens(), completionTokens));
+                send(
+                        out,
+                        OpenAiResponses.usageChunk(
+                                endpoint, id, now, modelId, job.promptTokens(), completionTokens));
             }
             out.write(DONE);
             out.flush();
@@ -244,7 +307,9 @@ public final class OpenAiServer implements AutoCloseable {
     }
 
     private static void send(OutputStream out, JsonObject chunk) throws IOException {
-        out.write(("data: " + OpenAiResponses.GSON.toJson(chunk) + "\n\n").getBytes(StandardCharsets.UTF_8));
+        out.write(
+                ("data: " + OpenAiResponses.GSON.toJson(chunk) + "\n\n")
+                        .getBytes(StandardCharsets.UTF_8));
         out.flush();
     }
 
@@ -264,7 +329,12 @@ public final class OpenAiServer implements AutoCloseable {
     private void describeModel(Context ctx) {
         String requested = ctx.pathParam("model");
         if (!requested.equals(modelId)) {
-            throw new ApiException(404, "invalid_request_error", "model", "model_not_found", "The model '" + requested + "' does not exist");
+            throw new ApiException(
+                    404,
+                    "invalid_request_error",
+                    "model",
+                    "model_not_found",
+                    "The model '" + requested + "' does not exist");
         }
         json(ctx, 200, OpenAiResponses.model(modelId, created));
     }
@@ -296,7 +366,9 @@ public final class OpenAiServer implements AutoCloseable {
             error = new ApiException(http.getStatus(), type, null, null, describe(http));
         } else {
             LOG.error("request {} {} failed", ctx.method(), ctx.path(), e);
-            error = new ApiException(500, "server_error", null, null, "internal error: " + describe(e));
+            error =
+                    new ApiException(
+                            500, "server_error", null, null, "internal error: " + describe(e));
         }
         json(ctx, error.status(), OpenAiResponses.error(error));
     }
@@ -311,7 +383,11 @@ public final class OpenAiServer implements AutoCloseable {
                 404,
                 OpenAiResponses.error(
                         new ApiException(
-                                404, "invalid_request_error", null, null, "Invalid URL (" + ctx.method() + " " + ctx.path() + ")")));
+                                404,
+                                "invalid_request_error",
+                                null,
+                                null,
+                                "Invalid URL (" + ctx.method() + " " + ctx.path() + ")")));
     }
 
     private static void json(Context ctx, int status, JsonObject body) {

@@ -44,7 +44,12 @@ public final class RandomGpt2Checkpoint {
     private static final float EMBEDDING_SCALE = 40f;
 
     private static final List<String> TOKENIZER_FILES =
-            List.of("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json");
+            List.of(
+                    "tokenizer.json",
+                    "vocab.json",
+                    "merges.txt",
+                    "tokenizer_config.json",
+                    "special_tokens_map.json");
 
     private RandomGpt2Checkpoint() {}
 
@@ -61,7 +66,8 @@ public final class RandomGpt2Checkpoint {
      * @throws IOException if a file cannot be written
      * @throws InvalidCheckpointException if the shape is not a valid GPT-2 config
      */
-    public static void write(Path dir, Path tokenizerDir, int width, int layers, int heads, int positions, int seed)
+    public static void write(
+            Path dir, Path tokenizerDir, int width, int layers, int heads, int positions, int seed)
             throws IOException, InvalidCheckpointException {
         Files.createDirectories(dir);
         JsonObject config = new JsonObject();
@@ -73,12 +79,14 @@ public final class RandomGpt2Checkpoint {
         config.addProperty("n_layer", layers);
         config.addProperty("bos_token_id", END_OF_TEXT);
         config.addProperty("eos_token_id", END_OF_TEXT);
-        Gpt2Model block = new Gpt2Model(Gpt2Config.parse(ConfigJson.of(dir.resolve("config.json"), config)));
+        Gpt2Model block =
+                new Gpt2Model(Gpt2Config.parse(ConfigJson.of(dir.resolve("config.json"), config)));
         try (Model model = Model.newInstance("random-gpt2", Device.cpu(), "PyTorch")) {
             Engine.getInstance().setRandomSeed(seed);
             block.initialize(model.getNDManager(), DataType.FLOAT32, new Shape(1, 1));
             Map<String, NDArray> tensors = new LinkedHashMap<>();
-            block.namedParameters().forEach((name, parameter) -> tensors.put(name, parameter.getArray()));
+            block.namedParameters()
+                    .forEach((name, parameter) -> tensors.put(name, parameter.getArray()));
             tensors.get("wte.weight").muli(EMBEDDING_SCALE);
             SafeTensorsWriter.write(dir.resolve("model.safetensors"), tensors, null);
         }
@@ -87,12 +95,20 @@ public final class RandomGpt2Checkpoint {
             if (Files.isRegularFile(source)) {
                 Path temp = dir.resolve(name + ".tmp");
                 Files.copy(source, temp, StandardCopyOption.REPLACE_EXISTING);
-                Files.move(temp, dir.resolve(name), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+                Files.move(
+                        temp,
+                        dir.resolve(name),
+                        StandardCopyOption.REPLACE_EXISTING,
+                        StandardCopyOption.ATOMIC_MOVE);
             }
         }
         Path temp = dir.resolve("config.json.tmp");
         Files.writeString(temp, config.toString(), StandardCharsets.UTF_8);
-        Files.move(temp, dir.resolve("config.json"), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        Files.move(
+                temp,
+                dir.resolve("config.json"),
+                StandardCopyOption.REPLACE_EXISTING,
+                StandardCopyOption.ATOMIC_MOVE);
     }
 
     /**

@@ -82,7 +82,8 @@ final class RequestParser {
         if (logprobs != null && logprobs > 0) {
             throw ApiException.invalid(
                     "logprobs",
-                    "only logprobs 0 is supported: the chosen tokens' log-probabilities, without alternatives");
+                    "only logprobs 0 is supported: the chosen tokens' log-probabilities, without"
+                        + " alternatives");
         }
         Integer maxTokens = integer(body, "max_tokens", 1, Integer.MAX_VALUE);
         return call(
@@ -109,13 +110,17 @@ final class RequestParser {
             }
         }
         JsonElement format = body.get("response_format");
-        if (format != null && format.isJsonObject() && !"text".equals(string(format.getAsJsonObject(), "type"))) {
-            throw ApiException.invalid("response_format", "only the text response format is supported");
+        if (format != null
+                && format.isJsonObject()
+                && !"text".equals(string(format.getAsJsonObject(), "type"))) {
+            throw ApiException.invalid(
+                    "response_format", "only the text response format is supported");
         }
         Integer topLogprobs = integer(body, "top_logprobs", 0, Integer.MAX_VALUE);
         if (topLogprobs != null && topLogprobs > 0) {
             throw ApiException.invalid(
-                    "top_logprobs", "top_logprobs is not supported: only the chosen tokens' log-probabilities");
+                    "top_logprobs",
+                    "top_logprobs is not supported: only the chosen tokens' log-probabilities");
         }
         String rendered;
         try {
@@ -128,17 +133,24 @@ final class RequestParser {
         if (maxTokens == null) {
             maxTokens = integer(body, "max_tokens", 1, Integer.MAX_VALUE);
         }
-        int budget = maxTokens != null ? maxTokens : Math.max(1, model.maxPositions() - prompt.length);
+        int budget =
+                maxTokens != null ? maxTokens : Math.max(1, model.maxPositions() - prompt.length);
         return call(Endpoint.CHAT, body, prompt, "messages", budget, bool(body, "logprobs", false));
     }
 
     private CompletionCall call(
-            Endpoint endpoint, JsonObject body, long[] prompt, String promptField, int maxTokens, boolean logprobs) {
+            Endpoint endpoint,
+            JsonObject body,
+            long[] prompt,
+            String promptField,
+            int maxTokens,
+            boolean logprobs) {
         validatePrompt(prompt, promptField);
         GenerationConfig config = config(body, maxTokens, logprobs);
         boolean stream = bool(body, "stream", false);
         if (stream && logprobs) {
-            throw ApiException.invalid("logprobs", "logprobs are not supported with stream; drop one of them");
+            throw ApiException.invalid(
+                    "logprobs", "logprobs are not supported with stream; drop one of them");
         }
         boolean includeUsage = false;
         JsonElement options = body.get("stream_options");
@@ -194,7 +206,11 @@ final class RequestParser {
                     "invalid_request_error",
                     "model",
                     "model_not_found",
-                    "The model '" + requested + "' does not exist; this server serves '" + modelId + "'");
+                    "The model '"
+                            + requested
+                            + "' does not exist; this server serves '"
+                            + modelId
+                            + "'");
         }
     }
 
@@ -202,7 +218,8 @@ final class RequestParser {
         for (String field : List.of("presence_penalty", "frequency_penalty")) {
             Double value = number(body, field, -2, 2);
             if (value != null && value != 0) {
-                throw ApiException.invalid(field, field + " is not supported; use repetition_penalty");
+                throw ApiException.invalid(
+                        field, field + " is not supported; use repetition_penalty");
             }
         }
         JsonElement bias = body.get("logit_bias");
@@ -220,7 +237,8 @@ final class RequestParser {
             return tokenizer.encode(prompt.getAsString());
         }
         if (!prompt.isJsonArray() || prompt.getAsJsonArray().size() == 0) {
-            throw ApiException.invalid("prompt", "expected a string, a list of one string or a list of token ids");
+            throw ApiException.invalid(
+                    "prompt", "expected a string, a list of one string or a list of token ids");
         }
         JsonArray array = prompt.getAsJsonArray();
         JsonElement first = array.get(0);
@@ -232,7 +250,8 @@ final class RequestParser {
         }
         if (isString(first) || first.isJsonArray()) {
             throw ApiException.invalid(
-                    "prompt", "one prompt per request is supported (use n for several completions of it)");
+                    "prompt",
+                    "one prompt per request is supported (use n for several completions of it)");
         }
         return tokenIds(array);
     }
@@ -260,7 +279,11 @@ final class RequestParser {
         for (long id : prompt) {
             if (id < 0 || id >= model.vocabSize()) {
                 throw ApiException.invalid(
-                        field, "token id " + id + " is outside the model's vocabulary of " + model.vocabSize());
+                        field,
+                        "token id "
+                                + id
+                                + " is outside the model's vocabulary of "
+                                + model.vocabSize());
             }
         }
         if (prompt.length >= model.maxPositions()) {
@@ -269,15 +292,19 @@ final class RequestParser {
                     "invalid_request_error",
                     field,
                     "context_length_exceeded",
-                    "This model's maximum context length is " + model.maxPositions() + " tokens, but the prompt has "
-                            + prompt.length + " tokens, which leaves no room to generate.");
+                    "This model's maximum context length is "
+                            + model.maxPositions()
+                            + " tokens, but the prompt has "
+                            + prompt.length
+                            + " tokens, which leaves no room to generate.");
         }
     }
 
     private static List<ChatMessage> messages(JsonObject body) {
         JsonElement messages = body.get("messages");
         if (messages == null || !messages.isJsonArray() || messages.getAsJsonArray().size() == 0) {
-            throw ApiException.invalid("messages", "messages must be a non-empty list of {role, content}");
+            throw ApiException.invalid(
+                    "messages", "messages must be a non-empty list of {role, content}");
         }
         List<ChatMessage> out = new ArrayList<>();
         JsonArray array = messages.getAsJsonArray();
@@ -291,7 +318,9 @@ final class RequestParser {
             if (role == null) {
                 throw ApiException.invalid(param + ".role", "role is required");
             }
-            out.add(new ChatMessage(role, content(message.get("content"), role, param + ".content")));
+            out.add(
+                    new ChatMessage(
+                            role, content(message.get("content"), role, param + ".content")));
         }
         return out;
     }
@@ -315,7 +344,8 @@ final class RequestParser {
             if (!part.isJsonObject()
                     || !"text".equals(string(part.getAsJsonObject(), "type", param))
                     || !isString(part.getAsJsonObject().get("text"))) {
-                throw ApiException.invalid(param, "only text parts {\"type\": \"text\", \"text\": ...} are supported");
+                throw ApiException.invalid(
+                        param, "only text parts {\"type\": \"text\", \"text\": ...} are supported");
             }
             texts.add(part.getAsJsonObject().get("text").getAsString());
         }
@@ -341,7 +371,8 @@ final class RequestParser {
             throw ApiException.invalid("stop", "expected a string or a list of strings");
         }
         if (out.size() > MAX_STOP_STRINGS) {
-            throw ApiException.invalid("stop", "at most " + MAX_STOP_STRINGS + " stop strings, got " + out.size());
+            throw ApiException.invalid(
+                    "stop", "at most " + MAX_STOP_STRINGS + " stop strings, got " + out.size());
         }
         if (out.contains("")) {
             throw ApiException.invalid("stop", "stop strings must not be empty");
@@ -406,7 +437,8 @@ final class RequestParser {
         }
         double d = value.doubleValue();
         if (!(d >= min && d <= max)) {
-            throw ApiException.invalid(field, field + " must be in [" + min + ", " + max + "], got " + value);
+            throw ApiException.invalid(
+                    field, field + " must be in [" + min + ", " + max + "], got " + value);
         }
         return d;
     }
@@ -418,7 +450,8 @@ final class RequestParser {
         }
         if (value < min || value > max) {
             throw ApiException.invalid(
-                    field, field + " must be an integer in [" + min + ", " + max + "], got " + value);
+                    field,
+                    field + " must be an integer in [" + min + ", " + max + "], got " + value);
         }
         return value.intValue();
     }

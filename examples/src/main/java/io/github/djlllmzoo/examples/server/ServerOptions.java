@@ -26,7 +26,7 @@ public record ServerOptions(
         Duration batchWait,
         int retryAfterSeconds) {
 
-    /** Defaults: loopback, port 8080, 32 requests, batches of 8, 2 workers, 5 ms wait, retry after 1 s. */
+    /** Loopback, port 8080, 32 requests, batches of 8, 2 workers, 5 ms wait, retry after 1 s. */
     public static final ServerOptions DEFAULTS =
             new ServerOptions("127.0.0.1", 8080, null, 32, 8, 2, Duration.ofMillis(5), 1);
 
@@ -57,7 +57,15 @@ public record ServerOptions(
      * @return a copy listening there
      */
     public ServerOptions withAddress(String value, int portValue) {
-        return new ServerOptions(value, portValue, modelId, maxConcurrency, maxBatch, workers, batchWait, retryAfterSeconds);
+        return new ServerOptions(
+                value,
+                portValue,
+                modelId,
+                maxConcurrency,
+                maxBatch,
+                workers,
+                batchWait,
+                retryAfterSeconds);
     }
 
     /**
@@ -65,7 +73,8 @@ public record ServerOptions(
      * @return a copy with that name
      */
     public ServerOptions withModelId(String value) {
-        return new ServerOptions(host, port, value, maxConcurrency, maxBatch, workers, batchWait, retryAfterSeconds);
+        return new ServerOptions(
+                host, port, value, maxConcurrency, maxBatch, workers, batchWait, retryAfterSeconds);
     }
 
     /**
@@ -75,7 +84,9 @@ public record ServerOptions(
      * @param wait how long a batch waits for more requests
      * @return a copy scheduling so
      */
-    public ServerOptions withScheduling(int concurrency, int batch, int workerCount, Duration wait) {
-        return new ServerOptions(host, port, modelId, concurrency, batch, workerCount, wait, retryAfterSeconds);
+    public ServerOptions withScheduling(
+            int concurrency, int batch, int workerCount, Duration wait) {
+        return new ServerOptions(
+                host, port, modelId, concurrency, batch, workerCount, wait, retryAfterSeconds);
     }
 }

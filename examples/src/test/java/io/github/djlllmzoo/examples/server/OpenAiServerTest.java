@@ -23,7 +23,6 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
-import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -59,7 +58,10 @@ class OpenAiServerTest {
     private static Predictor<GenerationRequest, GenerationResult> predictor;
     private static GenerationConfig defaults;
     private static final HttpClient CLIENT =
-            HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(10)).build();
+            HttpClient.newBuilder()
+                    .version(HttpClient.Version.HTTP_1_1)
+                    .connectTimeout(Duration.ofSeconds(10))
+                    .build();
 
     @BeforeAll
     static void start() throws Exception {
@@ -80,7 +82,11 @@ class OpenAiServerTest {
                 model.model()
                         .newPredictor(
                                 new GenerationTranslatorFactory()
-                                        .newInstance(GenerationRequest.class, GenerationResult.class, model.model(), Map.of()));
+                                        .newInstance(
+                                                GenerationRequest.class,
+                                                GenerationResult.class,
+                                                model.model(),
+                                                Map.of()));
         defaults = GenerationConfig.forCheckpoint(dir, model.config()).build();
     }
 
@@ -99,7 +105,8 @@ class OpenAiServerTest {
 
     // ---- expectations from the Predictor, alone ----
 
-    private static GenerationResult expected(String prompt, GenerationConfig config) throws Exception {
+    private static GenerationResult expected(String prompt, GenerationConfig config)
+            throws Exception {
         return predictor.predict(GenerationRequest.of(prompt, config));
     }
 
@@ -124,7 +131,8 @@ class OpenAiServerTest {
                 .build();
     }
 
-    private static HttpResponse<String> post(OpenAiServer target, String path, String body) throws Exception {
+    private static HttpResponse<String> post(OpenAiServer target, String path, String body)
+            throws Exception {
         return CLIENT.send(postRequest(target, path, body), HttpResponse.BodyHandlers.ofString());
     }
 
@@ -135,17 +143,24 @@ class OpenAiServerTest {
     }
 
     private static HttpResponse<String> get(OpenAiServer target, String path) throws Exception {
-        return CLIENT.send(request(target, path).GET().build(), HttpResponse.BodyHandlers.ofString());
+        return CLIENT.send(
+                request(target, path).GET().build(), HttpResponse.BodyHandlers.ofString());
     }
 
-    /** The {@code data:} payloads of a server-sent event stream, up to and without {@code [DONE]}. */
+    /** The {@code data:} payloads of a server-sent event stream, up to {@code [DONE]}. */
     private static List<JsonObject> events(String path, JsonObject body) throws Exception {
         HttpResponse<InputStream> response =
-                CLIENT.send(postRequest(server, path, body.toString()), HttpResponse.BodyHandlers.ofInputStream());
+                CLIENT.send(
+                        postRequest(server, path, body.toString()),
+                        HttpResponse.BodyHandlers.ofInputStream());
         assertEquals(200, response.statusCode());
-        assertEquals("text/event-stream", response.headers().firstValue("Content-Type").orElse("").split(";")[0]);
+        assertEquals(
+                "text/event-stream",
+                response.headers().firstValue("Content-Type").orElse("").split(";")[0]);
         List<JsonObject> out = new ArrayList<>();
-        try (BufferedReader reader = new BufferedReader(new InputStreamReader(response.body(), StandardCharsets.UTF_8))) {
+        try (BufferedReader reader =
+                new BufferedReader(
+                        new InputStreamReader(response.body(), StandardCharsets.UTF_8))) {
             for (String line = reader.readLine(); line != null; line = reader.readLine()) {
                 if (line.isEmpty()) {
                     continue;
@@ -216,12 +231,15 @@ class OpenAiServerTest {
             JsonObject choice = choice(answer, 0);
             assertEquals(0, choice.get("index").getAsInt());
             assertEquals(expected.text(), choice.get("text").getAsString(), prompt);
-            assertEquals(finishReason(expected.finishReason()), choice.get("finish_reason").getAsString());
+            assertEquals(
+                    finishReason(expected.finishReason()),
+                    choice.get("finish_reason").getAsString());
             JsonObject usage = answer.getAsJsonObject("usage");
             assertEquals(expected.promptTokens(), usage.get("prompt_tokens").getAsInt());
             assertEquals(expected.tokenIds().length, usage.get("completion_tokens").getAsInt());
             assertEquals(
-                    expected.promptTokens() + expected.tokenIds().length, usage.get("total_tokens").getAsInt());
+                    expected.promptTokens() + expected.tokenIds().length,
+                    usage.get("total_tokens").getAsInt());
         }
         long[] ids = model.tokenizer().encode("Token ids work too");
         JsonObject byIds = completion("", 6);
@@ -237,14 +255,20 @@ class OpenAiServerTest {
 
     @Test
     void chatWithoutATemplateUsesTheRoleLinesFallbackAndEqualsThePredictor() throws Exception {
-        GenerationResult expected = expected("system: Be brief.\nuser: Hello there\nassistant:", greedy(10));
-        JsonObject answer = postOk("/v1/chat/completions", chat(10, "system", "Be brief.", "user", "Hello there"));
+        GenerationResult expected =
+                expected("system: Be brief.\nuser: Hello there\nassistant:", greedy(10));
+        JsonObject answer =
+                postOk(
+                        "/v1/chat/completions",
+                        chat(10, "system", "Be brief.", "user", "Hello there"));
         assertTrue(answer.get("id").getAsString().startsWith("chatcmpl-"));
         assertEquals("chat.completion", answer.get("object").getAsString());
         JsonObject message = choice(answer, 0).getAsJsonObject("message");
         assertEquals("assistant", message.get("role").getAsString());
         assertEquals(expected.text(), message.get("content").getAsString());
-        assertEquals(expected.promptTokens(), answer.getAsJsonObject("usage").get("prompt_tokens").getAsInt());
+        assertEquals(
+                expected.promptTokens(),
+                answer.getAsJsonObject("usage").get("prompt_tokens").getAsInt());
     }
 
     @Test
@@ -275,10 +299,16 @@ class OpenAiServerTest {
         assertEquals(whole.get("usage"), last.get("usage"));
 
         JsonObject chatBody = chat(12, "user", "Tell me a story");
-        String answer = choice(postOk("/v1/chat/completions", chatBody), 0).getAsJsonObject("message").get("content").getAsString();
+        String answer =
+                choice(postOk("/v1/chat/completions", chatBody), 0)
+                        .getAsJsonObject("message")
+                        .get("content")
+                        .getAsString();
         chatBody.addProperty("stream", true);
         List<JsonObject> chatChunks = events("/v1/chat/completions", chatBody);
-        assertEquals("assistant", choice(chatChunks.get(0), 0).getAsJsonObject("delta").get("role").getAsString());
+        assertEquals(
+                "assistant",
+                choice(chatChunks.get(0), 0).getAsJsonObject("delta").get("role").getAsString());
         StringBuilder content = new StringBuilder();
         for (JsonObject chunk : chatChunks) {
             assertEquals("chat.completion.chunk", chunk.get("object").getAsString());
@@ -288,7 +318,11 @@ class OpenAiServerTest {
             }
         }
         assertEquals(answer, content.toString());
-        assertEquals("length", choice(chatChunks.get(chatChunks.size() - 1), 0).get("finish_reason").getAsString());
+        assertEquals(
+                "length",
+                choice(chatChunks.get(chatChunks.size() - 1), 0)
+                        .get("finish_reason")
+                        .getAsString());
     }
 
     @Test
@@ -296,7 +330,8 @@ class OpenAiServerTest {
         String prompt = "The meaning of life is";
         String free = expected(prompt, greedy(16)).text();
         String stop = free.substring(free.length() / 2, free.length() / 2 + 2);
-        GenerationResult expected = expected(prompt, greedy(16).toBuilder().stopStrings(List.of(stop)).build());
+        GenerationResult expected =
+                expected(prompt, greedy(16).toBuilder().stopStrings(List.of(stop)).build());
         assertEquals(FinishReason.STOP, expected.finishReason());
         JsonObject body = completion(prompt, 16);
         body.addProperty("stop", stop);
@@ -313,11 +348,20 @@ class OpenAiServerTest {
     }
 
     @Test
-    void seededSamplingOfSeveralChoicesEqualsThePredictorAndLogprobsAreTheModels() throws Exception {
+    void seededSamplingOfSeveralChoicesEqualsThePredictorAndLogprobsAreTheModels()
+            throws Exception {
         String prompt = "In a village far away";
         GenerationConfig sampling =
-                defaults.toBuilder().doSample(true).temperature(0.9f).topK(40).topP(1f).seed(11L).maxNewTokens(8)
-                        .numReturnSequences(3).returnLogprobs(true).build();
+                defaults.toBuilder()
+                        .doSample(true)
+                        .temperature(0.9f)
+                        .topK(40)
+                        .topP(1f)
+                        .seed(11L)
+                        .maxNewTokens(8)
+                        .numReturnSequences(3)
+                        .returnLogprobs(true)
+                        .build();
         GenerationResult expected = expected(prompt, sampling);
         JsonObject body = completion(prompt, 8);
         body.addProperty("temperature", 0.9);
@@ -332,7 +376,8 @@ class OpenAiServerTest {
             JsonObject choice = choice(answer, n);
             assertEquals(n, choice.get("index").getAsInt());
             assertEquals(want.text(), choice.get("text").getAsString());
-            JsonArray logprobs = choice.getAsJsonObject("logprobs").getAsJsonArray("token_logprobs");
+            JsonArray logprobs =
+                    choice.getAsJsonObject("logprobs").getAsJsonArray("token_logprobs");
             assertEquals(want.tokenIds().length, logprobs.size());
             for (int i = 0; i < logprobs.size(); i++) {
                 assertEquals(want.logprobs()[i], logprobs.get(i).getAsFloat(), 1e-4, "token " + i);
@@ -359,18 +404,22 @@ class OpenAiServerTest {
             JsonObject body = completion(prompts.get(i), 4 + i % 9);
             answers.add(
                     CLIENT.sendAsync(
-                            postRequest(server, "/v1/completions", body.toString()), HttpResponse.BodyHandlers.ofString()));
+                            postRequest(server, "/v1/completions", body.toString()),
+                            HttpResponse.BodyHandlers.ofString()));
         }
         for (int i = 0; i < clients; i++) {
             HttpResponse<String> response = answers.get(i).join();
             assertEquals(200, response.statusCode(), response.body());
-            JsonObject choice = choice(JsonParser.parseString(response.body()).getAsJsonObject(), 0);
+            JsonObject choice =
+                    choice(JsonParser.parseString(response.body()).getAsJsonObject(), 0);
             assertEquals(expected.get(i).text(), choice.get("text").getAsString(), "client " + i);
         }
         GenerationScheduler.Stats after = server.stats();
         assertEquals(clients, after.completed() - before.completed());
         long batches = after.batches() - before.batches();
-        assertTrue(batches < clients, "concurrent requests share batches: " + batches + " batches for " + clients);
+        assertTrue(
+                batches < clients,
+                "concurrent requests share batches: " + batches + " batches for " + clients);
     }
 
     @Test
@@ -382,14 +431,21 @@ class OpenAiServerTest {
             await(() -> small.stats().active() == 0, "the disconnected request frees its slot");
             assertEquals(1, small.stats().cancelled());
             // the one worker runs this only after the cancelled generation has stopped
-            HttpResponse<String> next = post(small, "/v1/completions", completion("Still there?", 3).toString());
+            HttpResponse<String> next =
+                    post(small, "/v1/completions", completion("Still there?", 3).toString());
             assertEquals(200, next.statusCode(), next.body());
             GenerationScheduler.Stats stats = small.stats();
             assertEquals(1, stats.completed());
             long cancelledTokens =
                     stats.generatedTokens()
-                            - JsonParser.parseString(next.body()).getAsJsonObject().getAsJsonObject("usage").get("completion_tokens").getAsLong();
-            assertTrue(cancelledTokens < maxTokens / 2, "generation stopped early: " + cancelledTokens + " tokens");
+                            - JsonParser.parseString(next.body())
+                                    .getAsJsonObject()
+                                    .getAsJsonObject("usage")
+                                    .get("completion_tokens")
+                                    .getAsLong();
+            assertTrue(
+                    cancelledTokens < maxTokens / 2,
+                    "generation stopped early: " + cancelledTokens + " tokens");
         }
     }
 
@@ -397,10 +453,14 @@ class OpenAiServerTest {
     void overCapacityGets429WithRetryAfterInsteadOfQueueing() throws Exception {
         try (OpenAiServer small = smallServer()) {
             HttpResponse<InputStream> holder = startLongStream(small, WINDOW - 16);
-            HttpResponse<String> refused = post(small, "/v1/completions", completion("Me too", 3).toString());
+            HttpResponse<String> refused =
+                    post(small, "/v1/completions", completion("Me too", 3).toString());
             assertEquals(429, refused.statusCode());
             assertEquals("1", refused.headers().firstValue("Retry-After").orElse(null));
-            JsonObject error = JsonParser.parseString(refused.body()).getAsJsonObject().getAsJsonObject("error");
+            JsonObject error =
+                    JsonParser.parseString(refused.body())
+                            .getAsJsonObject()
+                            .getAsJsonObject("error");
             assertEquals("rate_limit_error", error.get("type").getAsString());
             assertEquals(1, small.stats().rejected());
             holder.body().close();
@@ -408,18 +468,54 @@ class OpenAiServerTest {
         }
     }
 
-    private static OpenAiServer smallServer() throws Exception {
-        return OpenAiServer.start(
-                model, ServerOptions.DEFAULTS.withAddress("127.0.0.1", 0).withScheduling(1, 1, 1, Duration.ZERO));
+    @Test
+    void closingTheServerEndsTheStreamsOfRunningAndWaitingRequests() throws Exception {
+        OpenAiServer small =
+                OpenAiServer.start(
+                        model,
+                        ServerOptions.DEFAULTS
+                                .withAddress("127.0.0.1", 0)
+                                .withScheduling(2, 1, 1, Duration.ZERO));
+        HttpResponse<InputStream> running;
+        CompletableFuture<HttpResponse<String>> waiting;
+        try {
+            running = startLongStream(small, WINDOW - 16);
+            JsonObject body = completion("Waiting in line", WINDOW - 16);
+            body.addProperty("stream", true);
+            waiting =
+                    CLIENT.sendAsync(
+                            postRequest(small, "/v1/completions", body.toString()),
+                            HttpResponse.BodyHandlers.ofString());
+            await(() -> small.stats().queued() == 1, "the second request waits for the one worker");
+        } finally {
+            small.close();
+        }
+        String rest = new String(running.body().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(rest.contains("\"error\""), "the running stream ends with an error event");
+        assertFalse(rest.contains("[DONE]"));
+        String queued = waiting.get(20, java.util.concurrent.TimeUnit.SECONDS).body();
+        assertTrue(queued.startsWith("data: {\"error\""), queued);
+        assertEquals(2, small.stats().cancelled());
     }
 
-    /** A streamed request that would run long, its first text chunk read: it is admitted and generating. */
-    private static HttpResponse<InputStream> startLongStream(OpenAiServer target, int maxTokens) throws Exception {
+    private static OpenAiServer smallServer() throws Exception {
+        return OpenAiServer.start(
+                model,
+                ServerOptions.DEFAULTS
+                        .withAddress("127.0.0.1", 0)
+                        .withScheduling(1, 1, 1, Duration.ZERO));
+    }
+
+    /** A long streamed request, its first chunk read: it is admitted and generating. */
+    private static HttpResponse<InputStream> startLongStream(OpenAiServer target, int maxTokens)
+            throws Exception {
         JsonObject body = completion("A long story:", maxTokens);
         body.addProperty("stream", true);
         body.addProperty("ignore_eos", true);
         HttpResponse<InputStream> response =
-                CLIENT.send(postRequest(target, "/v1/completions", body.toString()), HttpResponse.BodyHandlers.ofInputStream());
+                CLIENT.send(
+                        postRequest(target, "/v1/completions", body.toString()),
+                        HttpResponse.BodyHandlers.ofInputStream());
         assertEquals(200, response.statusCode());
         InputStream in = response.body();
         StringBuilder line = new StringBuilder();
@@ -440,24 +536,50 @@ class OpenAiServerTest {
             {"/v1/completions", "{not json", 400, null},
             {"/v1/completions", "[1, 2]", 400, null},
             {"/v1/completions", "{}", 400, "prompt"},
-            {"/v1/completions", "{\"prompt\": \"x\", \"temperature\": \"hot\"}", 400, "temperature"},
+            {
+                "/v1/completions",
+                "{\"prompt\": \"x\", \"temperature\": \"hot\"}",
+                400,
+                "temperature"
+            },
             {"/v1/completions", "{\"prompt\": \"x\", \"n\": 99}", 400, "n"},
             {"/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 0}", 400, "max_tokens"},
             {"/v1/completions", "{\"prompt\": \"x\", \"logprobs\": 2}", 400, "logprobs"},
-            {"/v1/completions", "{\"prompt\": \"x\", \"stream\": true, \"logprobs\": 0}", 400, "logprobs"},
+            {
+                "/v1/completions",
+                "{\"prompt\": \"x\", \"stream\": true, \"logprobs\": 0}",
+                400,
+                "logprobs"
+            },
             {"/v1/completions", "{\"prompt\": [1, 2, 60000]}", 400, "prompt"},
             {"/v1/completions", "{\"prompt\": \"" + longPrompt + "\"}", 400, "prompt"},
             {"/v1/completions", "{\"prompt\": \"x\", \"stop\": [\"\"]}", 400, "stop"},
             {"/v1/completions", "{\"prompt\": \"x\", \"model\": \"not-this-one\"}", 404, "model"},
             {"/v1/chat/completions", "{\"messages\": []}", 400, "messages"},
-            {"/v1/chat/completions", "{\"messages\": [{\"role\": \"user\"}]}", 400, "messages[0].content"},
+            {
+                "/v1/chat/completions",
+                "{\"messages\": [{\"role\": \"user\"}]}",
+                400,
+                "messages[0].content"
+            },
         };
         for (Object[] c : cases) {
             HttpResponse<String> response = post(server, (String) c[0], (String) c[1]);
-            String label = c[0] + " " + ((String) c[1]).substring(0, Math.min(60, ((String) c[1]).length()));
+            String label =
+                    c[0]
+                            + " "
+                            + ((String) c[1]).substring(0, Math.min(60, ((String) c[1]).length()));
             assertEquals(c[2], response.statusCode(), label + ": " + response.body());
-            assertTrue(response.headers().firstValue("Content-Type").orElse("").startsWith("application/json"), label);
-            JsonObject error = JsonParser.parseString(response.body()).getAsJsonObject().getAsJsonObject("error");
+            assertTrue(
+                    response.headers()
+                            .firstValue("Content-Type")
+                            .orElse("")
+                            .startsWith("application/json"),
+                    label);
+            JsonObject error =
+                    JsonParser.parseString(response.body())
+                            .getAsJsonObject()
+                            .getAsJsonObject("error");
             assertEquals("invalid_request_error", error.get("type").getAsString(), label);
             assertFalse(error.get("message").getAsString().isBlank(), label);
             assertEquals(c[3] == null, error.get("param").isJsonNull(), label);
@@ -479,24 +601,31 @@ class OpenAiServerTest {
                         post(server, "/v1/models", "{}"),
                         get(server, "/v1/models/not-this-one"))) {
             assertEquals(404, response.statusCode(), response.body());
-            JsonObject error = JsonParser.parseString(response.body()).getAsJsonObject().getAsJsonObject("error");
+            JsonObject error =
+                    JsonParser.parseString(response.body())
+                            .getAsJsonObject()
+                            .getAsJsonObject("error");
             assertEquals("invalid_request_error", error.get("type").getAsString());
         }
     }
 
     @Test
     void modelsAndHealthDescribeTheServer() throws Exception {
-        JsonObject models = JsonParser.parseString(get(server, "/v1/models").body()).getAsJsonObject();
+        JsonObject models =
+                JsonParser.parseString(get(server, "/v1/models").body()).getAsJsonObject();
         assertEquals("list", models.get("object").getAsString());
         JsonObject entry = models.getAsJsonArray("data").get(0).getAsJsonObject();
         assertEquals(dir.getFileName().toString(), entry.get("id").getAsString());
         assertEquals("model", entry.get("object").getAsString());
-        JsonObject one = JsonParser.parseString(get(server, "/v1/models/" + server.modelId()).body()).getAsJsonObject();
+        JsonObject one =
+                JsonParser.parseString(get(server, "/v1/models/" + server.modelId()).body())
+                        .getAsJsonObject();
         assertEquals(entry, one);
         JsonObject health = JsonParser.parseString(get(server, "/health").body()).getAsJsonObject();
         assertEquals("ok", health.get("status").getAsString());
         assertEquals(40, health.get("max_concurrency").getAsInt());
         assertArrayEquals(
-                new long[] {server.stats().generatedTokens()}, new long[] {health.get("generated_tokens").getAsLong()});
+                new long[] {server.stats().generatedTokens()},
+                new long[] {health.get("generated_tokens").getAsLong()});
     }
 }
