@@ -277,15 +277,14 @@ public final class OpenAiServer implements AutoCloseable {
                                     reason,
                                     usage));
                 } else if (event instanceof GenerationJob.Failed failure) {
+                    String message =
+                            failure.error() instanceof CancellationException
+                                    ? "the request was cancelled: the server is shutting down"
+                                    : "generation failed: " + describe(failure.error());
                     send(
                             out,
                             OpenAiResponses.error(
-                                    new ApiException(
-                                            500,
-                                            "server_error",
-                                            null,
-                                            null,
-                                            "generation failed: " + describe(failure.error()))));
+                                    new ApiException(500, "server_error", null, null, message)));
                     return;
                 }
             }
@@ -303,6 +302,9 @@ public final class OpenAiServer implements AutoCloseable {
         } catch (InterruptedException e) {
             job.cancel();
             Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            job.cancel();
+            throw e;
         }
     }
 

@@ -389,6 +389,29 @@ class OpenAiServerTest {
     }
 
     @Test
+    void chatLogprobsAreTheModelsLogProbabilitiesOfTheAnswersTokens() throws Exception {
+        GenerationResult expected =
+                expected(
+                        "user: Count with me\nassistant:",
+                        greedy(6).toBuilder().returnLogprobs(true).build());
+        JsonObject body = chat(6, "user", "Count with me");
+        body.addProperty("logprobs", true);
+        JsonObject choice = choice(postOk("/v1/chat/completions", body), 0);
+        assertEquals(
+                expected.text(), choice.getAsJsonObject("message").get("content").getAsString());
+        JsonArray content = choice.getAsJsonObject("logprobs").getAsJsonArray("content");
+        float[] logprobs = expected.completions().get(0).logprobs();
+        assertEquals(logprobs.length, content.size());
+        for (int i = 0; i < logprobs.length; i++) {
+            JsonObject token = content.get(i).getAsJsonObject();
+            assertEquals(logprobs[i], token.get("logprob").getAsFloat(), 1e-4, "token " + i);
+            assertEquals(
+                    model.tokenizer().decode(new long[] {expected.tokenIds()[i]}),
+                    token.get("token").getAsString());
+        }
+    }
+
+    @Test
     void thirtyTwoConcurrentClientsEachGetTheAnswerTheyWouldGetAlone() throws Exception {
         int clients = 32;
         List<String> prompts = new ArrayList<>();
