@@ -15,7 +15,14 @@ import picocli.CommandLine.Option;
         mixinStandardHelpOptions = true,
         version = "llmzoo 0.1.0",
         description = "GPT-2 and Llama language models on DJL blocks.",
-        subcommands = {GenerateCommand.class, ScoreCommand.class, FineTuneCommand.class, MakeDefaultModelCommand.class, ModelsCommand.class})
+        subcommands = {
+            GenerateCommand.class,
+            ScoreCommand.class,
+            FineTuneCommand.class,
+            MakeDefaultModelCommand.class,
+            ModelsCommand.class,
+            ServeCommand.class
+        })
 public final class LlmZoo implements Runnable {
 
     @Option(names = "--debug", description = "Print stack traces of errors.", scope = CommandLine.ScopeType.INHERIT)

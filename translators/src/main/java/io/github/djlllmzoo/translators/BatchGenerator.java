@@ -19,7 +19,8 @@ import java.util.concurrent.ThreadLocalRandom;
  * first real token, so a row computes what it would alone. One prefill forward over the padded
  * prompts fills a batched {@link KvCache}; then each decode step feeds every row its last token.
  * Each row picks its tokens with its own processors and seeded {@link Sampler} and ends on its own
- * (EOS, stop string, budget); the batch runs until the last row ends.
+ * (EOS, stop string, budget, or its request's listener cancelling it); the batch runs until the
+ * last row ends.
  *
  * <p>Every array a step makes lives in a manager scoped to that step. Stateless apart from the
  * model: safe to use from many threads at once.
@@ -72,7 +73,9 @@ public final class BatchGenerator {
             List<Row> rows = rows(request, config);
             byRequest.add(rows);
             for (Row row : rows) {
-                if (row.budget > 0) {
+                if (row.cancelled()) {
+                    finish(row, FinishReason.CANCELLED);
+                } else if (row.budget > 0) {
                     runnable.add(row);
                 } else {
                     finish(row, FinishReason.LENGTH);
@@ -175,7 +178,11 @@ public final class BatchGenerator {
                 for (int r = 0; r < b; r++) {
                     Row row = rows.get(r);
                     if (!row.done) {
-                        step(row, logits, r);
+                        if (row.cancelled()) {
+                            finish(row, FinishReason.CANCELLED);
+                        } else {
+                            step(row, logits, r);
+                        }
                         active |= !row.done;
                     }
                 }
@@ -348,6 +355,10 @@ public final class BatchGenerator {
 
         int produced() {
             return length - promptLength;
+        }
+
+        boolean cancelled() {
+            return listener != null && listener.isCancelled();
         }
 
         void emit(String piece) {

@@ -35,4 +35,16 @@ public interface GenerationListener {
      * @param reason why it ended
      */
     default void onFinish(int sequence, FinishReason reason) {}
+
+    /**
+     * Whether the request is no longer wanted, e.g. because its client disconnected. Checked before
+     * each step; once true, the request's unfinished sequences end with {@link
+     * FinishReason#CANCELLED} and generation for them stops (batch-mates go on). Called on the
+     * generating thread, so it must be cheap.
+     *
+     * @return true to stop generating for this request
+     */
+    default boolean isCancelled() {
+        return false;
+    }
 }

@@ -335,4 +335,53 @@ class BatchGeneratorTest {
         assertTrue(timings.tokensPerSecond() > 0);
         assertNotEquals(0, timings.timeToFirstToken().toNanos());
     }
+
+    @Test
+    void aCancelledRequestStopsAtTheNextStepWhileItsBatchMateRunsOn() {
+        GenerationConfig config = config(20).build();
+        int cancelAfter = 3;
+        GenerationListener cancelling =
+                new GenerationListener() {
+                    private int tokens;
+
+                    @Override
+                    public void onText(int sequence, String piece) {}
+
+                    @Override
+                    public void onToken(int sequence, long tokenId) {
+                        tokens++;
+                    }
+
+                    @Override
+                    public boolean isCancelled() {
+                        return tokens >= cancelAfter;
+                    }
+                };
+        List<GenerationResult> batch =
+                generator.generate(
+                        List.of(
+                                GenerationRequest.ofIds(PROMPT_A, config).withListener(cancelling),
+                                GenerationRequest.ofIds(PROMPT_B, config)),
+                        config);
+        long[] alone = generate(PROMPT_A, config).tokenIds();
+        assertEquals(FinishReason.CANCELLED, batch.get(0).finishReason());
+        assertArrayEquals(Arrays.copyOf(alone, cancelAfter), batch.get(0).tokenIds());
+        assertEquals(FinishReason.LENGTH, batch.get(1).finishReason());
+        assertArrayEquals(generate(PROMPT_B, config).tokenIds(), batch.get(1).tokenIds());
+        GenerationListener cancelledBefore =
+                new GenerationListener() {
+                    @Override
+                    public void onText(int sequence, String piece) {}
+
+                    @Override
+                    public boolean isCancelled() {
+                        return true;
+                    }
+                };
+        GenerationResult none =
+                generator.generate(List.of(GenerationRequest.ofIds(PROMPT_A, config).withListener(cancelledBefore)), config)
+                        .get(0);
+        assertEquals(FinishReason.CANCELLED, none.finishReason());
+        assertEquals(0, none.tokenIds().length);
+    }
 }
