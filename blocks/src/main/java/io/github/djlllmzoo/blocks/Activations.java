@@ -6,19 +6,27 @@ import ai.djl.ndarray.NDArray;
 public final class Activations {
 
     private static final double SQRT_2_OVER_PI = Math.sqrt(2.0 / Math.PI);
+    private static final double GELU_CUBIC = 0.044715;
 
     private Activations() {}
 
     /**
-     * GPT-2's {@code gelu_new}: {@code 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))}.
+     * GPT-2's {@code gelu_new}: {@code 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))}, computed
+     * as the identical {@code x sigmoid(2 sqrt(2/pi) x (1 + 0.044715 x^2))} in six engine calls
+     * with {@link Scalars} constants.
      *
      * @param x the input; results are attached to its manager
      * @return the activation
      */
     public static NDArray geluNew(NDArray x) {
-        // In-place steps only where autograd keeps no copy of the overwritten value.
-        NDArray inner = x.mul(x).mul(x).muli(0.044715).addi(x).muli(SQRT_2_OVER_PI);
-        return inner.tanh().add(1).mul(x).muli(0.5);
+        // 0.5 (1 + tanh(z)) = sigmoid(2z). In-place steps only where autograd keeps no copy of the
+        // overwritten value.
+        NDArray twoZ =
+                x.square()
+                        .muli(Scalars.of(2 * SQRT_2_OVER_PI * GELU_CUBIC, x))
+                        .addi(Scalars.of(2 * SQRT_2_OVER_PI, x))
+                        .mul(x);
+        return twoZ.getNDArrayInternal().sigmoid().mul(x);
     }
 
     /**

@@ -41,10 +41,14 @@ public final class CausalSelfAttention extends AttentionBlock {
         long b = x.getShape().get(0);
         long t = x.getShape().get(1);
         long e = x.getShape().get(2);
-        NDList qkv = cAttn.forward(store, x, training).split(3, 2); // 3 × (B, T, E)
-        NDArray q = heads(qkv.get(0), b, t); // (B, H, T, D)
-        NDArray k = heads(qkv.get(1), b, t);
-        NDArray v = heads(qkv.get(2), b, t);
+        NDList qkv =
+                cAttn.forward(store, x, training)
+                        .reshape(b, t, 3 * numHeads, headDim) // (B, T, 3H, D)
+                        .transpose(0, 2, 1, 3) // (B, 3H, T, D)
+                        .split(3, 1); // 3 × (B, H, T, D)
+        NDArray q = qkv.get(0);
+        NDArray k = qkv.get(1);
+        NDArray v = qkv.get(2);
         if (context.cache() != null) {
             NDList kv = context.cache().append(layerIndex, k, v); // (B, H, S, D)
             k = kv.get(0);
@@ -54,9 +58,5 @@ public final class CausalSelfAttention extends AttentionBlock {
                 ScaledDotProductAttention.attend(q, k, v, context.mask(), attnDropout, training);
         y = y.transpose(0, 2, 1, 3).reshape(b, t, e); // (B, T, E)
         return Dropouts.apply(cProj.forward(store, y, training), residDropout, training);
-    }
-
-    private NDArray heads(NDArray x, long b, long t) {
-        return x.reshape(b, t, numHeads, headDim).transpose(0, 2, 1, 3);
     }
 }

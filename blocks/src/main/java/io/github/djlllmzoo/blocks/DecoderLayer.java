@@ -45,8 +45,10 @@ public final class DecoderLayer extends ConfiguredBlock {
      */
     public NDArray forward(
             ParameterStore store, NDArray x, AttentionContext context, boolean training) {
-        NDArray h = x.add(attention.forward(store, norm1.forward(store, x, training), context, training));
-        return h.add(mlp.forward(store, norm2.forward(store, h, training), training));
+        // The sublayer outputs are fresh arrays: adding the residual in place into them saves two
+        // allocations per layer and leaves autograd nothing overwritten that it needs.
+        NDArray h = attention.forward(store, norm1.forward(store, x, training), context, training).addi(x);
+        return mlp.forward(store, norm2.forward(store, h, training), training).addi(h);
     }
 
     @Override

@@ -103,15 +103,28 @@ public final class KvCache implements AutoCloseable {
         int t = Math.toIntExact(k.getShape().get(2));
         int end = length + t;
         ensureCapacity(end);
-        NDIndex write = new NDIndex(":, :, {}:{}", length, end);
+        NDIndex write = new NDIndex().addAllDim(2).addSliceDim(length, end); // [:, :, length:end]
         keys[layer].set(write, k);
         values[layer].set(write, v);
-        NDIndex read = new NDIndex(":, :, :{}", end);
-        NDArray kAll = keys[layer].get(read);
-        NDArray vAll = values[layer].get(read);
-        kAll.attach(k.getManager());
-        vAll.attach(k.getManager());
-        return new NDList(kAll, vAll);
+        NDManager step = k.getManager();
+        return new NDList(filled(keys[layer], end, step), filled(values[layer], end, step));
+    }
+
+    /**
+     * A view of the first {@code end} positions of a buffer, attached to {@code manager}; a split
+     * makes it in one engine call where an index takes several.
+     *
+     * @param buffer a (B, H_kv, capacity, D) buffer
+     * @param end the positions to view
+     * @param manager the manager to attach the view to
+     * @return the view (B, H_kv, end, D)
+     */
+    private static NDArray filled(NDArray buffer, int end, NDManager manager) {
+        NDList parts = buffer.split(new long[] {end}, 2); // [:, :, :end], [:, :, end:]
+        parts.get(1).close();
+        NDArray view = parts.get(0);
+        view.attach(manager);
+        return view;
     }
 
     /**

@@ -37,7 +37,8 @@ public final class RmsNorm extends UnaryBlock {
         boolean widen = inputType != DataType.FLOAT32 && inputType != DataType.FLOAT64;
         NDArray h = widen ? x.toType(DataType.FLOAT32, false) : x;
         NDArray meanSquare = h.square().mean(new int[] {-1}, true); // (..., 1)
-        NDArray normed = h.mul(meanSquare.add(eps).pow(-0.5)); // pow -0.5 is torch's rsqrt
+        // pow -0.5 is torch's rsqrt; constants from Scalars, not made per call
+        NDArray normed = h.mul(meanSquare.addi(Scalars.of(eps, h)).pow(Scalars.of(-0.5, h)));
         return (widen ? normed.toType(inputType, false) : normed).mul(w);
     }
 }

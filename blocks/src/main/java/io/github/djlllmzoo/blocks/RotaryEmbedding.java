@@ -24,10 +24,13 @@ import java.util.Map;
  *
  * <p>The cos/sin tables cover every position of the context window. They are computed once per
  * device and element type, on first use, in float64 and rounded to the compute type, and are owned
- * by the manager that owns the model's weights, so they live as long as the weights. Each forward
- * pass only gathers the rows of its {@code position_ids}, so positions continue across KV-cache
- * steps and each row of a left-padded batch may have its own positions. One instance is shared by
- * every attention layer of a model; it is safe to use from several threads.
+ * by the manager that owns the model's weights, so they live as long as the weights. They are laid
+ * out for a rotation in five engine calls: {@code cos} is {@code cat(cos, cos)} and {@code sin} is
+ * {@code cat(-sin, sin)}, so that {@code x * cos + cat(x2, x1) * sin} is exactly {@code x * cos +
+ * rotate_half(x) * sin}. Each forward pass only gathers the rows of its {@code position_ids}, once
+ * for all layers, so positions continue across KV-cache steps and each row of a left-padded batch
+ * may have its own positions. One instance is shared by every attention layer of a model; it is
+ * safe to use from several threads.
  */
 public final class RotaryEmbedding {
 
@@ -35,8 +38,12 @@ public final class RotaryEmbedding {
     private final int maxPositions;
     private final double[] inverseFrequencies;
     private final Map<TableKey, NDArray[]> tables = new HashMap<>();
+    private Gathered lastGathered;
 
     private record TableKey(Device device, DataType dataType) {}
+
+    /** The rows gathered for one forward pass's positions, which every layer of the pass reuses. */
+    private record Gathered(NDArray positionIds, DataType dataType, NDList cosSin) {}
 
     /**
      * @param headDim the head width D (even)
@@ -147,39 +154,49 @@ public final class RotaryEmbedding {
     }
 
     /**
-     * The cos and sin of every pair's angle at the given positions.
+     * The cos and sin factors of the rotation at the given positions. The rows are gathered once
+     * per {@code positionIds} array: the layers of one forward pass, which share it, share them.
      *
      * @param positionIds (B or 1, T) integer positions in {@code [0, maxPositions)}; the results
      *     are attached to its manager
      * @param owner the manager that owns the model's weights on the device the computation runs on;
      *     it owns the tables when they are first made
      * @param dataType the compute type
-     * @return cos and sin, each (B or 1, 1, T, D/2), broadcastable over heads
+     * @return {@code cat(cos, cos)} and {@code cat(-sin, sin)}, each (B or 1, 1, T, D),
+     *     broadcastable over heads; pass them to {@link #rotate}
      */
     public NDList cosSin(NDArray positionIds, NDManager owner, DataType dataType) {
+        synchronized (this) {
+            Gathered last = lastGathered;
+            if (last != null && last.positionIds() == positionIds && last.dataType() == dataType
+                    && !last.cosSin().get(0).isReleased()) {
+                return last.cosSin();
+            }
+        }
         NDArray[] table = tables(owner, dataType);
         NDArrayEx ex = positionIds.getNDArrayInternal();
         NDArray cos = ex.embedding(positionIds, table[0], SparseFormat.DENSE).singletonOrThrow();
         NDArray sin = ex.embedding(positionIds, table[1], SparseFormat.DENSE).singletonOrThrow();
-        return new NDList(cos.expandDims(1), sin.expandDims(1)); // (B, 1, T, D/2)
+        NDList cosSin = new NDList(cos.expandDims(1), sin.expandDims(1)); // (B, 1, T, D)
+        synchronized (this) {
+            lastGathered = new Gathered(positionIds, dataType, cosSin);
+        }
+        return cosSin;
     }
 
     /**
-     * Rotates query or key heads: {@code x * cos + rotate_half(x) * sin}, computed on the halves.
+     * Rotates query or key heads: {@code x * cos + rotate_half(x) * sin}, as {@code x * cos +
+     * cat(x2, x1) * sin} with the sign of {@code rotate_half} folded into the sin factor (the same
+     * floating-point result: only a negation moves).
      *
      * @param x heads (B, H, T, D); the result is attached to its manager
      * @param cosSin the output of {@link #cosSin} for the same positions
      * @return the rotated heads (B, H, T, D)
      */
     public static NDArray rotate(NDArray x, NDList cosSin) {
-        NDArray cos = cosSin.get(0);
-        NDArray sin = cosSin.get(1);
         NDList halves = x.split(2, 3); // 2 × (B, H, T, D/2)
-        NDArray x1 = halves.get(0);
-        NDArray x2 = halves.get(1);
-        NDArray first = x1.mul(cos).sub(x2.mul(sin)); // (B, H, T, D/2)
-        NDArray second = x2.mul(cos).add(x1.mul(sin));
-        return first.concat(second, 3); // (B, H, T, D)
+        NDArray swapped = halves.get(1).concat(halves.get(0), 3); // cat(x2, x1), (B, H, T, D)
+        return x.mul(cosSin.get(0)).addi(swapped.muli(cosSin.get(1)));
     }
 
     /**
@@ -187,7 +204,7 @@ public final class RotaryEmbedding {
      *
      * @param owner the manager that owns new tables
      * @param dataType the element type
-     * @return cos and sin, each (maxPositions, D/2)
+     * @return {@code cat(cos, cos)} and {@code cat(-sin, sin)}, each (maxPositions, D)
      */
     synchronized NDArray[] tables(NDManager owner, DataType dataType) {
         TableKey key = new TableKey(owner.getDevice(), dataType);
@@ -202,8 +219,10 @@ public final class RotaryEmbedding {
                     scratch.arange(0, maxPositions, 1, DataType.FLOAT64)
                             .reshape(maxPositions, 1); // (P, 1)
             NDArray angles = positions.mul(inv); // (P, D/2)
-            NDArray cos = angles.cos().toType(dataType, true);
-            NDArray sin = angles.sin().toType(dataType, true);
+            NDArray cosHalf = angles.cos();
+            NDArray sinHalf = angles.sin();
+            NDArray cos = cosHalf.concat(cosHalf, 1).toType(dataType, true); // (P, D)
+            NDArray sin = sinHalf.neg().concat(sinHalf, 1).toType(dataType, true); // (P, D)
             cos.attach(owner);
             sin.attach(owner);
             table = new NDArray[] {cos, sin};

@@ -34,7 +34,8 @@ public final class ScaledDotProductAttention {
         double scale = 1.0 / Math.sqrt(d);
 
         NDArray grouped = groups == 1 ? q : q.reshape(b, hKv, groups * t, d); // (B, Hkv, G*T, D)
-        NDArray scores = grouped.matMul(k.transpose(0, 1, 3, 2)).muli(scale); // (B, Hkv, G*T, S)
+        NDArray scores =
+                grouped.matMul(k.transpose(0, 1, 3, 2)).muli(Scalars.of(scale, q)); // (B, Hkv, G*T, S)
         if (mask != null) {
             if (groups == 1) {
                 scores = scores.add(mask); // (B, H, T, S)

@@ -111,7 +111,7 @@ class RotaryEmbeddingTest {
         try (NDManager owner = NDManager.newBaseManager()) {
             NDArray[] first = rope.tables(owner, DataType.FLOAT32);
             assertSame(first, rope.tables(owner, DataType.FLOAT32));
-            assertEquals(new Shape(32, 4), first[0].getShape());
+            assertEquals(new Shape(32, 8), first[0].getShape()); // cat(cos, cos)
             assertNotSame(first, rope.tables(owner, DataType.FLOAT64));
             NDArray[] again;
             try (NDManager other = NDManager.newBaseManager()) {
@@ -120,6 +120,9 @@ class RotaryEmbeddingTest {
                 again = rope.tables(other, DataType.FLOAT32);
                 assertNotSame(first, again);
                 assertEquals(Math.cos(31 * 0.1), again[0].getFloat(31, 1), 1e-6);
+                assertEquals(Math.cos(31 * 0.1), again[0].getFloat(31, 5), 1e-6);
+                assertEquals(-Math.sin(31 * 0.1), again[1].getFloat(31, 1), 1e-6); // cat(-sin, sin)
+                assertEquals(Math.sin(31 * 0.1), again[1].getFloat(31, 5), 1e-6);
             }
         }
     }

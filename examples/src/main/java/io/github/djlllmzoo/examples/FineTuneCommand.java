@@ -147,7 +147,7 @@ final class FineTuneCommand implements Callable<Integer> {
                         : ModelReference.resolve(start.model, null, HubClient.fromEnvironment());
         TrainerState resumed = start.resume != null ? TrainerState.read(start.resume) : null;
         checkOutput();
-        Device target = ModelOptions.device(spec, device);
+        Device target = ComputeOptions.parseDevice(spec, device);
         PrintWriter err = spec.commandLine().getErr();
         int seedValue = seed != null ? seed : resumed != null ? resumed.settings().seed() : FineTuneSettings.DEFAULT_SEED;
         Engine.getEngine("PyTorch").setRandomSeed(seedValue);

@@ -6,7 +6,8 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * The {@code llmzoo} command line: {@code generate}, {@code score}, {@code finetune}. Results go to stdout, logs and
+ * The {@code llmzoo} command line: {@code generate}, {@code score}, {@code models}, {@code finetune},
+ * {@code make-default-model}, {@code serve}, {@code bench}, {@code init-random}. Results go to stdout, logs and
  * errors to stderr; every failure prints one line {@code error: ...} (the stack trace only with
  * {@code --debug}) and exits non-zero.
  */
@@ -18,10 +19,12 @@ import picocli.CommandLine.Option;
         subcommands = {
             GenerateCommand.class,
             ScoreCommand.class,
+            ModelsCommand.class,
             FineTuneCommand.class,
             MakeDefaultModelCommand.class,
-            ModelsCommand.class,
-            ServeCommand.class
+            ServeCommand.class,
+            BenchCommand.class,
+            InitRandomCommand.class
         })
 public final class LlmZoo implements Runnable {
 
@@ -31,7 +34,7 @@ public final class LlmZoo implements Runnable {
     @Override
     public void run() {
         throw new CommandLine.ParameterException(
-                new CommandLine(this), "missing command: generate, score or finetune (see --help)");
+                new CommandLine(this), "missing command: generate, score, models, finetune, serve, bench, ... (see --help)");
     }
 
     /**

@@ -122,7 +122,7 @@ final class MakeDefaultModelCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         checkOutput();
         PrintWriter err = spec.commandLine().getErr();
-        Device target = ModelOptions.device(spec, device);
+        Device target = ComputeOptions.parseDevice(spec, device);
         long started = System.nanoTime();
         Path absoluteOut = out.toAbsolutePath();
         Files.createDirectories(absoluteOut.getParent());

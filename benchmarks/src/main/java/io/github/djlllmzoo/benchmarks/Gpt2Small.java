@@ -1,0 +1,35 @@
+package io.github.djlllmzoo.benchmarks;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.config.Gpt2Config;
+import java.util.List;
+import java.util.Random;
+
+/** The GPT-2 small shape the benchmarks use, and random inputs for it. */
+final class Gpt2Small {
+
+    /** GPT-2 small: 12 layers, 768 wide, 12 heads, 50257 tokens, 1024 positions; no dropout. */
+    static final Gpt2Config CONFIG =
+            new Gpt2Config(50257, 1024, 768, 12, 12, 3072, 1e-5f, 0f, 0f, 0f, 50256, List.of(50256), false);
+
+    private Gpt2Small() {}
+
+    /**
+     * Random normal activations.
+     *
+     * @param manager the manager to own them (a benchmark step's)
+     * @param shape their shape
+     * @param seed the seed
+     * @return the array
+     */
+    static NDArray activations(NDManager manager, Shape shape, long seed) {
+        Random random = new Random(seed);
+        float[] data = new float[Math.toIntExact(shape.size())];
+        for (int i = 0; i < data.length; i++) {
+            data[i] = (float) random.nextGaussian();
+        }
+        return manager.create(data, shape);
+    }
+}

@@ -1,0 +1,138 @@
+package io.github.djlllmzoo.examples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import ai.djl.engine.Engine;
+import com.google.gson.JsonArray;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import io.github.djlllmzoo.zoo.safetensors.SafeTensorsReader;
+import io.github.djlllmzoo.zoo.safetensors.TensorInfo;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.List;
+import java.util.stream.Collectors;
+import java.util.stream.StreamSupport;
+import org.junit.jupiter.api.Test;
+
+/** Drives {@code llmzoo bench} on the tiny golden GPT-2 (figures are checked for sense, never for speed). */
+class BenchCommandTest {
+
+    private static final Path GPT2 =
+            Paths.get(System.getProperty("llmzoo.testdata", "../testdata"), "golden", "gpt2-tiny");
+
+    private static JsonObject golden() throws Exception {
+        return JsonParser.parseString(Files.readString(GPT2.resolve("golden.json"))).getAsJsonObject();
+    }
+
+    private static String ids(JsonArray array) {
+        return StreamSupport.stream(array.spliterator(), false)
+                .map(e -> Long.toString(e.getAsLong()))
+                .collect(Collectors.joining(","));
+    }
+
+    private static JsonObject bench(String... extra) {
+        List<String> args =
+                new java.util.ArrayList<>(
+                        List.of("bench", "--model", GPT2.toString(), "--runs", "2", "--bandwidth-mib", "16",
+                                "--output", "json"));
+        args.addAll(List.of(extra));
+        CliRunner run = CliRunner.run(args.toArray(new String[0]));
+        assertEquals(0, run.exitCode, run.err);
+        return JsonParser.parseString(run.out).getAsJsonObject();
+    }
+
+    @Test
+    void jsonHasEveryFigureUnderItsDocumentedKey() {
+        JsonObject r = bench("--prompt-tokens", "16", "--new-tokens", "8", "--long-positions", "120");
+        for (String key :
+                List.of("prefill_tokens_per_s", "decode_tokens_per_s", "decode_ms_early", "decode_ms_late",
+                        "peak_rss_mb", "effective_gb_per_s", "stream_gb_per_s")) {
+            double value = r.get(key).getAsDouble();
+            assertTrue(Double.isFinite(value) && value > 0, key + " = " + value);
+        }
+        assertTrue(r.get("weight_bytes").getAsLong() > 0);
+        assertEquals(8, r.getAsJsonArray("output_ids").size());
+        assertEquals(2, r.getAsJsonArray("decode_tokens_per_s_runs").size());
+        double implied = r.get("weight_bytes").getAsLong() * r.get("decode_tokens_per_s").getAsDouble() / 1e9;
+        assertEquals(implied, r.get("effective_gb_per_s").getAsDouble(), implied * 1e-9);
+    }
+
+    @Test
+    void benchGeneratesTheGreedyContinuation() throws Exception {
+        JsonObject golden = golden();
+        JsonArray greedy = golden.getAsJsonArray("greedy_ids");
+        JsonObject r =
+                bench("--prompt-ids", ids(golden.getAsJsonArray("prompt_ids")),
+                        "--new-tokens", Integer.toString(greedy.size()), "--long-positions", "0");
+        assertEquals(ids(greedy), ids(r.getAsJsonArray("output_ids")));
+        assertTrue(r.get("decode_ms_early").isJsonNull(), "not measured with --long-positions 0");
+    }
+
+    @Test
+    void weightBytesAreEveryTensorOnceExceptPositionRowsNotRead() throws Exception {
+        long all = 0;
+        long positionTable = 0;
+        long width = 0;
+        try (SafeTensorsReader reader = SafeTensorsReader.open(GPT2.resolve("model.safetensors"))) {
+            for (TensorInfo info : reader.tensors().values()) {
+                long bytes = info.toShape().size() * 4; // read as float32
+                all += bytes;
+                if (info.name().endsWith("wpe.weight")) {
+                    positionTable = bytes;
+                    width = info.toShape().get(1);
+                }
+            }
+        }
+        int batch = 3;
+        // The tied wte is read whole by the LM head; of wpe a step reads one row per sequence.
+        long expected = all - positionTable + batch * width * 4;
+        JsonObject r = bench("--batch", Integer.toString(batch), "--prompt-tokens", "4", "--new-tokens", "2",
+                "--long-positions", "0");
+        assertEquals(expected, r.get("weight_bytes").getAsLong());
+        assertEquals(3, r.get("batch").getAsInt());
+    }
+
+    @Test
+    void aRandomShapeNeedsNoCheckpoint() {
+        CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--runs", "1", "--prompt-tokens", "8",
+                "--new-tokens", "4", "--long-positions", "0", "--bandwidth-mib", "0", "--output", "json");
+        assertEquals(0, run.exitCode, run.err);
+        JsonObject r = JsonParser.parseString(run.out).getAsJsonObject();
+        assertTrue(r.get("model").getAsString().startsWith("gpt2-tiny"));
+        assertTrue(r.get("stream_gb_per_s").isJsonNull(), "bandwidth not measured with --bandwidth-mib 0");
+    }
+
+    @Test
+    void bfloat16IsRefusedBeforeItCanAbortTheJvm() {
+        CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", "bfloat16", "--device", "cpu");
+        assertEquals(2, run.exitCode);
+        assertTrue(run.err.contains("bfloat16") && run.err.contains("aborts the JVM"), run.err);
+    }
+
+    @Test
+    void halfPrecisionOnTheCpuIsAUsageError() {
+        CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", "float16");
+        assertEquals(2, run.exitCode);
+        assertTrue(run.err.contains("--dtype float16 is for --device gpu"), run.err);
+    }
+
+    @Test
+    void gpuWithoutAGpuIsAClearError() {
+        assumeTrue(Engine.getEngine("PyTorch").getGpuCount() == 0, "a GPU is present");
+        CliRunner run = CliRunner.run("generate", "--model", GPT2.toString(), "--prompt-ids", "1,2", "--device", "gpu");
+        assertEquals(2, run.exitCode);
+        assertTrue(run.err.contains("sees no GPU"), run.err);
+    }
+
+    @Test
+    void aPromptLongerThanTheWindowIsRefused() {
+        CliRunner run = CliRunner.run("bench", "--model", GPT2.toString(), "--prompt-tokens", "120",
+                "--new-tokens", "20", "--bandwidth-mib", "0");
+        assertEquals(1, run.exitCode);
+        assertTrue(run.err.contains("context window of 128"), run.err);
+    }
+}
