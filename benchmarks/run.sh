@@ -7,4 +7,5 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 [ -d "$here/target/classes" ] || { echo "build first: mvn -q -B -o -P benchmarks -pl benchmarks -am package -DskipTests" >&2; exit 1; }
 export OPT_OUT_TRACKING=true
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" # as bin/llmzoo does
 exec java -cp "$here/target/classes:$here/target/lib/*" org.openjdk.jmh.Main "$@"

@@ -30,7 +30,7 @@ case "$shape" in
   *) echo "--shape must be gpt2-small, gpt2-tiny or llama-110m" >&2; exit 2;;
 esac
 dir="${dir:-$root/target/bench/$shape}"
-out="$root/target/bench/results"
+out="$root/target/bench/results/jlama-$shape"
 mkdir -p "$out"
 
 if [ ! -f "$dir/model.safetensors" ]; then

@@ -31,6 +31,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     private Embedding tokenEmbedding;
     private UnaryBlock finalNorm;
     private Linear lmHead;
+    private final SplitProjection tiedHead = new SplitProjection();
 
     /** @param config the model config */
     protected CausalLmBlock(DecoderConfig config) {
@@ -215,7 +216,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
             return lmHead.forward(store, h, training);
         }
         NDArray w = value(store, tokenEmbedding.weight(), h.getDevice(), training);
-        return ex(h).linear(h, w, null).singletonOrThrow(); // (B, T, V)
+        return tiedHead.linear(h, w, null, training); // (B, T, V)
     }
 
     @Override

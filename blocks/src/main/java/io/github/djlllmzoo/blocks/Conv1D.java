@@ -9,13 +9,14 @@ import ai.djl.training.initializer.NormalInitializer;
 /**
  * GPT-2's affine projection: {@code y = x @ weight + bias} with {@code weight} of shape (in, out),
  * exactly as Hugging Face's {@code Conv1D} stores it, so checkpoint tensors load without a
- * transpose.
+ * transpose. A single token's projection is split across CPU cores ({@link SplitProjection}).
  */
 public final class Conv1D extends UnaryBlock {
 
     private final int nf;
     private final Parameter weight;
     private final Parameter bias;
+    private final SplitProjection split = new SplitProjection();
 
     /**
      * @param nx input width
@@ -37,7 +38,7 @@ public final class Conv1D extends UnaryBlock {
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
         NDArray w = value(store, weight, x.getDevice(), training);
         NDArray b = value(store, bias, x.getDevice(), training);
-        return x.matMul(w).addi(b);
+        return split.matMulAdd(x, w, b, training);
     }
 
     @Override

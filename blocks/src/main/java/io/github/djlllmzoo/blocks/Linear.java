@@ -8,13 +8,15 @@ import ai.djl.training.initializer.NormalInitializer;
 
 /**
  * PyTorch's {@code nn.Linear}: {@code y = x @ weight^T (+ bias)} with {@code weight} of shape
- * (out, in), as Llama checkpoints store {@code q_proj}, {@code lm_head} and the others.
+ * (out, in), as Llama checkpoints store {@code q_proj}, {@code lm_head} and the others. A single
+ * token's projection is split across CPU cores ({@link SplitProjection}).
  */
 public final class Linear extends UnaryBlock {
 
     private final int outFeatures;
     private final Parameter weight;
     private final Parameter bias;
+    private final SplitProjection split = new SplitProjection();
 
     /**
      * @param inFeatures input width
@@ -44,7 +46,7 @@ public final class Linear extends UnaryBlock {
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
         NDArray w = value(store, weight, x.getDevice(), training);
         NDArray b = value(store, bias, x.getDevice(), training);
-        return ex(x).linear(x, w, b).singletonOrThrow();
+        return split.linear(x, w, b, training);
     }
 
     /** @return the weight parameter, shape (out, in) */

@@ -87,7 +87,11 @@ final class BenchCommand implements Callable<Integer> {
             description = "Decode one sequence to this position to time steps early and late; 0 skips (default: ${DEFAULT-VALUE}).")
     int longPositions;
 
-    @Option(names = "--long-runs", defaultValue = "2", paramLabel = "N", description = "Long sequences to pool the early/late timings over (default: ${DEFAULT-VALUE}).")
+    @Option(
+            names = "--long-runs",
+            defaultValue = "3",
+            paramLabel = "N",
+            description = "Long sequences to pool the early/late timings over; memory is watched from the end of the first (default: ${DEFAULT-VALUE}).")
     int longRuns;
 
     @Option(
@@ -192,45 +196,55 @@ final class BenchCommand implements Callable<Integer> {
         for (int i = 0; i < warmup; i++) {
             bench.generate(prompts, newTokens, null);
         }
-        double rssAfterWarmup = ProcessMemory.retainedRssMib();
+
+        // The long sequences time a step early and late. The first also brings the allocator to
+        // its steady state (the largest attention buffers), after which memory must stay flat over
+        // the timed runs and the other long sequences.
+        int longLength = Math.min(longPositions, config.maxPositions());
+        int shortPrompt = Math.min(LONG_PROMPT, promptLength);
+        int earlyFrom = Math.max(shortPrompt, longLength / 19);
+        int window = Math.max(1, longLength / 48);
+        int lateTo = longLength - longLength / 19;
+        boolean longMeasured = longLength > shortPrompt + 2 * window;
+        long[][] longPrompts = new long[batch][];
+        for (int i = 0; i < batch; i++) {
+            longPrompts[i] = Arrays.copyOf(prompts[i], shortPrompt);
+        }
+        double[] pooledEarly = new double[0];
+        double[] pooledLate = new double[0];
+        double rssBefore = Double.NaN;
         long decodedTokens = 0;
         double[] prefill = new double[runs];
         double[] decode = new double[runs];
         DecodeBenchmark.Run last = null;
-        for (int i = 0; i < runs; i++) {
-            last = bench.generate(prompts, newTokens, null);
-            prefill[i] = (double) batch * promptLength / last.prefillSeconds();
-            decode[i] = last.decodeSteps() == 0 ? Double.NaN : (double) batch * last.decodeSteps() / last.decodeSeconds();
-            decodedTokens += (long) batch * last.decodeSteps();
-        }
-        double prefillMedian = StreamingBandwidth.median(prefill);
-        double decodeMedian = StreamingBandwidth.median(decode);
-
-        int longLength = Math.min(longPositions, config.maxPositions());
-        int shortPrompt = Math.min(LONG_PROMPT, promptLength);
-        double early = Double.NaN;
-        double late = Double.NaN;
-        int earlyFrom = Math.max(shortPrompt, longLength / 19);
-        int window = Math.max(1, longLength / 48);
-        int lateTo = longLength - longLength / 19;
-        if (longLength > shortPrompt + 2 * window) {
-            long[][] longPrompts = new long[batch][];
-            for (int i = 0; i < batch; i++) {
-                longPrompts[i] = Arrays.copyOf(prompts[i], shortPrompt);
+        for (int r = 0; r <= (longMeasured ? longRuns : 0); r++) {
+            if (r == (longMeasured ? 1 : 0)) {
+                rssBefore = ProcessMemory.retainedRssMib();
+                for (int i = 0; i < runs; i++) {
+                    last = bench.generate(prompts, newTokens, null);
+                    prefill[i] = (double) batch * promptLength / last.prefillSeconds();
+                    decode[i] =
+                            last.decodeSteps() == 0
+                                    ? Double.NaN
+                                    : (double) batch * last.decodeSteps() / last.decodeSeconds();
+                    decodedTokens += (long) batch * last.decodeSteps();
+                }
             }
-            double[] pooledEarly = new double[0];
-            double[] pooledLate = new double[0];
-            for (int r = 0; r < longRuns; r++) {
+            if (longMeasured && r < longRuns) {
                 double[] stepMillis = new double[longLength];
                 Arrays.fill(stepMillis, Double.NaN);
                 DecodeBenchmark.Run run = bench.generate(longPrompts, longLength - shortPrompt + 1, stepMillis);
-                decodedTokens += (long) batch * run.decodeSteps();
+                if (r > 0) {
+                    decodedTokens += (long) batch * run.decodeSteps();
+                }
                 pooledEarly = concat(pooledEarly, Arrays.copyOfRange(stepMillis, earlyFrom, earlyFrom + window));
                 pooledLate = concat(pooledLate, Arrays.copyOfRange(stepMillis, lateTo - window, lateTo));
             }
-            early = DecodeBenchmark.windowMedian(pooledEarly, 0, pooledEarly.length);
-            late = DecodeBenchmark.windowMedian(pooledLate, 0, pooledLate.length);
         }
+        double prefillMedian = StreamingBandwidth.median(prefill);
+        double decodeMedian = StreamingBandwidth.median(decode);
+        double early = longMeasured ? DecodeBenchmark.windowMedian(pooledEarly, 0, pooledEarly.length) : Double.NaN;
+        double late = longMeasured ? DecodeBenchmark.windowMedian(pooledLate, 0, pooledLate.length) : Double.NaN;
         double rssEnd = ProcessMemory.retainedRssMib();
         double peak = ProcessMemory.peakRssMib();
         double stream = bandwidthMib == 0 ? Double.NaN : StreamingBandwidth.measure(manager, (long) bandwidthMib << 20, 7);
@@ -248,14 +262,15 @@ final class BenchCommand implements Callable<Integer> {
         number(result, "stream_gb_per_s", stream);
         result.addProperty(
                 "stream_method",
-                bandwidthMib == 0 ? "not measured" : "DJL sum() over a " + bandwidthMib + " MiB float32 array, median of 7");
+                bandwidthMib == 0
+                        ? "not measured"
+                        : "DJL sum() over a " + bandwidthMib + " MiB float32 array, one slice per core at once, median of 7");
         number(result, "bandwidth_fraction", effective / stream);
         number(result, "late_over_early", late / early);
-        boolean longMeasured = !Double.isNaN(early);
         result.addProperty("early_positions", longMeasured ? earlyFrom + ".." + (earlyFrom + window - 1) : "-");
         result.addProperty("late_positions", longMeasured ? (lateTo - window) + ".." + (lateTo - 1) : "-");
-        number(result, "rss_growth_mb", rssEnd - rssAfterWarmup);
-        result.addProperty("decode_tokens_after_warmup", decodedTokens);
+        number(result, "rss_growth_mb", rssEnd - rssBefore);
+        result.addProperty("rss_window_decode_tokens", decodedTokens);
         result.addProperty("peak_rss_reset_after_load", peakReset);
         result.addProperty("batch", batch);
         result.addProperty("prompt_tokens", promptLength);
@@ -333,8 +348,8 @@ final class BenchCommand implements Callable<Integer> {
             out.printf(Locale.ROOT, "streaming read %.2f GB/s (%s) -> decode reaches %.0f%% of it%n",
                     num(r, "stream_gb_per_s"), r.get("stream_method").getAsString(), 100 * num(r, "bandwidth_fraction"));
         }
-        out.printf(Locale.ROOT, "memory         peak RSS %.0f MiB; RSS %+.1f MiB over %d decode tokens after warm-up%n",
-                num(r, "peak_rss_mb"), num(r, "rss_growth_mb"), r.get("decode_tokens_after_warmup").getAsLong());
+        out.printf(Locale.ROOT, "memory         peak RSS %.0f MiB; RSS %+.1f MiB over the last %d decode tokens%n",
+                num(r, "peak_rss_mb"), num(r, "rss_growth_mb"), r.get("rss_window_decode_tokens").getAsLong());
         out.printf(Locale.ROOT, "load average   %.2f before, %.2f after (1 min)%n",
                 num(r, "load_average_before"), num(r, "load_average_after"));
     }

@@ -1,0 +1,166 @@
+package io.github.djlllmzoo.blocks;
+
+import ai.djl.Device;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.types.Shape;
+import java.util.function.Supplier;
+
+/**
+ * The affine projection of one token (a decode step of one sequence) with the weight split across
+ * the CPU's cores. PyTorch's CPU linear and matmul hand a one-row product to MKL, which computes a
+ * matrix-vector product on a single core whatever the intra-op thread count; one core reads about
+ * 15 GB/s of weights on the machine of docs/PERFORMANCE.md, while each core multiplying its own
+ * slice of the weight reads them at the machine's bandwidth (GPT-2 small: 16.7 GB/s on one core,
+ * 26.5 GB/s on two). Slices are views of the weight (made once per weight, detached from autograd),
+ * so nothing is copied.
+ *
+ * <p>Everything else takes the single engine call: training, several rows (a prefill or a batch:
+ * there the engine's own matrix product is compute-bound and uses PyTorch's intra-op threads), a
+ * non-CPU device, an input that records gradients, a small weight, one core ({@code
+ * -Dllmzoo.projection.threads=1}), or workers busy with another caller. The results agree with the
+ * single call to float rounding. Give PyTorch one intra-op thread for decoding
+ * ({@code -Dai.djl.pytorch.num_threads=1}, as {@code bin/llmzoo} does): its OpenMP threads,
+ * spinning between parallel regions, otherwise take the cores the slices need.
+ *
+ * <p>One instance per projection: it remembers the slices of the last weight it saw.
+ */
+final class SplitProjection {
+
+    /** Weights smaller than this (elements) are not worth a hand-over. */
+    static final long MIN_ELEMENTS = 1L << 17;
+
+    private static final int PARALLELISM =
+            Math.max(
+                    1,
+                    Math.min(
+                            Runtime.getRuntime().availableProcessors(),
+                            Integer.getInteger("llmzoo.projection.threads", Integer.MAX_VALUE)));
+
+    private record Slices(NDArray weight, NDArray bias, NDArray[] parts, NDArray[] biases) {
+
+        boolean of(NDArray w, NDArray b) {
+            return weight == w && bias == b && !parts[0].isReleased();
+        }
+    }
+
+    private volatile Slices slices;
+
+    /**
+     * {@code x @ weight^T + bias}, as {@code torch.nn.functional.linear}.
+     *
+     * @param x input (..., in); the result is attached to its manager
+     * @param weight (out, in)
+     * @param bias (out), or {@code null}
+     * @param training whether this is a training pass
+     * @return (..., out)
+     */
+    NDArray linear(NDArray x, NDArray weight, NDArray bias, boolean training) {
+        Slices s = splittable(x, weight, training) ? slices(weight, bias, 0) : null;
+        if (s != null) {
+            Supplier<NDArray>[] tasks = tasks(s.parts().length);
+            for (int i = 0; i < tasks.length; i++) {
+                NDArray part = s.parts()[i];
+                NDArray partBias = s.biases() == null ? null : s.biases()[i];
+                tasks[i] = () -> x.getNDArrayInternal().linear(x, part, partBias).singletonOrThrow();
+            }
+            NDArray[] outputs = run(tasks);
+            if (outputs != null) {
+                return NDArrays.concat(new NDList(outputs), -1); // (..., out)
+            }
+        }
+        return x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
+    }
+
+    /**
+     * {@code x @ weight + bias} with the weight stored (in, out), as GPT-2's {@code Conv1D}.
+     *
+     * @param x input (..., in); the result is attached to its manager
+     * @param weight (in, out)
+     * @param bias (out)
+     * @param training whether this is a training pass
+     * @return (..., out)
+     */
+    NDArray matMulAdd(NDArray x, NDArray weight, NDArray bias, boolean training) {
+        Slices s = splittable(x, weight, training) ? slices(weight, null, 1) : null;
+        if (s != null) {
+            // The row goes in as a vector: the engine's matrix-vector product reads a column slice
+            // (rows strided by the full width) as fast as a whole matrix; its matrix product does not.
+            NDArray row = x.reshape(weight.getShape().get(0)); // (in)
+            Supplier<NDArray>[] tasks = tasks(s.parts().length);
+            for (int i = 0; i < tasks.length; i++) {
+                NDArray part = s.parts()[i];
+                tasks[i] = () -> row.matMul(part);
+            }
+            NDArray[] outputs = run(tasks);
+            if (outputs != null) {
+                Shape shape = x.getShape();
+                Shape out = shape.slice(0, shape.dimension() - 1).add(weight.getShape().get(1));
+                return NDArrays.concat(new NDList(outputs), 0).addi(bias).reshape(out); // (..., out)
+            }
+        }
+        return x.matMul(weight).addi(bias);
+    }
+
+    private static boolean splittable(NDArray x, NDArray weight, boolean training) {
+        Shape shape = x.getShape();
+        return PARALLELISM > 1
+                && !training
+                && shape.size() == shape.get(shape.dimension() - 1) // a single row
+                && weight.size() >= MIN_ELEMENTS
+                && Device.Type.CPU.equals(x.getDevice().getDeviceType())
+                && !x.hasGradient();
+    }
+
+    /**
+     * The slices of {@code weight} along {@code axis} (and of {@code bias}), made once per pair of
+     * arrays.
+     */
+    private Slices slices(NDArray weight, NDArray bias, int axis) {
+        Slices s = slices;
+        if (s != null && s.of(weight, bias)) {
+            return s;
+        }
+        synchronized (this) {
+            s = slices;
+            if (s != null && s.of(weight, bias)) {
+                return s;
+            }
+            NDArray[] parts = cut(weight.stopGradient(), axis);
+            NDArray[] biases = bias == null ? null : cut(bias.stopGradient(), 0);
+            s = new Slices(weight, bias, parts, biases);
+            slices = s;
+            return s;
+        }
+    }
+
+    /** Splits {@code array} into {@link #PARALLELISM} nearly equal views along {@code axis}. */
+    private static NDArray[] cut(NDArray array, int axis) {
+        long size = array.getShape().get(axis);
+        long[] bounds = new long[PARALLELISM - 1];
+        for (int i = 1; i < PARALLELISM; i++) {
+            bounds[i - 1] = size * i / PARALLELISM;
+        }
+        NDList parts = array.split(bounds, axis);
+        array.close(); // the detached handle; the views keep the storage
+        return parts.toArray(new NDArray[0]);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Supplier<NDArray>[] tasks(int count) {
+        return (Supplier<NDArray>[]) new Supplier<?>[count];
+    }
+
+    private static NDArray[] run(Supplier<NDArray>[] tasks) {
+        Object[] results = CoreWorkers.shared(PARALLELISM).invokeAll(tasks);
+        if (results == null) {
+            return null;
+        }
+        NDArray[] outputs = new NDArray[results.length];
+        for (int i = 0; i < results.length; i++) {
+            outputs[i] = (NDArray) results[i];
+        }
+        return outputs;
+    }
+}

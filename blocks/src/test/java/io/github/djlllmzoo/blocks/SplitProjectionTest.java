@@ -1,0 +1,116 @@
+package io.github.djlllmzoo.blocks;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class SplitProjectionTest {
+
+    private static final int IN = 384;
+    private static final int OUT = 1000; // IN * OUT > MIN_ELEMENTS, and not divisible by the core count
+
+    private NDManager manager;
+
+    @BeforeEach
+    void setUp() {
+        manager = NDManager.newBaseManager("PyTorch");
+    }
+
+    @AfterEach
+    void tearDown() {
+        manager.close();
+    }
+
+    @Test
+    void aSplitLinearOfOneRowEqualsTheEnginesLinear() {
+        NDArray weight = manager.randomNormal(new Shape(OUT, IN)); // (out, in)
+        NDArray bias = manager.randomNormal(new Shape(OUT));
+        SplitProjection split = new SplitProjection();
+        for (int step = 0; step < 3; step++) { // the slices are made once and reused
+            try (NDManager scope = manager.newSubManager()) {
+                NDArray x = scope.randomNormal(new Shape(1, 1, IN));
+                NDArray expected = x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
+                NDArray actual = split.linear(x, weight, bias, false);
+                assertEquals(new Shape(1, 1, OUT), actual.getShape());
+                assertEquals(scope, actual.getManager());
+                assertArrayEquals(expected.toFloatArray(), actual.toFloatArray(), 1e-4f);
+                NDArray noBias = split.linear(x, weight, null, false);
+                NDArray expectedNoBias = x.getNDArrayInternal().linear(x, weight, null).singletonOrThrow();
+                assertArrayEquals(expectedNoBias.toFloatArray(), noBias.toFloatArray(), 1e-4f);
+            }
+        }
+    }
+
+    @Test
+    void aSplitMatMulAddOfOneRowEqualsMatMulPlusBias() {
+        NDArray weight = manager.randomNormal(new Shape(IN, OUT)); // (in, out), GPT-2's Conv1D
+        NDArray bias = manager.randomNormal(new Shape(OUT));
+        SplitProjection split = new SplitProjection();
+        try (NDManager scope = manager.newSubManager()) {
+            NDArray x = scope.randomNormal(new Shape(1, 1, IN));
+            NDArray actual = split.matMulAdd(x, weight, bias, false);
+            assertEquals(new Shape(1, 1, OUT), actual.getShape());
+            assertArrayEquals(x.matMul(weight).add(bias).toFloatArray(), actual.toFloatArray(), 1e-4f);
+        }
+    }
+
+    @Test
+    void severalRowsAndTrainingPassesGiveTheSameValuesAsTheEngine() {
+        NDArray weight = manager.randomNormal(new Shape(OUT, IN));
+        SplitProjection split = new SplitProjection();
+        try (NDManager scope = manager.newSubManager()) {
+            NDArray rows = scope.randomNormal(new Shape(2, 3, IN));
+            assertArrayEquals(
+                    rows.getNDArrayInternal().linear(rows, weight, null).singletonOrThrow().toFloatArray(),
+                    split.linear(rows, weight, null, false).toFloatArray(),
+                    1e-4f);
+            NDArray one = scope.randomNormal(new Shape(1, 1, IN));
+            assertArrayEquals(
+                    one.getNDArrayInternal().linear(one, weight, null).singletonOrThrow().toFloatArray(),
+                    split.linear(one, weight, null, true).toFloatArray(),
+                    1e-4f);
+        }
+    }
+
+    @Test
+    void concurrentCallersAllGetTheirOwnResults() throws Exception {
+        NDArray weight = manager.randomNormal(new Shape(OUT, IN));
+        SplitProjection split = new SplitProjection();
+        ExecutorService callers = Executors.newFixedThreadPool(3);
+        try {
+            List<Future<Void>> done = new ArrayList<>();
+            for (int c = 0; c < 3; c++) {
+                Callable<Void> caller =
+                        () -> {
+                            for (int i = 0; i < 50; i++) {
+                                try (NDManager scope = manager.newSubManager()) {
+                                    NDArray x = scope.randomNormal(new Shape(1, 1, IN));
+                                    NDArray expected = x.getNDArrayInternal().linear(x, weight, null).singletonOrThrow();
+                                    assertArrayEquals(
+                                            expected.toFloatArray(), split.linear(x, weight, null, false).toFloatArray(), 1e-4f);
+                                }
+                            }
+                            return null;
+                        };
+                done.add(callers.submit(caller));
+            }
+            for (Future<Void> f : done) {
+                f.get();
+            }
+        } finally {
+            callers.shutdown();
+        }
+    }
+}
