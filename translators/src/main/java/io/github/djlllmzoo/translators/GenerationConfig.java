@@ -1,15 +1,9 @@
 package io.github.djlllmzoo.translators;
 
-import com.google.gson.JsonElement;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
-import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * How to generate, with the controls and the semantics of Hugging Face's {@code generate()}.
@@ -65,7 +59,7 @@ public record GenerationConfig(
     public static final int DEFAULT_TOP_K = 50;
 
     /** The file holding a checkpoint's generation defaults. */
-    public static final String GENERATION_CONFIG_FILE = "generation_config.json";
+    public static final String GENERATION_CONFIG_FILE = GenerationDefaults.FILE_NAME;
 
     /** Validates the values; every message names the field at fault. */
     public GenerationConfig {
@@ -140,15 +134,14 @@ public record GenerationConfig(
     public static Builder forCheckpoint(Path dir, DecoderConfig config)
             throws InvalidCheckpointException {
         Builder builder = builder().eosTokenIds(config.eosTokenIds());
-        if (dir != null && Files.isRegularFile(dir.resolve(GENERATION_CONFIG_FILE))) {
-            builder.fromHuggingFace(ConfigJson.read(dir.resolve(GENERATION_CONFIG_FILE)));
+        if (dir != null) {
+            GenerationDefaults.read(dir).ifPresent(builder::fromHuggingFace);
         }
         return builder;
     }
 
     /** Builds a {@link GenerationConfig}. */
     public static final class Builder {
-        private static final Pattern HF_NAME = Pattern.compile("^\\w+ \\((\\w+)\\)");
 
         private int maxNewTokens = DEFAULT_MAX_NEW_TOKENS;
         private boolean doSample;
@@ -167,67 +160,47 @@ public record GenerationConfig(
         private Builder() {}
 
         /**
-         * Takes the fields a Hugging Face {@code generation_config.json} (or {@code GenerationConfig}
-         * dict) sets: {@code max_new_tokens}, {@code do_sample}, {@code temperature}, {@code top_k},
+         * Takes the settings of a checkpoint's {@code generation_config.json}: every field the file
+         * gives ({@code max_new_tokens}, {@code do_sample}, {@code temperature}, {@code top_k},
          * {@code top_p}, {@code min_p}, {@code repetition_penalty}, {@code eos_token_id}, {@code
-         * num_return_sequences}, {@code stop_strings}. Absent or null fields keep their value; other
-         * fields (e.g. {@code max_length}, {@code pad_token_id}) are ignored.
+         * num_return_sequences}, {@code stop_strings}) replaces this builder's value; absent fields
+         * keep it.
          *
-         * @param json the parsed file
+         * @param defaults the parsed file
          * @return this builder
-         * @throws InvalidCheckpointException naming the file and the field of a malformed value
          */
-        public Builder fromHuggingFace(ConfigJson json) throws InvalidCheckpointException {
-            if (json.has("max_new_tokens")) {
-                maxNewTokens = json.requireInt("max_new_tokens");
+        public Builder fromHuggingFace(GenerationDefaults defaults) {
+            if (defaults.maxNewTokens() != null) {
+                maxNewTokens = defaults.maxNewTokens();
             }
-            doSample = json.optBoolean("do_sample", doSample);
-            temperature = (float) json.optDouble("temperature", temperature);
-            if (json.has("top_k")) {
-                topK = json.requireInt("top_k");
+            if (defaults.doSample() != null) {
+                doSample = defaults.doSample();
             }
-            topP = (float) json.optDouble("top_p", topP);
-            minP = (float) json.optDouble("min_p", minP);
-            repetitionPenalty = (float) json.optDouble("repetition_penalty", repetitionPenalty);
-            if (json.has("eos_token_id")) {
-                eosTokenIds = json.optIntList("eos_token_id");
+            if (defaults.temperature() != null) {
+                temperature = defaults.temperature().floatValue();
             }
-            if (json.has("num_return_sequences")) {
-                numReturnSequences = json.requireInt("num_return_sequences");
+            if (defaults.topK() != null) {
+                topK = defaults.topK();
             }
-            if (json.has("stop_strings")) {
-                stopStrings = stopStrings(json);
+            if (defaults.topP() != null) {
+                topP = defaults.topP().floatValue();
             }
-            try {
-                build();
-            } catch (IllegalArgumentException e) {
-                throw new InvalidCheckpointException(json.file(), huggingFaceName(e.getMessage()), e.getMessage(), e);
+            if (defaults.minP() != null) {
+                minP = defaults.minP().floatValue();
+            }
+            if (defaults.repetitionPenalty() != null) {
+                repetitionPenalty = defaults.repetitionPenalty().floatValue();
+            }
+            if (!defaults.eosTokenIds().isEmpty()) {
+                eosTokenIds = defaults.eosTokenIds();
+            }
+            if (defaults.numReturnSequences() != null) {
+                numReturnSequences = defaults.numReturnSequences();
+            }
+            if (!defaults.stopStrings().isEmpty()) {
+                stopStrings = defaults.stopStrings();
             }
             return this;
-        }
-
-        /** The Hugging Face field a validation message names as "field (hf_name) ...", or null. */
-        private static String huggingFaceName(String message) {
-            Matcher m = HF_NAME.matcher(message == null ? "" : message);
-            return m.find() ? m.group(1) : null;
-        }
-
-        private static List<String> stopStrings(ConfigJson json) throws InvalidCheckpointException {
-            JsonElement element = json.json().get("stop_strings");
-            if (element.isJsonPrimitive() && element.getAsJsonPrimitive().isString()) {
-                return List.of(element.getAsString());
-            }
-            if (!element.isJsonArray()) {
-                throw json.invalid("stop_strings", "expected a string or a list of strings");
-            }
-            List<String> out = new ArrayList<>();
-            for (JsonElement item : element.getAsJsonArray()) {
-                if (!item.isJsonPrimitive() || !item.getAsJsonPrimitive().isString()) {
-                    throw json.invalid("stop_strings", "expected a string or a list of strings");
-                }
-                out.add(item.getAsString());
-            }
-            return out;
         }
 
         /**
