@@ -1,22 +1,37 @@
 package io.github.djlllmzoo.blocks;
 
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
 /**
  * One daemon thread per extra CPU core, to run slices of a decode step's matrix-vector products
- * next to the calling thread (see {@link SplitProjection}). A slice takes a fraction of a
- * millisecond and the next one follows within a fraction of a millisecond, so an idle worker spins
- * for up to {@link #IDLE_SPIN_NANOS} before it parks: a slice handed over within a decode step
- * starts in about a microsecond instead of the tens of microseconds a wake-up costs (which, at
- * some 80 hand-overs per step, cost a Llama decode step 18% of its time). One caller at a time: a
- * second caller finds the workers busy and computes alone.
+ * next to the calling thread (see {@link SplitProjection}).
+ *
+ * <p>A slice takes a fraction of a millisecond and the next follows within a fraction of a
+ * millisecond, so an idle worker spins for up to {@link #IDLE_SPIN_NANOS} before it parks: a slice
+ * handed over within a decode step starts in about a microsecond instead of the tens of
+ * microseconds a wake-up costs (at some 80 hand-overs per Llama decode step, parking after 0.1 ms
+ * left the caller waiting 18% of the step). On a machine whose cores other processes share, a
+ * worker may not get a core for milliseconds: a caller that finds its slice still unclaimed when
+ * it is done with its own takes the slice back and computes it itself, and a caller that waits for
+ * a running slice spins only briefly, then parks until the worker wakes it. Without this, every
+ * hand-over could wait out another process's time slice, and decoding collapsed to a fifth of its
+ * speed.
+ *
+ * <p>One caller at a time: a second caller finds the workers busy and computes alone.
  */
 final class CoreWorkers {
 
     /** How long an idle worker spins for the next slice before it parks. */
-    static final long IDLE_SPIN_NANOS = 2_000_000L;
+    static final long IDLE_SPIN_NANOS = 1_000_000L;
+
+    /**
+     * How long a caller spins for a running slice before it parks (slices end within a few hundred
+     * microseconds of each other; parking after 50 µs cost a GPT-2 decode step about 10%).
+     */
+    static final long AWAIT_SPIN_NANOS = 500_000L;
 
     private static volatile CoreWorkers shared;
 
@@ -26,7 +41,7 @@ final class CoreWorkers {
     private CoreWorkers(int threads) {
         workers = new Worker[threads];
         for (int i = 0; i < threads; i++) {
-            workers[i] = new Worker("llmzoo-matvec-" + (i + 1));
+            workers[i] = new Worker("llmzoo-projection-" + (i + 1));
             workers[i].start();
         }
     }
@@ -57,7 +72,8 @@ final class CoreWorkers {
     }
 
     /**
-     * Runs {@code tasks[0]} on the calling thread and the others on the workers, concurrently.
+     * Runs {@code tasks[0]} on the calling thread and the others on the workers, concurrently;
+     * tasks a worker has not started by the time the caller is done with its own run on the caller.
      *
      * @param tasks at most {@link #parallelism()} tasks
      * @param <T> the result type
@@ -80,6 +96,14 @@ final class CoreWorkers {
             }
             for (int i = 1; i < tasks.length; i++) {
                 Worker worker = workers[i - 1];
+                if (worker.takeBack(tasks[i])) {
+                    try {
+                        results[i] = tasks[i].get();
+                    } catch (RuntimeException e) {
+                        failure = failure == null ? e : failure;
+                    }
+                    continue;
+                }
                 worker.await();
                 if (worker.error != null && failure == null) {
                     failure = worker.error instanceof RuntimeException
@@ -101,8 +125,9 @@ final class CoreWorkers {
 
     private static final class Worker extends Thread {
 
-        private volatile Supplier<?> task;
+        private final AtomicReference<Supplier<?>> task = new AtomicReference<>();
         private volatile boolean done = true;
+        private volatile Thread waiter;
         private Object result;
         private Throwable error;
 
@@ -113,17 +138,30 @@ final class CoreWorkers {
 
         void hand(Supplier<?> next) {
             done = false;
-            task = next;
+            task.set(next);
             LockSupport.unpark(this);
         }
 
+        /** Takes an unclaimed slice back, so the caller computes it; false once the worker has it. */
+        boolean takeBack(Supplier<?> handed) {
+            if (task.compareAndSet(handed, null)) {
+                done = true;
+                return true;
+            }
+            return false;
+        }
+
         void await() {
-            long deadline = System.nanoTime() + IDLE_SPIN_NANOS;
+            long deadline = System.nanoTime() + AWAIT_SPIN_NANOS;
             while (!done) {
                 if (System.nanoTime() < deadline) {
                     Thread.onSpinWait();
                 } else {
-                    Thread.yield();
+                    waiter = Thread.currentThread();
+                    if (!done) {
+                        LockSupport.parkNanos(this, AWAIT_SPIN_NANOS * 20);
+                    }
+                    waiter = null;
                 }
             }
         }
@@ -131,23 +169,32 @@ final class CoreWorkers {
         @Override
         public void run() {
             while (true) {
-                Supplier<?> next = task;
-                long deadline = System.nanoTime() + IDLE_SPIN_NANOS;
-                while (next == null) {
-                    if (System.nanoTime() < deadline) {
-                        Thread.onSpinWait();
-                    } else {
-                        LockSupport.park(this);
-                    }
-                    next = task;
-                }
-                task = null;
+                Supplier<?> next = claim();
                 try {
                     result = next.get();
                 } catch (Throwable t) { // handed to the caller, which rethrows it
                     error = t;
                 }
                 done = true;
+                Thread parked = waiter;
+                if (parked != null) {
+                    LockSupport.unpark(parked);
+                }
+            }
+        }
+
+        private Supplier<?> claim() {
+            long deadline = System.nanoTime() + IDLE_SPIN_NANOS;
+            while (true) {
+                Supplier<?> next = task.get();
+                if (next != null && task.compareAndSet(next, null)) {
+                    return next;
+                }
+                if (System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                } else {
+                    LockSupport.park(this);
+                }
             }
         }
     }
