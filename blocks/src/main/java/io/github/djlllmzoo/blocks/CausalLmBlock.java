@@ -146,6 +146,34 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
             KvCache cache,
             boolean lastOnly,
             boolean training) {
+        NDArray h =
+                hiddenStates(
+                        store, inputIds, positionIds, attentionMask, cache, lastOnly, training);
+        return logits(store, h, training);
+    }
+
+    /**
+     * Runs the decoder on new tokens up to and including the final norm (Hugging Face's last
+     * hidden state), appending their keys and values to {@code cache}.
+     *
+     * @param store the parameter store, or {@code null} to use the parameters' own arrays
+     * @param inputIds new tokens (B, T) int64; every result is attached to its manager
+     * @param positionIds their absolute positions (B, T), or {@code null} for {@code past ..
+     *     past+T-1}
+     * @param attentionMask (B, past + T) with 1 for real tokens and 0 for padding, or {@code null}
+     * @param cache the cache to extend, or {@code null} for a cache-free pass
+     * @param lastOnly whether to keep the last position only
+     * @param training whether this is a training pass
+     * @return the normed hidden states (B, T, E), or (B, 1, E) when {@code lastOnly}
+     */
+    public NDArray hiddenStates(
+            ParameterStore store,
+            NDArray inputIds,
+            NDArray positionIds,
+            NDArray attentionMask,
+            KvCache cache,
+            boolean lastOnly,
+            boolean training) {
         NDManager manager = inputIds.getManager();
         int t = Math.toIntExact(inputIds.getShape().get(1));
         int past = cache == null ? 0 : cache.length();
@@ -172,7 +200,18 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         if (lastOnly && t > 1) {
             h = h.get(new NDIndex(":, -1:, :")); // (B, 1, E)
         }
-        h = finalNorm.forward(store, h, training);
+        return finalNorm.forward(store, h, training);
+    }
+
+    /**
+     * The LM head: logits from normed hidden states.
+     *
+     * @param store the parameter store, or {@code null}
+     * @param h the output of {@link #hiddenStates} (B, T, E)
+     * @param training whether this is a training pass
+     * @return logits (B, T, V)
+     */
+    public NDArray logits(ParameterStore store, NDArray h, boolean training) {
         if (lmHead != null) {
             return lmHead.forward(store, h, training);
         }

@@ -128,6 +128,23 @@ public final class KvCache implements AutoCloseable {
     }
 
     /**
+     * Views of everything stored for one layer, e.g. to hand the cache to code that takes past
+     * keys and values as arrays.
+     *
+     * @param layer the layer index
+     * @param manager the manager the views are attached to
+     * @return keys and values (B, H_kv, length, D)
+     */
+    public NDList stored(int layer, NDManager manager) {
+        NDIndex read = new NDIndex(":, :, :{}", length);
+        NDArray k = keys[layer].get(read);
+        NDArray v = values[layer].get(read);
+        k.attach(manager);
+        v.attach(manager);
+        return new NDList(k, v);
+    }
+
+    /**
      * Marks {@code t} more positions as stored; called once per forward, after every layer
      * appended.
      *

@@ -9,7 +9,9 @@ import com.google.gson.JsonElement;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.config.ConfigJson;
+import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsReader;
+import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
 import io.github.djlllmzoo.zoo.safetensors.TensorInfo;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -26,7 +28,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Loads a Hugging Face safetensors checkpoint (one {@code model.safetensors}, or the shards named
  * by {@code model.safetensors.index.json}) into a model block, checking every tensor against the
- * shape the config implies.
+ * shape the config implies; and saves a block's weights under the same names.
  */
 public final class CheckpointWeights {
 
@@ -101,10 +103,12 @@ public final class CheckpointWeights {
      * @param dir the checkpoint directory
      * @param manager the manager that will own the arrays (the model's)
      * @param dataType the element type to keep the weights in (FLOAT32 on CPU)
+     * @return the stored names of tensors the block has no parameter for (also logged as a warning);
+     *     empty for a checkpoint that matches the config exactly
      * @throws IOException if a file cannot be read
      * @throws InvalidCheckpointException naming the file and tensor that disagree with the config
      */
-    public static void load(CausalLmBlock block, Path dir, NDManager manager, DataType dataType)
+    public static List<String> load(CausalLmBlock block, Path dir, NDManager manager, DataType dataType)
             throws IOException, InvalidCheckpointException {
         Map<String, Parameter> parameters = block.namedParameters();
         Map<String, Shape> expected = block.declaredShapes();
@@ -145,7 +149,7 @@ public final class CheckpointWeights {
         List<String> missing = new ArrayList<>();
         for (String name : parameters.keySet()) {
             if (!loadedFrom.containsKey(name)) {
-                missing.add(name.startsWith("lm_head.") ? name : prefix + name);
+                missing.add(checkpointName(block.config(), name));
             }
         }
         if (!missing.isEmpty()) {
@@ -155,6 +159,36 @@ public final class CheckpointWeights {
         if (!unexpected.isEmpty()) {
             logger.warn("{}: ignoring {} unexpected tensor(s): {}", dir, unexpected.size(), unexpected);
         }
+        return List.copyOf(unexpected);
+    }
+
+    /**
+     * The name a parameter has in a Hugging Face causal-LM checkpoint: the config's prefix (e.g.
+     * "transformer.") before the decoder's names, none before {@code lm_head}.
+     *
+     * @param config the model config
+     * @param name the parameter's dotted name in the block
+     * @return the tensor name
+     */
+    public static String checkpointName(DecoderConfig config, String name) {
+        return name.startsWith("lm_head.") ? name : config.checkpointPrefix() + name;
+    }
+
+    /**
+     * Writes every parameter of {@code block} to {@code dir/model.safetensors} (atomically) under
+     * its checkpoint name, in the parameters' data type, with the {@code "format": "pt"} metadata
+     * Hugging Face writes. A tied LM head is not stored, as Hugging Face does.
+     *
+     * @param block the model
+     * @param dir the checkpoint directory
+     * @throws IOException if the file cannot be written
+     */
+    public static void save(CausalLmBlock block, Path dir) throws IOException {
+        Map<String, NDArray> tensors = new LinkedHashMap<>();
+        for (Map.Entry<String, Parameter> e : block.namedParameters().entrySet()) {
+            tensors.put(checkpointName(block.config(), e.getKey()), e.getValue().getArray());
+        }
+        SafeTensorsWriter.write(dir.resolve(SINGLE_FILE), tensors, Map.of("format", "pt"));
     }
 
     private static boolean isIgnoredBuffer(String name) {

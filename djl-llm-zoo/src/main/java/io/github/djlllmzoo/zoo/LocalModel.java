@@ -4,6 +4,7 @@ import ai.djl.Device;
 import ai.djl.MalformedModelException;
 import ai.djl.Model;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.DecoderModels;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
@@ -32,6 +33,7 @@ public final class LocalModel implements AutoCloseable {
     private final CausalLmBlock block;
     private final TextTokenizer tokenizer;
     private final GenerationDefaults generationDefaults;
+    private volatile boolean closed;
 
     private LocalModel(
             Path dir,
@@ -72,7 +74,14 @@ public final class LocalModel implements AutoCloseable {
      */
     public static LocalModel load(Path dir, Device device, DataType dataType)
             throws IOException, InvalidCheckpointException {
-        Model model = loadModel(dir, device, dataType);
+        return withTokenizer(dir, loadModel(dir, device, dataType));
+    }
+
+    /**
+     * Wraps a model holding a block with the directory's generation defaults and tokenizer, checking
+     * that the tokenizer's ids fit the model; closes the model on failure.
+     */
+    private static LocalModel withTokenizer(Path dir, Model model) throws InvalidCheckpointException {
         try {
             GenerationDefaults generationDefaults = GenerationDefaults.read(dir).orElse(null);
             TextTokenizer tokenizer = TextTokenizer.isPresent(dir) ? TextTokenizer.load(dir) : null;
@@ -120,6 +129,9 @@ public final class LocalModel implements AutoCloseable {
             // The block already holds its weights: this only records the model directory.
             model.load(dir, null, Map.of("hasParameter", "false"));
             return model;
+        } catch (InvalidCheckpointException e) {
+            model.close();
+            throw e;
         } catch (MalformedModelException e) {
             model.close();
             throw new InvalidCheckpointException(dir, null, e.getMessage(), e);
@@ -127,6 +139,37 @@ public final class LocalModel implements AutoCloseable {
             model.close();
             throw e;
         }
+    }
+
+    /**
+     * Creates a model from a checkpoint directory's {@code config.json} with freshly initialized
+     * weights (each block's own initializer, e.g. normal(0, 0.02) for GPT-2 projections), to train
+     * from scratch; weight files in the directory are ignored. Seed the engine ({@code
+     * Engine.setRandomSeed}) first for reproducible weights.
+     *
+     * @param dir the directory ({@code config.json}, optionally tokenizer files)
+     * @param device where to run
+     * @param dataType the element type of the weights
+     * @return the model
+     * @throws InvalidCheckpointException naming the file and field at fault
+     */
+    public static LocalModel initialize(Path dir, Device device, DataType dataType)
+            throws InvalidCheckpointException {
+        if (!Files.isDirectory(dir)) {
+            throw new InvalidCheckpointException(dir, null, "not a checkpoint directory");
+        }
+        DecoderConfig config = Configs.read(dir);
+        CausalLmBlock block = DecoderModels.create(config);
+        Model model = Model.newInstance(dir.getFileName().toString(), device, "PyTorch");
+        try {
+            block.initialize(model.getNDManager(), dataType, new Shape(1, 1));
+            model.setBlock(block);
+            model.setDataType(dataType);
+        } catch (RuntimeException e) {
+            model.close();
+            throw e;
+        }
+        return withTokenizer(dir, model);
     }
 
     /** @return the checkpoint directory */
@@ -169,21 +212,31 @@ public final class LocalModel implements AutoCloseable {
         return config.bosTokenId();
     }
 
-    /** @return the DJL model holding the block */
+    /**
+     * @return the DJL model holding the block
+     * @throws IllegalStateException if this model has been closed
+     */
     public Model model() {
+        ensureOpen();
         return model;
     }
 
-    /** @return the model block */
+    /**
+     * @return the model block
+     * @throws IllegalStateException if this model has been closed
+     */
     public CausalLmBlock block() {
+        ensureOpen();
         return block;
     }
 
     /**
      * @return the tokenizer
-     * @throws IllegalStateException if the checkpoint has no tokenizer files
+     * @throws IllegalStateException if the checkpoint has no tokenizer files, or the model has been
+     *     closed
      */
     public TextTokenizer tokenizer() {
+        ensureOpen();
         if (tokenizer == null) {
             throw new IllegalStateException(
                     dir + " has no tokenizer (tokenizer.json, or vocab.json and merges.txt); use token ids");
@@ -196,13 +249,33 @@ public final class LocalModel implements AutoCloseable {
         return tokenizer != null;
     }
 
-    /** @return a generator over this model */
+    /**
+     * @return a generator over this model
+     * @throws IllegalStateException if this model has been closed
+     */
     public Generator generator() {
+        ensureOpen();
         return new Generator(block, model.getNDManager());
     }
 
+    /** @return whether {@link #close()} has been called */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("model " + dir + " is closed");
+        }
+    }
+
+    /** Frees the model's native memory and the tokenizer; later use is an {@link IllegalStateException}. */
     @Override
-    public void close() {
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
         if (tokenizer != null) {
             tokenizer.close();
         }

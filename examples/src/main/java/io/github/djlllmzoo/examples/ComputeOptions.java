@@ -29,6 +29,18 @@ final class ComputeOptions {
      * @throws ParameterException for an unknown device, or {@code gpu} when the engine sees none
      */
     Device device() {
+        return parseDevice(spec, device);
+    }
+
+    /**
+     * Parses a {@code --device} value for commands that take it without this mixin.
+     *
+     * @param spec the command, for the usage error
+     * @param device "cpu" or "gpu"
+     * @return the device, checked against what DJL's PyTorch engine sees
+     * @throws ParameterException for an unknown device, or {@code gpu} when the engine sees none
+     */
+    static Device parseDevice(CommandSpec spec, String device) {
         switch (device) {
             case "cpu":
                 return Device.cpu();

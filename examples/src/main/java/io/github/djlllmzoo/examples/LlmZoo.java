@@ -6,7 +6,8 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * The {@code llmzoo} command line: {@code generate}, {@code score}, {@code bench}, {@code init-random}. Results go to stdout, logs and
+ * The {@code llmzoo} command line: {@code generate}, {@code score}, {@code models}, {@code finetune},
+ * {@code make-default-model}, {@code serve}, {@code bench}, {@code init-random}. Results go to stdout, logs and
  * errors to stderr; every failure prints one line {@code error: ...} (the stack trace only with
  * {@code --debug}) and exits non-zero.
  */
@@ -15,7 +16,16 @@ import picocli.CommandLine.Option;
         mixinStandardHelpOptions = true,
         version = "llmzoo 0.1.0",
         description = "GPT-2 and Llama language models on DJL blocks.",
-        subcommands = {GenerateCommand.class, ScoreCommand.class, BenchCommand.class, InitRandomCommand.class})
+        subcommands = {
+            GenerateCommand.class,
+            ScoreCommand.class,
+            ModelsCommand.class,
+            FineTuneCommand.class,
+            MakeDefaultModelCommand.class,
+            ServeCommand.class,
+            BenchCommand.class,
+            InitRandomCommand.class
+        })
 public final class LlmZoo implements Runnable {
 
     @Option(names = "--debug", description = "Print stack traces of errors.", scope = CommandLine.ScopeType.INHERIT)
@@ -24,7 +34,7 @@ public final class LlmZoo implements Runnable {
     @Override
     public void run() {
         throw new CommandLine.ParameterException(
-                new CommandLine(this), "missing command: generate, score, bench or init-random (see --help)");
+                new CommandLine(this), "missing command: generate, score, models, finetune, serve, bench, ... (see --help)");
     }
 
     /**

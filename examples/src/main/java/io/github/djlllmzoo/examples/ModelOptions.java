@@ -1,19 +1,40 @@
 package io.github.djlllmzoo.examples;
 
+import ai.djl.repository.zoo.ModelNotFoundException;
 import io.github.djlllmzoo.zoo.LocalModel;
+import io.github.djlllmzoo.zoo.ModelReference;
+import io.github.djlllmzoo.zoo.hub.HubClient;
+import java.io.IOException;
 import java.nio.file.Path;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-/** The options every command that loads a checkpoint shares. */
+/** The options every command that loads a model shares. */
 final class ModelOptions {
 
-    @Option(names = "--model", required = true, paramLabel = "DIR", description = "Checkpoint directory in Hugging Face layout.")
-    Path model;
+    @Option(
+            names = "--model",
+            paramLabel = "M",
+            description = "A registry name (see 'llmzoo models'), a Hugging Face id (org/name) or a checkpoint directory "
+                    + "(default: the project's story model in models/default).")
+    String model;
 
     @Mixin ComputeOptions compute;
 
+    private Path directory;
+
+    /**
+     * The checkpoint directory of {@code --model}, downloading into the Hugging Face cache when it
+     * names a hub model that is not cached yet; without {@code --model}, the {@link DefaultModel}.
+     */
+    Path directory() throws IOException, ModelNotFoundException {
+        if (directory == null) {
+            directory = model == null ? DefaultModel.directory() : ModelReference.resolve(model, null, HubClient.fromEnvironment());
+        }
+        return directory;
+    }
+
     LocalModel load() throws Exception {
-        return LocalModel.load(model, compute.device(), compute.dataType());
+        return LocalModel.load(directory(), compute.device(), compute.dataType());
     }
 }

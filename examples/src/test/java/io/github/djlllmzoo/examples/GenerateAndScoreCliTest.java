@@ -97,7 +97,7 @@ class GenerateAndScoreCliTest {
 
     @Test
     void badUsageIsAnErrorLineWithExitCodeTwo() {
-        CliRunner run = CliRunner.run("generate", "--model", GPT2.toString(), "--prompt-ids", "1,x");
+        CliRunner run = CliRunner.run("generate", "--model", GPT2.toString(), "--prompt-ids", "1,x", "--output", "ids");
         assertEquals(1, run.exitCode, run.err);
         assertTrue(run.err.contains("'x' is not a token id"), run.err);
         CliRunner usage = CliRunner.run("generate", "--model", GPT2.toString());

@@ -7,7 +7,12 @@ public enum FinishReason {
     /** The model produced an end-of-sequence token. */
     EOS,
     /** The text reached a stop string. */
-    STOP;
+    STOP,
+    /**
+     * The request was cancelled: its {@link GenerationListener#isCancelled()} turned true (e.g. its
+     * client went away); the sequence holds what was generated before.
+     */
+    CANCELLED;
 
     /** @return the lower-case name used in JSON output ("length", "eos", "stop") */
     public String jsonName() {

@@ -1,9 +1,12 @@
 package io.github.djlllmzoo.translators;
 
+import com.google.gson.JsonElement;
+
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.config.ConfigJson;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
@@ -23,6 +26,9 @@ import java.util.Optional;
  * @param repetitionPenalty {@code repetition_penalty} (&gt; 0; 1 disables it)
  * @param maxNewTokens {@code max_new_tokens} (≥ 1)
  * @param maxLength {@code max_length}: prompt plus new tokens (≥ 1)
+ * @param minP {@code min_p} (in [0, 1]; 0 disables it)
+ * @param numReturnSequences {@code num_return_sequences} (≥ 1)
+ * @param stopStrings {@code stop_strings}, one string or a list (empty when absent)
  */
 public record GenerationDefaults(
         Integer bosTokenId,
@@ -34,7 +40,10 @@ public record GenerationDefaults(
         Double topP,
         Double repetitionPenalty,
         Integer maxNewTokens,
-        Integer maxLength) {
+        Integer maxLength,
+        Double minP,
+        Integer numReturnSequences,
+        List<String> stopStrings) {
 
     /** The file name in a checkpoint directory. */
     public static final String FILE_NAME = "generation_config.json";
@@ -42,6 +51,7 @@ public record GenerationDefaults(
     /** Copies the list. */
     public GenerationDefaults {
         eosTokenIds = List.copyOf(eosTokenIds);
+        stopStrings = List.copyOf(stopStrings);
     }
 
     /**
@@ -91,6 +101,14 @@ public record GenerationDefaults(
         if (maxLength != null && maxLength < 1) {
             throw json.invalid("max_length", "must be at least 1");
         }
+        Double minP = optDouble(json, "min_p");
+        if (minP != null && !(minP >= 0 && minP <= 1)) {
+            throw json.invalid("min_p", "must be in [0, 1]");
+        }
+        Integer numReturnSequences = json.optInteger("num_return_sequences");
+        if (numReturnSequences != null && numReturnSequences < 1) {
+            throw json.invalid("num_return_sequences", "must be at least 1");
+        }
         return new GenerationDefaults(
                 tokenId(json, "bos_token_id"),
                 tokenIds(json, "eos_token_id"),
@@ -101,7 +119,10 @@ public record GenerationDefaults(
                 topP,
                 repetitionPenalty,
                 maxNewTokens,
-                maxLength);
+                maxLength,
+                minP,
+                numReturnSequences,
+                stopStrings(json));
     }
 
     /**
@@ -113,6 +134,27 @@ public record GenerationDefaults(
      */
     public List<Integer> eosTokenIdsOr(List<Integer> fallback) {
         return eosTokenIds.isEmpty() ? List.copyOf(fallback) : eosTokenIds;
+    }
+
+    private static List<String> stopStrings(ConfigJson json) throws InvalidCheckpointException {
+        if (!json.has("stop_strings")) {
+            return List.of();
+        }
+        JsonElement element = json.json().get("stop_strings");
+        List<JsonElement> items = new ArrayList<>();
+        if (element.isJsonArray()) {
+            element.getAsJsonArray().forEach(items::add);
+        } else {
+            items.add(element);
+        }
+        List<String> out = new ArrayList<>();
+        for (JsonElement item : items) {
+            if (!item.isJsonPrimitive() || !item.getAsJsonPrimitive().isString() || item.getAsString().isEmpty()) {
+                throw json.invalid("stop_strings", "expected a non-empty string or a list of them");
+            }
+            out.add(item.getAsString());
+        }
+        return out;
     }
 
     private static Double optDouble(ConfigJson json, String field)

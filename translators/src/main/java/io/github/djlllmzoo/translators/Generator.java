@@ -6,11 +6,12 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.KvCache;
-import java.util.Arrays;
+import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import java.util.List;
 
 /**
- * Runs a {@link CausalLmBlock} autoregressively: one prefill forward over the prompt, then one
- * decode step per new token that reads and extends a {@link KvCache}. Every array a step makes
+ * Runs a {@link CausalLmBlock} on one sequence: greedy generation (through {@link
+ * BatchGenerator}), next-token logits with a {@link KvCache}, and scoring. Every array a step makes
  * lives in a manager scoped to that step, so generation does not leak native memory. Safe to use
  * from many threads at once over one model: each call has its own cache.
  */
@@ -38,30 +39,18 @@ public final class Generator {
      * or the context window.
      *
      * @param prompt the prompt token ids (at least one)
-     * @param config budget and EOS tokens
+     * @param config budget, EOS tokens and repetition penalty; its sampling settings are ignored
      * @return the new tokens and why generation ended
      */
     public GeneratedSequence generateGreedy(long[] prompt, GenerationConfig config) {
-        validatePrompt(prompt);
-        int window = model.config().maxPositions();
-        int budget = Math.min(config.maxNewTokens(), window - prompt.length);
-        long[] out = new long[Math.max(budget, 0)];
-        int produced = 0;
-        FinishReason reason = FinishReason.LENGTH;
-        try (KvCache cache = model.newCache(manager, 1, prompt.length + budget)) {
-            long[] input = prompt;
-            while (produced < budget) {
-                float[] logits = nextLogits(input, cache);
-                long next = argmax(logits);
-                if (config.eosTokenIds().contains((int) next)) {
-                    reason = FinishReason.EOS;
-                    break;
-                }
-                out[produced++] = next;
-                input = new long[] {next};
-            }
-        }
-        return new GeneratedSequence(Arrays.copyOf(out, produced), reason);
+        GenerationConfig greedy = config.toBuilder().greedy().numReturnSequences(1).build();
+        Completion completion =
+                new BatchGenerator(model, manager, null)
+                        .generate(List.of(GenerationRequest.ofIds(prompt, greedy)), greedy)
+                        .get(0)
+                        .completions()
+                        .get(0);
+        return new GeneratedSequence(completion.tokenIds(), completion.finishReason());
     }
 
     /**
@@ -87,7 +76,7 @@ public final class Generator {
      * @return {@code ids.length - 1} log-probabilities; entry {@code i} is for {@code ids[i + 1]}
      */
     public float[] scoreTokens(long[] ids) {
-        validatePrompt(ids);
+        validatePrompt(model.config(), ids);
         if (ids.length > model.config().maxPositions()) {
             throw new IllegalArgumentException(
                     "sequence of " + ids.length + " tokens exceeds the model's context window of "
@@ -111,31 +100,29 @@ public final class Generator {
         }
     }
 
-    private void validatePrompt(long[] ids) {
+    /**
+     * Checks a prompt: at least one token, every id in the vocabulary, within the context window.
+     *
+     * @param config the model config
+     * @param ids the token ids
+     * @throws IllegalArgumentException naming the fault
+     */
+    static void validatePrompt(DecoderConfig config, long[] ids) {
         if (ids.length == 0) {
-            throw new IllegalArgumentException("the prompt has no tokens");
+            throw new IllegalArgumentException(
+                    "the prompt has no tokens and the model has no BOS token (bos_token_id) to start from");
         }
-        int vocab = model.config().vocabSize();
+        int vocab = config.vocabSize();
         for (long id : ids) {
             if (id < 0 || id >= vocab) {
                 throw new IllegalArgumentException(
                         "token id " + id + " is outside the model's vocabulary of " + vocab);
             }
         }
-        if (ids.length > model.config().maxPositions()) {
+        if (ids.length > config.maxPositions()) {
             throw new IllegalArgumentException(
                     "prompt of " + ids.length + " tokens exceeds the model's context window of "
-                            + model.config().maxPositions());
+                            + config.maxPositions());
         }
-    }
-
-    static int argmax(float[] logits) {
-        int best = 0;
-        for (int i = 1; i < logits.length; i++) {
-            if (logits[i] > logits[best]) {
-                best = i;
-            }
-        }
-        return best;
     }
 }

@@ -75,4 +75,39 @@ class GenerationDefaultsTest {
         assertEquals(field, e.getField());
         assertTrue(e.getMessage().contains(GenerationDefaults.FILE_NAME), e.getMessage());
     }
+
+    @Test
+    void everyParsedFieldReachesTheCheckpointsGenerationConfig() throws Exception {
+        Files.writeString(
+                dir.resolve("generation_config.json"),
+                "{\"do_sample\": true, \"temperature\": 0.7, \"top_k\": 20, \"top_p\": 0.9, \"min_p\": 0.05,"
+                        + " \"repetition_penalty\": 1.1, \"max_new_tokens\": 12, \"eos_token_id\": [2, 7],"
+                        + " \"num_return_sequences\": 3, \"stop_strings\": [\"The end.\", \"\\n\\n\"]}");
+        io.github.djlllmzoo.blocks.config.Gpt2Config model =
+                new io.github.djlllmzoo.blocks.config.Gpt2Config(
+                        16, 8, 8, 1, 2, 32, 1e-5f, 0f, 0f, 0f, null, List.of(0), true);
+        GenerationConfig config = GenerationConfig.forCheckpoint(dir, model).build();
+        assertTrue(config.doSample());
+        assertEquals(0.7f, config.temperature(), 1e-6f);
+        assertEquals(20, config.topK());
+        assertEquals(0.9f, config.topP(), 1e-6f);
+        assertEquals(0.05f, config.minP(), 1e-6f);
+        assertEquals(1.1f, config.repetitionPenalty(), 1e-6f);
+        assertEquals(12, config.maxNewTokens());
+        assertEquals(List.of(2, 7), config.eosTokenIds());
+        assertEquals(3, config.numReturnSequences());
+        assertEquals(List.of("The end.", "\n\n"), config.stopStrings());
+    }
+
+    @ParameterizedTest
+    @CsvSource(
+            delimiter = '|',
+            value = {"min_p|1.5", "num_return_sequences|0", "stop_strings|\"\"", "stop_strings|[1]"})
+    void invalidSamplingFieldsAreNamed(String field, String value) throws Exception {
+        Files.writeString(dir.resolve("generation_config.json"), "{\"" + field + "\": " + value + "}");
+        InvalidCheckpointException e =
+                assertThrows(InvalidCheckpointException.class, () -> GenerationDefaults.read(dir));
+        assertTrue(e.getMessage().contains("generation_config.json") && e.getMessage().contains("'" + field + "'"),
+                e.getMessage());
+    }
 }

@@ -629,108 +629,42 @@ public final class SafeTensorsReader implements AutoCloseable {
 
     /** Writes every element of little-endian {@code source} into {@code target} as a float. */
     private static void fillFloats(SafeTensorsDtype dtype, ByteBuffer source, FloatBuffer target) {
+        if (dtype == SafeTensorsDtype.F32) {
+            target.put(source.asFloatBuffer());
+            return;
+        }
         int count = target.remaining();
-        switch (dtype) {
-            case F32 -> target.put(source.asFloatBuffer());
-            case F64 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, (float) source.getDouble(i * 8));
-                }
-            }
-            case F16 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, HalfPrecision.float16ToFloat(source.getShort(i * 2)));
-                }
-            }
-            case BF16 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, HalfPrecision.bfloat16ToFloat(source.getShort(i * 2)));
-                }
-            }
-            case I64 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, (float) source.getLong(i * 8));
-                }
-            }
-            case I32 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, (float) source.getInt(i * 4));
-                }
-            }
-            case I16 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, source.getShort(i * 2));
-                }
-            }
-            case I8 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, source.get(i));
-                }
-            }
-            case U8 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, source.get(i) & 0xFF);
-                }
-            }
-            case BOOL -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, source.get(i) != 0 ? 1f : 0f);
-                }
-            }
+        for (int i = 0; i < count; i++) {
+            // a long rounds to float directly: through double it could round twice
+            target.put(i, dtype == SafeTensorsDtype.I64 ? (float) source.getLong(i * 8) : (float) element(dtype, source, i));
         }
     }
 
     /** Writes every element of little-endian {@code source} into {@code target} as a double. */
-    private static void fillDoubles(
-            SafeTensorsDtype dtype, ByteBuffer source, DoubleBuffer target) {
-        int count = target.remaining();
-        switch (dtype) {
-            case F64 -> target.put(source.asDoubleBuffer());
-            case F32 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, source.getFloat(i * 4));
-                }
-            }
-            case F16 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, HalfPrecision.float16ToFloat(source.getShort(i * 2)));
-                }
-            }
-            case BF16 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, HalfPrecision.bfloat16ToFloat(source.getShort(i * 2)));
-                }
-            }
-            case I64 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, (double) source.getLong(i * 8));
-                }
-            }
-            case I32 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, source.getInt(i * 4));
-                }
-            }
-            case I16 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, source.getShort(i * 2));
-                }
-            }
-            case I8 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, source.get(i));
-                }
-            }
-            case U8 -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, source.get(i) & 0xFF);
-                }
-            }
-            case BOOL -> {
-                for (int i = 0; i < count; i++) {
-                    target.put(i, source.get(i) != 0 ? 1.0 : 0.0);
-                }
-            }
+    private static void fillDoubles(SafeTensorsDtype dtype, ByteBuffer source, DoubleBuffer target) {
+        if (dtype == SafeTensorsDtype.F64) {
+            target.put(source.asDoubleBuffer());
+            return;
         }
+        int count = target.remaining();
+        for (int i = 0; i < count; i++) {
+            target.put(i, element(dtype, source, i));
+        }
+    }
+
+    /** Element {@code i} of little-endian {@code source}, exactly as a double (I64 beyond 2^53 rounds). */
+    private static double element(SafeTensorsDtype dtype, ByteBuffer source, int i) {
+        return switch (dtype) {
+            case F64 -> source.getDouble(i * 8);
+            case F32 -> source.getFloat(i * 4);
+            case F16 -> HalfPrecision.float16ToFloat(source.getShort(i * 2));
+            case BF16 -> HalfPrecision.bfloat16ToFloat(source.getShort(i * 2));
+            case I64 -> (double) source.getLong(i * 8);
+            case I32 -> source.getInt(i * 4);
+            case I16 -> source.getShort(i * 2);
+            case I8 -> source.get(i);
+            case U8 -> source.get(i) & 0xFF;
+            case BOOL -> source.get(i) != 0 ? 1.0 : 0.0;
+        };
     }
 }

@@ -1,0 +1,104 @@
+package io.github.djlllmzoo.training;
+
+import com.google.gson.Gson;
+import com.google.gson.GsonBuilder;
+import com.google.gson.JsonObject;
+import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.zoo.CheckpointWeights;
+import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Writes a training checkpoint as a Hugging Face-layout model directory that the zoo loads like
+ * any other: {@code config.json} copied byte for byte from the model the run started from, {@code
+ * model.safetensors} under the checkpoint's tensor names ({@code config.checkpointPrefix()} +
+ * parameter name; {@code lm_head.*} unprefixed; a tied head not stored), the tokenizer files and
+ * {@code generation_config.json} copied (the latter written from the config's BOS/EOS when the
+ * source has none), plus {@code trainer_state.json} and, optionally, the AdamW moments in {@code
+ * optimizer.safetensors}. The directory is published with {@link AtomicDirectory}.
+ */
+public final class TrainingCheckpoint {
+
+    /** The optimizer moments' file name. */
+    public static final String OPTIMIZER_FILE = "optimizer.safetensors";
+    /** The generation defaults' file name. */
+    public static final String GENERATION_CONFIG = "generation_config.json";
+
+    /** Tokenizer files copied when the source has them. */
+    public static final List<String> TOKENIZER_FILES =
+            List.of(
+                    "tokenizer.json",
+                    "tokenizer_config.json",
+                    "special_tokens_map.json",
+                    "added_tokens.json",
+                    "vocab.json",
+                    "merges.txt",
+                    "tokenizer.model");
+
+    private static final String CONFIG = "config.json";
+    private static final Gson GSON = new GsonBuilder().setPrettyPrinting().create();
+
+    private TrainingCheckpoint() {}
+
+    /**
+     * Publishes a checkpoint, replacing {@code target} atomically.
+     *
+     * @param target the checkpoint directory
+     * @param model the model whose current weights to save
+     * @param source the directory the model came from ({@code config.json}, tokenizer files)
+     * @param state the trainer state to record
+     * @param optimizer the optimizer whose moments to save, or {@code null}
+     * @throws IOException if writing fails (the target is then unchanged)
+     */
+    public static void save(
+            Path target, CausalLmBlock model, Path source, TrainerState state, ResumableAdamW optimizer)
+            throws IOException {
+        AtomicDirectory.publish(
+                target,
+                dir -> {
+                    Files.copy(source.resolve(CONFIG), dir.resolve(CONFIG));
+                    CheckpointWeights.save(model, dir);
+                    for (String name : TOKENIZER_FILES) {
+                        if (Files.isRegularFile(source.resolve(name))) {
+                            Files.copy(source.resolve(name), dir.resolve(name));
+                        }
+                    }
+                    if (Files.isRegularFile(source.resolve(GENERATION_CONFIG))) {
+                        Files.copy(source.resolve(GENERATION_CONFIG), dir.resolve(GENERATION_CONFIG));
+                    } else {
+                        writeString(dir.resolve(GENERATION_CONFIG), generationConfig(model.config()));
+                    }
+                    if (optimizer != null) {
+                        SafeTensorsWriter.write(
+                                dir.resolve(OPTIMIZER_FILE),
+                                optimizer.state(),
+                                Map.of("step", String.valueOf(state.globalStep())));
+                    }
+                    writeString(dir.resolve(TrainerState.FILE), state.toJson());
+                });
+    }
+
+    private static String generationConfig(DecoderConfig config) {
+        JsonObject json = new JsonObject();
+        if (config.bosTokenId() != null) {
+            json.addProperty("bos_token_id", config.bosTokenId());
+        }
+        List<Integer> eos = config.eosTokenIds();
+        if (eos.size() == 1) {
+            json.addProperty("eos_token_id", eos.get(0));
+        } else if (!eos.isEmpty()) {
+            json.add("eos_token_id", GSON.toJsonTree(eos));
+        }
+        return GSON.toJson(json) + "\n";
+    }
+
+    private static void writeString(Path file, String text) throws IOException {
+        Files.writeString(file, text, StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,51 @@
+package io.github.djlllmzoo.zoo;
+
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * A model of the registry: a short name users type, the Hugging Face repository it comes from,
+ * and what it is.
+ *
+ * @param name the registry name, e.g. "gpt2"
+ * @param hubId the Hugging Face repository id, e.g. "openai-community/gpt2"
+ * @param family the architecture, "gpt2" or "llama"
+ * @param parameters a human-readable size, e.g. "124M"
+ * @param note licence or access notes (e.g. gated), or an empty string
+ */
+public record KnownModel(String name, String hubId, String family, String parameters, String note) {
+
+    /** Every model the registry lists, in the order {@code llmzoo models} prints them. */
+    public static final List<KnownModel> ALL =
+            List.of(
+                    new KnownModel("gpt2", "openai-community/gpt2", "gpt2", "124M", "MIT"),
+                    new KnownModel("gpt2-medium", "openai-community/gpt2-medium", "gpt2", "355M", "MIT"),
+                    new KnownModel("gpt2-large", "openai-community/gpt2-large", "gpt2", "774M", "MIT"),
+                    new KnownModel("gpt2-xl", "openai-community/gpt2-xl", "gpt2", "1.5B", "MIT"),
+                    new KnownModel("distilgpt2", "distilbert/distilgpt2", "gpt2", "82M", "Apache-2.0"),
+                    new KnownModel(
+                            "TinyLlama-1.1B", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama", "1.1B", "Apache-2.0"),
+                    new KnownModel("SmolLM2-135M", "HuggingFaceTB/SmolLM2-135M", "llama", "135M", "Apache-2.0"),
+                    new KnownModel("SmolLM2-360M", "HuggingFaceTB/SmolLM2-360M", "llama", "360M", "Apache-2.0"),
+                    new KnownModel(
+                            "Llama-3.2-1B",
+                            "meta-llama/Llama-3.2-1B",
+                            "llama",
+                            "1.2B",
+                            "gated: accept Meta's licence on the hub and set HF_TOKEN"));
+
+    /**
+     * Finds a registry entry by name (case-insensitive) or by its Hugging Face id.
+     *
+     * @param nameOrHubId a registry name or hub id
+     * @return the entry, if any
+     */
+    public static Optional<KnownModel> find(String nameOrHubId) {
+        for (KnownModel model : ALL) {
+            if (model.name.equalsIgnoreCase(nameOrHubId) || model.hubId.equals(nameOrHubId)) {
+                return Optional.of(model);
+            }
+        }
+        return Optional.empty();
+    }
+}

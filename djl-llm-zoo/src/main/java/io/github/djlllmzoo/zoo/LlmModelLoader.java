@@ -1,0 +1,204 @@
+package io.github.djlllmzoo.zoo;
+
+import ai.djl.Application;
+import ai.djl.Device;
+import ai.djl.MalformedModelException;
+import ai.djl.Model;
+import ai.djl.engine.Engine;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.repository.MRL;
+import ai.djl.repository.Repository;
+import ai.djl.repository.zoo.Criteria;
+import ai.djl.repository.zoo.ModelLoader;
+import ai.djl.repository.zoo.ModelNotFoundException;
+import ai.djl.repository.zoo.ZooModel;
+import ai.djl.translate.TranslateException;
+import ai.djl.translate.Translator;
+import ai.djl.translate.TranslatorFactory;
+import io.github.djlllmzoo.translators.GenerationTranslatorFactory;
+import io.github.djlllmzoo.zoo.hub.HubClient;
+import io.github.djlllmzoo.zoo.hub.HubConfig;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Loads one registry model (or, for {@link LlmModelZoo#ANY_MODEL}, the model named by the
+ * {@code "model"} argument) into a {@link ZooModel}: resolves it to a local Hugging Face-layout
+ * directory (downloading into the Hugging Face cache when needed), builds the family's block with
+ * its weights, and attaches the translator for the criteria's input and output types.
+ *
+ * <p>Criteria arguments: {@code model} (hub id, directory or {@code file://} URL), {@code
+ * revision} (hub branch, tag or commit; default "main"), {@code dtype} ({@code float32} default,
+ * {@code float16}/{@code bfloat16} on GPU), and any Hugging Face hub variable ({@code HF_ENDPOINT},
+ * {@code HF_HUB_CACHE}, {@code HF_TOKEN}, {@code HF_HUB_OFFLINE}, ...) to override the environment
+ * for this load. {@code optDevice} picks CPU or GPU.
+ */
+public final class LlmModelLoader implements ModelLoader {
+
+    private static final Repository HUB = Repository.newInstance("huggingface", "https://huggingface.co");
+
+    private final String artifactId;
+    private final String reference;
+    private final MRL mrl;
+
+    /**
+     * @param artifactId the artifact id criteria select this loader by
+     * @param reference the model it loads, or {@code null} to take the {@code "model"} argument
+     */
+    LlmModelLoader(String artifactId, String reference) {
+        this.artifactId = artifactId;
+        this.reference = reference;
+        this.mrl =
+                MRL.model(HUB, Application.NLP.TEXT_GENERATION, LlmModelZoo.GROUP_ID, artifactId, "main", artifactId);
+    }
+
+    @Override
+    public String getGroupId() {
+        return LlmModelZoo.GROUP_ID;
+    }
+
+    @Override
+    public String getArtifactId() {
+        return artifactId;
+    }
+
+    @Override
+    public Application getApplication() {
+        return Application.NLP.TEXT_GENERATION;
+    }
+
+    @Override
+    public MRL getMrl() {
+        return mrl;
+    }
+
+    @Override
+    public <I, O> ZooModel<I, O> loadModel(Criteria<I, O> criteria)
+            throws IOException, ModelNotFoundException, MalformedModelException {
+        Map<String, Object> arguments = arguments(criteria);
+        Path dir = ModelReference.resolve(reference(arguments), string(arguments, "revision"), hub(arguments, false));
+        Device device = criteria.getDevice() != null ? criteria.getDevice() : Engine.getEngine("PyTorch").defaultDevice();
+        Model model = LocalModel.loadModel(dir, device, dataType(arguments, device));
+        try {
+            TranslatorFactory factory =
+                    criteria.getTranslatorFactory() != null
+                            ? criteria.getTranslatorFactory()
+                            : new GenerationTranslatorFactory();
+            if (!factory.isSupported(criteria.getInputClass(), criteria.getOutputClass())) {
+                throw new ModelNotFoundException(
+                        "no translator for " + criteria.getInputClass().getSimpleName() + " -> "
+                                + criteria.getOutputClass().getSimpleName()
+                                + "; supported: " + factory.getSupportedTypes());
+            }
+            Translator<I, O> translator =
+                    factory.newInstance(criteria.getInputClass(), criteria.getOutputClass(), model, arguments);
+            return new ZooModel<>(model, translator);
+        } catch (TranslateException e) {
+            model.close();
+            throw new MalformedModelException("cannot create the translator: " + e.getMessage(), e);
+        } catch (RuntimeException | ModelNotFoundException e) {
+            model.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public <I, O> boolean isDownloaded(Criteria<I, O> criteria) {
+        Map<String, Object> arguments = arguments(criteria);
+        try {
+            ModelReference.resolve(reference(arguments), string(arguments, "revision"), hub(arguments, true));
+            return true;
+        } catch (IOException | ModelNotFoundException e) {
+            return false;
+        }
+    }
+
+    @Override
+    public <I, O> void downloadModel(Criteria<I, O> criteria, ai.djl.util.Progress progress)
+            throws IOException, ModelNotFoundException {
+        Map<String, Object> arguments = arguments(criteria);
+        ModelReference.resolve(reference(arguments), string(arguments, "revision"), hub(arguments, false));
+    }
+
+    /**
+     * The hub client for these criteria: the Hugging Face environment variables, each of which a
+     * Criteria argument of the same name (e.g. {@code HF_ENDPOINT}, {@code HF_HUB_CACHE}, {@code
+     * HF_TOKEN}, {@code HF_HUB_OFFLINE}) overrides.
+     */
+    private static HubClient hub(Map<String, Object> arguments, boolean offline) {
+        Map<String, String> env = new HashMap<>(System.getenv());
+        for (Map.Entry<String, Object> e : arguments.entrySet()) {
+            if (e.getKey().startsWith("HF_") && e.getValue() != null) {
+                env.put(e.getKey(), e.getValue().toString());
+            }
+        }
+        HubConfig config = HubConfig.fromEnvironment(env);
+        return new HubClient(offline ? config.toBuilder().offline(true).build() : config);
+    }
+
+    private String reference(Map<String, Object> arguments) throws ModelNotFoundException {
+        String requested = string(arguments, "model");
+        if (reference == null) {
+            if (requested == null) {
+                throw new ModelNotFoundException(
+                        "artifact '" + LlmModelZoo.ANY_MODEL + "' needs optArgument(\"model\", hub id or directory)");
+            }
+            return requested;
+        }
+        if (requested != null && !requested.equals(reference)) {
+            throw new ModelNotFoundException(
+                    "artifact '" + artifactId + "' does not load model '" + requested + "'");
+        }
+        return reference;
+    }
+
+    private static DataType dataType(Map<String, Object> arguments, Device device) {
+        String dtype = string(arguments, "dtype");
+        if (dtype == null) {
+            return DataType.FLOAT32;
+        }
+        switch (dtype.toLowerCase(Locale.ROOT)) {
+            case "float32":
+            case "fp32":
+                return DataType.FLOAT32;
+            case "float16":
+            case "fp16":
+                return DataType.FLOAT16;
+            case "bfloat16":
+            case "bf16":
+                if (!device.isGpu()) {
+                    throw new IllegalArgumentException(
+                            "dtype bfloat16 needs a GPU: DJL 0.35.1's PyTorch engine cannot hold bfloat16 on CPU");
+                }
+                return DataType.BFLOAT16;
+            default:
+                throw new IllegalArgumentException(
+                        "dtype must be float32, float16 or bfloat16, not '" + dtype + "'");
+        }
+    }
+
+    /** The criteria's options ({@code optOption}) overlaid by its arguments ({@code optArgument}). */
+    private static Map<String, Object> arguments(Criteria<?, ?> criteria) {
+        Map<String, Object> merged = new HashMap<>();
+        if (criteria.getOptions() != null) {
+            merged.putAll(criteria.getOptions());
+        }
+        if (criteria.getArguments() != null) {
+            merged.putAll(criteria.getArguments());
+        }
+        return merged;
+    }
+
+    private static String string(Map<String, Object> arguments, String key) {
+        Object value = arguments.get(key);
+        return value == null ? null : value.toString();
+    }
+
+    @Override
+    public String toString() {
+        return LlmModelZoo.GROUP_ID + ":" + artifactId;
+    }
+}

@@ -1,0 +1,226 @@
+package io.github.djlllmzoo.training;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import ai.djl.engine.Engine;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
+import ai.djl.training.ParameterStore;
+import com.google.gson.JsonParser;
+import io.github.djlllmzoo.blocks.AttentionContext;
+import io.github.djlllmzoo.blocks.CausalSelfAttention;
+import io.github.djlllmzoo.blocks.ConfiguredBlock;
+import io.github.djlllmzoo.blocks.Conv1D;
+import io.github.djlllmzoo.blocks.DecoderLayer;
+import io.github.djlllmzoo.blocks.Embedding;
+import io.github.djlllmzoo.blocks.GatedMlp;
+import io.github.djlllmzoo.blocks.Gpt2Mlp;
+import io.github.djlllmzoo.blocks.Gpt2Model;
+import io.github.djlllmzoo.blocks.GroupedQueryAttention;
+import io.github.djlllmzoo.blocks.LayerNorm;
+import io.github.djlllmzoo.blocks.Linear;
+import io.github.djlllmzoo.blocks.LlamaModel;
+import io.github.djlllmzoo.blocks.RmsNorm;
+import io.github.djlllmzoo.blocks.RotaryEmbedding;
+import io.github.djlllmzoo.blocks.UnaryBlock;
+import io.github.djlllmzoo.blocks.config.ConfigJson;
+import io.github.djlllmzoo.blocks.config.Gpt2Config;
+import io.github.djlllmzoo.blocks.config.LlamaConfig;
+import java.util.Random;
+import java.util.function.Function;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Autograd gradients of every block of both families agree with central finite differences in
+ * float64, in the training path (dropout rates 0 so the loss is a deterministic function of the
+ * weights).
+ */
+class BlockGradientTest {
+
+    private static final int SAMPLES = 6;
+    /** Entries per parameter of the whole model, whose forward passes are the slowest. */
+    private static final int MODEL_SAMPLES = 4;
+    private static final Gpt2Config CONFIG = TinyModels.config(11, 8, 8, 2, 2);
+    private static final Shape HIDDEN = new Shape(2, 5, 8); // (B, T, E)
+
+    private NDManager manager;
+    private ParameterStore store;
+    private Random random;
+
+    @BeforeEach
+    void setUp() {
+        Engine.getEngine("PyTorch").setRandomSeed(3);
+        manager = NDManager.newBaseManager("PyTorch");
+        store = new ParameterStore(manager, false);
+        random = new Random(11);
+    }
+
+    @AfterEach
+    void tearDown() {
+        manager.close();
+    }
+
+    @Test
+    void conv1dGradientsMatchFiniteDifferences() {
+        checkUnary(new Conv1D(8, 6, 0.5f), HIDDEN);
+    }
+
+    @Test
+    void linearGradientsMatchFiniteDifferences() {
+        checkUnary(new Linear(8, 6, true, 0.5f), HIDDEN);
+    }
+
+    @Test
+    void layerNormGradientsMatchFiniteDifferences() {
+        LayerNorm norm = new LayerNorm(8, 1e-5f);
+        norm.initialize(manager, DataType.FLOAT64, HIDDEN);
+        scaleUp(norm);
+        check(norm, HIDDEN, (x) -> norm.forward(store, x, true));
+    }
+
+    @Test
+    void embeddingGradientsMatchFiniteDifferences() {
+        Embedding embedding = new Embedding(11, 8, 0.5f);
+        embedding.initialize(manager, DataType.FLOAT64, new Shape(2, 5));
+        NDArray ids = manager.create(new long[] {1, 4, 4, 10, 0, 7, 3, 4, 9, 2}, new Shape(2, 5));
+        NDArray weights = randomLike(new Shape(2, 5, 8));
+        int checked =
+                FiniteDifferenceCheck.assertGradientsMatch(
+                        embedding, () -> embedding.forward(store, ids, true).mul(weights).sum(), 3 * SAMPLES, random);
+        assertEquals(3 * SAMPLES, checked);
+    }
+
+    @Test
+    void causalSelfAttentionGradientsMatchFiniteDifferences() {
+        CausalSelfAttention attention = new CausalSelfAttention(CONFIG, 0);
+        attention.initialize(manager, DataType.FLOAT64, HIDDEN);
+        scaleUp(attention);
+        check(attention, HIDDEN, x -> attention.forward(store, x, AttentionContext.causal(x), true));
+    }
+
+    @Test
+    void gpt2MlpGradientsMatchFiniteDifferences() {
+        Gpt2Mlp mlp = new Gpt2Mlp(CONFIG);
+        mlp.initialize(manager, DataType.FLOAT64, HIDDEN);
+        scaleUp(mlp);
+        check(mlp, HIDDEN, x -> mlp.forward(store, x, true));
+    }
+
+    @Test
+    void decoderLayerGradientsMatchFiniteDifferences() {
+        DecoderLayer layer =
+                new DecoderLayer(
+                        new String[] {"ln_1", "attn", "ln_2", "mlp"},
+                        new LayerNorm(8, 1e-5f),
+                        new CausalSelfAttention(CONFIG, 0),
+                        new LayerNorm(8, 1e-5f),
+                        new Gpt2Mlp(CONFIG));
+        layer.initialize(manager, DataType.FLOAT64, HIDDEN);
+        scaleUp(layer);
+        check(layer, HIDDEN, x -> layer.forward(store, x, AttentionContext.causal(x), true));
+    }
+
+    @Test
+    void wholeGpt2ModelWithTheCausalLmLossMatchesFiniteDifferences() {
+        Gpt2Model model = new Gpt2Model(CONFIG);
+        model.initialize(manager, DataType.FLOAT64, new Shape(2, 5));
+        scaleUp(model);
+        NDArray ids = manager.create(new long[] {1, 4, 4, 10, 0, 7, 3, 4, 9, 2}, new Shape(2, 5));
+        long ignore = CausalLmLoss.IGNORE_INDEX;
+        NDArray targets = manager.create(new long[] {4, 4, 10, 0, ignore, 3, ignore, 9, 2, 5}, new Shape(2, 5));
+        CausalLmLoss loss = new CausalLmLoss();
+        int checked =
+                FiniteDifferenceCheck.assertGradientsMatch(
+                        model,
+                        () -> loss.evaluate(new NDList(targets), model.forward(store, new NDList(ids), true)),
+                        MODEL_SAMPLES,
+                        random);
+        assertEquals(model.namedParameters().size() * MODEL_SAMPLES, checked);
+    }
+
+    @Test
+    void rmsNormGradientsMatchFiniteDifferences() {
+        RmsNorm norm = new RmsNorm(8, 1e-6f);
+        norm.initialize(manager, DataType.FLOAT64, HIDDEN);
+        scaleUp(norm);
+        check(norm, HIDDEN, x -> norm.forward(store, x, true));
+    }
+
+    @Test
+    void gatedMlpGradientsMatchFiniteDifferences() {
+        GatedMlp mlp = new GatedMlp(8, 12, true, 0.5f);
+        mlp.initialize(manager, DataType.FLOAT64, HIDDEN);
+        check(mlp, HIDDEN, x -> mlp.forward(store, x, true));
+    }
+
+    @Test
+    void groupedQueryAttentionWithRotaryPositionsMatchesFiniteDifferences() throws Exception {
+        LlamaConfig config = llama(false);
+        GroupedQueryAttention attention =
+                new GroupedQueryAttention(config, 0, RotaryEmbedding.of(config));
+        Shape input = new Shape(2, 5, config.hiddenSize());
+        attention.initialize(manager, DataType.FLOAT64, input);
+        scaleUp(attention);
+        check(attention, input, x -> attention.forward(store, x, AttentionContext.causal(x), true));
+    }
+
+    @Test
+    void wholeLlamaModelWithItsOwnHeadAndTheCausalLmLossMatchesFiniteDifferences() throws Exception {
+        // GPT-2 above covers a head tied to the embedding; here the untied lm_head.
+        LlamaModel model = new LlamaModel(llama(false));
+        model.initialize(manager, DataType.FLOAT64, new Shape(2, 5));
+        scaleUp(model);
+        NDArray ids = manager.create(new long[] {1, 4, 4, 10, 0, 7, 3, 4, 9, 2}, new Shape(2, 5));
+        long ignore = CausalLmLoss.IGNORE_INDEX;
+        NDArray targets = manager.create(new long[] {4, 4, 10, 0, ignore, 3, ignore, 9, 2, 5}, new Shape(2, 5));
+        CausalLmLoss loss = new CausalLmLoss();
+        int checked =
+                FiniteDifferenceCheck.assertGradientsMatch(
+                        model,
+                        () -> loss.evaluate(new NDList(targets), model.forward(store, new NDList(ids), true)),
+                        MODEL_SAMPLES,
+                        random);
+        assertEquals(model.namedParameters().size() * MODEL_SAMPLES, checked);
+    }
+
+    private static LlamaConfig llama(boolean tied) throws Exception {
+        String json = TinyModels.llamaJson(11, tied);
+        return LlamaConfig.parse(ConfigJson.of(null, JsonParser.parseString(json).getAsJsonObject()));
+    }
+
+    private void checkUnary(UnaryBlock block, Shape input) {
+        block.initialize(manager, DataType.FLOAT64, input);
+        check(block, input, x -> block.forward(store, x, true));
+    }
+
+    /** Checks {@code sum(block(x) * R)} for a fixed random input {@code x} and weights {@code R}. */
+    private void check(ConfiguredBlock block, Shape input, Function<NDArray, NDArray> forward) {
+        NDArray x = randomLike(input);
+        NDArray weights = randomLike(forward.apply(x).getShape());
+        int checked =
+                FiniteDifferenceCheck.assertGradientsMatch(
+                        block, () -> forward.apply(x).mul(weights).sum(), SAMPLES, random);
+        assertEquals(block.namedParameters().size() * SAMPLES, checked);
+    }
+
+    private NDArray randomLike(Shape shape) {
+        return manager.randomNormal(shape).toType(DataType.FLOAT64, false);
+    }
+
+    /**
+     * Perturbs the initial weights (GPT-2's std 0.02, norms at exactly 1 and 0) by unit-scale noise,
+     * so attention, GELU and the norms work away from their linear regime and the check exercises
+     * their curvature.
+     */
+    private void scaleUp(ConfiguredBlock block) {
+        for (Parameter p : block.namedParameters().values()) {
+            p.getArray().addi(randomLike(p.getArray().getShape()).muli(0.3));
+        }
+    }
+}

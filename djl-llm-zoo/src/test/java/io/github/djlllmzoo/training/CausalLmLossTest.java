@@ -1,0 +1,102 @@
+package io.github.djlllmzoo.training;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class CausalLmLossTest {
+
+    private static final int B = 2;
+    private static final int T = 4;
+    private static final int V = 7;
+    private static final long IGNORE = CausalLmLoss.IGNORE_INDEX;
+
+    private NDManager manager;
+    private double[] logits;
+    private NDArray logitArray;
+
+    @BeforeEach
+    void setUp() {
+        manager = NDManager.newBaseManager("PyTorch");
+        Random random = new Random(5);
+        logits = new double[B * T * V];
+        for (int i = 0; i < logits.length; i++) {
+            logits[i] = 3 * random.nextGaussian();
+        }
+        logitArray = manager.create(logits, new Shape(B, T, V));
+    }
+
+    @AfterEach
+    void tearDown() {
+        manager.close();
+    }
+
+    @Test
+    void lossIsTheMeanNegativeLogLikelihoodOfTheCountedPositionsOnly() {
+        long[] targets = {3, IGNORE, 6, 0, IGNORE, IGNORE, 2, 5};
+        double loss = evaluate(new NDList(manager.create(targets, new Shape(B, T))));
+        assertEquals(byHand(targets, null), loss, 1e-12);
+    }
+
+    @Test
+    void aMaskArrayExcludesPositionsAsIgnoredLabelsDo() {
+        long[] targets = {3, 1, 6, 0, 4, 4, 2, 5};
+        long[] mask = {1, 0, 1, 1, 0, 0, 1, 1};
+        double masked =
+                evaluate(new NDList(manager.create(targets, new Shape(B, T)), manager.create(mask, new Shape(B, T))));
+        assertEquals(byHand(targets, mask), masked, 1e-12);
+        long[] ignored = {3, IGNORE, 6, 0, IGNORE, IGNORE, 2, 5};
+        assertEquals(evaluate(new NDList(manager.create(ignored, new Shape(B, T)))), masked, 1e-12);
+    }
+
+    @Test
+    void noCountedPositionGivesZeroLoss() {
+        long[] targets = new long[B * T];
+        java.util.Arrays.fill(targets, IGNORE);
+        assertEquals(0.0, evaluate(new NDList(manager.create(targets, new Shape(B, T)))), 0.0);
+        assertEquals(0L, CausalLmLoss.countedTokens(new NDList(manager.create(targets, new Shape(B, T)))));
+    }
+
+    @Test
+    void labelsThatDoNotMatchTheLogitsAreRejected() {
+        NDList labels = new NDList(manager.zeros(new Shape(B, T + 1), DataType.INT64));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> new CausalLmLoss().evaluate(labels, new NDList(logitArray)));
+        assertEquals(true, e.getMessage().contains("(2, 5)"), e.getMessage());
+    }
+
+    private double evaluate(NDList labels) {
+        return new CausalLmLoss().evaluate(labels, new NDList(logitArray)).getDouble();
+    }
+
+    /** Mean over counted positions of log(sum exp(logits)) - logits[target]. */
+    private double byHand(long[] targets, long[] mask) {
+        double sum = 0;
+        int count = 0;
+        for (int p = 0; p < B * T; p++) {
+            if (targets[p] == IGNORE || (mask != null && mask[p] == 0)) {
+                continue;
+            }
+            double max = Double.NEGATIVE_INFINITY;
+            for (int v = 0; v < V; v++) {
+                max = Math.max(max, logits[p * V + v]);
+            }
+            double z = 0;
+            for (int v = 0; v < V; v++) {
+                z += Math.exp(logits[p * V + v] - max);
+            }
+            sum += max + Math.log(z) - logits[p * V + (int) targets[p]];
+            count++;
+        }
+        return sum / count;
+    }
+}

@@ -1,0 +1,112 @@
+package io.github.djlllmzoo.zoo;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.inference.Predictor;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.repository.zoo.Criteria;
+import ai.djl.repository.zoo.ModelLoader;
+import ai.djl.repository.zoo.ModelNotFoundException;
+import ai.djl.repository.zoo.ModelZoo;
+import ai.djl.repository.zoo.ZooModel;
+import ai.djl.translate.NoopTranslator;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+class LlmModelZooTest {
+
+    private static final Path GPT2_TINY =
+            Paths.get(System.getProperty("llmzoo.testdata", "../testdata"), "golden", "gpt2-tiny")
+                    .toAbsolutePath();
+
+    @Test
+    void theZooIsRegisteredWithDjlAndListsEveryKnownModel() {
+        ModelZoo zoo = ModelZoo.getModelZoo(LlmModelZoo.GROUP_ID);
+        assertNotNull(zoo, "found through META-INF/services");
+        Set<String> artifacts =
+                zoo.getModelLoaders().stream().map(ModelLoader::getArtifactId).collect(Collectors.toSet());
+        for (String name :
+                new String[] {
+                    "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "distilgpt2", "TinyLlama-1.1B",
+                    "SmolLM2-135M", "SmolLM2-360M", "Llama-3.2-1B", LlmModelZoo.ANY_MODEL
+                }) {
+            assertTrue(artifacts.contains(name), name);
+        }
+        assertEquals("TinyLlama/TinyLlama-1.1B-Chat-v1.0", KnownModel.find("tinyllama-1.1b").orElseThrow().hubId());
+        assertEquals("gpt2", KnownModel.find("openai-community/gpt2").orElseThrow().name());
+    }
+
+    @Test
+    void aLocalDirectoryLoadsThroughCriteriaAndGivesTheSameLogitsAsLocalModel() throws Exception {
+        for (String reference : new String[] {GPT2_TINY.toString(), GPT2_TINY.toUri().toString()}) {
+            Criteria<NDList, NDList> criteria =
+                    Criteria.builder()
+                            .setTypes(NDList.class, NDList.class)
+                            .optGroupId(LlmModelZoo.GROUP_ID)
+                            .optArtifactId(LlmModelZoo.ANY_MODEL)
+                            .optArgument("model", reference)
+                            .optTranslator(new NoopTranslator())
+                            .build();
+            try (ZooModel<NDList, NDList> model = criteria.loadModel();
+                    Predictor<NDList, NDList> predictor = model.newPredictor();
+                    NDManager manager = NDManager.newBaseManager("PyTorch");
+                    LocalModel local = LocalModel.load(GPT2_TINY)) {
+                assertEquals(GPT2_TINY, model.getModelPath());
+                long[] ids = {113, 455, 295};
+                NDList out = predictor.predict(new NDList(manager.create(ids, new Shape(1, 3))));
+                float[] logits = out.singletonOrThrow().get("0, -1").toFloatArray();
+                try (io.github.djlllmzoo.blocks.KvCache cache =
+                        local.block().newCache(local.model().getNDManager(), 1, 4)) {
+                    assertArrayEquals(local.generator().nextLogits(ids, cache), logits, 1e-5f, reference);
+                }
+            }
+        }
+    }
+
+    @Test
+    void anUnknownReferenceIsAClearModelNotFound() {
+        Criteria<NDList, NDList> criteria =
+                Criteria.builder()
+                        .setTypes(NDList.class, NDList.class)
+                        .optGroupId(LlmModelZoo.GROUP_ID)
+                        .optArtifactId(LlmModelZoo.ANY_MODEL)
+                        .optArgument("model", "/no/such/checkpoint")
+                        .optTranslator(new NoopTranslator())
+                        .build();
+        ModelNotFoundException e = assertThrows(ModelNotFoundException.class, criteria::loadModel);
+        String message = e.getMessage() + (e.getCause() == null ? "" : " " + e.getCause().getMessage());
+        assertTrue(message.contains("/no/such/checkpoint"), message);
+    }
+
+    @Test
+    void theAnyLoaderWithoutAModelArgumentSaysWhatItNeeds() {
+        Criteria<NDList, NDList> criteria =
+                Criteria.builder()
+                        .setTypes(NDList.class, NDList.class)
+                        .optGroupId(LlmModelZoo.GROUP_ID)
+                        .optArtifactId(LlmModelZoo.ANY_MODEL)
+                        .optTranslator(new NoopTranslator())
+                        .build();
+        ModelNotFoundException e = assertThrows(ModelNotFoundException.class, criteria::loadModel);
+        String message = e.getMessage() + (e.getCause() == null ? "" : " " + e.getCause().getMessage());
+        assertTrue(message.contains("optArgument(\"model\""), message);
+    }
+
+    @Test
+    void referencesThatAreNeitherNamesIdsNorDirectoriesAreRejected() {
+        ModelNotFoundException e =
+                assertThrows(
+                        ModelNotFoundException.class,
+                        () -> ModelReference.resolve("not a model!", null, null));
+        assertTrue(e.getMessage().contains("not a model!"), e.getMessage());
+    }
+}
