@@ -5,6 +5,7 @@ import com.google.gson.GsonBuilder;
 import com.google.gson.JsonObject;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.translators.GenerationDefaults;
 import io.github.djlllmzoo.zoo.CheckpointWeights;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
 import java.io.IOException;
@@ -27,8 +28,6 @@ public final class TrainingCheckpoint {
 
     /** The optimizer moments' file name. */
     public static final String OPTIMIZER_FILE = "optimizer.safetensors";
-    /** The generation defaults' file name. */
-    public static final String GENERATION_CONFIG = "generation_config.json";
 
     /** Tokenizer files copied when the source has them. */
     public static final List<String> TOKENIZER_FILES =
@@ -69,10 +68,10 @@ public final class TrainingCheckpoint {
                             Files.copy(source.resolve(name), dir.resolve(name));
                         }
                     }
-                    if (Files.isRegularFile(source.resolve(GENERATION_CONFIG))) {
-                        Files.copy(source.resolve(GENERATION_CONFIG), dir.resolve(GENERATION_CONFIG));
+                    if (Files.isRegularFile(source.resolve(GenerationDefaults.FILE_NAME))) {
+                        Files.copy(source.resolve(GenerationDefaults.FILE_NAME), dir.resolve(GenerationDefaults.FILE_NAME));
                     } else {
-                        writeString(dir.resolve(GENERATION_CONFIG), generationConfig(model.config()));
+                        writeString(dir.resolve(GenerationDefaults.FILE_NAME), generationConfig(model.config()));
                     }
                     if (optimizer != null) {
                         SafeTensorsWriter.write(

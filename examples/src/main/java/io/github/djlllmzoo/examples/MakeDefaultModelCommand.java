@@ -12,7 +12,7 @@ import io.github.djlllmzoo.training.FineTuneSettings;
 import io.github.djlllmzoo.training.FineTuner;
 import io.github.djlllmzoo.training.PackedTextDataset;
 import io.github.djlllmzoo.training.TrainerState;
-import io.github.djlllmzoo.training.TrainingCheckpoint;
+import io.github.djlllmzoo.translators.GenerationDefaults;
 import io.github.djlllmzoo.training.data.ByteLevelBpeTrainer;
 import io.github.djlllmzoo.training.data.StoryCorpus;
 import io.github.djlllmzoo.training.data.TrainedTokenizer;
@@ -140,7 +140,7 @@ final class MakeDefaultModelCommand implements Callable<Integer> {
             err.printf(Locale.ROOT, "tokenizer: %d tokens, %d merges%n", trained.vocabSize(), trained.merges().size());
             err.flush();
             writeJson(source.resolve("config.json"), config(trained));
-            writeJson(source.resolve(TrainingCheckpoint.GENERATION_CONFIG), generationConfig(trained));
+            writeJson(source.resolve(GenerationDefaults.FILE_NAME), generationConfig(trained));
 
             Engine.getEngine("PyTorch").setRandomSeed(seed);
             FineTuneSettings settings =

@@ -58,8 +58,6 @@ public record GenerationConfig(
     /** Hugging Face's default {@code top_k} when sampling. */
     public static final int DEFAULT_TOP_K = 50;
 
-    /** The file holding a checkpoint's generation defaults. */
-    public static final String GENERATION_CONFIG_FILE = GenerationDefaults.FILE_NAME;
 
     /** Validates the values; every message names the field at fault. */
     public GenerationConfig {
