@@ -152,6 +152,9 @@ final class BenchCommand implements Callable<Integer> {
         result.addProperty("dtype", dataType.toString().toLowerCase(Locale.ROOT));
         result.addProperty("intra_op_threads", JniUtils.getNumThreads());
         result.addProperty("inter_op_threads", JniUtils.getNumInteropThreads());
+        result.addProperty("cpu_vendor", MklCpuFix.cpuVendor());
+        result.addProperty("mkl_cpu_fix", MklCpuFix.loaded());
+        result.addProperty("blas", MklCpuFix.describe());
         number(result, "load_average_before", loadBefore);
         number(result, "load_average_after", ProcessMemory.loadAverage());
         PrintWriter out = spec.commandLine().getOut();
@@ -329,6 +332,7 @@ final class BenchCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "model          %s on %s, %s, batch %d; PyTorch threads: intra-op %d, inter-op %d%n",
                 r.get("model").getAsString(), r.get("device").getAsString(), r.get("dtype").getAsString(), batch,
                 r.get("intra_op_threads").getAsInt(), r.get("inter_op_threads").getAsInt());
+        out.printf(Locale.ROOT, "cpu            %s%n", r.get("blas").getAsString());
         out.printf(Locale.ROOT, "prefill        %.1f tokens/s (%d-token prompt, median of %d runs)%n",
                 num(r, "prefill_tokens_per_s"), r.get("prompt_tokens").getAsInt(), r.get("runs").getAsInt());
         out.printf(Locale.ROOT, "decode         %.1f tokens/s (%d new tokens, median of %d runs)%n",
