@@ -15,6 +15,8 @@ import java.util.concurrent.Future;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class SplitProjectionTest {
 
@@ -81,6 +83,36 @@ class SplitProjectionTest {
                     one.getNDArrayInternal().linear(one, weight, null).singletonOrThrow().toFloatArray(),
                     split.linear(one, weight, null, true).toFloatArray(),
                     1e-4f);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {2, 3, 8, 16, 64, 65})
+    void aBatchOfRowsEqualsTheEngineAndLeavesNothingInTheWeightsManager(int rows) {
+        NDArray weight = manager.randomNormal(new Shape(OUT, IN)); // (out, in)
+        NDArray bias = manager.randomNormal(new Shape(OUT));
+        NDArray conv = manager.randomNormal(new Shape(IN, OUT)); // (in, out)
+        SplitProjection linear = new SplitProjection();
+        SplitProjection matMulAdd = new SplitProjection();
+        int afterFirstStep = -1;
+        for (int step = 0; step < 3; step++) {
+            try (NDManager scope = manager.newSubManager()) {
+                NDArray x = scope.randomNormal(new Shape(rows, 1, IN));
+                NDArray expected = x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
+                NDArray actual = linear.linear(x, weight, bias, false);
+                assertEquals(new Shape(rows, 1, OUT), actual.getShape());
+                assertEquals(scope, actual.getManager());
+                assertArrayEquals(expected.toFloatArray(), actual.toFloatArray(), 1e-4f);
+                NDArray actualConv = matMulAdd.matMulAdd(x, conv, bias, false);
+                assertEquals(new Shape(rows, 1, OUT), actualConv.getShape());
+                assertEquals(scope, actualConv.getManager());
+                assertArrayEquals(x.matMul(conv).add(bias).toFloatArray(), actualConv.toFloatArray(), 1e-4f);
+            }
+            // The slices of each weight (views) are made on the first step; no product stays behind.
+            if (step == 0) {
+                afterFirstStep = manager.getManagedArrays().size();
+            }
+            assertEquals(afterFirstStep, manager.getManagedArrays().size(), "arrays of the weights' manager, step " + step);
         }
     }
 
