@@ -22,6 +22,13 @@ run gpt2-small-b1.json $llmzoo bench --shape gpt2-small --output json
 run gpt2-small-b8.json $llmzoo bench --shape gpt2-small --batch 8 --long-positions 0 --output json
 run llama-110m-b1.json $llmzoo bench --shape llama-110m --output json
 run llama-110m-b8.json $llmzoo bench --shape llama-110m --batch 8 --long-positions 0 --output json
+# oneMKL's generic kernels (no libllmzoo-mkl-cpu preload), for the before/after table.
+for shape in gpt2-small llama-110m; do
+  for batch in 1 8; do
+    run "$shape-b$batch-mkloff.json" env LLMZOO_MKL_CPU_FIX=off \
+      $llmzoo bench --shape "$shape" --batch "$batch" --long-positions 0 --output json
+  done
+done
 # Threads: PyTorch intra-op threads with and without the projections split across the cores.
 for setting in "1 2" "2 2" "1 1" "2 1"; do
   set -- $setting # intra-op threads, projection threads
