@@ -116,10 +116,15 @@ class SplitProjectionTest {
         }
     }
 
-    @Test
-    void concurrentCallersAllGetTheirOwnResults() throws Exception {
+    @ParameterizedTest
+    @ValueSource(ints = {1, 8})
+    void concurrentCallersAllGetTheirOwnResults(int rows) throws Exception {
         NDArray weight = manager.randomNormal(new Shape(OUT, IN));
         SplitProjection split = new SplitProjection();
+        try (NDManager scope = manager.newSubManager()) { // makes the slices
+            split.linear(scope.randomNormal(new Shape(rows, 1, IN)), weight, null, false);
+        }
+        int arrays = manager.getManagedArrays().size();
         ExecutorService callers = Executors.newFixedThreadPool(3);
         try {
             List<Future<Void>> done = new ArrayList<>();
@@ -128,10 +133,11 @@ class SplitProjectionTest {
                         () -> {
                             for (int i = 0; i < 50; i++) {
                                 try (NDManager scope = manager.newSubManager()) {
-                                    NDArray x = scope.randomNormal(new Shape(1, 1, IN));
+                                    NDArray x = scope.randomNormal(new Shape(rows, 1, IN));
                                     NDArray expected = x.getNDArrayInternal().linear(x, weight, null).singletonOrThrow();
-                                    assertArrayEquals(
-                                            expected.toFloatArray(), split.linear(x, weight, null, false).toFloatArray(), 1e-4f);
+                                    NDArray actual = split.linear(x, weight, null, false);
+                                    assertEquals(scope, actual.getManager());
+                                    assertArrayEquals(expected.toFloatArray(), actual.toFloatArray(), 1e-4f);
                                 }
                             }
                             return null;
@@ -141,6 +147,8 @@ class SplitProjectionTest {
             for (Future<Void> f : done) {
                 f.get();
             }
+            // Callers that found the workers busy computed alone; none left a product behind.
+            assertEquals(arrays, manager.getManagedArrays().size());
         } finally {
             callers.shutdown();
         }
