@@ -53,7 +53,7 @@ final class MklCpuFix {
         if ("GenuineIntel".equals(vendor)) {
             return vendor + "; oneMKL picks its kernels itself";
         }
-        return vendor + "; oneMKL runs its generic kernels on this CPU (run through bin/llmzoo, or preload "
-                + LIBRARY + ": docs/PERFORMANCE.md)";
+        return vendor + "; oneMKL runs its generic kernels on this CPU (bin/llmzoo preloads " + LIBRARY
+                + " unless LLMZOO_MKL_CPU_FIX=off; elsewhere see docs/PERFORMANCE.md)";
     }
 }
