@@ -8,17 +8,17 @@ import ai.djl.ndarray.types.Shape;
 import java.util.function.Supplier;
 
 /**
- * The affine projection of one token (a decode step of one sequence) with the weight split across
- * the CPU's cores. PyTorch's CPU linear and matmul hand a one-row product to MKL, which computes a
- * matrix-vector product on a single core whatever the intra-op thread count; one core reads about
- * 15 GB/s of weights on the machine of docs/PERFORMANCE.md, while each core multiplying its own
- * slice of the weight reads them at the machine's bandwidth (GPT-2 small: 16.7 GB/s on one core,
- * 26.5 GB/s on two). Slices are views of the weight (made once per weight, detached from autograd),
- * so nothing is copied.
+ * The affine projection of a decode step (one token per sequence, up to {@link #MAX_ROWS} rows)
+ * with the weight split across the CPU's cores. PyTorch's CPU linear and matmul hand such a product
+ * to MKL, which computes it on a single core whatever the intra-op thread count; one core reads
+ * about 15 GB/s of weights on the machine of docs/PERFORMANCE.md, while each core multiplying its
+ * own slice of the weight reads them at the machine's bandwidth (GPT-2 small: 16.7 GB/s on one
+ * core, 26.5 GB/s on two). Slices are views of the weight (made once per weight, detached from
+ * autograd), so nothing is copied.
  *
- * <p>Everything else takes the single engine call: training, several rows (a prefill or a batch:
- * there the engine's own matrix product is compute-bound and uses PyTorch's intra-op threads), a
- * non-CPU device, an input that records gradients, a small weight, one core ({@code
+ * <p>Everything else takes the single engine call: training, more rows (a prefill: there the
+ * engine's own matrix product is compute-bound and uses PyTorch's intra-op threads), a non-CPU
+ * device, an input that records gradients, a small weight, one core ({@code
  * -Dllmzoo.projection.threads=1}), or workers busy with another caller. The results agree with the
  * single call to float rounding. Give PyTorch one intra-op thread for decoding
  * ({@code -Dai.djl.pytorch.num_threads=1}, as {@code bin/llmzoo} does): its OpenMP threads,

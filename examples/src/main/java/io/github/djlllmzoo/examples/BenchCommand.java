@@ -152,9 +152,11 @@ final class BenchCommand implements Callable<Integer> {
         result.addProperty("dtype", dataType.toString().toLowerCase(Locale.ROOT));
         result.addProperty("intra_op_threads", JniUtils.getNumThreads());
         result.addProperty("inter_op_threads", JniUtils.getNumInteropThreads());
-        result.addProperty("cpu_vendor", MklCpuFix.cpuVendor());
-        result.addProperty("mkl_cpu_fix", MklCpuFix.loaded());
-        result.addProperty("blas", MklCpuFix.describe());
+        String vendor = MklCpuFix.cpuVendor();
+        boolean mklCpuFix = MklCpuFix.loaded();
+        result.addProperty("cpu_vendor", vendor);
+        result.addProperty("mkl_cpu_fix", mklCpuFix);
+        result.addProperty("blas", MklCpuFix.describe(vendor, mklCpuFix));
         number(result, "load_average_before", loadBefore);
         number(result, "load_average_after", ProcessMemory.loadAverage());
         PrintWriter out = spec.commandLine().getOut();

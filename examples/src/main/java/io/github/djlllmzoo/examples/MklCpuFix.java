@@ -44,10 +44,13 @@ final class MklCpuFix {
         }
     }
 
-    /** @return one line on the BLAS kernels in use, for reports */
-    static String describe() {
-        String vendor = cpuVendor();
-        if (loaded()) {
+    /**
+     * @param vendor the CPU's vendor id, from {@link #cpuVendor()}
+     * @param loaded whether the library is loaded, from {@link #loaded()}
+     * @return one line on the BLAS kernels in use, for reports
+     */
+    static String describe(String vendor, boolean loaded) {
+        if (loaded) {
             return vendor + "; oneMKL uses the CPU's own AVX2/AVX-512 kernels (" + LIBRARY + " preloaded)";
         }
         if ("GenuineIntel".equals(vendor)) {
