@@ -6,27 +6,20 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.util.stream.Collectors;
-import java.util.stream.StreamSupport;
 import org.junit.jupiter.api.Test;
 
 /** Drives {@code llmzoo generate} and {@code score} exactly as the README documents them. */
 class GenerateAndScoreCliTest {
 
-    private static final Path GPT2 =
-            Paths.get(System.getProperty("llmzoo.testdata", "../testdata"), "golden", "gpt2-tiny");
+    private static final Path GPT2 = GoldenCase.dir("gpt2-tiny");
 
     private static JsonObject golden() throws Exception {
-        return JsonParser.parseString(Files.readString(GPT2.resolve("golden.json"))).getAsJsonObject();
+        return GoldenCase.load("gpt2-tiny").json();
     }
 
     private static String ids(JsonArray array) {
-        return StreamSupport.stream(array.spliterator(), false)
-                .map(e -> Long.toString(e.getAsLong()))
-                .collect(Collectors.joining(","));
+        return TokenIds.join(GoldenCase.longs(array));
     }
 
     @Test

@@ -4,23 +4,19 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.StringJoiner;
 import io.github.djlllmzoo.training.data.ByteLevelBpeTrainer;
 import io.github.djlllmzoo.training.data.StoryCorpus;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -34,19 +30,13 @@ class GenerateCommandTest {
 
     @BeforeAll
     static void readGolden() throws IOException {
-        golden = Paths.get(System.getProperty("llmzoo.testdata"), "golden", "gpt2-tiny");
-        JsonObject json =
-                JsonParser.parseString(Files.readString(golden.resolve("golden.json"), StandardCharsets.UTF_8))
-                        .getAsJsonObject();
-        promptIds = join(json.getAsJsonArray("prompt_ids"));
+        GoldenCase gpt2 = GoldenCase.load("gpt2-tiny");
+        golden = gpt2.dir();
+        promptIds = gpt2.idList("prompt_ids");
         greedyIds = new ArrayList<>();
-        json.getAsJsonArray("greedy_ids").forEach(e -> greedyIds.add(e.getAsLong()));
-    }
-
-    private static String join(JsonArray ids) {
-        StringJoiner joiner = new StringJoiner(",");
-        ids.forEach(e -> joiner.add(e.getAsString()));
-        return joiner.toString();
+        for (long id : gpt2.ids("greedy_ids")) {
+            greedyIds.add(id);
+        }
     }
 
     /** The exit code, stdout and stderr of one run, and how often stdout was flushed. */

@@ -10,11 +10,8 @@ import com.google.gson.JsonParser;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.Arrays;
 
 /** {@code llmzoo generate} and {@code score} on the Llama golden checkpoint {@code llama-gqa}. */
@@ -25,21 +22,13 @@ class LlamaCommandLineTest {
     private static double[] promptLogprobs;
     private static long[] greedyIds;
 
-    private record Result(int code, String out, String err) {}
-
     @BeforeAll
     static void loadGolden() throws Exception {
-        dir = Paths.get(System.getProperty("llmzoo.testdata"), "golden", "llama-gqa");
-        JsonObject golden =
-                JsonParser.parseString(Files.readString(dir.resolve("golden.json")))
-                        .getAsJsonObject();
-        promptIds = longs(golden.getAsJsonArray("prompt_ids"));
-        greedyIds = longs(golden.getAsJsonArray("greedy_ids"));
-        JsonArray logprobs = golden.getAsJsonArray("prompt_logprobs");
-        promptLogprobs = new double[logprobs.size()];
-        for (int i = 0; i < promptLogprobs.length; i++) {
-            promptLogprobs[i] = logprobs.get(i).getAsDouble();
-        }
+        GoldenCase golden = GoldenCase.load("llama-gqa");
+        dir = golden.dir();
+        promptIds = golden.ids("prompt_ids");
+        greedyIds = golden.ids("greedy_ids");
+        promptLogprobs = golden.numbers("prompt_logprobs");
     }
 
     @Test
@@ -48,8 +37,8 @@ class LlamaCommandLineTest {
         assertFalse(
                 Arrays.stream(greedyIds).anyMatch(id -> id == configEos),
                 "golden ids must not contain EOS");
-        Result result =
-                run(
+        CliRunner result =
+                CliRunner.run(
                         "generate",
                         "--model",
                         dir.toString(),
@@ -59,14 +48,14 @@ class LlamaCommandLineTest {
                         String.valueOf(greedyIds.length),
                         "--output",
                         "ids");
-        assertEquals(0, result.code(), result.err());
-        assertEquals(TokenIds.join(greedyIds), result.out().trim());
+        assertEquals(0, result.exitCode, result.err);
+        assertEquals(TokenIds.join(greedyIds), result.out.trim());
     }
 
     @Test
     void generateJsonReportsIdsAndLengthFinish() {
-        Result result =
-                run(
+        CliRunner result =
+                CliRunner.run(
                         "generate",
                         "--model",
                         dir.toString(),
@@ -76,11 +65,11 @@ class LlamaCommandLineTest {
                         "6",
                         "--output",
                         "json");
-        assertEquals(0, result.code(), result.err());
-        JsonObject json = JsonParser.parseString(result.out()).getAsJsonObject();
+        assertEquals(0, result.exitCode, result.err);
+        JsonObject json = JsonParser.parseString(result.out).getAsJsonObject();
         assertEquals(
                 TokenIds.join(Arrays.copyOf(greedyIds, 6)),
-                TokenIds.join(longs(json.getAsJsonArray("ids"))));
+                TokenIds.join(GoldenCase.longs(json.getAsJsonArray("ids"))));
         assertEquals("length", json.get("finish_reason").getAsString());
         assertTrue(json.get("text").isJsonNull());
     }
@@ -94,8 +83,8 @@ class LlamaCommandLineTest {
         assertFalse(Arrays.stream(greedyIds, 0, stop).anyMatch(id -> id == eos));
         Files.writeString(
                 copy.resolve("generation_config.json"), "{\"eos_token_id\": [511, " + eos + "]}");
-        Result result =
-                run(
+        CliRunner result =
+                CliRunner.run(
                         "generate",
                         "--model",
                         copy.toString(),
@@ -105,18 +94,18 @@ class LlamaCommandLineTest {
                         String.valueOf(greedyIds.length),
                         "--output",
                         "json");
-        assertEquals(0, result.code(), result.err());
-        JsonObject json = JsonParser.parseString(result.out()).getAsJsonObject();
+        assertEquals(0, result.exitCode, result.err);
+        JsonObject json = JsonParser.parseString(result.out).getAsJsonObject();
         assertEquals(
                 TokenIds.join(Arrays.copyOf(greedyIds, stop)),
-                TokenIds.join(longs(json.getAsJsonArray("ids"))));
+                TokenIds.join(GoldenCase.longs(json.getAsJsonArray("ids"))));
         assertEquals("eos", json.get("finish_reason").getAsString());
     }
 
     @Test
     void scoreJsonGivesTheGoldenLogprobs() {
-        Result result =
-                run(
+        CliRunner result =
+                CliRunner.run(
                         "score",
                         "--model",
                         dir.toString(),
@@ -124,8 +113,8 @@ class LlamaCommandLineTest {
                         TokenIds.join(promptIds),
                         "--output",
                         "json");
-        assertEquals(0, result.code(), result.err());
-        JsonObject json = JsonParser.parseString(result.out()).getAsJsonObject();
+        assertEquals(0, result.exitCode, result.err);
+        JsonObject json = JsonParser.parseString(result.out).getAsJsonObject();
         JsonArray logprobs = json.getAsJsonArray("token_logprobs");
         assertEquals(promptIds.length, logprobs.size());
         assertTrue(logprobs.get(0).isJsonNull());
@@ -145,28 +134,13 @@ class LlamaCommandLineTest {
         Files.copy(dir.resolve("config.json"), copy.resolve("config.json"));
         Files.copy(dir.resolve("model.safetensors"), copy.resolve("model.safetensors"));
         Files.writeString(copy.resolve("generation_config.json"), "{\"top_p\": 2.0}");
-        Result result = run("generate", "--model", copy.toString(), "--prompt-ids", "1,2,3");
-        assertEquals(1, result.code());
-        String line = result.err().trim();
+        CliRunner result = CliRunner.run("generate", "--model", copy.toString(), "--prompt-ids", "1,2,3");
+        assertEquals(1, result.exitCode);
+        String line = result.err.trim();
         assertTrue(
                 line.startsWith("error: ")
                         && line.contains("generation_config.json")
                         && line.contains("'top_p'"),
                 line);
-    }
-
-    private static Result run(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int code = LlmZoo.execute(args, new PrintWriter(out), new PrintWriter(err));
-        return new Result(code, out.toString(), err.toString());
-    }
-
-    private static long[] longs(JsonArray array) {
-        long[] out = new long[array.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = array.get(i).getAsLong();
-        }
-        return out;
     }
 }

@@ -17,9 +17,7 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 import java.util.stream.Stream;
-import java.util.stream.StreamSupport;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -34,7 +32,6 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class MklCpuFixTest {
 
-    private static final Path TESTDATA = Paths.get(System.getProperty("llmzoo.testdata", "../testdata"), "golden");
     private static final Path SOURCE = Paths.get("src/main/native/llmzoo_mkl_cpu.c");
 
     @TempDir
@@ -59,28 +56,28 @@ class MklCpuFixTest {
     @ParameterizedTest
     @ValueSource(strings = {"gpt2-tiny", "gpt2-wide", "llama-gqa", "llama3-rope-scaling"})
     void goldenLogprobsAndGreedyIdsHoldWithTheVendorKernels(String name) throws Exception {
-        Path dir = TESTDATA.resolve(name);
-        JsonObject golden = JsonParser.parseString(Files.readString(dir.resolve("golden.json"))).getAsJsonObject();
-        JsonArray prompt = golden.getAsJsonArray("prompt_ids");
-        JsonArray expected = golden.getAsJsonArray("prompt_logprobs");
+        GoldenCase golden = GoldenCase.load(name);
+        String dir = golden.dir().toString();
+        long[] prompt = golden.ids("prompt_ids");
+        double[] expected = golden.numbers("prompt_logprobs");
 
-        JsonObject score = JsonParser.parseString(llmzooPreloaded("score", "--model", dir.toString(),
-                "--ids", ids(prompt), "--output", "json")).getAsJsonObject();
+        JsonObject score = JsonParser.parseString(llmzooPreloaded("score", "--model", dir,
+                "--ids", golden.idList("prompt_ids"), "--output", "json")).getAsJsonObject();
         JsonArray logprobs = score.getAsJsonArray("token_logprobs");
-        assertEquals(prompt.size(), logprobs.size());
+        assertEquals(prompt.length, logprobs.size());
         for (int i = 1; i < logprobs.size(); i++) {
-            assertEquals(expected.get(i - 1).getAsDouble(), logprobs.get(i).getAsDouble(), 1e-3, name + " token " + i);
+            assertEquals(expected[i - 1], logprobs.get(i).getAsDouble(), 1e-3, name + " token " + i);
         }
 
-        JsonArray greedy = golden.getAsJsonArray("greedy_ids");
-        String generated = llmzooPreloaded("generate", "--model", dir.toString(), "--prompt-ids", ids(prompt),
-                "--max-new-tokens", Integer.toString(greedy.size()), "--greedy", "--output", "ids");
-        assertArrayEquals(longs(greedy), TokenIds.parse("ids", generated.trim()), name + ": greedy ids");
+        long[] greedy = golden.ids("greedy_ids");
+        String generated = llmzooPreloaded("generate", "--model", dir, "--prompt-ids", golden.idList("prompt_ids"),
+                "--max-new-tokens", Integer.toString(greedy.length), "--greedy", "--output", "ids");
+        assertArrayEquals(greedy, TokenIds.parse("ids", generated.trim()), name + ": greedy ids");
     }
 
     @Test
     void benchReportsThePreloadedLibrary() throws Exception {
-        JsonObject r = JsonParser.parseString(llmzooPreloaded("bench", "--model", TESTDATA.resolve("gpt2-tiny").toString(),
+        JsonObject r = JsonParser.parseString(llmzooPreloaded("bench", "--model", GoldenCase.dir("gpt2-tiny").toString(),
                 "--runs", "1", "--warmup", "0", "--prompt-tokens", "4", "--new-tokens", "2", "--long-positions", "0",
                 "--bandwidth-mib", "0", "--output", "json")).getAsJsonObject();
         assertTrue(r.get("mkl_cpu_fix").getAsBoolean(), r.toString());
@@ -91,7 +88,7 @@ class MklCpuFixTest {
     void benchWithoutThePreloadSaysSo() {
         assumeTrue(!System.getenv().getOrDefault("LD_PRELOAD", "").contains(MklCpuFix.LIBRARY),
                 "this JVM itself was started with the library preloaded");
-        CliRunner run = CliRunner.run("bench", "--model", TESTDATA.resolve("gpt2-tiny").toString(), "--runs", "1",
+        CliRunner run = CliRunner.run("bench", "--model", GoldenCase.dir("gpt2-tiny").toString(), "--runs", "1",
                 "--warmup", "0", "--prompt-tokens", "4", "--new-tokens", "2", "--long-positions", "0",
                 "--bandwidth-mib", "0", "--output", "json");
         assertEquals(0, run.exitCode, run.err);
@@ -122,15 +119,5 @@ class MklCpuFixTest {
     private static boolean onPath(String program) {
         return Stream.of(System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator))
                 .anyMatch(dir -> !dir.isEmpty() && Files.isExecutable(Paths.get(dir, program)));
-    }
-
-    private static String ids(JsonArray array) {
-        return StreamSupport.stream(array.spliterator(), false)
-                .map(e -> Long.toString(e.getAsLong()))
-                .collect(Collectors.joining(","));
-    }
-
-    private static long[] longs(JsonArray array) {
-        return StreamSupport.stream(array.spliterator(), false).mapToLong(e -> e.getAsLong()).toArray();
     }
 }
