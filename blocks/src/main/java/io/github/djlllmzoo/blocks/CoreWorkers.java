@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.blocks;
 
+import ai.djl.ndarray.NDArray;
 import ai.djl.pytorch.jni.JniUtils;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
@@ -24,6 +25,17 @@ import java.util.function.Supplier;
  * <p>One caller at a time: a second caller finds the workers busy and computes alone.
  */
 final class CoreWorkers {
+
+    /**
+     * Threads a decode step's products and attention are split over, the caller included: the CPU
+     * cores, or fewer with {@code -Dllmzoo.projection.threads=N} (1 turns splitting off).
+     */
+    static final int PARALLELISM =
+            Math.max(
+                    1,
+                    Math.min(
+                            Runtime.getRuntime().availableProcessors(),
+                            Integer.getInteger("llmzoo.projection.threads", Integer.MAX_VALUE)));
 
     /** How long an idle worker spins for the next slice before it parks. */
     static final long IDLE_SPIN_NANOS = 1_000_000L;
@@ -78,6 +90,48 @@ final class CoreWorkers {
             }
         }
         return pool;
+    }
+
+    /**
+     * Where to cut {@code size} items into {@code parts} nearly equal runs.
+     *
+     * @param size the items
+     * @param parts the runs (at least 1)
+     * @return the {@code parts - 1} split points, as {@code NDArray.split} takes them
+     */
+    static long[] bounds(long size, int parts) {
+        long[] bounds = new long[parts - 1];
+        for (int i = 1; i < parts; i++) {
+            bounds[i - 1] = size * i / parts;
+        }
+        return bounds;
+    }
+
+    /**
+     * @param count tasks
+     * @return an empty array of that many tasks
+     */
+    @SuppressWarnings("unchecked")
+    static Supplier<NDArray>[] tasks(int count) {
+        return (Supplier<NDArray>[]) new Supplier<?>[count];
+    }
+
+    /**
+     * Runs {@code tasks} on this process's workers (see {@link #invokeAll}).
+     *
+     * @param tasks at most {@link #PARALLELISM} tasks
+     * @return their arrays in task order, or {@code null} when another caller holds the workers
+     */
+    static NDArray[] run(Supplier<NDArray>[] tasks) {
+        Object[] results = shared(PARALLELISM).invokeAll(tasks);
+        if (results == null) {
+            return null;
+        }
+        NDArray[] outputs = new NDArray[results.length];
+        for (int i = 0; i < results.length; i++) {
+            outputs[i] = (NDArray) results[i];
+        }
+        return outputs;
     }
 
     /** @return the threads a call computes with, the caller included */

@@ -42,13 +42,6 @@ final class SplitProjection {
     /** Weights smaller than this (elements) are not worth a hand-over. */
     static final long MIN_ELEMENTS = 1L << 17;
 
-    private static final int PARALLELISM =
-            Math.max(
-                    1,
-                    Math.min(
-                            Runtime.getRuntime().availableProcessors(),
-                            Integer.getInteger("llmzoo.projection.threads", Integer.MAX_VALUE)));
-
     private record Slices(NDArray weight, NDArray bias, NDArray[] parts, NDArray[] biases) {
 
         boolean of(NDArray w, NDArray b) {
@@ -75,13 +68,13 @@ final class SplitProjection {
         Slices s = splittable(weight) ? slices(weight, bias, 0) : null;
         if (rows < TRANSPOSED_MIN_ROWS) {
             if (s != null) {
-                Supplier<NDArray>[] tasks = tasks(s.parts().length);
+                Supplier<NDArray>[] tasks = CoreWorkers.tasks(s.parts().length);
                 for (int i = 0; i < tasks.length; i++) {
                     NDArray part = s.parts()[i];
                     NDArray partBias = s.biases() == null ? null : s.biases()[i];
                     tasks[i] = () -> x.getNDArrayInternal().linear(x, part, partBias).singletonOrThrow();
                 }
-                NDArray[] outputs = run(tasks);
+                NDArray[] outputs = CoreWorkers.run(tasks);
                 if (outputs != null) {
                     return NDArrays.concat(new NDList(outputs), -1); // (..., out)
                 }
@@ -92,12 +85,12 @@ final class SplitProjection {
         NDArray columns = x.reshape(rows, shape.get(shape.dimension() - 1)).transpose(); // (in, N)
         NDArray[] outputs = null;
         if (s != null) {
-            Supplier<NDArray>[] tasks = tasks(s.parts().length);
+            Supplier<NDArray>[] tasks = CoreWorkers.tasks(s.parts().length);
             for (int i = 0; i < tasks.length; i++) {
                 NDArray part = s.parts()[i];
                 tasks[i] = () -> attached(part.matMul(columns), x); // (out_i, N)
             }
-            outputs = run(tasks);
+            outputs = CoreWorkers.run(tasks);
         }
         NDArray product =
                 outputs == null
@@ -142,12 +135,12 @@ final class SplitProjection {
             Shape shape = x.getShape();
             long in = weight.getShape().get(0);
             NDArray rowsIn = rows == 1 ? x.reshape(in) : x.reshape(rows, in); // (in) or (N, in)
-            Supplier<NDArray>[] tasks = tasks(s.parts().length);
+            Supplier<NDArray>[] tasks = CoreWorkers.tasks(s.parts().length);
             for (int i = 0; i < tasks.length; i++) {
                 NDArray part = s.parts()[i];
                 tasks[i] = () -> rowsIn.matMul(part); // (out_i) or (N, out_i)
             }
-            NDArray[] outputs = run(tasks);
+            NDArray[] outputs = CoreWorkers.run(tasks);
             if (outputs != null) {
                 Shape out = shape.slice(0, shape.dimension() - 1).add(weight.getShape().get(1));
                 return NDArrays.concat(new NDList(outputs), -1).addi(bias).reshape(out); // (..., out)
@@ -161,7 +154,7 @@ final class SplitProjection {
     }
 
     private static boolean splittable(NDArray weight) {
-        return PARALLELISM > 1 && weight.size() >= MIN_ELEMENTS;
+        return CoreWorkers.PARALLELISM > 1 && weight.size() >= MIN_ELEMENTS;
     }
 
     /**
@@ -186,32 +179,11 @@ final class SplitProjection {
         }
     }
 
-    /** Splits {@code array} into {@link #PARALLELISM} nearly equal views along {@code axis}. */
+    /** Splits {@code array} into {@link CoreWorkers#PARALLELISM} nearly equal views along {@code axis}. */
     private static NDArray[] cut(NDArray array, int axis) {
         long size = array.getShape().get(axis);
-        long[] bounds = new long[PARALLELISM - 1];
-        for (int i = 1; i < PARALLELISM; i++) {
-            bounds[i - 1] = size * i / PARALLELISM;
-        }
-        NDList parts = array.split(bounds, axis);
+        NDList parts = array.split(CoreWorkers.bounds(size, CoreWorkers.PARALLELISM), axis);
         array.close(); // the detached handle; the views keep the storage
         return parts.toArray(new NDArray[0]);
-    }
-
-    @SuppressWarnings("unchecked")
-    private static Supplier<NDArray>[] tasks(int count) {
-        return (Supplier<NDArray>[]) new Supplier<?>[count];
-    }
-
-    private static NDArray[] run(Supplier<NDArray>[] tasks) {
-        Object[] results = CoreWorkers.shared(PARALLELISM).invokeAll(tasks);
-        if (results == null) {
-            return null;
-        }
-        NDArray[] outputs = new NDArray[results.length];
-        for (int i = 0; i < results.length; i++) {
-            outputs[i] = (NDArray) results[i];
-        }
-        return outputs;
     }
 }
