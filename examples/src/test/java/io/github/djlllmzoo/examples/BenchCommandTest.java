@@ -55,6 +55,25 @@ class BenchCommandTest {
     }
 
     @Test
+    void eachTimedRunIsPairedWithAStreamingReadAndTheFractionIsTheMedianOfTheirRatios() {
+        JsonObject r = bench("--prompt-tokens", "16", "--new-tokens", "8", "--long-positions", "0"); // 2 runs
+        assumeTrue(r.get("peak_rss_reset_after_load").getAsBoolean(), "no peak reset: the read runs once, after the runs");
+        JsonArray decode = r.getAsJsonArray("decode_tokens_per_s_runs");
+        JsonArray streams = r.getAsJsonArray("stream_gb_per_s_runs");
+        JsonArray fractions = r.getAsJsonArray("bandwidth_fraction_runs");
+        assertEquals(2, streams.size());
+        long bytes = r.get("weight_bytes").getAsLong();
+        double[] expected = new double[2];
+        for (int i = 0; i < 2; i++) {
+            expected[i] = bytes * decode.get(i).getAsDouble() / 1e9 / streams.get(i).getAsDouble();
+            assertEquals(expected[i], fractions.get(i).getAsDouble(), expected[i] * 1e-9, "run " + i);
+        }
+        double median = (expected[0] + expected[1]) / 2;
+        assertEquals(median, r.get("bandwidth_fraction").getAsDouble(), median * 1e-9);
+        assertTrue(r.get("stream_method").getAsString().contains("after each timed run"));
+    }
+
+    @Test
     void benchGeneratesTheGreedyContinuation() throws Exception {
         JsonObject golden = golden();
         JsonArray greedy = golden.getAsJsonArray("greedy_ids");
