@@ -10,23 +10,9 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-class ScaledDotProductAttentionTest {
-
-    private NDManager manager;
-
-    @BeforeEach
-    void setUp() {
-        manager = NDManager.newBaseManager("PyTorch");
-    }
-
-    @AfterEach
-    void tearDown() {
-        manager.close();
-    }
+class ScaledDotProductAttentionTest extends ManagedArraysTest {
 
     @Test
     void attentionSplitBySequencesEqualsOneCallWithEachSequencesOwnMask() {

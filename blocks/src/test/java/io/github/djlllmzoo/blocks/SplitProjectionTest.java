@@ -12,28 +12,14 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-class SplitProjectionTest {
+class SplitProjectionTest extends ManagedArraysTest {
 
     private static final int IN = 384;
     private static final int OUT = 1000; // IN * OUT > MIN_ELEMENTS, and not divisible by the core count
-
-    private NDManager manager;
-
-    @BeforeEach
-    void setUp() {
-        manager = NDManager.newBaseManager("PyTorch");
-    }
-
-    @AfterEach
-    void tearDown() {
-        manager.close();
-    }
 
     @Test
     void aSplitLinearOfOneRowEqualsTheEnginesLinear() {

@@ -5,12 +5,14 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.KvCache;
+import io.github.djlllmzoo.blocks.StepRelease;
 import java.util.Arrays;
 
 /**
  * Times greedy generation with a {@link KvCache} the way a generator runs it: one prefill forward
  * over the prompts (logits of the last position only), then one forward per new token, each step's
- * arrays in their own scoped manager and the next tokens taken by the engine's argmax.
+ * arrays in their own scoped manager (freed by {@link StepRelease}, as the generators do) and the
+ * next tokens taken by the engine's argmax.
  */
 final class DecodeBenchmark {
 
@@ -75,10 +77,13 @@ final class DecodeBenchmark {
     }
 
     private long[] step(long[] ids, Shape shape, KvCache cache) {
-        try (NDManager step = manager.newSubManager()) {
+        NDManager step = manager.newSubManager();
+        try {
             NDArray input = step.create(ids, shape);
             NDArray logits = model.forward(null, input, null, null, cache, true, false); // (B, 1, V)
             return logits.argMax(-1).toLongArray(); // (B, 1)
+        } finally {
+            StepRelease.close(step);
         }
     }
 

@@ -6,6 +6,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.KvCache;
+import io.github.djlllmzoo.blocks.StepRelease;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -224,7 +225,8 @@ public final class BatchGenerator {
      * @return the logits of each row's last position, (B * V) row-major
      */
     private float[] forward(long[] ids, int b, int t, long[] mask, long[] positions, KvCache cache) {
-        try (NDManager step = manager.newSubManager()) {
+        NDManager step = manager.newSubManager();
+        try {
             NDArray input = step.create(ids, new Shape(b, t));
             NDArray maskArray = null;
             NDArray positionArray = null;
@@ -238,6 +240,8 @@ public final class BatchGenerator {
             NDArray logits =
                     model.forward(null, input, positionArray, maskArray, cache, true, false); // (B, 1, V)
             return logits.toType(DataType.FLOAT32, false).toFloatArray();
+        } finally {
+            StepRelease.close(step);
         }
     }
 

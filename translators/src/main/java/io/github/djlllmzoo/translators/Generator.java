@@ -6,6 +6,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.KvCache;
+import io.github.djlllmzoo.blocks.StepRelease;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import java.util.List;
 
@@ -61,10 +62,13 @@ public final class Generator {
      * @return the logits over the vocabulary
      */
     public float[] nextLogits(long[] input, KvCache cache) {
-        try (NDManager step = manager.newSubManager()) {
+        NDManager step = manager.newSubManager();
+        try {
             NDArray ids = step.create(input, new Shape(1, input.length));
             NDArray logits = model.forward(null, ids, null, null, cache, true, false); // (1, 1, V)
             return logits.toType(DataType.FLOAT32, false).toFloatArray();
+        } finally {
+            StepRelease.close(step);
         }
     }
 
