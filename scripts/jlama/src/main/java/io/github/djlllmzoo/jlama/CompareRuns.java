@@ -45,10 +45,13 @@ public final class CompareRuns {
         List<Long> reference = ours.ids();
         JsonNode effective = ours.json().get("effective_gb_per_s");
         JsonNode stream = ours.json().get("stream_gb_per_s");
-        if (effective != null && stream != null && effective.isNumber() && stream.isNumber()) {
-            System.out.printf(Locale.ROOT, "llmzoo decode reads weights at %.2f GB/s; streaming read (%s): %.2f GB/s; %.0f%%%n",
+        JsonNode fraction = ours.json().get("bandwidth_fraction");
+        if (effective != null && stream != null && fraction != null && effective.isNumber() && stream.isNumber()
+                && fraction.isNumber()) {
+            System.out.printf(Locale.ROOT, "llmzoo decode reads weights at %.2f GB/s; streaming read (%s): %.2f GB/s; %.0f%%%s%n",
                     effective.asDouble(), ours.json().get("stream_method").asText(), stream.asDouble(),
-                    100 * effective.asDouble() / stream.asDouble());
+                    100 * fraction.asDouble(),
+                    ours.json().has("bandwidth_fraction_runs") ? " (median of the runs' own ratios)" : "");
         }
         System.out.printf(Locale.ROOT, "%-40s %14s %13s  %s%n", "engine", "prefill tok/s", "decode tok/s", "generated ids");
         System.out.printf(Locale.ROOT, "%-40s %14.1f %13.2f  %s%n", ours.label(), ours.prefill(), ours.decode(), "(reference)");
