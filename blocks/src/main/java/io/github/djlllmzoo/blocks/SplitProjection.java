@@ -5,21 +5,26 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.pytorch.jni.JniUtils;
 import java.util.function.Supplier;
 
 /**
  * The affine projection of a decode step (one token per sequence, up to {@link #MAX_ROWS} rows)
- * with the weight split across the CPU's cores. PyTorch's CPU linear and matmul hand such a product
+ * with the weight split across the CPU's cores (and of a prefill, see below). PyTorch's CPU linear and matmul hand such a product
  * to MKL, which computes it on a single core whatever the intra-op thread count; one core reads
  * about 15 GB/s of weights on the machine of docs/PERFORMANCE.md, while each core multiplying its
  * own slice of the weight reads them at the machine's bandwidth (GPT-2 small: 16.7 GB/s on one
  * core, 26.5 GB/s on two). Slices are views of the weight (made once per weight, detached from
  * autograd), so nothing is copied.
  *
- * <p>Everything else takes the single engine call: training, more rows (a prefill: there the
- * engine's own matrix product is compute-bound and uses PyTorch's intra-op threads), a non-CPU
- * device, an input that records gradients, a small weight, one core ({@code
- * -Dllmzoo.projection.threads=1}), or workers busy with another caller. The results agree with the
+ * <p>Products of more rows (a prefill) are split the same way where PyTorch computes on one thread
+ * (as {@code bin/llmzoo} runs it): the engine's own product would then use one core (128-token
+ * prefill, alternating runs: GPT-2 small 751-905 against 1141-1299 tokens/s, Llama 110M 728-872
+ * against 942-1187); with more intra-op threads the engine's product uses them.
+ *
+ * <p>Everything else takes the single engine call: training, a non-CPU device, an input that
+ * records gradients, a small weight, one core ({@code -Dllmzoo.projection.threads=1}), or workers
+ * busy with another caller. The results agree with the
  * single call to float rounding. Give PyTorch one intra-op thread for decoding
  * ({@code -Dai.djl.pytorch.num_threads=1}, as {@code bin/llmzoo} does): its OpenMP threads,
  * spinning between parallel regions, otherwise take the cores the slices need.
@@ -28,7 +33,10 @@ import java.util.function.Supplier;
  */
 final class SplitProjection {
 
-    /** Rows (tokens) up to which a product is split across the cores: a decode step of a batch. */
+    /**
+     * Rows (tokens) up to which a product is split across the cores whatever PyTorch's thread
+     * count: a decode step of a batch.
+     */
     static final long MAX_ROWS = Long.getLong("llmzoo.projection.maxRows", 64);
 
     /**
@@ -62,7 +70,7 @@ final class SplitProjection {
      */
     NDArray linear(NDArray x, NDArray weight, NDArray bias, boolean training) {
         long rows = rows(x);
-        if (rows > MAX_ROWS || !inferenceOnCpu(x, training)) {
+        if (!splitsRows(rows) || !inferenceOnCpu(x, training)) {
             return x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
         }
         Slices s = splittable(weight) ? slices(weight, bias, 0) : null;
@@ -126,7 +134,7 @@ final class SplitProjection {
     NDArray matMulAdd(NDArray x, NDArray weight, NDArray bias, boolean training) {
         long rows = rows(x);
         Slices s =
-                rows <= MAX_ROWS && inferenceOnCpu(x, training) && splittable(weight)
+                splitsRows(rows) && inferenceOnCpu(x, training) && splittable(weight)
                         ? slices(weight, null, 1)
                         : null;
         if (s != null) {
@@ -147,6 +155,11 @@ final class SplitProjection {
             }
         }
         return x.matMul(weight).addi(bias);
+    }
+
+    /** Whether a product of this many rows is split: a decode step always, more on one thread. */
+    private static boolean splitsRows(long rows) {
+        return rows <= MAX_ROWS || JniUtils.getNumThreads() == 1;
     }
 
     private static boolean inferenceOnCpu(NDArray x, boolean training) {

@@ -2,10 +2,12 @@ package io.github.djlllmzoo.blocks;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.pytorch.jni.JniUtils;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -99,6 +101,33 @@ class SplitProjectionTest extends ManagedArraysTest {
                 afterFirstStep = manager.getManagedArrays().size();
             }
             assertEquals(afterFirstStep, manager.getManagedArrays().size(), "arrays of the weights' manager, step " + step);
+        }
+    }
+
+    @Test
+    void aPrefillIsSplitOnlyWhereTheEngineComputesOnOneThread() {
+        assumeTrue(CoreWorkers.PARALLELISM > 1, "one core: nothing is split");
+        NDArray weight = manager.randomNormal(new Shape(OUT, IN));
+        NDArray conv = manager.randomNormal(new Shape(IN, OUT));
+        NDArray bias = manager.randomNormal(new Shape(OUT));
+        int threads = JniUtils.getNumThreads();
+        try (NDManager inputs = NDManager.newBaseManager("PyTorch")) { // not counted with the weights
+            NDArray x = inputs.randomNormal(new Shape(1, 128, IN)); // a 128-token prompt
+            int before = manager.getManagedArrays().size();
+            JniUtils.setNumThreads(2);
+            new SplitProjection().linear(x, weight, bias, false);
+            assertEquals(before, manager.getManagedArrays().size(), "two engine threads: no slices made");
+            JniUtils.setNumThreads(1);
+            NDArray linear = new SplitProjection().linear(x, weight, bias, false);
+            NDArray matMulAdd = new SplitProjection().matMulAdd(x, conv, bias, false);
+            assertEquals(before + 3 * CoreWorkers.PARALLELISM, manager.getManagedArrays().size(), "slices of both weights and the bias");
+            assertArrayEquals(
+                    x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow().toFloatArray(),
+                    linear.toFloatArray(),
+                    1e-4f);
+            assertArrayEquals(x.matMul(conv).add(bias).toFloatArray(), matMulAdd.toFloatArray(), 1e-4f);
+        } finally {
+            JniUtils.setNumThreads(threads);
         }
     }
 
