@@ -84,7 +84,7 @@ final class SplitProjection {
                 }
                 NDArray[] outputs = CoreWorkers.run(tasks);
                 if (outputs != null) {
-                    return NDArrays.concat(new NDList(outputs), -1); // (..., out)
+                    return joined(outputs, -1); // (..., out)
                 }
             }
             return x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
@@ -103,12 +103,24 @@ final class SplitProjection {
         NDArray product =
                 outputs == null
                         ? attached(weight.matMul(columns), x)
-                        : NDArrays.concat(new NDList(outputs), 0); // (out, N)
+                        : joined(outputs, 0); // (out, N)
         NDArray out = product.transpose(); // (N, out)
         if (bias != null) {
             out = out.add(bias);
         }
         return out.reshape(shape.slice(0, shape.dimension() - 1).add(weight.getShape().get(0))); // (..., out)
+    }
+
+    /**
+     * The slices' products joined along {@code axis}; the parts are freed at once rather than with
+     * the step (a prefill's would otherwise double its activations until the step ends).
+     */
+    private static NDArray joined(NDArray[] parts, int axis) {
+        NDArray whole = NDArrays.concat(new NDList(parts), axis);
+        for (NDArray part : parts) {
+            part.close();
+        }
+        return whole;
     }
 
     /** A product made from the weight belongs to the weight's manager; it goes to the input's. */
@@ -151,7 +163,7 @@ final class SplitProjection {
             NDArray[] outputs = CoreWorkers.run(tasks);
             if (outputs != null) {
                 Shape out = shape.slice(0, shape.dimension() - 1).add(weight.getShape().get(1));
-                return NDArrays.concat(new NDList(outputs), -1).addi(bias).reshape(out); // (..., out)
+                return joined(outputs, -1).addi(bias).reshape(out); // (..., out)
             }
         }
         return x.matMul(weight).addi(bias);
