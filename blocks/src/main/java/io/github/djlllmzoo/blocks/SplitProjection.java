@@ -40,10 +40,11 @@ final class SplitProjection {
     static final long MAX_ROWS = Long.getLong("llmzoo.projection.maxRows", 64);
 
     /**
-     * Rows from which {@link #linear} computes {@code weight @ x^T}: the engine's product with the
-     * weight transposed (its {@code linear}) slows down with the rows (GPT-2 small's projections, 8
-     * rows: 31 ms against 25.5 ms; 16 rows: 41 ms against 22.5 ms, one core); up to 4 rows it is
-     * the faster one.
+     * Rows from which (up to {@link #MAX_ROWS}) {@link #linear} computes {@code weight @ x^T}: the
+     * engine's product with the weight transposed (its {@code linear}) slows down with the rows
+     * (GPT-2 small's projections, 8 rows: 31 ms against 25.5 ms; 16 rows: 41 ms against 22.5 ms,
+     * one core); up to 4 rows it is the faster one, and from 128 rows (a prefill) both run at the
+     * same speed, {@code linear} with the bias fused and no transposed copy.
      */
     static final long TRANSPOSED_MIN_ROWS = 8;
 
@@ -74,7 +75,7 @@ final class SplitProjection {
             return x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
         }
         Slices s = splittable(weight) ? slices(weight, bias, 0) : null;
-        if (rows < TRANSPOSED_MIN_ROWS) {
+        if (rows < TRANSPOSED_MIN_ROWS || rows > MAX_ROWS) {
             if (s != null) {
                 Supplier<NDArray>[] tasks = CoreWorkers.tasks(s.parts().length);
                 for (int i = 0; i < tasks.length; i++) {
