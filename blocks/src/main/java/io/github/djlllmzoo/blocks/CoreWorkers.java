@@ -7,6 +7,7 @@ import ai.djl.pytorch.jni.JniUtils;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.IntFunction;
 import java.util.function.Supplier;
 
 /**
@@ -85,18 +86,17 @@ final class CoreWorkers {
     }
 
     /**
-     * The workers of this process, made on first use.
+     * The workers of this process ({@link #PARALLELISM} - 1 threads), made on first use.
      *
-     * @param parallelism the threads to compute with, the caller included (at least 2)
      * @return the workers
      */
-    static CoreWorkers shared(int parallelism) {
+    private static CoreWorkers shared() {
         CoreWorkers pool = shared;
         if (pool == null) {
             synchronized (CoreWorkers.class) {
                 pool = shared;
                 if (pool == null) {
-                    pool = new CoreWorkers(parallelism - 1);
+                    pool = new CoreWorkers(PARALLELISM - 1);
                     shared = pool;
                 }
             }
@@ -120,27 +120,26 @@ final class CoreWorkers {
     }
 
     /**
-     * @param count tasks
-     * @return an empty array of that many tasks
-     */
-    @SuppressWarnings("unchecked")
-    static Supplier<NDArray>[] tasks(int count) {
-        return (Supplier<NDArray>[]) new Supplier<?>[count];
-    }
-
-    /**
-     * Runs {@code tasks} on this process's workers (see {@link #invokeAll}).
+     * Computes {@code task(0) .. task(count - 1)} on this process's workers, {@code task(0)} on the
+     * calling thread (see {@link #invokeAll}).
      *
-     * @param tasks at most {@link #PARALLELISM} tasks
+     * @param count the tasks, at most {@link #PARALLELISM}
+     * @param task the array of task {@code i}
      * @return their arrays in task order, or {@code null} when another caller holds the workers
      */
-    static NDArray[] run(Supplier<NDArray>[] tasks) {
-        Object[] results = shared(PARALLELISM).invokeAll(tasks);
+    @SuppressWarnings("unchecked")
+    static NDArray[] run(int count, IntFunction<NDArray> task) {
+        Supplier<NDArray>[] tasks = (Supplier<NDArray>[]) new Supplier<?>[count];
+        for (int i = 0; i < count; i++) {
+            int index = i;
+            tasks[i] = () -> task.apply(index);
+        }
+        Object[] results = shared().invokeAll(tasks);
         if (results == null) {
             return null;
         }
-        NDArray[] outputs = new NDArray[results.length];
-        for (int i = 0; i < results.length; i++) {
+        NDArray[] outputs = new NDArray[count];
+        for (int i = 0; i < count; i++) {
             outputs[i] = (NDArray) results[i];
         }
         return outputs;
@@ -170,20 +169,15 @@ final class CoreWorkers {
         }
     }
 
-    /** @return the threads a call computes with, the caller included */
-    int parallelism() {
-        return workers.length + 1;
-    }
-
     /**
      * Runs {@code tasks[0]} on the calling thread and the others on the workers, concurrently;
      * tasks a worker has not started by the time the caller is done with its own run on the caller.
      *
-     * @param tasks at most {@link #parallelism()} tasks
+     * @param tasks at most {@link #PARALLELISM} tasks
      * @param <T> the result type
      * @return the results in task order, or {@code null} when another caller holds the workers
      */
-    <T> Object[] invokeAll(Supplier<T>[] tasks) {
+    private <T> Object[] invokeAll(Supplier<T>[] tasks) {
         if (!owner.tryLock()) {
             return null;
         }

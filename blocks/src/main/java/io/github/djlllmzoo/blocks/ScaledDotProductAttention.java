@@ -5,7 +5,6 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
-import java.util.function.Supplier;
 
 /**
  * {@code softmax(q k^T / sqrt(D) + mask) v}, shared by every attention block. Grouped-query
@@ -91,13 +90,10 @@ public final class ScaledDotProductAttention {
         if (masks != null) {
             masks.attach(step);
         }
-        Supplier<NDArray>[] tasks = CoreWorkers.tasks(parts);
-        for (int i = 0; i < parts; i++) {
-            NDArray partMask = masks == null ? mask : masks.get(i);
-            int part = i;
-            tasks[i] = () -> attendOnce(qs.get(part), ks.get(part), vs.get(part), partMask, 0, false);
-        }
-        NDArray[] outputs = CoreWorkers.run(tasks);
+        NDArray[] outputs =
+                CoreWorkers.run(
+                        parts,
+                        i -> attendOnce(qs.get(i), ks.get(i), vs.get(i), masks == null ? mask : masks.get(i), 0, false));
         return outputs == null ? null : NDArrays.concat(new NDList(outputs), axis); // (B, H, T, D)
     }
 

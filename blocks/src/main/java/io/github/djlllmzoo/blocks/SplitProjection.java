@@ -6,7 +6,6 @@ import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.pytorch.jni.JniUtils;
-import java.util.function.Supplier;
 
 /**
  * The affine projection of a decode step (one token per sequence, up to {@link #MAX_ROWS} rows)
@@ -77,13 +76,14 @@ final class SplitProjection {
         Slices s = splittable(weight) ? slices(weight, bias, 0) : null;
         if (rows < TRANSPOSED_MIN_ROWS || rows > MAX_ROWS) {
             if (s != null) {
-                Supplier<NDArray>[] tasks = CoreWorkers.tasks(s.parts().length);
-                for (int i = 0; i < tasks.length; i++) {
-                    NDArray part = s.parts()[i];
-                    NDArray partBias = s.biases() == null ? null : s.biases()[i];
-                    tasks[i] = () -> x.getNDArrayInternal().linear(x, part, partBias).singletonOrThrow();
-                }
-                NDArray[] outputs = CoreWorkers.run(tasks);
+                NDArray[] parts = s.parts();
+                NDArray[] biases = s.biases();
+                NDArray[] outputs =
+                        CoreWorkers.run(
+                                parts.length,
+                                i -> x.getNDArrayInternal()
+                                        .linear(x, parts[i], biases == null ? null : biases[i])
+                                        .singletonOrThrow());
                 if (outputs != null) {
                     return joined(outputs, -1); // (..., out)
                 }
@@ -94,12 +94,8 @@ final class SplitProjection {
         NDArray columns = x.reshape(rows, shape.get(shape.dimension() - 1)).transpose(); // (in, N)
         NDArray[] outputs = null;
         if (s != null) {
-            Supplier<NDArray>[] tasks = CoreWorkers.tasks(s.parts().length);
-            for (int i = 0; i < tasks.length; i++) {
-                NDArray part = s.parts()[i];
-                tasks[i] = () -> attached(part.matMul(columns), x); // (out_i, N)
-            }
-            outputs = CoreWorkers.run(tasks);
+            NDArray[] parts = s.parts();
+            outputs = CoreWorkers.run(parts.length, i -> attached(parts[i].matMul(columns), x)); // (out_i, N)
         }
         NDArray product =
                 outputs == null
@@ -156,12 +152,8 @@ final class SplitProjection {
             Shape shape = x.getShape();
             long in = weight.getShape().get(0);
             NDArray rowsIn = rows == 1 ? x.reshape(in) : x.reshape(rows, in); // (in) or (N, in)
-            Supplier<NDArray>[] tasks = CoreWorkers.tasks(s.parts().length);
-            for (int i = 0; i < tasks.length; i++) {
-                NDArray part = s.parts()[i];
-                tasks[i] = () -> rowsIn.matMul(part); // (out_i) or (N, out_i)
-            }
-            NDArray[] outputs = CoreWorkers.run(tasks);
+            NDArray[] parts = s.parts();
+            NDArray[] outputs = CoreWorkers.run(parts.length, i -> rowsIn.matMul(parts[i])); // (out_i) or (N, out_i)
             if (outputs != null) {
                 Shape out = shape.slice(0, shape.dimension() - 1).add(weight.getShape().get(1));
                 return joined(outputs, -1).addi(bias).reshape(out); // (..., out)

@@ -271,18 +271,15 @@ final class BenchCommand implements Callable<Integer> {
         double effective = weightBytes * (decodeMedian / batch) / 1e9;
         double stream;
         double fraction;
-        String streamMethod;
+        String streamMethod = "DJL sum() over a " + bandwidthMib + " MiB float32 array, one slice per core at once, ";
         if (paired) {
             stream = StreamingBandwidth.median(streams);
             fraction = StreamingBandwidth.median(fractions);
-            streamMethod = "DJL sum() over a " + bandwidthMib + " MiB float32 array, one slice per core at once, median of "
-                    + PAIRED_PASSES + " passes right after each timed run";
+            streamMethod += "median of " + PAIRED_PASSES + " passes right after each timed run";
         } else {
             stream = bandwidthMib == 0 ? Double.NaN : StreamingBandwidth.measure(manager, (long) bandwidthMib << 20, 7);
             fraction = effective / stream;
-            streamMethod = bandwidthMib == 0
-                    ? "not measured"
-                    : "DJL sum() over a " + bandwidthMib + " MiB float32 array, one slice per core at once, median of 7 after the runs";
+            streamMethod = bandwidthMib == 0 ? "not measured" : streamMethod + "median of 7 after the runs";
         }
 
         number(result, "prefill_tokens_per_s", prefillMedian);
