@@ -68,8 +68,9 @@ public final class TrainingCheckpoint {
                             Files.copy(source.resolve(name), dir.resolve(name));
                         }
                     }
-                    if (Files.isRegularFile(source.resolve(GenerationDefaults.FILE_NAME))) {
-                        Files.copy(source.resolve(GenerationDefaults.FILE_NAME), dir.resolve(GenerationDefaults.FILE_NAME));
+                    Path generation = source.resolve(GenerationDefaults.FILE_NAME);
+                    if (Files.isRegularFile(generation)) {
+                        Files.copy(generation, dir.resolve(GenerationDefaults.FILE_NAME));
                     } else {
                         writeString(dir.resolve(GenerationDefaults.FILE_NAME), generationConfig(model.config()));
                     }

@@ -58,7 +58,6 @@ public record GenerationConfig(
     /** Hugging Face's default {@code top_k} when sampling. */
     public static final int DEFAULT_TOP_K = 50;
 
-
     /** Validates the values; every message names the field at fault. */
     public GenerationConfig {
         require(maxNewTokens >= 1, "maxNewTokens (max_new_tokens) must be at least 1", maxNewTokens);
