@@ -33,8 +33,8 @@ public final class GatedMlp extends UnaryBlock {
 
     @Override
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
-        NDArray gate = Activations.silu(gateProj.forward(store, x, training)); // (B, T, I)
-        NDArray up = upProj.forward(store, x, training); // (B, T, I)
-        return downProj.forward(store, gate.mul(up), training); // (B, T, E)
+        NDArray[] gateUp = Linear.forwardPair(store, x, gateProj, upProj, training); // 2 × (B, T, I)
+        NDArray gate = Activations.silu(gateUp[0]);
+        return downProj.forward(store, gate.mul(gateUp[1]), training); // (B, T, E)
     }
 }

@@ -61,8 +61,9 @@ public final class GroupedQueryAttention extends AttentionBlock {
         long b = x.getShape().get(0);
         long t = x.getShape().get(1);
         NDArray q = heads(qProj.forward(store, x, training), b, t, numHeads); // (B, H, T, D)
-        NDArray k = heads(kProj.forward(store, x, training), b, t, numKvHeads); // (B, Hkv, T, D)
-        NDArray v = heads(vProj.forward(store, x, training), b, t, numKvHeads); // (B, Hkv, T, D)
+        NDArray[] keyValue = Linear.forwardPair(store, x, kProj, vProj, training);
+        NDArray k = heads(keyValue[0], b, t, numKvHeads); // (B, Hkv, T, D)
+        NDArray v = heads(keyValue[1], b, t, numKvHeads); // (B, Hkv, T, D)
         // The rotary tables belong to the manager that owns the weights on this device.
         NDArray qWeight = value(store, qProj.weight(), x.getDevice(), training);
         NDList cosSin =

@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.blocks;
 
+import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
@@ -47,6 +48,37 @@ public final class Linear extends UnaryBlock {
         NDArray w = value(store, weight, x.getDevice(), training);
         NDArray b = value(store, bias, x.getDevice(), training);
         return split.linear(x, w, b, training);
+    }
+
+    /**
+     * Two projections of the same input, each whole on its own core where a step's products are
+     * split ({@link SplitProjection#pair}: one hand-over instead of two, nothing to join), else
+     * one after the other.
+     *
+     * @param store the parameter store
+     * @param x input (..., in)
+     * @param first a projection
+     * @param second a projection of the same shape as {@code first}
+     * @param training whether this is a training pass
+     * @return {@code first(x)} and {@code second(x)}, each (..., out)
+     */
+    public static NDArray[] forwardPair(
+            ParameterStore store, NDArray x, Linear first, Linear second, boolean training) {
+        Device device = x.getDevice();
+        NDArray[] weights = {
+            value(store, first.weight, device, training), value(store, second.weight, device, training)
+        };
+        NDArray[] biases = {
+            value(store, first.bias, device, training), value(store, second.bias, device, training)
+        };
+        NDArray[] both = SplitProjection.pair(x, weights, biases, training);
+        if (both != null) {
+            return both;
+        }
+        return new NDArray[] {
+            first.split.linear(x, weights[0], biases[0], training),
+            second.split.linear(x, weights[1], biases[1], training)
+        };
     }
 
     /** @return the weight parameter, shape (out, in) */

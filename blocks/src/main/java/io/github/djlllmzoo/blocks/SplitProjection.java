@@ -90,8 +90,7 @@ final class SplitProjection {
             }
             return x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
         }
-        Shape shape = x.getShape();
-        NDArray columns = x.reshape(rows, shape.get(shape.dimension() - 1)).transpose(); // (in, N)
+        NDArray columns = columns(x, rows); // (in, N)
         NDArray[] outputs = null;
         if (s != null) {
             NDArray[] parts = s.parts();
@@ -101,11 +100,61 @@ final class SplitProjection {
                 outputs == null
                         ? attached(weight.matMul(columns), x)
                         : joined(outputs, 0); // (out, N)
+        return rowsOut(product, bias, x.getShape());
+    }
+
+    /**
+     * Two projections of the same input at once, each whole on one of two cores ({@code x @ w^T +
+     * b} for both): SwiGLU's gate and up, attention's key and value. That takes one hand-over and
+     * no joins instead of two of each (Llama 110M, alternating in one process: decode step 15.6 to
+     * 15.0 ms at batch 1, 27.5 to 26.1 ms at batch 8). With more than two cores each product is
+     * split across all of them instead.
+     *
+     * @param x input (..., in); the results are attached to its manager
+     * @param weights two weights (out, in) of the same shape
+     * @param biases their biases (out), or {@code null}s
+     * @param training whether this is a training pass
+     * @return both products (..., out), or {@code null} where they are not split (the caller then
+     *     computes each as {@link #linear} would)
+     */
+    static NDArray[] pair(NDArray x, NDArray[] weights, NDArray[] biases, boolean training) {
+        long rows = rows(x);
+        if (CoreWorkers.PARALLELISM != 2
+                || !splitsRows(rows)
+                || !inferenceOnCpu(x, training)
+                || !weights[0].getShape().equals(weights[1].getShape())
+                || weights[0].size() < MIN_ELEMENTS) {
+            return null;
+        }
+        if (rows < TRANSPOSED_MIN_ROWS || rows > MAX_ROWS) {
+            return CoreWorkers.run(
+                    2, i -> x.getNDArrayInternal().linear(x, weights[i], biases[i]).singletonOrThrow());
+        }
+        NDArray columns = columns(x, rows); // (in, N)
+        NDArray[] products =
+                CoreWorkers.run(2, i -> attached(weights[i].matMul(columns), x)); // 2 × (out, N)
+        if (products == null) {
+            return null;
+        }
+        return new NDArray[] {
+            rowsOut(products[0], biases[0], x.getShape()), rowsOut(products[1], biases[1], x.getShape())
+        };
+    }
+
+    /** The input's rows as columns, for {@code weight @ x^T}. */
+    private static NDArray columns(NDArray x, long rows) {
+        Shape shape = x.getShape();
+        return x.reshape(rows, shape.get(shape.dimension() - 1)).transpose(); // (in, N)
+    }
+
+    /** {@code weight @ x^T} (out, N) back to rows (..., out), with the bias added. */
+    private static NDArray rowsOut(NDArray product, NDArray bias, Shape inputShape) {
         NDArray out = product.transpose(); // (N, out)
         if (bias != null) {
             out = out.add(bias);
         }
-        return out.reshape(shape.slice(0, shape.dimension() - 1).add(weight.getShape().get(0))); // (..., out)
+        return out.reshape(
+                inputShape.slice(0, inputShape.dimension() - 1).add(product.getShape().get(0))); // (..., out)
     }
 
     /**

@@ -2,6 +2,8 @@ package io.github.djlllmzoo.blocks;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.ndarray.NDArray;
@@ -101,6 +103,37 @@ class SplitProjectionTest extends ManagedArraysTest {
                 afterFirstStep = manager.getManagedArrays().size();
             }
             assertEquals(afterFirstStep, manager.getManagedArrays().size(), "arrays of the weights' manager, step " + step);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {1, 8, 128})
+    void aPairOfProjectionsOnTwoCoresEqualsTheEnginesLinearAndLeavesNothingInTheWeightsManager(int rows) {
+        NDArray[] weights = {manager.randomNormal(new Shape(OUT, IN)), manager.randomNormal(new Shape(OUT, IN))};
+        NDArray[] biases = {manager.randomNormal(new Shape(OUT)), null};
+        int weightArrays = manager.getManagedArrays().size();
+        int threads = JniUtils.getNumThreads();
+        try (NDManager scope = NDManager.newBaseManager("PyTorch")) {
+            JniUtils.setNumThreads(1); // as bin/llmzoo runs it: a prefill is split too
+            NDArray x = scope.randomNormal(new Shape(1, rows, IN));
+            NDArray[] pair = SplitProjection.pair(x, weights, biases, false);
+            if (CoreWorkers.PARALLELISM != 2) {
+                assertNull(pair, "with " + CoreWorkers.PARALLELISM + " cores each product is split across all");
+                return;
+            }
+            assertNotNull(pair);
+            for (int i = 0; i < 2; i++) {
+                NDArray expected = x.getNDArrayInternal().linear(x, weights[i], biases[i]).singletonOrThrow();
+                assertEquals(new Shape(1, rows, OUT), pair[i].getShape());
+                assertEquals(scope, pair[i].getManager());
+                assertArrayEquals(expected.toFloatArray(), pair[i].toFloatArray(), 1e-4f);
+            }
+            assertEquals(weightArrays, manager.getManagedArrays().size(), "arrays of the weights' manager");
+            assertNull(SplitProjection.pair(x, weights, biases, true), "a training pass takes the engine's calls");
+            NDArray[] unequal = {weights[0], manager.randomNormal(new Shape(OUT / 2, IN))};
+            assertNull(SplitProjection.pair(x, unequal, biases, false), "weights of different shapes");
+        } finally {
+            JniUtils.setNumThreads(threads);
         }
     }
 
