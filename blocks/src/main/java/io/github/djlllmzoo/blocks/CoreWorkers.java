@@ -276,6 +276,10 @@ final class CoreWorkers {
         @Override
         public void run() {
             JniUtils.setNumThreads(torchThreads);
+            // Workers compute inference only. PyTorch keeps autograd's switch per thread, on by
+            // default; DJL turns it off only on the thread that starts the engine, so a product
+            // with a parameter (which requires gradients) would otherwise record a graph here.
+            JniUtils.setGradMode(false);
             while (true) {
                 Supplier<?> next = claim();
                 try {

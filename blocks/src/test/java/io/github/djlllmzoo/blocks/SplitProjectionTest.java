@@ -2,6 +2,7 @@ package io.github.djlllmzoo.blocks;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -111,6 +112,9 @@ class SplitProjectionTest extends ManagedArraysTest {
     void aPairOfProjectionsOnTwoCoresEqualsTheEnginesLinearAndLeavesNothingInTheWeightsManager(int rows) {
         NDArray[] weights = {manager.randomNormal(new Shape(OUT, IN)), manager.randomNormal(new Shape(OUT, IN))};
         NDArray[] biases = {manager.randomNormal(new Shape(OUT)), null};
+        for (NDArray weight : weights) {
+            weight.setRequiresGradient(true); // as a model's parameters do
+        }
         int weightArrays = manager.getManagedArrays().size();
         int threads = JniUtils.getNumThreads();
         try (NDManager scope = NDManager.newBaseManager("PyTorch")) {
@@ -127,6 +131,7 @@ class SplitProjectionTest extends ManagedArraysTest {
                 assertEquals(new Shape(1, rows, OUT), pair[i].getShape());
                 assertEquals(scope, pair[i].getManager());
                 assertArrayEquals(expected.toFloatArray(), pair[i].toFloatArray(), 1e-4f);
+                assertFalse(pair[i].hasGradient(), "product " + i + " recorded for autograd");
             }
             assertEquals(weightArrays, manager.getManagedArrays().size(), "arrays of the weights' manager");
             assertNull(SplitProjection.pair(x, weights, biases, true), "a training pass takes the engine's calls");
