@@ -134,15 +134,19 @@ final class CoreWorkers {
             int index = i;
             tasks[i] = () -> task.apply(index);
         }
-        Object[] results = shared().invokeAll(tasks);
-        if (results == null) {
-            return null;
-        }
-        NDArray[] outputs = new NDArray[count];
-        for (int i = 0; i < count; i++) {
-            outputs[i] = (NDArray) results[i];
-        }
-        return outputs;
+        return shared().invokeAll(tasks);
+    }
+
+    /**
+     * Whether a computation may be split across the workers: inference (no gradients recorded) on
+     * the CPU.
+     *
+     * @param x the computation's input
+     * @param training whether this is a training pass
+     * @return whether it is inference on the CPU
+     */
+    static boolean inferenceOnCpu(NDArray x, boolean training) {
+        return !training && Device.Type.CPU.equals(x.getDevice().getDeviceType()) && !x.hasGradient();
     }
 
     /**
@@ -174,10 +178,9 @@ final class CoreWorkers {
      * tasks a worker has not started by the time the caller is done with its own run on the caller.
      *
      * @param tasks at most {@link #PARALLELISM} tasks
-     * @param <T> the result type
      * @return the results in task order, or {@code null} when another caller holds the workers
      */
-    private <T> Object[] invokeAll(Supplier<T>[] tasks) {
+    private NDArray[] invokeAll(Supplier<NDArray>[] tasks) {
         if (!owner.tryLock()) {
             return null;
         }
@@ -185,7 +188,7 @@ final class CoreWorkers {
             for (int i = 1; i < tasks.length; i++) {
                 workers[i - 1].hand(tasks[i]);
             }
-            Object[] results = new Object[tasks.length];
+            NDArray[] results = new NDArray[tasks.length];
             RuntimeException failure = null;
             try {
                 results[0] = tasks[0].get();
@@ -208,7 +211,7 @@ final class CoreWorkers {
                             ? (RuntimeException) worker.error
                             : new IllegalStateException(worker.error);
                 }
-                results[i] = worker.result;
+                results[i] = (NDArray) worker.result;
                 worker.result = null;
                 worker.error = null;
             }

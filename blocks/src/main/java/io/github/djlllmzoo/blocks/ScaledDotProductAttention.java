@@ -1,6 +1,5 @@
 package io.github.djlllmzoo.blocks;
 
-import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
@@ -58,8 +57,7 @@ public final class ScaledDotProductAttention {
     static NDArray attendSplit(NDArray q, NDArray k, NDArray v, NDArray mask) {
         if (CoreWorkers.PARALLELISM < 2
                 || q.size() * k.getShape().get(2) < SPLIT_MIN_WORK
-                || !Device.Type.CPU.equals(q.getDevice().getDeviceType())
-                || q.hasGradient()) {
+                || !CoreWorkers.inferenceOnCpu(q, false)) {
             return null;
         }
         long b = q.getShape().get(0);

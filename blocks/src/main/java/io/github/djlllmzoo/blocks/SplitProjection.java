@@ -1,6 +1,5 @@
 package io.github.djlllmzoo.blocks;
 
-import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
@@ -70,37 +69,31 @@ final class SplitProjection {
      */
     NDArray linear(NDArray x, NDArray weight, NDArray bias, boolean training) {
         long rows = rows(x);
-        if (!splitsRows(rows) || !inferenceOnCpu(x, training)) {
-            return x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
+        if (!splitsRows(rows) || !CoreWorkers.inferenceOnCpu(x, training)) {
+            return engineLinear(x, weight, bias);
         }
-        Slices s = splittable(weight) ? slices(weight, bias, 0) : null;
-        if (rows < TRANSPOSED_MIN_ROWS || rows > MAX_ROWS) {
-            if (s != null) {
-                NDArray[] parts = s.parts();
-                NDArray[] biases = s.biases();
+        if (splittable(weight)) {
+            Slices s = slices(weight, bias, 0);
+            NDArray[] parts = s.parts();
+            NDArray[] biases = s.biases();
+            if (!transposed(rows)) {
                 NDArray[] outputs =
                         CoreWorkers.run(
                                 parts.length,
-                                i -> x.getNDArrayInternal()
-                                        .linear(x, parts[i], biases == null ? null : biases[i])
-                                        .singletonOrThrow());
+                                i -> engineLinear(x, parts[i], biases == null ? null : biases[i]));
                 if (outputs != null) {
                     return joined(outputs, -1); // (..., out)
                 }
+            } else {
+                NDArray columns = columns(x, rows); // (in, N)
+                NDArray[] outputs =
+                        CoreWorkers.run(parts.length, i -> attached(parts[i].matMul(columns), x)); // (out_i, N)
+                if (outputs != null) {
+                    return rowsOut(joined(outputs, 0), bias, x.getShape()); // (..., out)
+                }
             }
-            return x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
         }
-        NDArray columns = columns(x, rows); // (in, N)
-        NDArray[] outputs = null;
-        if (s != null) {
-            NDArray[] parts = s.parts();
-            outputs = CoreWorkers.run(parts.length, i -> attached(parts[i].matMul(columns), x)); // (out_i, N)
-        }
-        NDArray product =
-                outputs == null
-                        ? attached(weight.matMul(columns), x)
-                        : joined(outputs, 0); // (out, N)
-        return rowsOut(product, bias, x.getShape());
+        return product(x, weight, bias, rows);
     }
 
     /**
@@ -121,24 +114,33 @@ final class SplitProjection {
         long rows = rows(x);
         if (CoreWorkers.PARALLELISM != 2
                 || !splitsRows(rows)
-                || !inferenceOnCpu(x, training)
+                || !CoreWorkers.inferenceOnCpu(x, training)
                 || !weights[0].getShape().equals(weights[1].getShape())
                 || weights[0].size() < MIN_ELEMENTS) {
             return null;
         }
-        if (rows < TRANSPOSED_MIN_ROWS || rows > MAX_ROWS) {
-            return CoreWorkers.run(
-                    2, i -> x.getNDArrayInternal().linear(x, weights[i], biases[i]).singletonOrThrow());
+        return CoreWorkers.run(2, i -> product(x, weights[i], biases[i], rows));
+    }
+
+    /**
+     * The product on one core, in the engine's faster form for the number of rows: {@code weight @
+     * x^T} for {@link #TRANSPOSED_MIN_ROWS} to {@link #MAX_ROWS} rows, else {@code linear}.
+     */
+    private static NDArray product(NDArray x, NDArray weight, NDArray bias, long rows) {
+        if (!transposed(rows)) {
+            return engineLinear(x, weight, bias);
         }
-        NDArray columns = columns(x, rows); // (in, N)
-        NDArray[] products =
-                CoreWorkers.run(2, i -> attached(weights[i].matMul(columns), x)); // 2 × (out, N)
-        if (products == null) {
-            return null;
-        }
-        return new NDArray[] {
-            rowsOut(products[0], biases[0], x.getShape()), rowsOut(products[1], biases[1], x.getShape())
-        };
+        NDArray product = attached(weight.matMul(columns(x, rows)), x); // (out, N)
+        return rowsOut(product, bias, x.getShape()); // (..., out)
+    }
+
+    /** Whether a product of this many rows is computed as {@code weight @ x^T}. */
+    private static boolean transposed(long rows) {
+        return rows >= TRANSPOSED_MIN_ROWS && rows <= MAX_ROWS;
+    }
+
+    private static NDArray engineLinear(NDArray x, NDArray weight, NDArray bias) {
+        return x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
     }
 
     /** The input's rows as columns, for {@code weight @ x^T}. */
@@ -192,7 +194,7 @@ final class SplitProjection {
     NDArray matMulAdd(NDArray x, NDArray weight, NDArray bias, boolean training) {
         long rows = rows(x);
         Slices s =
-                splitsRows(rows) && inferenceOnCpu(x, training) && splittable(weight)
+                splitsRows(rows) && CoreWorkers.inferenceOnCpu(x, training) && splittable(weight)
                         ? slices(weight, null, 1)
                         : null;
         if (s != null) {
@@ -214,10 +216,6 @@ final class SplitProjection {
     /** Whether a product of this many rows is split: a decode step always, more on one thread. */
     private static boolean splitsRows(long rows) {
         return rows <= MAX_ROWS || JniUtils.getNumThreads() == 1;
-    }
-
-    private static boolean inferenceOnCpu(NDArray x, boolean training) {
-        return !training && Device.Type.CPU.equals(x.getDevice().getDeviceType()) && !x.hasGradient();
     }
 
     private static boolean splittable(NDArray weight) {

@@ -247,7 +247,7 @@ final class BenchCommand implements Callable<Integer> {
                         peak = Math.max(peak, ProcessMemory.peakRssMib());
                         streams[i] = StreamingBandwidth.measure(manager, (long) bandwidthMib << 20, PAIRED_PASSES);
                         ProcessMemory.resetPeak();
-                        fractions[i] = weightBytes * (decode[i] / batch) / 1e9 / streams[i];
+                        fractions[i] = weightGbPerS(weightBytes, decode[i], batch) / streams[i];
                     }
                 }
             }
@@ -268,7 +268,7 @@ final class BenchCommand implements Callable<Integer> {
         double late = longMeasured ? DecodeBenchmark.windowMedian(pooledLate, 0, pooledLate.length) : Double.NaN;
         double rssEnd = ProcessMemory.retainedRssMib();
         peak = Math.max(peak, ProcessMemory.peakRssMib());
-        double effective = weightBytes * (decodeMedian / batch) / 1e9;
+        double effective = weightGbPerS(weightBytes, decodeMedian, batch);
         double stream;
         double fraction;
         String streamMethod = "DJL sum() over a " + bandwidthMib + " MiB float32 array, one slice per core at once, ";
@@ -339,6 +339,11 @@ final class BenchCommand implements Callable<Integer> {
         double[] out = Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, out, a.length, b.length);
         return out;
+    }
+
+    /** The weight bandwidth a decode speed implies: every weight read once per step of {@code batch} tokens. */
+    private static double weightGbPerS(long weightBytes, double tokensPerS, int batch) {
+        return weightBytes * (tokensPerS / batch) / 1e9;
     }
 
     private static JsonArray numbers(double[] values) {
