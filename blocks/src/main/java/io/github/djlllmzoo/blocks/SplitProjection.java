@@ -72,6 +72,9 @@ final class SplitProjection {
         if (!splitsRows(rows) || !CoreWorkers.inferenceOnCpu(x, training)) {
             return engineLinear(x, weight, bias);
         }
+        if (FewRowProduct.applies(x, weight, bias, rows)) {
+            return fewRows(x, weight, bias, rows, splittable(weight));
+        }
         if (splittable(weight)) {
             Slices s = slices(weight, bias, 0);
             NDArray[] parts = s.parts();
@@ -127,11 +130,40 @@ final class SplitProjection {
      * x^T} for {@link #TRANSPOSED_MIN_ROWS} to {@link #MAX_ROWS} rows, else {@code linear}.
      */
     private static NDArray product(NDArray x, NDArray weight, NDArray bias, long rows) {
+        if (FewRowProduct.applies(x, weight, bias, rows)) {
+            return fewRows(x, weight, bias, rows, false);
+        }
         if (!transposed(rows)) {
             return engineLinear(x, weight, bias);
         }
         NDArray product = attached(weight.matMul(columns(x, rows)), x); // (out, N)
         return rowsOut(product, bias, x.getShape()); // (..., out)
+    }
+
+    /**
+     * The product by {@link FewRowProduct}'s kernel, its output columns split across the cores
+     * where {@code split} (each core fills its own columns of one output: nothing to join).
+     */
+    private static NDArray fewRows(NDArray x, NDArray weight, NDArray bias, long rows, boolean split) {
+        NDArray out = FewRowProduct.output(x, weight, rows); // (N, out)
+        long columns = weight.getShape().get(0);
+        long[] bounds = CoreWorkers.bounds(columns, CoreWorkers.PARALLELISM);
+        NDArray[] done =
+                split
+                        ? CoreWorkers.run(
+                                bounds.length + 1,
+                                i -> {
+                                    long from = i == 0 ? 0 : bounds[i - 1];
+                                    long to = i == bounds.length ? columns : bounds[i];
+                                    FewRowProduct.multiply(x, weight, bias, out, from, to);
+                                    return out;
+                                })
+                        : null;
+        if (done == null) {
+            FewRowProduct.multiply(x, weight, bias, out, 0, columns);
+        }
+        Shape shape = x.getShape();
+        return out.reshape(shape.slice(0, shape.dimension() - 1).add(columns)); // (..., out)
     }
 
     /** Whether a product of this many rows is computed as {@code weight @ x^T}. */

@@ -31,8 +31,9 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code llmzoo bench}: prefill and decode speed, the cost of a decode step early and late in a long
- * sequence, peak memory, and the weight bandwidth decode achieves next to the machine's streaming
- * bandwidth measured in the same run.
+ * sequence, peak memory, and the weight bandwidth and multiply-add rate decode achieves next to the
+ * machine's streaming bandwidth and the engine's peak product rate measured in the same run (a
+ * roofline: one sequence is bound by reading the weights, a batch of several by the products).
  */
 @Command(
         name = "bench",
@@ -45,6 +46,8 @@ final class BenchCommand implements Callable<Integer> {
     private static final int LONG_PROMPT = 8;
     /** Passes of the streaming read after each timed run. */
     private static final int PAIRED_PASSES = 3;
+    /** Timed passes of the compute-peak measurement. */
+    private static final int COMPUTE_PASSES = 5;
 
     @Spec CommandSpec spec;
 
@@ -102,6 +105,13 @@ final class BenchCommand implements Callable<Integer> {
             paramLabel = "MIB",
             description = "Size of the array of the streaming-read measurement; 0 skips (default: ${DEFAULT-VALUE}).")
     int bandwidthMib;
+
+    @Option(
+            names = "--compute-size",
+            defaultValue = "512",
+            paramLabel = "N",
+            description = "Side of the square matrices of the engine's peak product rate measurement; 0 skips (default: ${DEFAULT-VALUE}).")
+    int computeSize;
 
     @Option(names = "--intra-op-threads", paramLabel = "N", description = "PyTorch intra-op threads (default: PyTorch's choice, the core count).")
     Integer intraOpThreads;
@@ -177,9 +187,10 @@ final class BenchCommand implements Callable<Integer> {
         positive("--runs", runs);
         positive("--long-runs", longRuns);
         positive("--prompt-tokens", promptTokens);
-        if (warmup < 0 || longPositions < 0 || bandwidthMib < 0) {
+        if (warmup < 0 || longPositions < 0 || bandwidthMib < 0 || computeSize < 0) {
             throw new ParameterException(
-                    spec.commandLine(), "--warmup, --long-positions and --bandwidth-mib must not be negative");
+                    spec.commandLine(),
+                    "--warmup, --long-positions, --bandwidth-mib and --compute-size must not be negative");
         }
     }
 
@@ -224,6 +235,7 @@ final class BenchCommand implements Callable<Integer> {
         double[] prefill = new double[runs];
         double[] decode = new double[runs];
         long weightBytes = WeightTraffic.bytesPerStep(model, batch);
+        double stepGflop = 2.0 * WeightTraffic.multiplyAddsPerStep(model, batch) / 1e9;
         // The machine's bandwidth drifts from minute to minute (other tenants of the host): each
         // timed run is paired with a streaming read right after it, unless the peak cannot be
         // reset around the read's array (it must not count as the model's memory).
@@ -281,6 +293,17 @@ final class BenchCommand implements Callable<Integer> {
             fraction = effective / stream;
             streamMethod = bandwidthMib == 0 ? "not measured" : streamMethod + "median of 7 after the runs";
         }
+        double computePeak =
+                computeSize == 0
+                        ? Double.NaN
+                        : ComputePeak.measure(manager, compute.dataType(), computeSize, COMPUTE_PASSES);
+        double effectiveGflops = stepGflop * decodeMedian / batch;
+        // A step takes at least as long as reading its weights and as doing its products.
+        double readSeconds = weightBytes / (stream * 1e9);
+        double productSeconds = stepGflop / computePeak;
+        boolean computeBound = Double.isNaN(readSeconds) || productSeconds > readSeconds; // NaN: not measured
+        double boundSeconds = computeBound ? productSeconds : readSeconds;
+        double roofline = batch / boundSeconds;
 
         number(result, "prefill_tokens_per_s", prefillMedian);
         number(result, "decode_tokens_per_s", decodeMedian);
@@ -292,6 +315,20 @@ final class BenchCommand implements Callable<Integer> {
         number(result, "stream_gb_per_s", stream);
         result.addProperty("stream_method", streamMethod);
         number(result, "bandwidth_fraction", fraction);
+        number(result, "step_gflop", stepGflop);
+        number(result, "effective_gflop_per_s", effectiveGflops);
+        number(result, "compute_gflop_per_s", computePeak);
+        result.addProperty(
+                "compute_method",
+                computeSize == 0
+                        ? "not measured"
+                        : "DJL matMul of " + computeSize + "x" + computeSize + " matrices, one chain per core at once, median of "
+                                + COMPUTE_PASSES + " passes after the runs");
+        number(result, "compute_fraction", effectiveGflops / computePeak);
+        number(result, "roofline_tokens_per_s", roofline);
+        result.addProperty(
+                "roofline_bound", Double.isFinite(roofline) ? (computeBound ? "compute" : "bandwidth") : "not measured");
+        number(result, "roofline_fraction", decodeMedian / roofline);
         number(result, "late_over_early", late / early);
         result.addProperty("early_positions", longMeasured ? earlyFrom + ".." + (earlyFrom + window - 1) : "-");
         result.addProperty("late_positions", longMeasured ? (lateTo - window) + ".." + (lateTo - 1) : "-");
@@ -384,6 +421,18 @@ final class BenchCommand implements Callable<Integer> {
             out.printf(Locale.ROOT, "streaming read %.2f GB/s (%s) -> decode reaches %.0f%% of it%s%n",
                     num(r, "stream_gb_per_s"), r.get("stream_method").getAsString(), 100 * num(r, "bandwidth_fraction"),
                     r.has("bandwidth_fraction_runs") ? " (median of the runs' own ratios)" : "");
+        }
+        if (r.get("compute_gflop_per_s").isJsonNull()) {
+            out.println("products       peak rate not measured (--compute-size 0)");
+        } else {
+            out.printf(Locale.ROOT, "products       %.2f GFLOP per decode step -> %.1f GFLOP/s; engine peak %.1f GFLOP/s (%s) -> %.0f%% of it%n",
+                    num(r, "step_gflop"), num(r, "effective_gflop_per_s"), num(r, "compute_gflop_per_s"),
+                    r.get("compute_method").getAsString(), 100 * num(r, "compute_fraction"));
+        }
+        if (!r.get("roofline_tokens_per_s").isJsonNull()) {
+            out.printf(Locale.ROOT, "roofline       %.1f tokens/s at most (bound by %s) -> decode reaches %.0f%% of it%n",
+                    num(r, "roofline_tokens_per_s"), r.get("roofline_bound").getAsString(),
+                    100 * num(r, "roofline_fraction"));
         }
         out.printf(Locale.ROOT, "memory         peak RSS %.0f MiB; RSS %+.1f MiB over the last %d decode tokens%n",
                 num(r, "peak_rss_mb"), num(r, "rss_growth_mb"), r.get("rss_window_decode_tokens").getAsLong());

@@ -62,9 +62,18 @@ final class StreamingBandwidth {
                 }
             }));
         }
+        awaitAll(sums);
+    }
+
+    /**
+     * Waits for every task of a measurement.
+     *
+     * @param tasks the submitted tasks
+     */
+    static void awaitAll(List<? extends Future<?>> tasks) {
         try {
-            for (Future<Float> sum : sums) {
-                sum.get();
+            for (Future<?> task : tasks) {
+                task.get();
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

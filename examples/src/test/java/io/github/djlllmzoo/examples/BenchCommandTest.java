@@ -109,6 +109,46 @@ class BenchCommandTest {
     }
 
     @Test
+    void theRooflineIsTheSlowerOfReadingTheWeightsAndDoingTheProducts() throws Exception {
+        long matrixElements = 0;
+        try (SafeTensorsReader reader = SafeTensorsReader.open(GPT2.resolve("model.safetensors"))) {
+            for (TensorInfo info : reader.tensors().values()) {
+                boolean lookupOrTiedCopy = info.name().endsWith("wpe.weight") || info.name().startsWith("lm_head");
+                if (info.toShape().dimension() == 2 && !lookupOrTiedCopy) {
+                    matrixElements += info.toShape().size(); // the tied wte is the LM head's matrix
+                }
+            }
+        }
+        int batch = 2;
+        JsonObject r = bench("--batch", Integer.toString(batch), "--prompt-tokens", "4", "--new-tokens", "4",
+                "--long-positions", "0", "--compute-size", "64");
+        double stepGflop = r.get("step_gflop").getAsDouble();
+        assertEquals(2.0 * batch * matrixElements / 1e9, stepGflop, stepGflop * 1e-9);
+        double decode = r.get("decode_tokens_per_s").getAsDouble();
+        double peak = r.get("compute_gflop_per_s").getAsDouble();
+        double stream = r.get("stream_gb_per_s").getAsDouble();
+        assertTrue(peak > 0, "peak " + peak);
+        double effective = stepGflop * decode / batch;
+        assertEquals(effective, r.get("effective_gflop_per_s").getAsDouble(), effective * 1e-9);
+        assertEquals(effective / peak, r.get("compute_fraction").getAsDouble(), effective / peak * 1e-9);
+        double readSeconds = r.get("weight_bytes").getAsLong() / (stream * 1e9);
+        double productSeconds = stepGflop / peak;
+        double roofline = batch / Math.max(readSeconds, productSeconds);
+        assertEquals(roofline, r.get("roofline_tokens_per_s").getAsDouble(), roofline * 1e-9);
+        assertEquals(productSeconds > readSeconds ? "compute" : "bandwidth", r.get("roofline_bound").getAsString());
+        assertEquals(decode / roofline, r.get("roofline_fraction").getAsDouble(), decode / roofline * 1e-9);
+
+        CliRunner run = CliRunner.run("bench", "--model", GPT2.toString(), "--runs", "1", "--prompt-tokens", "4",
+                "--new-tokens", "2", "--long-positions", "0", "--compute-size", "0", "--bandwidth-mib", "0",
+                "--output", "json");
+        assertEquals(0, run.exitCode, run.err);
+        JsonObject skipped = JsonParser.parseString(run.out).getAsJsonObject();
+        assertTrue(skipped.get("compute_gflop_per_s").isJsonNull());
+        assertTrue(skipped.get("roofline_tokens_per_s").isJsonNull());
+        assertEquals("not measured", skipped.get("roofline_bound").getAsString());
+    }
+
+    @Test
     void aRandomShapeNeedsNoCheckpoint() {
         CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--runs", "1", "--prompt-tokens", "8",
                 "--new-tokens", "4", "--long-positions", "0", "--bandwidth-mib", "0", "--output", "json");
