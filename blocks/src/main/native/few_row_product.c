@@ -95,6 +95,11 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_blocks_FewRowProduct_multiply(
     const float *bias =
             bias_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, bias_buffer);
     float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
+    if (x == NULL || w == NULL || out == NULL || (bias_buffer != NULL && bias == NULL)) {
+        (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
+                "few-row product: an array's memory is not reachable as a direct buffer");
+        return;
+    }
     switch (rows) {
         ROWS_CASE(1)
         ROWS_CASE(2)
@@ -105,6 +110,8 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_blocks_FewRowProduct_multiply(
         ROWS_CASE(7)
         ROWS_CASE(8)
         default:
+            (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
+                    "few-row product: rows must be 1 to 8");
             break;
     }
 }
