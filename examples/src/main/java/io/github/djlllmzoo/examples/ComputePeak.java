@@ -51,9 +51,9 @@ final class ComputePeak {
         });
         try (NDManager scope = manager.newSubManager()) {
             List<NDArray> matrices = new ArrayList<>();
+            // Entries of variance 1/size keep the chained products' values near 1.
+            float bound = (float) Math.sqrt(3.0 / size);
             for (int i = 0; i < cores; i++) {
-                // Entries of variance 1/size keep the chained products' values near 1.
-                float bound = (float) Math.sqrt(3.0 / size);
                 matrices.add(scope.randomUniform(-bound, bound, new Shape(size, size), dataType));
             }
             multiplyAll(matrices, threads);
