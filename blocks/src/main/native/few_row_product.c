@@ -1,12 +1,19 @@
 /*
- * libllmzoo-few-row-product: out = x @ weight^T + bias for a few rows of x (a decode step of a
- * batch), reading each weight row once for all rows with AVX-512.
+ * libllmzoo-few-row-product: the products of a few rows of x (a decode step of a batch) with a
+ * weight, reading each weight element once for all rows with AVX-512, in both layouts the blocks
+ * store: out = x @ weight^T + bias with weight (out, in) (torch.nn.Linear, Llama), and
+ * out = x @ weight + bias with weight (in, out) (Hugging Face's Conv1D, GPT-2).
  *
  * oneMKL, as PyTorch 2.7.1 calls it, reads a float32 weight at 14-17 GB/s a core when it multiplies
  * 8 rows by it, against 31 GB/s for one row, on the machine of docs/PERFORMANCE.md, although the
- * core's multiply-add rate would allow the full bandwidth. This kernel streams two weight rows at
- * a time (prefetched 8 KiB ahead), multiplies each 16-float piece with the same piece of every row
- * of x (kept in L1), and sums each product's 16 lanes at the end of the row.
+ * core's multiply-add rate would allow the full bandwidth.
+ *
+ * (out, in): streams two weight rows at a time (prefetched 8 KiB ahead), multiplies each 16-float
+ * piece with the same piece of every row of x (kept in L1), and sums each product's 16 lanes at
+ * the end of the row.
+ * (in, out): streams eight weight rows at a time over the columns asked for, each 16-float piece of
+ * them times the eight matching elements of every row of x, added into the output rows (kept in
+ * L1/L2); the next eight rows are prefetched at the same columns.
  *
  * Called by io.github.djlllmzoo.blocks.FewRowProduct with direct buffers over PyTorch tensors that
  * Java has checked: float32, contiguous, the sizes below. Compiled with AVX-512 enabled; Java loads
@@ -19,6 +26,8 @@
 #define MAX_ROWS 8
 /* Floats ahead of the current piece that each weight row is prefetched. */
 #define PREFETCH 2048
+/* Weight rows of an (in, out) weight read together. */
+#define IN_BLOCK 8
 
 static inline __attribute__((always_inline)) void weight_rows(
         const float *x, const float *w, const float *bias, float *out, int rows, int in,
@@ -68,8 +77,8 @@ static inline __attribute__((always_inline)) void weight_rows(
     }
 }
 
-/* The columns [from, to) of out for a fixed number of rows, so the loops over rows unroll. */
-static inline __attribute__((always_inline)) void columns(
+/* The columns [from, to) of out = x @ w^T + bias, w (out, in), two weight rows at a time. */
+static inline __attribute__((always_inline)) void out_in_columns(
         const float *x, const float *w, const float *bias, float *out, int rows, int in,
         int out_features, int from, int to) {
     int n = from;
@@ -81,37 +90,112 @@ static inline __attribute__((always_inline)) void columns(
     }
 }
 
-#define ROWS_CASE(R)                                                          \
-    case R:                                                                   \
-        columns(x, w, bias, out, R, in, out_features, from, to);              \
-        break;
-
-JNIEXPORT void JNICALL Java_io_github_djlllmzoo_blocks_FewRowProduct_multiply(
-        JNIEnv *env, jclass cls, jobject x_buffer, jobject weight_buffer, jobject bias_buffer,
-        jobject out_buffer, jint rows, jint in, jint out_features, jint from, jint to) {
-    (void)cls;
-    const float *x = (const float *)(*env)->GetDirectBufferAddress(env, x_buffer);
-    const float *w = (const float *)(*env)->GetDirectBufferAddress(env, weight_buffer);
-    const float *bias =
-            bias_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, bias_buffer);
-    float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
-    if (x == NULL || w == NULL || out == NULL || (bias_buffer != NULL && bias == NULL)) {
-        (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
-                "few-row product: an array's memory is not reachable as a direct buffer");
-        return;
+/*
+ * The columns [from, to) of out = x @ w + bias, w (in, out): out's rows start as the bias, then
+ * each block of IN_BLOCK weight rows is added in, 16 columns at a time (masked at the end).
+ */
+static inline __attribute__((always_inline)) void in_out_columns(
+        const float *x, const float *w, const float *bias, float *out, int rows, int in,
+        int out_features, int from, int to) {
+    for (int r = 0; r < rows; r++) {
+        float *o = out + (size_t)r * out_features;
+        for (int n = from; n < to; n++) {
+            o[n] = bias ? bias[n] : 0.0f;
+        }
     }
-    switch (rows) {
-        ROWS_CASE(1)
-        ROWS_CASE(2)
-        ROWS_CASE(3)
-        ROWS_CASE(4)
-        ROWS_CASE(5)
-        ROWS_CASE(6)
-        ROWS_CASE(7)
-        ROWS_CASE(8)
-        default:
-            (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
-                    "few-row product: rows must be 1 to 8");
-            break;
+    int k = 0;
+    for (; k + IN_BLOCK <= in; k += IN_BLOCK) {
+        const float *wk = w + (size_t)k * out_features;
+        for (int n = from; n < to; n += 16) {
+            __mmask16 mask = to - n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (to - n)) - 1);
+            __m512 v[IN_BLOCK];
+            for (int j = 0; j < IN_BLOCK; j++) {
+                /* The next block's rows; past the last row this prefetches memory that is never
+                   read, which prefetch instructions allow. */
+                _mm_prefetch((const char *)(wk + (size_t)(j + IN_BLOCK) * out_features + n), _MM_HINT_T0);
+                v[j] = _mm512_maskz_loadu_ps(mask, wk + (size_t)j * out_features + n);
+            }
+            for (int r = 0; r < rows; r++) {
+                float *o = out + (size_t)r * out_features + n;
+                const float *xr = x + (size_t)r * in + k;
+                __m512 acc = _mm512_maskz_loadu_ps(mask, o);
+                for (int j = 0; j < IN_BLOCK; j++) {
+                    acc = _mm512_fmadd_ps(v[j], _mm512_set1_ps(xr[j]), acc);
+                }
+                _mm512_mask_storeu_ps(o, mask, acc);
+            }
+        }
+    }
+    for (; k < in; k++) { /* the last in % IN_BLOCK weight rows, one at a time */
+        const float *wk = w + (size_t)k * out_features;
+        for (int n = from; n < to; n += 16) {
+            __mmask16 mask = to - n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (to - n)) - 1);
+            __m512 v = _mm512_maskz_loadu_ps(mask, wk + n);
+            for (int r = 0; r < rows; r++) {
+                float *o = out + (size_t)r * out_features + n;
+                __m512 acc = _mm512_fmadd_ps(v, _mm512_set1_ps(x[(size_t)r * in + k]), _mm512_maskz_loadu_ps(mask, o));
+                _mm512_mask_storeu_ps(o, mask, acc);
+            }
+        }
     }
 }
+
+#define ROWS_CASE(KERNEL, R)                                                  \
+    case R:                                                                   \
+        KERNEL(x, w, bias, out, R, in, out_features, from, to);               \
+        break;
+
+/* The direct buffers' addresses, or an IllegalArgumentException and 0 where one has none. */
+static int addresses(JNIEnv *env, jobject x_buffer, jobject weight_buffer, jobject bias_buffer,
+        jobject out_buffer, const float **x, const float **w, const float **bias, float **out) {
+    *x = (const float *)(*env)->GetDirectBufferAddress(env, x_buffer);
+    *w = (const float *)(*env)->GetDirectBufferAddress(env, weight_buffer);
+    *bias = bias_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, bias_buffer);
+    *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
+    if (*x == NULL || *w == NULL || *out == NULL || (bias_buffer != NULL && *bias == NULL)) {
+        (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
+                "few-row product: an array's memory is not reachable as a direct buffer");
+        return 0;
+    }
+    return 1;
+}
+
+static void rows_out_of_range(JNIEnv *env) {
+    (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
+            "few-row product: rows must be 1 to 8");
+}
+
+/* The kernel for a fixed number of rows, so the loops over rows unroll. */
+#define BY_ROWS(KERNEL)                                                       \
+    switch (rows) {                                                           \
+        ROWS_CASE(KERNEL, 1)                                                  \
+        ROWS_CASE(KERNEL, 2)                                                  \
+        ROWS_CASE(KERNEL, 3)                                                  \
+        ROWS_CASE(KERNEL, 4)                                                  \
+        ROWS_CASE(KERNEL, 5)                                                  \
+        ROWS_CASE(KERNEL, 6)                                                  \
+        ROWS_CASE(KERNEL, 7)                                                  \
+        ROWS_CASE(KERNEL, 8)                                                  \
+        default:                                                              \
+            rows_out_of_range(env);                                           \
+            break;                                                            \
+    }
+
+/* A JNI entry point that runs KERNEL over the columns [from, to) of out. */
+#define PRODUCT_ENTRY(NAME, KERNEL)                                                               \
+    JNIEXPORT void JNICALL Java_io_github_djlllmzoo_blocks_FewRowProduct_##NAME(                  \
+            JNIEnv *env, jclass cls, jobject x_buffer, jobject weight_buffer, jobject bias_buffer, \
+            jobject out_buffer, jint rows, jint in, jint out_features, jint from, jint to) {      \
+        (void)cls;                                                                                \
+        const float *x, *w, *bias;                                                                \
+        float *out;                                                                               \
+        if (addresses(env, x_buffer, weight_buffer, bias_buffer, out_buffer, &x, &w, &bias, &out)) { \
+            BY_ROWS(KERNEL)                                                                       \
+        }                                                                                         \
+    }
+
+/* out[:, from:to] = x @ weight^T + bias, weight (out_features, in). */
+PRODUCT_ENTRY(multiplyOutIn, out_in_columns)
+
+/* out[:, from:to] = x @ weight + bias, weight (in, out_features). */
+PRODUCT_ENTRY(multiplyInOut, in_out_columns)

@@ -9,7 +9,8 @@ import ai.djl.training.initializer.NormalInitializer;
 /**
  * GPT-2's affine projection: {@code y = x @ weight + bias} with {@code weight} of shape (in, out),
  * exactly as Hugging Face's {@code Conv1D} stores it, so checkpoint tensors load without a
- * transpose. A single token's projection is split across CPU cores ({@link SplitProjection}).
+ * transpose. In inference on the CPU a decode step's projection is split across the cores, a
+ * batch's by a kernel of our own ({@link SplitProjection}).
  */
 public final class Conv1D extends UnaryBlock {
 

@@ -20,10 +20,11 @@ import java.nio.file.StandardCopyOption;
 import java.util.Locale;
 
 /**
- * {@code x @ weight^T + bias} for {@link #MIN_ROWS} to {@link #MAX_ROWS} rows (a decode step of a
- * batch) by a native AVX-512 kernel ({@code blocks/src/main/native/few_row_product.c}) that reads
- * each weight row once for all rows. oneMKL, as PyTorch calls it, reads the weight of an 8-row
- * product at 14-17 GB/s a core against 31 GB/s for one row; this kernel reads it at about 21 GB/s
+ * The affine product of {@link #MIN_ROWS} to {@link #MAX_ROWS} rows (a decode step of a batch) by a
+ * native AVX-512 kernel ({@code blocks/src/main/native/few_row_product.c}) that reads each weight
+ * element once for all rows, for a weight in either {@link Layout}. oneMKL, as PyTorch calls it,
+ * reads the weight of an 8-row product at 14-17 GB/s a core against 31 GB/s for one row; this
+ * kernel reads an (out, in) weight at about 21 GB/s and an (in, out) one at about 28 GB/s
  * (docs/PERFORMANCE.md).
  *
  * <p>The build compiles the kernel where a C compiler is found and puts it beside this class; it is
@@ -33,6 +34,22 @@ import java.util.Locale;
  * callers use it for inference only.
  */
 final class FewRowProduct {
+
+    /** How a weight is stored. */
+    enum Layout {
+        /** (out, in), as {@code torch.nn.Linear}: {@code x @ weight^T + bias}. */
+        OUT_IN,
+        /** (in, out), as Hugging Face's {@code Conv1D}: {@code x @ weight + bias}. */
+        IN_OUT;
+
+        long in(Shape weight) {
+            return weight.get(this == OUT_IN ? 1 : 0);
+        }
+
+        long out(Shape weight) {
+            return weight.get(this == OUT_IN ? 0 : 1);
+        }
+    }
 
     /** The most rows the kernel multiplies in one pass over the weight. */
     static final int MAX_ROWS = 8;
@@ -61,26 +78,28 @@ final class FewRowProduct {
     }
 
     /**
-     * Whether the kernel computes {@code x @ weight^T + bias}: inference is the caller's to check;
-     * here the arrays must be float32 on the CPU, held contiguously, of matching sizes, and {@code
-     * x} must have {@link #MIN_ROWS} to {@link #MAX_ROWS} rows.
+     * Whether the kernel computes the product of {@code x} and {@code weight} plus {@code bias}:
+     * inference is the caller's to check; here the arrays must be float32 on the CPU, held
+     * contiguously, of matching sizes, and {@code x} must have {@link #MIN_ROWS} to {@link
+     * #MAX_ROWS} rows.
      *
      * @param x input (..., in)
-     * @param weight (out, in)
+     * @param weight (out, in) or (in, out), as {@code layout} says
      * @param bias (out), or {@code null}
      * @param rows the rows of {@code x}
+     * @param layout how {@code weight} is stored
      * @return whether {@link #multiply} may be called with these arrays
      */
-    static boolean applies(NDArray x, NDArray weight, NDArray bias, long rows) {
+    static boolean applies(NDArray x, NDArray weight, NDArray bias, long rows, Layout layout) {
         if (!AVAILABLE || rows < MIN_ROWS || rows > MAX_ROWS) {
             return false;
         }
         Shape w = weight.getShape();
         Shape in = x.getShape();
         return w.dimension() == 2
-                && w.get(1) == in.get(in.dimension() - 1)
+                && layout.in(w) == in.get(in.dimension() - 1)
                 && w.size() <= Integer.MAX_VALUE
-                && (bias == null || bias.getShape().dimension() == 1 && bias.getShape().get(0) == w.get(0))
+                && (bias == null || bias.getShape().dimension() == 1 && bias.getShape().get(0) == layout.out(w))
                 && float32OnCpu(x)
                 && float32OnCpu(weight)
                 && (bias == null || float32OnCpu(bias))
@@ -93,40 +112,52 @@ final class FewRowProduct {
      * An uninitialized product for {@link #multiply} to fill: (rows, out) in {@code x}'s manager.
      *
      * @param x input (..., in)
-     * @param weight (out, in)
+     * @param weight the weight
      * @param rows the rows of {@code x}
+     * @param layout how {@code weight} is stored
      * @return (rows, out)
      */
-    static NDArray output(NDArray x, NDArray weight, long rows) {
-        return x.getManager().create(new Shape(rows, weight.getShape().get(0)), DataType.FLOAT32);
+    static NDArray output(NDArray x, NDArray weight, long rows, Layout layout) {
+        return x.getManager().create(new Shape(rows, layout.out(weight.getShape())), DataType.FLOAT32);
     }
 
     /**
-     * Computes the columns {@code [from, to)} of {@code out = x @ weight^T + bias}; other columns
-     * are left as they are, so threads may fill disjoint columns of one output at once.
+     * Computes the columns {@code [from, to)} of the product {@code out} ({@code x @ weight^T +
+     * bias} or {@code x @ weight + bias}, as {@code layout} says); other columns are left as they
+     * are, so threads may fill disjoint columns of one output at once.
      *
      * @param x input (..., in) for which {@link #applies} holds
-     * @param weight (out, in)
+     * @param weight (out, in) or (in, out)
      * @param bias (out), or {@code null}
      * @param out (rows, out) from {@link #output}
      * @param from first column
      * @param to past the last column
+     * @param layout how {@code weight} is stored
      */
-    static void multiply(NDArray x, NDArray weight, NDArray bias, NDArray out, long from, long to) {
+    static void multiply(
+            NDArray x, NDArray weight, NDArray bias, NDArray out, long from, long to, Layout layout) {
         Shape w = weight.getShape();
-        multiply(
-                buffer(x),
-                buffer(weight),
-                bias == null ? null : buffer(bias),
-                buffer(out),
-                Math.toIntExact(out.getShape().get(0)),
-                Math.toIntExact(w.get(1)),
-                Math.toIntExact(w.get(0)),
-                Math.toIntExact(from),
-                Math.toIntExact(to));
+        ByteBuffer xs = buffer(x);
+        ByteBuffer ws = buffer(weight);
+        ByteBuffer bs = bias == null ? null : buffer(bias);
+        ByteBuffer os = buffer(out);
+        int rows = Math.toIntExact(out.getShape().get(0));
+        int in = Math.toIntExact(layout.in(w));
+        int outFeatures = Math.toIntExact(layout.out(w));
+        int first = Math.toIntExact(from);
+        int last = Math.toIntExact(to);
+        if (layout == Layout.OUT_IN) {
+            multiplyOutIn(xs, ws, bs, os, rows, in, outFeatures, first, last);
+        } else {
+            multiplyInOut(xs, ws, bs, os, rows, in, outFeatures, first, last);
+        }
     }
 
-    private static native void multiply(
+    private static native void multiplyOutIn(
+            ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer out, int rows, int in, int outFeatures,
+            int from, int to);
+
+    private static native void multiplyInOut(
             ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer out, int rows, int in, int outFeatures,
             int from, int to);
 

@@ -9,12 +9,14 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.FewRowProduct.Layout;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.EnumSource;
 
 class FewRowProductTest extends ManagedArraysTest {
 
@@ -32,53 +34,98 @@ class FewRowProductTest extends ManagedArraysTest {
         return x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
     }
 
+    /** A random weight stored as {@code layout} says. */
+    private NDArray weight(Layout layout, int in, int out) {
+        return manager.randomNormal(layout == Layout.OUT_IN ? new Shape(out, in) : new Shape(in, out));
+    }
+
+    /** The engine's product for a weight stored as {@code layout} says. */
+    private NDArray engine(NDArray x, NDArray weight, NDArray bias, Layout layout) {
+        if (layout == Layout.OUT_IN) {
+            return engine(x, weight, bias);
+        }
+        NDArray product = x.matMul(weight);
+        return bias == null ? product : product.add(bias);
+    }
+
     @ParameterizedTest
     @CsvSource({
-        "2, 768, 1000", "3, 768, 1000", "5, 100, 257", "7, 16, 33", "8, 768, 1000", "8, 100, 257", "8, 1, 3",
-        "4, 15, 2"
+        "OUT_IN, 2, 768, 1000", "OUT_IN, 3, 768, 1000", "OUT_IN, 5, 100, 257", "OUT_IN, 7, 16, 33",
+        "OUT_IN, 8, 768, 1000", "OUT_IN, 8, 100, 257", "OUT_IN, 8, 1, 3", "OUT_IN, 4, 15, 2",
+        "IN_OUT, 2, 768, 1000", "IN_OUT, 3, 768, 1000", "IN_OUT, 5, 100, 257", "IN_OUT, 7, 16, 33",
+        "IN_OUT, 8, 768, 2304", "IN_OUT, 8, 3072, 768", "IN_OUT, 8, 100, 257", "IN_OUT, 8, 1, 3",
+        "IN_OUT, 4, 15, 2", "IN_OUT, 6, 13, 17"
     })
-    void theKernelEqualsTheEnginesLinearForAnyWidthWithAndWithoutBias(int rows, int in, int out) {
-        NDArray weight = manager.randomNormal(new Shape(out, in)); // (out, in)
+    void theKernelEqualsTheEnginesProductForAnyWidthWithAndWithoutBias(Layout layout, int rows, int in, int out) {
+        NDArray weight = weight(layout, in, out);
         NDArray bias = manager.randomNormal(new Shape(out));
         NDArray x = manager.randomNormal(new Shape(rows, 1, in)); // a decode step: (B, 1, in)
         for (NDArray b : new NDArray[] {bias, null}) {
-            assertTrue(FewRowProduct.applies(x, weight, b, rows));
-            NDArray actual = FewRowProduct.output(x, weight, rows);
-            FewRowProduct.multiply(x, weight, b, actual, 0, out);
+            assertTrue(FewRowProduct.applies(x, weight, b, rows, layout));
+            NDArray actual = FewRowProduct.output(x, weight, rows, layout);
+            FewRowProduct.multiply(x, weight, b, actual, 0, out, layout);
             assertEquals(new Shape(rows, out), actual.getShape());
-            float[] expected = engine(x, weight, b).toFloatArray();
+            float[] expected = engine(x, weight, b, layout).reshape(rows, out).toFloatArray();
             assertArrayEquals(expected, actual.toFloatArray(), 1e-4f * (float) Math.sqrt(in), "bias " + (b != null));
         }
     }
 
-    @Test
-    void columnRangesFilledSeparatelyMakeTheWholeProduct() {
-        NDArray weight = manager.randomNormal(new Shape(301, 64));
+    @ParameterizedTest
+    @EnumSource(Layout.class)
+    void columnRangesFilledSeparatelyMakeTheWholeProduct(Layout layout) {
+        NDArray weight = weight(layout, 64, 301);
+        NDArray bias = manager.randomNormal(new Shape(301));
         NDArray x = manager.randomNormal(new Shape(8, 64));
-        NDArray out = FewRowProduct.output(x, weight, 8);
+        NDArray out = FewRowProduct.output(x, weight, 8, layout);
         out.set(new float[8 * 301]); // zeros: every column must be written over
-        FewRowProduct.multiply(x, weight, null, out, 150, 301);
-        FewRowProduct.multiply(x, weight, null, out, 0, 150);
-        assertArrayEquals(engine(x, weight, null).toFloatArray(), out.toFloatArray(), 1e-3f);
+        FewRowProduct.multiply(x, weight, bias, out, 150, 301, layout);
+        FewRowProduct.multiply(x, weight, bias, out, 0, 150, layout);
+        assertArrayEquals(engine(x, weight, bias, layout).toFloatArray(), out.toFloatArray(), 1e-3f);
+    }
+
+    @Test
+    void aColumnRangeLeavesTheOtherColumnsAsTheyWere() {
+        NDArray weight = weight(Layout.IN_OUT, 40, 100);
+        NDArray x = manager.randomNormal(new Shape(3, 40));
+        NDArray out = FewRowProduct.output(x, weight, 3, Layout.IN_OUT);
+        out.set(new float[3 * 100]);
+        FewRowProduct.multiply(x, weight, null, out, 20, 37, Layout.IN_OUT);
+        NDArray expected = engine(x, weight, null, Layout.IN_OUT);
+        assertArrayEquals(expected.get(":, 20:37").toFloatArray(), out.get(":, 20:37").toFloatArray(), 1e-3f);
+        assertEquals(0f, out.get(":, :20").abs().sum().getFloat(), "columns before the range");
+        assertEquals(0f, out.get(":, 37:").abs().sum().getFloat(), "columns after the range");
     }
 
     @Test
     void viewsOtherTypesAndRowCountsOutsideTheRangeAreLeftToTheEngine() {
         NDArray weight = manager.randomNormal(new Shape(64, 32));
         NDArray x = manager.randomNormal(new Shape(8, 32));
-        assertTrue(FewRowProduct.applies(x, weight, null, 8));
+        assertTrue(FewRowProduct.applies(x, weight, null, 8, Layout.OUT_IN));
         // A transposed and a strided view read the storage in another order than their values.
-        assertFalse(FewRowProduct.applies(manager.randomNormal(new Shape(32, 8)).transpose(), weight, null, 8));
-        assertFalse(FewRowProduct.applies(x, manager.randomNormal(new Shape(64, 64)).get(":, ::2"), null, 8));
-        assertFalse(FewRowProduct.applies(x, weight, manager.randomNormal(new Shape(128)).get("::2"), 8));
+        NDArray transposed = manager.randomNormal(new Shape(32, 8)).transpose();
+        assertFalse(FewRowProduct.applies(transposed, weight, null, 8, Layout.OUT_IN));
+        NDArray strided = manager.randomNormal(new Shape(64, 64)).get(":, ::2");
+        assertFalse(FewRowProduct.applies(x, strided, null, 8, Layout.OUT_IN));
+        NDArray stridedBias = manager.randomNormal(new Shape(128)).get("::2");
+        assertFalse(FewRowProduct.applies(x, weight, stridedBias, 8, Layout.OUT_IN));
         assertFalse(FewRowProduct.applies(x.toType(DataType.FLOAT64, false), weight.toType(DataType.FLOAT64, false),
-                null, 8));
-        assertFalse(FewRowProduct.applies(x, weight, manager.randomNormal(new Shape(63)), 8), "bias of the wrong size");
-        assertFalse(FewRowProduct.applies(x, manager.randomNormal(new Shape(64, 31)), null, 8), "widths differ");
+                null, 8, Layout.OUT_IN));
+        NDArray wrongBias = manager.randomNormal(new Shape(63));
+        assertFalse(FewRowProduct.applies(x, weight, wrongBias, 8, Layout.OUT_IN), "bias of the wrong size");
+        assertFalse(FewRowProduct.applies(x, manager.randomNormal(new Shape(64, 31)), null, 8, Layout.OUT_IN),
+                "widths differ");
         NDArray nine = manager.randomNormal(new Shape(9, 32));
-        assertFalse(FewRowProduct.applies(nine, weight, null, 9));
+        assertFalse(FewRowProduct.applies(nine, weight, null, 9, Layout.OUT_IN));
         NDArray one = manager.randomNormal(new Shape(1, 32));
-        assertEquals(FewRowProduct.MIN_ROWS <= 1, FewRowProduct.applies(one, weight, null, 1));
+        assertEquals(FewRowProduct.MIN_ROWS <= 1, FewRowProduct.applies(one, weight, null, 1, Layout.OUT_IN));
+        // The same weight read as (in, out) takes inputs of width 64 and a bias of 32.
+        assertFalse(FewRowProduct.applies(x, weight, null, 8, Layout.IN_OUT), "widths differ");
+        NDArray wide = manager.randomNormal(new Shape(8, 64));
+        assertTrue(FewRowProduct.applies(wide, weight, manager.randomNormal(new Shape(32)), 8, Layout.IN_OUT));
+        assertFalse(FewRowProduct.applies(wide, weight, manager.randomNormal(new Shape(64)), 8, Layout.IN_OUT),
+                "bias of the wrong size");
+        assertFalse(FewRowProduct.applies(wide, manager.randomNormal(new Shape(32, 64)).transpose(), null, 8,
+                Layout.IN_OUT), "a transposed weight");
     }
 
     @Test
@@ -87,5 +134,16 @@ class FewRowProductTest extends ManagedArraysTest {
         NDArray x = manager.randomNormal(new Shape(256, 8)).transpose(); // (8, 256), not contiguous
         NDArray actual = new SplitProjection().linear(x, weight, null, false);
         assertArrayEquals(engine(x, weight, null).toFloatArray(), actual.toFloatArray(), 1e-3f);
+    }
+
+    @ParameterizedTest
+    @CsvSource({"1", "2", "8", "9"})
+    void conv1dProductsOfAnyRowCountEqualTheEngines(int rows) {
+        NDArray weight = manager.randomNormal(new Shape(256, 1024)); // (in, out), over SplitProjection.MIN_ELEMENTS
+        NDArray bias = manager.randomNormal(new Shape(1024));
+        NDArray x = manager.randomNormal(new Shape(rows, 1, 256)); // (B, 1, in)
+        NDArray actual = new SplitProjection().matMulAdd(x, weight, bias, false);
+        assertEquals(new Shape(rows, 1, 1024), actual.getShape());
+        assertArrayEquals(x.matMul(weight).add(bias).toFloatArray(), actual.toFloatArray(), 1e-3f);
     }
 }
