@@ -8,7 +8,7 @@
  * 8 rows by it, against 31 GB/s for one row, on the machine of docs/PERFORMANCE.md, although the
  * core's multiply-add rate would allow the full bandwidth.
  *
- * (out, in): streams two weight rows at a time (prefetched 8 KiB ahead), multiplies each 16-float
+ * (out, in): streams two weight rows at a time (prefetched 12 KiB ahead), multiplies each 16-float
  * piece with the same piece of every row of x (kept in L1), and sums each product's 16 lanes at
  * the end of the row.
  * (in, out): streams eight weight rows at a time over the columns asked for, each 16-float piece of
@@ -25,7 +25,7 @@
 
 #define MAX_ROWS 8
 /* Floats ahead of the current piece that each weight row is prefetched. */
-#define PREFETCH 2048
+#define PREFETCH 3072
 /* Weight rows of an (in, out) weight read together. */
 #define IN_BLOCK 8
 
