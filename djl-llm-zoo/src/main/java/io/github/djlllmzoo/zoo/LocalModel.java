@@ -116,16 +116,9 @@ public final class LocalModel implements AutoCloseable {
      */
     public static Model loadModel(Path dir, Device device, DataType dataType)
             throws IOException, InvalidCheckpointException {
-        if (!Files.isDirectory(dir)) {
-            throw new InvalidCheckpointException(dir, null, "not a checkpoint directory");
-        }
-        DecoderConfig config = Configs.read(dir);
-        CausalLmBlock block = DecoderModels.create(config);
-        Model model = Model.newInstance(dir.getFileName().toString(), device, "PyTorch");
+        Model model = withoutWeights(dir, device, dataType);
         try {
-            CheckpointWeights.load(block, dir, model.getNDManager(), dataType);
-            model.setBlock(block);
-            model.setDataType(dataType);
+            CheckpointWeights.load((CausalLmBlock) model.getBlock(), dir, model.getNDManager(), dataType);
             // The block already holds its weights: this only records the model directory.
             model.load(dir, null, Map.of("hasParameter", "false"));
             return model;
@@ -155,21 +148,30 @@ public final class LocalModel implements AutoCloseable {
      */
     public static LocalModel initialize(Path dir, Device device, DataType dataType)
             throws InvalidCheckpointException {
-        if (!Files.isDirectory(dir)) {
-            throw new InvalidCheckpointException(dir, null, "not a checkpoint directory");
-        }
-        DecoderConfig config = Configs.read(dir);
-        CausalLmBlock block = DecoderModels.create(config);
-        Model model = Model.newInstance(dir.getFileName().toString(), device, "PyTorch");
+        Model model = withoutWeights(dir, device, dataType);
         try {
-            block.initialize(model.getNDManager(), dataType, new Shape(1, 1));
-            model.setBlock(block);
-            model.setDataType(dataType);
+            model.getBlock().initialize(model.getNDManager(), dataType, new Shape(1, 1));
         } catch (RuntimeException e) {
             model.close();
             throw e;
         }
         return withTokenizer(dir, model);
+    }
+
+    /**
+     * A model whose block is the family's {@link CausalLmBlock} for the directory's {@code
+     * config.json}, its parameters not yet given values.
+     */
+    private static Model withoutWeights(Path dir, Device device, DataType dataType)
+            throws InvalidCheckpointException {
+        if (!Files.isDirectory(dir)) {
+            throw new InvalidCheckpointException(dir, null, "not a checkpoint directory");
+        }
+        CausalLmBlock block = DecoderModels.create(Configs.read(dir));
+        Model model = Model.newInstance(dir.getFileName().toString(), device, "PyTorch");
+        model.setBlock(block);
+        model.setDataType(dataType);
+        return model;
     }
 
     /** @return the checkpoint directory */
