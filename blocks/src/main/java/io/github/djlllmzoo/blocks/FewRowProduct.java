@@ -24,7 +24,7 @@ import java.util.Locale;
  * native AVX-512 kernel ({@code blocks/src/main/native/few_row_product.c}) that reads each weight
  * element once for all rows, for a weight in either {@link Layout}. oneMKL, as PyTorch calls it,
  * reads the weight of an 8-row product at 14-17 GB/s a core against 31 GB/s for one row; this
- * kernel reads an (out, in) weight at about 21 GB/s and an (in, out) one at about 28 GB/s
+ * kernel reads an (out, in) weight at 17-21 GB/s a core and an (in, out) one at about 28 GB/s
  * (docs/PERFORMANCE.md).
  *
  * <p>The build compiles the kernel where a C compiler is found and puts it beside this class; it is
