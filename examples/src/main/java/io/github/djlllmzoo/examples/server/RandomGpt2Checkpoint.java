@@ -1,26 +1,12 @@
 package io.github.djlllmzoo.examples.server;
 
-import ai.djl.Device;
-import ai.djl.Model;
-import ai.djl.engine.Engine;
-import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.types.DataType;
-import ai.djl.ndarray.types.Shape;
 import com.google.gson.JsonObject;
-import io.github.djlllmzoo.blocks.Gpt2Model;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
-import io.github.djlllmzoo.blocks.config.ConfigJson;
-import io.github.djlllmzoo.blocks.config.Gpt2Config;
-import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
+import io.github.djlllmzoo.examples.RandomCheckpoint;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Writes a GPT-2 checkpoint with random weights and the real GPT-2 tokenizer, for serving tests and
@@ -43,18 +29,11 @@ public final class RandomGpt2Checkpoint {
     /** How much the token embedding is scaled up. */
     private static final float EMBEDDING_SCALE = 40f;
 
-    private static final List<String> TOKENIZER_FILES =
-            List.of(
-                    "tokenizer.json",
-                    "vocab.json",
-                    "merges.txt",
-                    "tokenizer_config.json",
-                    "special_tokens_map.json");
-
     private RandomGpt2Checkpoint() {}
 
     /**
-     * Writes {@code config.json}, {@code model.safetensors} and the tokenizer files.
+     * Writes {@code config.json}, {@code model.safetensors} and the tokenizer files (the
+     * initializers' weights, the token embedding scaled up).
      *
      * @param dir the checkpoint directory (created if needed)
      * @param tokenizerDir a directory with GPT-2's tokenizer files
@@ -69,7 +48,6 @@ public final class RandomGpt2Checkpoint {
     public static void write(
             Path dir, Path tokenizerDir, int width, int layers, int heads, int positions, int seed)
             throws IOException, InvalidCheckpointException {
-        Files.createDirectories(dir);
         JsonObject config = new JsonObject();
         config.addProperty("model_type", "gpt2");
         config.addProperty("vocab_size", VOCAB);
@@ -79,36 +57,17 @@ public final class RandomGpt2Checkpoint {
         config.addProperty("n_layer", layers);
         config.addProperty("bos_token_id", END_OF_TEXT);
         config.addProperty("eos_token_id", END_OF_TEXT);
-        Gpt2Model block =
-                new Gpt2Model(Gpt2Config.parse(ConfigJson.of(dir.resolve("config.json"), config)));
-        try (Model model = Model.newInstance("random-gpt2", Device.cpu(), "PyTorch")) {
-            Engine.getInstance().setRandomSeed(seed);
-            block.initialize(model.getNDManager(), DataType.FLOAT32, new Shape(1, 1));
-            Map<String, NDArray> tensors = new LinkedHashMap<>();
-            block.namedParameters()
-                    .forEach((name, parameter) -> tensors.put(name, parameter.getArray()));
-            tensors.get("wte.weight").muli(EMBEDDING_SCALE);
-            SafeTensorsWriter.write(dir.resolve("model.safetensors"), tensors, null);
-        }
-        for (String name : TOKENIZER_FILES) {
-            Path source = tokenizerDir.resolve(name);
-            if (Files.isRegularFile(source)) {
-                Path temp = dir.resolve(name + ".tmp");
-                Files.copy(source, temp, StandardCopyOption.REPLACE_EXISTING);
-                Files.move(
-                        temp,
-                        dir.resolve(name),
-                        StandardCopyOption.REPLACE_EXISTING,
-                        StandardCopyOption.ATOMIC_MOVE);
-            }
-        }
-        Path temp = dir.resolve("config.json.tmp");
-        Files.writeString(temp, config.toString(), StandardCharsets.UTF_8);
-        Files.move(
-                temp,
-                dir.resolve("config.json"),
-                StandardCopyOption.REPLACE_EXISTING,
-                StandardCopyOption.ATOMIC_MOVE);
+        RandomCheckpoint.write(
+                config,
+                false,
+                dir,
+                seed,
+                tokenizerDir,
+                (name, tensor) -> {
+                    if (name.equals("wte.weight")) {
+                        tensor.muli(EMBEDDING_SCALE);
+                    }
+                });
     }
 
     /**
