@@ -91,8 +91,37 @@ static inline __attribute__((always_inline)) void out_in_columns(
 }
 
 /*
+ * Adds the weight rows [k, k + count) times the matching elements of x into the columns [from, to)
+ * of out, w (in, out), 16 columns at a time (masked at the end); prefetches the next count rows.
+ */
+static inline __attribute__((always_inline)) void add_weight_rows(
+        const float *x, const float *w, float *out, int rows, int in, int out_features, int from,
+        int to, int k, int count) {
+    const float *wk = w + (size_t)k * out_features;
+    for (int n = from; n < to; n += 16) {
+        __mmask16 mask = to - n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (to - n)) - 1);
+        __m512 v[IN_BLOCK];
+        for (int j = 0; j < count; j++) {
+            /* Past the last row this prefetches memory that is never read, which prefetch
+               instructions allow. */
+            _mm_prefetch((const char *)(wk + (size_t)(j + count) * out_features + n), _MM_HINT_T0);
+            v[j] = _mm512_maskz_loadu_ps(mask, wk + (size_t)j * out_features + n);
+        }
+        for (int r = 0; r < rows; r++) {
+            float *o = out + (size_t)r * out_features + n;
+            const float *xr = x + (size_t)r * in + k;
+            __m512 acc = _mm512_maskz_loadu_ps(mask, o);
+            for (int j = 0; j < count; j++) {
+                acc = _mm512_fmadd_ps(v[j], _mm512_set1_ps(xr[j]), acc);
+            }
+            _mm512_mask_storeu_ps(o, mask, acc);
+        }
+    }
+}
+
+/*
  * The columns [from, to) of out = x @ w + bias, w (in, out): out's rows start as the bias, then
- * each block of IN_BLOCK weight rows is added in, 16 columns at a time (masked at the end).
+ * the weight rows are added in, IN_BLOCK at a time and the last in % IN_BLOCK one at a time.
  */
 static inline __attribute__((always_inline)) void in_out_columns(
         const float *x, const float *w, const float *bias, float *out, int rows, int in,
@@ -105,38 +134,10 @@ static inline __attribute__((always_inline)) void in_out_columns(
     }
     int k = 0;
     for (; k + IN_BLOCK <= in; k += IN_BLOCK) {
-        const float *wk = w + (size_t)k * out_features;
-        for (int n = from; n < to; n += 16) {
-            __mmask16 mask = to - n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (to - n)) - 1);
-            __m512 v[IN_BLOCK];
-            for (int j = 0; j < IN_BLOCK; j++) {
-                /* The next block's rows; past the last row this prefetches memory that is never
-                   read, which prefetch instructions allow. */
-                _mm_prefetch((const char *)(wk + (size_t)(j + IN_BLOCK) * out_features + n), _MM_HINT_T0);
-                v[j] = _mm512_maskz_loadu_ps(mask, wk + (size_t)j * out_features + n);
-            }
-            for (int r = 0; r < rows; r++) {
-                float *o = out + (size_t)r * out_features + n;
-                const float *xr = x + (size_t)r * in + k;
-                __m512 acc = _mm512_maskz_loadu_ps(mask, o);
-                for (int j = 0; j < IN_BLOCK; j++) {
-                    acc = _mm512_fmadd_ps(v[j], _mm512_set1_ps(xr[j]), acc);
-                }
-                _mm512_mask_storeu_ps(o, mask, acc);
-            }
-        }
+        add_weight_rows(x, w, out, rows, in, out_features, from, to, k, IN_BLOCK);
     }
-    for (; k < in; k++) { /* the last in % IN_BLOCK weight rows, one at a time */
-        const float *wk = w + (size_t)k * out_features;
-        for (int n = from; n < to; n += 16) {
-            __mmask16 mask = to - n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (to - n)) - 1);
-            __m512 v = _mm512_maskz_loadu_ps(mask, wk + n);
-            for (int r = 0; r < rows; r++) {
-                float *o = out + (size_t)r * out_features + n;
-                __m512 acc = _mm512_fmadd_ps(v, _mm512_set1_ps(x[(size_t)r * in + k]), _mm512_maskz_loadu_ps(mask, o));
-                _mm512_mask_storeu_ps(o, mask, acc);
-            }
-        }
+    for (; k < in; k++) {
+        add_weight_rows(x, w, out, rows, in, out_features, from, to, k, 1);
     }
 }
 
