@@ -149,19 +149,20 @@ final class SplitProjection {
             NDArray x, NDArray weight, NDArray bias, long rows, boolean split, Layout layout) {
         NDArray out = FewRowProduct.output(x, weight, rows, layout); // (N, out)
         long columns = layout.out(weight.getShape());
-        long[] bounds = CoreWorkers.bounds(columns, CoreWorkers.PARALLELISM);
-        NDArray[] done =
-                split
-                        ? CoreWorkers.run(
-                                bounds.length + 1,
-                                i -> {
-                                    long from = i == 0 ? 0 : bounds[i - 1];
-                                    long to = i == bounds.length ? columns : bounds[i];
-                                    FewRowProduct.multiply(x, weight, bias, out, from, to, layout);
-                                    return out;
-                                })
-                        : null;
-        if (done == null) {
+        boolean done = false;
+        if (split) {
+            long[] bounds = CoreWorkers.bounds(columns, CoreWorkers.PARALLELISM);
+            done = CoreWorkers.run(
+                            bounds.length + 1,
+                            i -> {
+                                long from = i == 0 ? 0 : bounds[i - 1];
+                                long to = i == bounds.length ? columns : bounds[i];
+                                FewRowProduct.multiply(x, weight, bias, out, from, to, layout);
+                                return out;
+                            })
+                    != null;
+        }
+        if (!done) { // not split, or the workers busy with another caller
             FewRowProduct.multiply(x, weight, bias, out, 0, columns, layout);
         }
         Shape shape = x.getShape();
