@@ -1,27 +1,30 @@
 #!/usr/bin/env bash
-# Compiles the few-row product kernel (few_row_product.c) into the library FewRowProduct loads.
-# Run by the blocks module's build. Without a C compiler, JNI headers or an x86-64 Linux machine it
-# says so and builds nothing: the library then falls back to the engine's product.
-# Usage: build.sh SOURCE OUTPUT JAVA_HOME
+# Compiles the blocks' native kernels (few_row_product.c, decode_attention.c) into the one library
+# NativeKernels loads. Run by the blocks module's build. Without a C compiler, JNI headers or an
+# x86-64 Linux machine it says so and builds nothing: the blocks then use the engine's operations.
+# Usage: build.sh OUTPUT JAVA_HOME SOURCE...
 set -u
-src=$1 out=$2 java_home=$3
+out=$1 java_home=$2
+shift 2
 if [[ "$(uname -s)/$(uname -m)" != Linux/x86_64 ]]; then
-  echo "[few-row-product] not Linux x86-64: kernel not built"
+  echo "[native-kernels] not Linux x86-64: kernels not built"
   exit 0
 fi
 if ! command -v cc > /dev/null; then
-  echo "[few-row-product] no C compiler (cc): kernel not built, the engine's product is used"
+  echo "[native-kernels] no C compiler (cc): kernels not built, the engine's operations are used"
   exit 0
 fi
-if [[ -f "$out" && "$out" -nt "$src" ]]; then
-  exit 0
-fi
+stale=false
+for src in "$@"; do
+  [[ -f "$out" && "$out" -nt "$src" ]] || stale=true
+done
+$stale || exit 0
 mkdir -p "$(dirname "$out")"
 if cc -O3 -mavx512f -mfma -shared -fPIC -Wall -Werror -I"$java_home/include" -I"$java_home/include/linux" \
-    -o "$out.$$.tmp" "$src"; then
+    -o "$out.$$.tmp" "$@"; then
   mv "$out.$$.tmp" "$out"
 else
   rm -f "$out.$$.tmp"
-  echo "[few-row-product] compiling $src failed: kernel not built, the engine's product is used"
+  echo "[native-kernels] compiling $* failed: kernels not built, the engine's operations are used"
 fi
 exit 0

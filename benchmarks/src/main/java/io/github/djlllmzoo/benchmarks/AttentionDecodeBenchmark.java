@@ -57,9 +57,7 @@ public class AttentionDecodeBenchmark {
             layers[i] = new CausalSelfAttention(config, i);
             layers[i].initialize(manager, DataType.FLOAT32, new Shape(1, 1, config.nEmbd()));
         }
-        cache = new KvCache(manager, layers.length, 1, config.nHead(), config.headDim(), config.nPositions(),
-                config.nPositions(), DataType.FLOAT32);
-        cache.advance(position);
+        cache = Gpt2Small.filledCache(manager, 1, position, config.nPositions());
         positionIds = manager.create(new long[] {position}, new Shape(1, 1));
     }
 

@@ -51,8 +51,7 @@ public class DecodeStepBenchmark {
         manager = NDManager.newBaseManager("PyTorch");
         model = new Gpt2Model(Gpt2Small.CONFIG);
         model.initialize(manager, DataType.FLOAT32, new Shape(1, 1));
-        cache = model.newCache(manager, batch, position + 1);
-        cache.advance(position);
+        cache = Gpt2Small.filledCache(manager, batch, position, position + 1);
     }
 
     @TearDown(Level.Trial)

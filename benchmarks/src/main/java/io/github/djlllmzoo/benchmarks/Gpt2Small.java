@@ -2,7 +2,9 @@ package io.github.djlllmzoo.benchmarks;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.KvCache;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
 import java.util.List;
 import java.util.Random;
@@ -31,5 +33,31 @@ final class Gpt2Small {
             data[i] = (float) random.nextGaussian();
         }
         return manager.create(data, shape);
+    }
+
+    /**
+     * A cache of {@code batch} sequences holding {@code position} tokens of random keys and values,
+     * written, so that attention reads them from memory: a cache only advanced over its zeroed
+     * buffers is read from the kernel's shared zero page, far faster than any real cache.
+     *
+     * @param manager the manager the cache's arrays come from
+     * @param batch sequences
+     * @param position tokens cached
+     * @param capacity positions allocated (at least {@code position})
+     * @return the cache, {@code position} long
+     */
+    static KvCache filledCache(NDManager manager, int batch, int position, int capacity) {
+        KvCache cache = new KvCache(manager, CONFIG.nLayer(), batch, CONFIG.nHead(), CONFIG.headDim(), capacity,
+                CONFIG.nPositions(), DataType.FLOAT32);
+        if (position > 0) {
+            Shape shape = new Shape(batch, CONFIG.nHead(), position, CONFIG.headDim());
+            for (int layer = 0; layer < CONFIG.nLayer(); layer++) {
+                try (NDManager fill = manager.newSubManager()) {
+                    cache.append(layer, activations(fill, shape, 2L * layer), activations(fill, shape, 2L * layer + 1));
+                }
+            }
+        }
+        cache.advance(position);
+        return cache;
     }
 }

@@ -49,13 +49,9 @@ public final class CausalSelfAttention extends AttentionBlock {
         NDArray q = qkv.get(0);
         NDArray k = qkv.get(1);
         NDArray v = qkv.get(2);
-        if (context.cache() != null) {
-            NDList kv = context.cache().append(layerIndex, k, v); // (B, H, S, D)
-            k = kv.get(0);
-            v = kv.get(1);
-        }
         NDArray y =
-                ScaledDotProductAttention.attend(q, k, v, context.mask(), attnDropout, training);
+                ScaledDotProductAttention.attend(
+                        q, k, v, context.cache(), layerIndex, context.mask(), attnDropout, training);
         y = y.transpose(0, 2, 1, 3).reshape(b, t, e); // (B, T, E)
         return Dropouts.apply(cProj.forward(store, y, training), residDropout, training);
     }

@@ -1,23 +1,9 @@
 package io.github.djlllmzoo.blocks;
 
-import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.pytorch.engine.PtNDArray;
-import java.io.IOException;
-import java.io.InputStream;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.reflect.Field;
-import java.lang.reflect.Method;
-import java.net.URL;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
-import java.util.Locale;
 
 /**
  * The affine product of {@link #MIN_ROWS} to {@link #MAX_ROWS} rows (a decode step of a batch) by a
@@ -27,11 +13,10 @@ import java.util.Locale;
  * kernel reads an (out, in) weight at 17-21 GB/s a core and an (in, out) one at about 28 GB/s
  * (docs/PERFORMANCE.md).
  *
- * <p>The build compiles the kernel where a C compiler is found and puts it beside this class; it is
- * used on Linux x86-64 CPUs with AVX-512F, for inference on float32 CPU arrays that PyTorch holds
- * contiguously, unless {@code -Dllmzoo.fewRowProduct=false}. Everything else, or a kernel that
- * cannot be loaded (logged once), takes the engine's product. The kernel records no gradients:
- * callers use it for inference only.
+ * <p>It is used where {@link NativeKernels} are loaded (Linux x86-64 CPUs with AVX-512F), for
+ * inference on float32 CPU arrays that PyTorch holds contiguously, unless {@code
+ * -Dllmzoo.fewRowProduct=false}; everything else takes the engine's product. The kernel records no
+ * gradients: callers use it for inference only.
  */
 final class FewRowProduct {
 
@@ -60,13 +45,7 @@ final class FewRowProduct {
      */
     static final int MIN_ROWS = Integer.getInteger("llmzoo.fewRowProduct.minRows", 2);
 
-    private static final String LIBRARY = "libllmzoo-few-row-product.so";
-    private static final System.Logger LOGGER = System.getLogger(FewRowProduct.class.getName());
-
-    /** PyTorch's {@code is_contiguous} of a tensor handle, or {@code null} where DJL hides it. */
-    private static final MethodHandle IS_CONTIGUOUS = isContiguousHandle();
-
-    private static final boolean AVAILABLE = IS_CONTIGUOUS != null && load();
+    private static final boolean AVAILABLE = NativeKernels.enabled("llmzoo.fewRowProduct");
 
     private FewRowProduct() {}
 
@@ -100,12 +79,9 @@ final class FewRowProduct {
                 && layout.in(w) == in.get(in.dimension() - 1)
                 && w.size() <= Integer.MAX_VALUE
                 && (bias == null || bias.getShape().dimension() == 1 && bias.getShape().get(0) == layout.out(w))
-                && float32OnCpu(x)
-                && float32OnCpu(weight)
-                && (bias == null || float32OnCpu(bias))
-                && contiguous(x)
-                && contiguous(weight)
-                && (bias == null || contiguous(bias));
+                && NativeKernels.denseFloat32OnCpu(x)
+                && NativeKernels.denseFloat32OnCpu(weight)
+                && (bias == null || NativeKernels.denseFloat32OnCpu(bias));
     }
 
     /**
@@ -137,10 +113,10 @@ final class FewRowProduct {
     static void multiply(
             NDArray x, NDArray weight, NDArray bias, NDArray out, long from, long to, Layout layout) {
         Shape w = weight.getShape();
-        ByteBuffer xs = buffer(x);
-        ByteBuffer ws = buffer(weight);
-        ByteBuffer bs = bias == null ? null : buffer(bias);
-        ByteBuffer os = buffer(out);
+        ByteBuffer xs = NativeKernels.buffer(x);
+        ByteBuffer ws = NativeKernels.buffer(weight);
+        ByteBuffer bs = bias == null ? null : NativeKernels.buffer(bias);
+        ByteBuffer os = NativeKernels.buffer(out);
         int rows = Math.toIntExact(out.getShape().get(0));
         int in = Math.toIntExact(layout.in(w));
         int outFeatures = Math.toIntExact(layout.out(w));
@@ -160,90 +136,4 @@ final class FewRowProduct {
     private static native void multiplyInOut(
             ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer out, int rows, int in, int outFeatures,
             int from, int to);
-
-    /** A direct buffer over the array's memory (no copy). */
-    private static ByteBuffer buffer(NDArray array) {
-        return ((PtNDArray) array).toByteBuffer(true);
-    }
-
-    private static boolean float32OnCpu(NDArray array) {
-        return array instanceof PtNDArray
-                && array.getDataType() == DataType.FLOAT32
-                && Device.Type.CPU.equals(array.getDevice().getDeviceType());
-    }
-
-    private static boolean contiguous(NDArray array) {
-        try {
-            return (boolean) IS_CONTIGUOUS.invokeExact((long) ((PtNDArray) array).getHandle());
-        } catch (Throwable t) { // not expected: the handle is checked to bind at start
-            return false;
-        }
-    }
-
-    /**
-     * DJL's PyTorch binding has {@code is_contiguous} but does not make it public; without it
-     * nothing would tell a view (a transposed or strided array) from a dense one.
-     */
-    private static MethodHandle isContiguousHandle() {
-        try {
-            Class<?> library = Class.forName("ai.djl.pytorch.jni.PyTorchLibrary");
-            Field instance = library.getDeclaredField("LIB");
-            instance.setAccessible(true);
-            Method method = library.getDeclaredMethod("torchIsContiguous", long.class);
-            method.setAccessible(true);
-            return MethodHandles.lookup().unreflect(method).bindTo(instance.get(null));
-        } catch (ReflectiveOperationException | RuntimeException e) {
-            LOGGER.log(System.Logger.Level.INFO, "few-row product kernel off: DJL's is_contiguous not found", e);
-            return null;
-        } catch (LinkageError e) { // the engine's native library failed to load
-            return null;
-        }
-    }
-
-    private static boolean load() {
-        if (!Boolean.parseBoolean(System.getProperty("llmzoo.fewRowProduct", "true"))) {
-            return false;
-        }
-        String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
-        String arch = System.getProperty("os.arch", "");
-        if (!os.contains("linux") || !(arch.equals("amd64") || arch.equals("x86_64")) || !hasAvx512()) {
-            return false;
-        }
-        URL resource = FewRowProduct.class.getResource("native/" + LIBRARY);
-        if (resource == null) {
-            LOGGER.log(System.Logger.Level.INFO, "few-row product kernel off: not built (no C compiler at build time)");
-            return false;
-        }
-        try {
-            Path file;
-            if ("file".equals(resource.getProtocol())) {
-                file = Paths.get(resource.toURI());
-            } else {
-                file = Files.createTempFile("llmzoo-few-row-product", ".so");
-                file.toFile().deleteOnExit();
-                try (InputStream in = resource.openStream()) {
-                    Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
-                }
-            }
-            System.load(file.toAbsolutePath().toString());
-            return true;
-        } catch (IOException | java.net.URISyntaxException | UnsatisfiedLinkError | SecurityException e) {
-            LOGGER.log(System.Logger.Level.WARNING, "few-row product kernel off: could not load " + resource, e);
-            return false;
-        }
-    }
-
-    /** Whether the CPU has AVX-512F (the kernel's instructions), from {@code /proc/cpuinfo}. */
-    private static boolean hasAvx512() {
-        try {
-            for (String line : Files.readAllLines(Paths.get("/proc/cpuinfo"))) {
-                if (line.startsWith("flags")) {
-                    return (" " + line.substring(line.indexOf(':') + 1) + " ").contains(" avx512f ");
-                }
-            }
-        } catch (IOException | RuntimeException e) {
-            return false;
-        }
-        return false;
-    }
 }

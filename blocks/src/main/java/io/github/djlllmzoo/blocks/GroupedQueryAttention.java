@@ -71,14 +71,9 @@ public final class GroupedQueryAttention extends AttentionBlock {
                         context.positionIds(), qWeight.getManager(), q.getDataType());
         q = RotaryEmbedding.rotate(q, cosSin);
         k = RotaryEmbedding.rotate(k, cosSin);
-        if (context.cache() != null) {
-            NDList kv = context.cache().append(layerIndex, k, v); // 2 × (B, Hkv, S, D)
-            k = kv.get(0);
-            v = kv.get(1);
-        }
         NDArray y =
                 ScaledDotProductAttention.attend(
-                        q, k, v, context.mask(), attentionDropout, training);
+                        q, k, v, context.cache(), layerIndex, context.mask(), attentionDropout, training);
         y = y.transpose(0, 2, 1, 3).reshape(b, t, (long) numHeads * headDim); // (B, T, H*D)
         return oProj.forward(store, y, training); // (B, T, E)
     }

@@ -100,14 +100,53 @@ public final class KvCache implements AutoCloseable {
      * @return keys and values (B, H_kv, length + T, D)
      */
     public NDList append(int layer, NDArray k, NDArray v) {
-        int t = Math.toIntExact(k.getShape().get(2));
-        int end = length + t;
+        return views(layer, write(layer, k, v), k.getManager());
+    }
+
+    /**
+     * Writes one layer's keys and values for the new positions {@code [length, length + T)}, as
+     * {@link #append} does, without making views.
+     *
+     * @param layer the layer index
+     * @param k new keys (B, H_kv, T, D)
+     * @param v new values (B, H_kv, T, D)
+     * @return the positions the layer now holds, {@code length + T}
+     */
+    int write(int layer, NDArray k, NDArray v) {
+        int end = length + Math.toIntExact(k.getShape().get(2));
         ensureCapacity(end);
         NDIndex write = new NDIndex().addAllDim(2).addSliceDim(length, end); // [:, :, length:end]
         keys[layer].set(write, k);
         values[layer].set(write, v);
-        NDManager step = k.getManager();
-        return new NDList(filled(keys[layer], end, step), filled(values[layer], end, step));
+        return end;
+    }
+
+    /**
+     * @param layer the layer index
+     * @return the layer's key buffer (B, H_kv, capacity, D), owned by the cache
+     */
+    NDArray keyBuffer(int layer) {
+        return keys[layer];
+    }
+
+    /**
+     * @param layer the layer index
+     * @return the layer's value buffer (B, H_kv, capacity, D), owned by the cache
+     */
+    NDArray valueBuffer(int layer) {
+        return values[layer];
+    }
+
+    /**
+     * Views of the first {@code end} positions of one layer, attached to {@code manager}.
+     *
+     * @param layer the layer index
+     * @param end the positions to view
+     * @param manager the manager to attach the views to
+     * @return keys and values (B, H_kv, end, D)
+     */
+    NDList views(int layer, int end, NDManager manager) {
+        return new NDList(filled(keys[layer], end, manager), filled(values[layer], end, manager));
     }
 
     /**

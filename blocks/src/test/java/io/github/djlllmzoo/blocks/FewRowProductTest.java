@@ -4,14 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.FewRowProduct.Layout;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -22,12 +19,8 @@ class FewRowProductTest extends ManagedArraysTest {
 
     @BeforeEach
     void kernelBuiltAndLoadedWhereTheCpuHasAvx512() throws Exception {
-        assumeTrue(
-                FewRowProduct.class.getResource("native/libllmzoo-few-row-product.so") != null,
-                "kernel not built (no C compiler at build time)");
-        String cpu = Files.readString(Paths.get("/proc/cpuinfo"));
-        assumeTrue(cpu.contains(" avx512f "), "the CPU has no AVX-512F");
-        assertTrue(FewRowProduct.available(), "built and the CPU has AVX-512F, yet the kernel did not load");
+        NativeKernelsAssumption.assumeKernelsLoaded();
+        assertTrue(FewRowProduct.available(), "the kernels loaded, yet the few-row product is off");
     }
 
     private NDArray engine(NDArray x, NDArray weight, NDArray bias) {

@@ -1,0 +1,141 @@
+package io.github.djlllmzoo.blocks;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import java.nio.ByteBuffer;
+
+/**
+ * Attention of one new token per sequence over the KV cache (a decode step) by a native AVX-512
+ * kernel ({@code blocks/src/main/native/decode_attention.c}): each sequence's keys and values are
+ * read once, straight from the cache's buffers, the scores kept in a scratch row. PyTorch's
+ * batched products, as {@link ScaledDotProductAttention} calls them, read the cache at about half
+ * the machine's bandwidth at batch 8 and make four arrays per layer; there attention took a fifth
+ * of a decode step at 200 cached positions (docs/PERFORMANCE.md).
+ *
+ * <p>The (sequence, key/value head) pairs are split across the cores ({@link CoreWorkers}), each
+ * filling its own rows of one output. Used for inference where {@link NativeKernels} are loaded,
+ * on float32 CPU arrays, unless {@code -Dllmzoo.decodeAttention=false}; the results agree with the
+ * engine's to float rounding.
+ */
+final class DecodeAttention {
+
+    /** The widest head the kernel takes. */
+    static final int MAX_HEAD_DIM = 256;
+
+    /**
+     * Bytes of keys and values read from which the work is split across the cores: GPT-2 small at
+     * batch 1 from 43 cached positions. Split, 12 layers' attention at batch 1 took 396 against 591
+     * µs at 256 positions; from 4 to 64 positions either way measured the same.
+     */
+    static final long SPLIT_MIN_BYTES = Long.getLong("llmzoo.decodeAttention.splitMinBytes", 1L << 18);
+
+    private static final boolean AVAILABLE = NativeKernels.enabled("llmzoo.decodeAttention");
+
+    private DecodeAttention() {}
+
+    /** @return whether the kernel is loaded and may be used */
+    static boolean available() {
+        return AVAILABLE;
+    }
+
+    /**
+     * Whether {@link #attend} computes this attention: one query per sequence, float32 on the CPU,
+     * cache buffers held densely, heads of at most {@link #MAX_HEAD_DIM}, and no mask or an
+     * additive one of shape (B or 1, 1, 1, length). Inference is the caller's to check.
+     *
+     * @param q queries (B, H, 1, D)
+     * @param keys the cache's key buffer (B, H_kv, capacity, D)
+     * @param values the cache's value buffer, of the same shape
+     * @param length the cached positions to attend to, the new one included
+     * @param mask the additive mask, or {@code null}
+     * @return whether {@link #attend} may be called with these arrays
+     */
+    static boolean applies(NDArray q, NDArray keys, NDArray values, int length, NDArray mask) {
+        if (!AVAILABLE) {
+            return false;
+        }
+        Shape qs = q.getShape();
+        Shape cache = keys.getShape();
+        if (qs.dimension() != 4 || cache.dimension() != 4 || qs.get(2) != 1 || !cache.equals(values.getShape())) {
+            return false;
+        }
+        long b = qs.get(0);
+        long heads = qs.get(1);
+        long d = qs.get(3);
+        long kvHeads = cache.get(1);
+        boolean shapes = cache.get(0) == b
+                && cache.get(3) == d
+                && d <= MAX_HEAD_DIM
+                && heads % kvHeads == 0
+                && length >= 1
+                && length <= cache.get(2)
+                && keys.size() <= Integer.MAX_VALUE
+                && (mask == null || maskFits(mask, b, length));
+        return shapes
+                && q.getDataType() == DataType.FLOAT32 // any layout: a view is copied dense
+                && NativeKernels.denseFloat32OnCpu(keys)
+                && NativeKernels.denseFloat32OnCpu(values)
+                && (mask == null || NativeKernels.denseFloat32OnCpu(mask));
+    }
+
+    private static boolean maskFits(NDArray mask, long b, int length) {
+        Shape m = mask.getShape();
+        return m.dimension() == 4
+                && (m.get(0) == b || m.get(0) == 1)
+                && m.get(1) == 1
+                && m.get(2) == 1
+                && m.get(3) == length;
+    }
+
+    /**
+     * {@code softmax(q k^T / sqrt(D) + mask) v} over the first {@code length} cached positions, for
+     * arrays {@link #applies} accepts.
+     *
+     * @param q queries (B, H, 1, D); the result is attached to its manager
+     * @param keys the cache's key buffer (B, H_kv, capacity, D)
+     * @param values the cache's value buffer
+     * @param length the cached positions to attend to
+     * @param mask the additive mask (B or 1, 1, 1, length), or {@code null}
+     * @return the attended values (B, H, 1, D)
+     */
+    static NDArray attend(NDArray q, NDArray keys, NDArray values, int length, NDArray mask) {
+        Shape qs = q.getShape();
+        Shape cache = keys.getShape();
+        NDArray out = q.getManager().create(qs, DataType.FLOAT32);
+        ByteBuffer qb = NativeKernels.buffer(q);
+        ByteBuffer kb = NativeKernels.buffer(keys);
+        ByteBuffer vb = NativeKernels.buffer(values);
+        ByteBuffer mb = mask == null ? null : NativeKernels.buffer(mask);
+        ByteBuffer ob = NativeKernels.buffer(out);
+        int heads = Math.toIntExact(qs.get(1));
+        int kvHeads = Math.toIntExact(cache.get(1));
+        int d = Math.toIntExact(qs.get(3));
+        int capacity = Math.toIntExact(cache.get(2));
+        int maskStride = mask == null || mask.getShape().get(0) == 1 ? 0 : length;
+        float scale = (float) (1.0 / Math.sqrt(d));
+        int units = Math.toIntExact(qs.get(0) * kvHeads);
+        int parts = Math.min(CoreWorkers.PARALLELISM, units);
+        boolean split = parts > 1 && 2L * Float.BYTES * units * length * d >= SPLIT_MIN_BYTES;
+        if (split) {
+            long[] bounds = CoreWorkers.bounds(units, parts);
+            NDArray[] done = CoreWorkers.run(
+                    parts,
+                    i -> {
+                        int from = i == 0 ? 0 : (int) bounds[i - 1];
+                        int to = i == bounds.length ? units : (int) bounds[i];
+                        attend(qb, kb, vb, mb, ob, heads, kvHeads, d, capacity, length, maskStride, scale, from, to);
+                        return out;
+                    });
+            if (done != null) {
+                return out;
+            }
+        }
+        attend(qb, kb, vb, mb, ob, heads, kvHeads, d, capacity, length, maskStride, scale, 0, units);
+        return out;
+    }
+
+    private static native void attend(
+            ByteBuffer q, ByteBuffer keys, ByteBuffer values, ByteBuffer mask, ByteBuffer out, int heads,
+            int kvHeads, int headDim, int capacity, int length, int maskStride, float scale, int from, int to);
+}

@@ -1,0 +1,203 @@
+/*
+ * Attention of one new token per sequence (a decode step) over the KV cache, with AVX-512:
+ * softmax(q k^T * scale + mask) v for each sequence and key/value head, the G query heads of a
+ * group sharing the group's keys and values.
+ *
+ * PyTorch computes it as a batched product for the scores, a softmax and a second batched product,
+ * each a separate pass with its own output array; at batch 8 the two products read the cache at
+ * about 11 GB/s a core on the machine of docs/PERFORMANCE.md. Here the keys are read once (a tile
+ * of positions at a time for all G query heads, so a tile is read from memory once), the scores
+ * stay in a small buffer, and the values are read once into accumulators held in registers.
+ *
+ * Called by io.github.djlllmzoo.blocks.DecodeAttention with direct buffers over PyTorch tensors
+ * that Java has checked: float32, contiguous, the sizes below. Compiled with AVX-512 enabled; Java
+ * loads it only on a CPU that has AVX-512F.
+ */
+#include <immintrin.h>
+#include <jni.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+/* The widest head the kernel takes (floats): its accumulators are 16 registers of 16 floats. */
+#define MAX_HEAD_DIM 256
+/* Positions of a tile: the tile's keys or values (16 KiB for 64-float heads) stay in L1/L2 while
+   every query head of the group reads them. */
+#define TILE 64
+/* Bytes ahead of the current key or value row that the next rows are prefetched. */
+#define PREFETCH_BYTES 1024
+
+static inline __mmask16 tail_mask(int d, int c) {
+    int left = d - c * 16;
+    return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+}
+
+/* e^x for x <= 0 (softmax's shifted scores), about 1 ulp: x = n ln 2 + r, e^r by the minimax
+   polynomial of Cephes' expf, scaled by 2^n; below -104 the result is 0, as expf gives. */
+static inline __m512 exp_nonpositive(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* scores[t] = exp(scores[t] - max) for t < s; returns their sum. */
+static float softmax_numerators(float *scores, int s) {
+    __m512 top = _mm512_set1_ps(-__builtin_inff());
+    for (int t = 0; t < s; t += 16) {
+        __mmask16 m = tail_mask(s, t / 16);
+        top = _mm512_mask_max_ps(top, m, top, _mm512_maskz_loadu_ps(m, scores + t));
+    }
+    __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(top));
+    __m512 sum = _mm512_setzero_ps();
+    for (int t = 0; t < s; t += 16) {
+        __mmask16 m = tail_mask(s, t / 16);
+        __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + t), max));
+        _mm512_mask_storeu_ps(scores + t, m, e);
+        sum = _mm512_mask_add_ps(sum, m, sum, e);
+    }
+    return _mm512_reduce_add_ps(sum);
+}
+
+/*
+ * One sequence and key/value head: q and out hold the group's G query rows of d floats, k and v
+ * the s cached rows, mask (or NULL) the s additive mask values of the sequence, scores G * s
+ * floats of scratch.
+ */
+static inline __attribute__((always_inline)) void attend_group(
+        const float *q, const float *k, const float *v, const float *mask, float *out, int groups,
+        int d, int s, float scale, float *scores) {
+    int chunks = (d + 15) / 16;
+    for (int tile = 0; tile < s; tile += TILE) {
+        int end = tile + TILE < s ? tile + TILE : s;
+        for (int g = 0; g < groups; g++) {
+            __m512 qv[MAX_HEAD_DIM / 16];
+            for (int c = 0; c < chunks; c++) {
+                qv[c] = _mm512_maskz_loadu_ps(tail_mask(d, c), q + (size_t)g * d + c * 16);
+            }
+            float *row = scores + (size_t)g * s;
+            for (int t = tile; t < end; t++) {
+                const float *kt = k + (size_t)t * d;
+                _mm_prefetch((const char *)kt + PREFETCH_BYTES, _MM_HINT_T0);
+                __m512 acc = _mm512_mul_ps(qv[0], _mm512_maskz_loadu_ps(tail_mask(d, 0), kt));
+                for (int c = 1; c < chunks; c++) {
+                    acc = _mm512_fmadd_ps(qv[c], _mm512_maskz_loadu_ps(tail_mask(d, c), kt + c * 16), acc);
+                }
+                row[t] = _mm512_reduce_add_ps(acc) * scale + (mask == NULL ? 0.0f : mask[t]);
+            }
+        }
+    }
+    float inverse[groups];
+    for (int g = 0; g < groups; g++) {
+        inverse[g] = 1.0f / softmax_numerators(scores + (size_t)g * s, s);
+        for (int c = 0; c < chunks; c++) {
+            _mm512_mask_storeu_ps(out + (size_t)g * d + c * 16, tail_mask(d, c), _mm512_setzero_ps());
+        }
+    }
+    for (int tile = 0; tile < s; tile += TILE) {
+        int end = tile + TILE < s ? tile + TILE : s;
+        for (int g = 0; g < groups; g++) {
+            __m512 acc[MAX_HEAD_DIM / 16];
+            float *o = out + (size_t)g * d;
+            for (int c = 0; c < chunks; c++) {
+                acc[c] = _mm512_maskz_loadu_ps(tail_mask(d, c), o + c * 16);
+            }
+            const float *p = scores + (size_t)g * s;
+            for (int t = tile; t < end; t++) {
+                const float *vt = v + (size_t)t * d;
+                _mm_prefetch((const char *)vt + PREFETCH_BYTES, _MM_HINT_T0);
+                __m512 pt = _mm512_set1_ps(p[t]);
+                for (int c = 0; c < chunks; c++) {
+                    acc[c] = _mm512_fmadd_ps(pt, _mm512_maskz_loadu_ps(tail_mask(d, c), vt + c * 16), acc[c]);
+                }
+            }
+            if (end == s) {
+                __m512 norm = _mm512_set1_ps(inverse[g]);
+                for (int c = 0; c < chunks; c++) {
+                    acc[c] = _mm512_mul_ps(acc[c], norm);
+                }
+            }
+            for (int c = 0; c < chunks; c++) {
+                _mm512_mask_storeu_ps(o + c * 16, tail_mask(d, c), acc[c]);
+            }
+        }
+    }
+}
+
+/*
+ * Units [from, to) of (sequence, key/value head), unit u = b * kv_heads + h. q and out: (B, H, 1,
+ * D); keys and values: (B, kv_heads, capacity, D) of which the first length positions are read;
+ * mask: NULL or the additive mask rows, sequence b's at b * mask_stride (0: one row for all).
+ * Returns 0 when the scratch could not be allocated.
+ */
+static int attend_units(const float *q, const float *keys, const float *values, const float *mask,
+        float *out, int heads, int kv_heads, int d, int capacity, int length, int mask_stride,
+        float scale, int from, int to) {
+    int groups = heads / kv_heads;
+    float *scores = malloc(sizeof(float) * (size_t)groups * length);
+    if (scores == NULL) {
+        return 0;
+    }
+    for (int u = from; u < to; u++) {
+        int b = u / kv_heads;
+        size_t rows = (size_t)u * groups * d; /* the group's first query row: b * H + h * G */
+        size_t cached = (size_t)u * capacity * d;
+        const float *m = mask == NULL ? NULL : mask + (size_t)b * mask_stride;
+        switch (d) {
+            case 64:
+                attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, 64, length,
+                        scale, scores);
+                break;
+            case 128:
+                attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, 128, length,
+                        scale, scores);
+                break;
+            default:
+                attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, d, length,
+                        scale, scores);
+                break;
+        }
+    }
+    free(scores);
+    return 1;
+}
+
+static void *address(JNIEnv *env, jobject buffer) {
+    return buffer == NULL ? NULL : (*env)->GetDirectBufferAddress(env, buffer);
+}
+
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_blocks_DecodeAttention_attend(JNIEnv *env, jclass cls,
+        jobject q_buffer, jobject keys_buffer, jobject values_buffer, jobject mask_buffer,
+        jobject out_buffer, jint heads, jint kv_heads, jint head_dim, jint capacity, jint length,
+        jint mask_stride, jfloat scale, jint from, jint to) {
+    (void)cls;
+    const float *q = address(env, q_buffer);
+    const float *keys = address(env, keys_buffer);
+    const float *values = address(env, values_buffer);
+    const float *mask = address(env, mask_buffer);
+    float *out = address(env, out_buffer);
+    if (q == NULL || keys == NULL || values == NULL || out == NULL || (mask_buffer != NULL && mask == NULL)) {
+        (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
+                "decode attention: an array's memory is not reachable as a direct buffer");
+        return;
+    }
+    if (head_dim < 1 || head_dim > MAX_HEAD_DIM || kv_heads < 1 || heads % kv_heads != 0 || length < 1
+            || length > capacity) {
+        (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
+                "decode attention: head_dim must be 1 to 256, heads a multiple of kv_heads, length 1 to capacity");
+        return;
+    }
+    if (!attend_units(q, keys, values, mask, out, heads, kv_heads, head_dim, capacity, length, mask_stride,
+                scale, from, to)) {
+        (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/OutOfMemoryError"),
+                "decode attention: no memory for the scores");
+    }
+}

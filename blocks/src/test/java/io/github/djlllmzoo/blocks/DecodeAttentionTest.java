@@ -1,0 +1,155 @@
+package io.github.djlllmzoo.blocks;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class DecodeAttentionTest extends ManagedArraysTest {
+
+    @BeforeEach
+    void kernelBuiltAndLoadedWhereTheCpuHasAvx512() throws Exception {
+        NativeKernelsAssumption.assumeKernelsLoaded();
+        assertTrue(DecodeAttention.available(), "the kernels loaded, yet decode attention is off");
+    }
+
+    /** A (B, H_kv, capacity, D) buffer whose first {@code length} positions are random, the rest NaN. */
+    private NDArray buffer(long b, long kvHeads, int capacity, int length, long d) {
+        NDArray buffer = manager.full(new Shape(b, kvHeads, capacity, d), Float.NaN);
+        buffer.set(new NDIndex(":, :, :{}", length), manager.randomNormal(new Shape(b, kvHeads, length, d)));
+        return buffer;
+    }
+
+    private static NDArray filled(NDArray buffer, int length) {
+        return buffer.get(new NDIndex(":, :, :{}", length));
+    }
+
+    private static void assertKernelEqualsEngine(NDArray q, NDArray keys, NDArray values, int length, NDArray mask) {
+        assertTrue(DecodeAttention.applies(q, keys, values, length, mask));
+        NDArray kernel = DecodeAttention.attend(q, keys, values, length, mask);
+        NDArray engine =
+                ScaledDotProductAttention.attendOnce(q, filled(keys, length), filled(values, length), mask, 0, false);
+        assertEquals(q.getShape(), kernel.getShape());
+        assertArrayEquals(engine.toFloatArray(), kernel.toFloatArray(), 2e-5f);
+    }
+
+    @ParameterizedTest(name = "B={0} H={1} H_kv={2} D={3} length={4} of {5}")
+    @CsvSource({
+        "1, 12, 12, 64, 1, 1", // the first position: one key
+        "1, 12, 12, 64, 100, 130", // more positions than a tile, capacity beyond them never read
+        "3, 4, 4, 128, 200, 200", // 128-wide heads (Llama 7B)
+        "2, 8, 2, 64, 70, 80", // grouped query heads: 4 per key/value head
+        "2, 6, 3, 24, 33, 40", // a head width not a multiple of 16
+        "5, 2, 1, 80, 17, 17", // multi-query, 80-wide heads, a tile's tail
+        "8, 12, 12, 64, 300, 320", // batch 8 of GPT-2 small's heads, split across the cores
+    })
+    void kernelEqualsTheEnginesAttentionOverTheFilledPositions(
+            long b, long heads, long kvHeads, long d, int length, int capacity) {
+        NDArray q = manager.randomNormal(new Shape(b, heads, 1, d)).muli(2); // sharper softmax
+        assertKernelEqualsEngine(q, buffer(b, kvHeads, capacity, length, d), buffer(b, kvHeads, capacity, length, d),
+                length, null);
+    }
+
+    @Test
+    void eachSequenceTakesItsOwnPaddingMask() {
+        int b = 4;
+        int length = 50;
+        float[] padding = new float[b * length];
+        for (int row = 0; row < b; row++) {
+            for (int j = 0; j < 7 * row; j++) { // left padding of 7·row tokens
+                padding[row * length + j] = -AttentionMask.maskValue(DataType.FLOAT32);
+            }
+        }
+        NDArray mask = manager.create(padding, new Shape(b, 1, 1, length)); // (B, 1, T, S)
+        NDArray q = manager.randomNormal(new Shape(b, 4, 1, 64));
+        assertKernelEqualsEngine(q, buffer(b, 4, 64, length, 64), buffer(b, 4, 64, length, 64), length, mask);
+    }
+
+    @Test
+    void oneMaskRowIsSharedByAllSequences() {
+        int length = 40;
+        float[] row = new float[length];
+        for (int j = 0; j < length; j += 3) {
+            row[j] = Float.NEGATIVE_INFINITY;
+        }
+        NDArray mask = manager.create(row, new Shape(1, 1, 1, length));
+        NDArray q = manager.randomNormal(new Shape(3, 2, 1, 64));
+        assertKernelEqualsEngine(q, buffer(3, 2, 48, length, 64), buffer(3, 2, 48, length, 64), length, mask);
+    }
+
+    @Test
+    void queriesThatAreAViewOfAFusedProjectionAreRead() {
+        // GPT-2 splits its fused (B, 3H, 1, D) projection: the queries' rows are 3H·D apart.
+        NDArray qkv = manager.randomNormal(new Shape(4, 3 * 6, 1, 64));
+        NDArray q = qkv.split(3, 1).get(0); // (B, H, 1, D)
+        assertKernelEqualsEngine(q, buffer(4, 6, 30, 30, 64), buffer(4, 6, 30, 30, 64), 30, null);
+    }
+
+    @Test
+    void attentionLargeEnoughToSplitAcrossTheCoresEqualsTheEngine() {
+        assumeTrue(CoreWorkers.PARALLELISM > 1, "one core: nothing is split");
+        // One sequence, 12 heads of 400 positions: 2.4 MB of keys and values, split by heads.
+        assertTrue(2L * Float.BYTES * 12 * 400 * 64 >= DecodeAttention.SPLIT_MIN_BYTES);
+        NDArray q = manager.randomNormal(new Shape(1, 12, 1, 64));
+        assertKernelEqualsEngine(q, buffer(1, 12, 400, 400, 64), buffer(1, 12, 400, 400, 64), 400, null);
+    }
+
+    @Test
+    void cachedAttentionWritesTheNewPositionAndAttendsOverItAsTheEngineDoes() {
+        try (KvCache cache = new KvCache(manager, 2, 3, 2, 64, 16, 64, DataType.FLOAT32)) {
+            NDArray prompt = manager.randomNormal(new Shape(3, 2, 10, 64));
+            for (int layer = 0; layer < 2; layer++) {
+                cache.append(layer, prompt, prompt.neg());
+            }
+            cache.advance(10);
+            NDArray q = manager.randomNormal(new Shape(3, 4, 1, 64)); // 2 query heads per key/value head
+            NDArray k = manager.randomNormal(new Shape(3, 2, 1, 64));
+            NDArray v = manager.randomNormal(new Shape(3, 2, 1, 64));
+            NDArray out = ScaledDotProductAttention.attend(q, k, v, cache, 1, null, 0f, false);
+            NDList stored = cache.views(1, 11, manager);
+            assertArrayEquals(k.toFloatArray(), stored.get(0).get(":, :, 10:11, :").toFloatArray(), 0f);
+            assertArrayEquals(v.toFloatArray(), stored.get(1).get(":, :, 10:11, :").toFloatArray(), 0f);
+            NDArray engine = ScaledDotProductAttention.attendOnce(q, stored.get(0), stored.get(1), null, 0, false);
+            assertArrayEquals(engine.toFloatArray(), out.toFloatArray(), 2e-5f);
+        }
+    }
+
+    @Test
+    void whatTheKernelDoesNotComputeIsLeftToTheEngine() {
+        NDArray keys = buffer(2, 4, 32, 20, 64);
+        NDArray values = buffer(2, 4, 32, 20, 64);
+        NDArray q = manager.randomNormal(new Shape(2, 4, 1, 64));
+        assertTrue(DecodeAttention.applies(q, keys, values, 20, null));
+        assertFalse(DecodeAttention.applies(manager.randomNormal(new Shape(2, 4, 3, 64)), keys, values, 20, null),
+                "several queries per sequence (a prefill)");
+        assertFalse(DecodeAttention.applies(q, keys, values, 33, null), "more positions than the buffer holds");
+        assertFalse(DecodeAttention.applies(q, keys, values, 0, null), "no position");
+        assertFalse(DecodeAttention.applies(manager.randomNormal(new Shape(2, 6, 1, 64)), keys, values, 20, null),
+                "query heads not a multiple of key/value heads");
+        assertFalse(DecodeAttention.applies(manager.randomNormal(new Shape(3, 4, 1, 64)), keys, values, 20, null),
+                "another batch");
+        assertFalse(DecodeAttention.applies(q, keys, filled(values, 20), 20, null), "buffers of different shapes");
+        NDArray strided = buffer(2, 4, 64, 40, 64).get(":, :, ::2, :"); // (2, 4, 32, 64), every other row
+        assertFalse(DecodeAttention.applies(q, strided, strided, 20, null), "buffers that are strided views");
+        NDArray wide = buffer(1, 1, 8, 8, 320);
+        assertFalse(DecodeAttention.applies(manager.randomNormal(new Shape(1, 1, 1, 320)), wide, wide, 8, null),
+                "heads wider than 256");
+        assertFalse(DecodeAttention.applies(q, keys, values, 20, manager.zeros(new Shape(2, 1, 1, 21))),
+                "a mask of another length");
+        assertFalse(DecodeAttention.applies(q, keys, values, 20, manager.zeros(new Shape(2, 20))),
+                "a mask of another rank");
+        assertFalse(DecodeAttention.applies(q.toType(DataType.FLOAT64, false), keys.toType(DataType.FLOAT64, false),
+                values.toType(DataType.FLOAT64, false), 20, null), "float64");
+    }
+}
