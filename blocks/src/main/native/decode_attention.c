@@ -3,9 +3,10 @@
  * softmax(q k^T * scale + mask) v for each sequence and key/value head, the G query heads of a
  * group sharing the group's keys and values.
  *
- * PyTorch computes it as a batched product for the scores, a softmax and a second batched product,
- * each a separate pass with its own output array; at batch 8 the two products read the cache at
- * about 11 GB/s a core on the machine of docs/PERFORMANCE.md. Here the keys are read once (a tile
+ * PyTorch computes it as a batched product for the scores, a scaling, a softmax and a second
+ * batched product, each a separate pass with its own output array; at batch 8 and 512 positions
+ * that read the cache at about 28 GB/s on both cores of the machine of docs/PERFORMANCE.md, this
+ * kernel at 33-38 GB/s (JMH CachedAttentionBenchmark). Here the keys are read once (a tile
  * of positions at a time for all G query heads, so a tile is read from memory once), the scores
  * stay in a small buffer, and the values are read once into accumulators held in registers.
  *
