@@ -96,11 +96,12 @@ final class ServeCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
+        options.checkCanListen();
         LocalModel model = modelOptions.load();
         OpenAiServer server;
         try {
             server = OpenAiServer.start(model, options);
-        } catch (RuntimeException e) {
+        } catch (Exception e) {
             model.close();
             throw e;
         }

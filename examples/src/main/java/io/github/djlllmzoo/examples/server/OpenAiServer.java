@@ -15,6 +15,7 @@ import io.javalin.http.HttpResponseException;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.net.BindException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
@@ -95,10 +96,6 @@ public final class OpenAiServer implements AutoCloseable {
                             config.showJavalinBanner = false;
                             config.startupWatcherEnabled = false;
                             config.http.disableCompression();
-                            // stop() lets answers in flight finish (close() has cancelled their
-                            // jobs)
-                            config.jetty.modifyServer(
-                                    server -> server.setStopTimeout(STOP_TIMEOUT_MILLIS));
                         });
         app.post("/v1/completions", ctx -> generate(ctx, Endpoint.COMPLETIONS));
         app.post("/v1/chat/completions", ctx -> generate(ctx, Endpoint.CHAT));
@@ -119,14 +116,22 @@ public final class OpenAiServer implements AutoCloseable {
      * @throws InvalidCheckpointException if the checkpoint's generation or tokenizer config is
      *     malformed
      * @throws IllegalArgumentException if the model has no tokenizer
+     * @throws BindException if the address cannot be listened on (port in use, unknown host),
+     *     with a message naming host and port
      */
     public static OpenAiServer start(LocalModel model, ServerOptions options)
-            throws InvalidCheckpointException {
+            throws InvalidCheckpointException, BindException {
         OpenAiServer server = new OpenAiServer(model, options);
         try {
             server.app.start(options.host(), options.port());
         } catch (RuntimeException e) {
-            server.close();
+            server.scheduler.close();
+            server.app.stop();
+            for (Throwable cause = e; cause != null; cause = cause.getCause()) {
+                if (cause instanceof BindException bind) {
+                    throw options.cannotListen(bind);
+                }
+            }
             throw e;
         }
         return server;
@@ -139,8 +144,7 @@ public final class OpenAiServer implements AutoCloseable {
 
     /** @return the base address, e.g. {@code http://127.0.0.1:8080} */
     public URI uri() {
-        String host = options.host().contains(":") ? "[" + options.host() + "]" : options.host();
-        return URI.create("http://" + host + ":" + port());
+        return URI.create("http://" + ServerOptions.authority(options.host(), port()));
     }
 
     /** @return the model name clients use */
@@ -157,6 +161,10 @@ public final class OpenAiServer implements AutoCloseable {
     @Override
     public void close() {
         scheduler.close();
+        // Set here, not at creation: a graceful stop of a server that failed to start throws
+        // IllegalStateException(STOPPED) in place of the start's own error (e.g. the port in use).
+        // Here it lets answers in flight finish (their jobs are cancelled).
+        app.jettyServer().server().setStopTimeout(STOP_TIMEOUT_MILLIS);
         app.stop();
     }
 

@@ -1,6 +1,11 @@
 package io.github.djlllmzoo.examples.server;
 
+import java.io.IOException;
+import java.net.BindException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.time.Duration;
+import java.util.Locale;
 
 /**
  * How an {@link OpenAiServer} listens and schedules work.
@@ -43,6 +48,52 @@ public record ServerOptions(
         if (batchWait == null || batchWait.isNegative()) {
             throw new IllegalArgumentException("batchWait must be >= 0, got " + batchWait);
         }
+    }
+
+    /**
+     * Checks that the address can be listened on now, so that a command fails before it spends
+     * time loading a model; the server reports the same failure should the address be taken in
+     * between.
+     *
+     * @throws BindException if the host is unknown or the port is in use, naming host and port
+     */
+    public void checkCanListen() throws BindException {
+        InetSocketAddress address = new InetSocketAddress(host, port);
+        if (address.isUnresolved()) {
+            throw cannotListen(new BindException("unknown host"));
+        }
+        try (ServerSocket socket = new ServerSocket()) {
+            // as Jetty binds: a port left in TIME_WAIT by a previous server is free
+            socket.setReuseAddress(true);
+            socket.bind(address);
+        } catch (IOException e) {
+            throw cannotListen(e);
+        }
+    }
+
+    /**
+     * @param cause why binding failed
+     * @return {@code cannot listen on HOST:PORT: <cause's message>}, caused by {@code cause}
+     */
+    BindException cannotListen(IOException cause) {
+        String reason = cause.getMessage() == null ? cause.toString() : cause.getMessage();
+        BindException e =
+                new BindException(
+                        "cannot listen on "
+                                + authority(host, port)
+                                + ": "
+                                + reason.toLowerCase(Locale.ROOT));
+        e.initCause(cause);
+        return e;
+    }
+
+    /**
+     * @param host a host name or address (IPv6 literals get brackets)
+     * @param port a port
+     * @return {@code host:port} as a URI writes it
+     */
+    static String authority(String host, int port) {
+        return (host.contains(":") ? "[" + host + "]" : host) + ":" + port;
     }
 
     private static void require(boolean valid, String rule, int value) {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -23,6 +24,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.net.BindException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -489,6 +491,17 @@ class OpenAiServerTest {
             holder.body().close();
             await(() -> small.stats().active() == 0, "the slot is free again");
         }
+    }
+
+    @Test
+    void startingOnAPortInUseThrowsABindExceptionNamingHostAndPort() throws Exception {
+        ServerOptions taken = ServerOptions.DEFAULTS.withAddress("127.0.0.1", server.port());
+        BindException e = assertThrows(BindException.class, () -> OpenAiServer.start(model, taken));
+        assertTrue(
+                e.getMessage().startsWith("cannot listen on 127.0.0.1:" + server.port() + ": "),
+                e.getMessage());
+        assertTrue(e.getMessage().contains("already in use"), e.getMessage());
+        assertEquals(200, get(server, "/health").statusCode(), "the running server goes on");
     }
 
     @Test
