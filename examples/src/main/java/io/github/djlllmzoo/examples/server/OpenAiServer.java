@@ -1,9 +1,6 @@
 package io.github.djlllmzoo.examples.server;
 
-import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
-import com.google.gson.JsonParseException;
-import com.google.gson.JsonParser;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationResult;
@@ -169,7 +166,7 @@ public final class OpenAiServer implements AutoCloseable {
     }
 
     private void generate(Context ctx, Endpoint endpoint) {
-        JsonObject body = body(ctx);
+        JsonObject body = RequestParser.body(ctx.body());
         CompletionCall call =
                 endpoint == Endpoint.CHAT ? parser.chat(body) : parser.completion(body);
         GenerationJob job;
@@ -321,19 +318,6 @@ public final class OpenAiServer implements AutoCloseable {
                 ("data: " + OpenAiResponses.GSON.toJson(chunk) + "\n\n")
                         .getBytes(StandardCharsets.UTF_8));
         out.flush();
-    }
-
-    private static JsonObject body(Context ctx) {
-        JsonElement body;
-        try {
-            body = JsonParser.parseString(ctx.body());
-        } catch (JsonParseException e) {
-            throw ApiException.invalid(null, "the body is not valid JSON: " + describe(e));
-        }
-        if (body == null || !body.isJsonObject()) {
-            throw ApiException.invalid(null, "the body must be a JSON object");
-        }
-        return body.getAsJsonObject();
     }
 
     private void describeModel(Context ctx) {

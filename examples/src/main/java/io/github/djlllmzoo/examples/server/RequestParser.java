@@ -3,13 +3,22 @@ package io.github.djlllmzoo.examples.server;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
+import com.google.gson.JsonParseException;
+import com.google.gson.JsonParser;
 import com.google.gson.JsonPrimitive;
+import com.google.gson.Strictness;
+import com.google.gson.stream.JsonReader;
+import com.google.gson.stream.JsonToken;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.TextTokenizer;
+import java.io.IOException;
+import java.io.StringReader;
 import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * Reads the JSON body of an OpenAI completions or chat completions request into a {@link
@@ -26,8 +35,18 @@ final class RequestParser {
     /** OpenAI's {@code max_tokens} default for {@code /v1/completions}. */
     static final int DEFAULT_COMPLETION_TOKENS = 16;
 
-    /** Most stop strings per request. */
-    static final int MAX_STOP_STRINGS = 16;
+    /** Most stop strings per request, as OpenAI allows. */
+    static final int MAX_STOP_STRINGS = 4;
+
+    /** The message roles a conversation may have; {@code developer} is OpenAI's newer {@code system}. */
+    private static final List<String> ROLES = List.of("system", "developer", "user", "assistant");
+
+    /** OpenAI's roles for tool calling, which this server does not do. */
+    private static final List<String> TOOL_ROLES = List.of("tool", "function");
+
+    /** Gson's description of a syntax error: what, where, then its JSON path and a link. */
+    private static final Pattern JSON_ERROR =
+            Pattern.compile("(.+?) at line (\\d+) column (\\d+)( path .*)?");
 
     private final String modelId;
     private final TextTokenizer tokenizer;
@@ -57,6 +76,55 @@ final class RequestParser {
         this.model = model;
         this.defaults = defaults;
         this.maxSequences = maxSequences;
+    }
+
+    /**
+     * Parses a request body, which must be one JSON object in strict JSON (RFC 8259), as OpenAI
+     * reads it.
+     *
+     * @param text the body
+     * @return the object
+     * @throws ApiException if the body is not valid JSON (saying what and where, in words) or not
+     *     an object
+     */
+    static JsonObject body(String text) {
+        JsonElement body;
+        JsonReader reader = new JsonReader(new StringReader(text));
+        reader.setStrictness(Strictness.STRICT);
+        try {
+            body = JsonParser.parseReader(reader);
+            reader.peek(); // fails on anything but white space after the value
+        } catch (IOException | JsonParseException e) {
+            throw ApiException.invalid(
+                    null, "the request body is not valid JSON: " + syntaxError(e));
+        }
+        if (body == null || !body.isJsonObject()) {
+            throw ApiException.invalid(null, "the request body must be a JSON object");
+        }
+        return body.getAsJsonObject();
+    }
+
+    /** Gson's message of the innermost cause, without exception names, JSON path or link. */
+    private static String syntaxError(Exception e) {
+        Throwable cause = e;
+        while (cause.getCause() != null) {
+            cause = cause.getCause();
+        }
+        String message = cause.getMessage() == null ? "" : cause.getMessage().lines().findFirst().orElse("");
+        Matcher m = JSON_ERROR.matcher(message);
+        if (!m.matches()) {
+            return "malformed JSON";
+        }
+        String what = m.group(1);
+        if (what.startsWith("End of input")) {
+            what = "unexpected end of input";
+        } else if (what.contains("setStrictness")) {
+            // "Use JsonReader.setStrictness(Strictness.LENIENT) to accept malformed JSON"
+            what = "unexpected text";
+        } else {
+            what = Character.toLowerCase(what.charAt(0)) + what.substring(1);
+        }
+        return what + " at line " + m.group(2) + " column " + m.group(3);
     }
 
     /**
@@ -155,6 +223,10 @@ final class RequestParser {
         boolean includeUsage = false;
         JsonElement options = body.get("stream_options");
         if (options != null && !options.isJsonNull()) {
+            if (!stream) {
+                throw ApiException.invalid(
+                        "stream_options", "stream_options is only allowed with \"stream\": true");
+            }
             if (!options.isJsonObject()) {
                 throw ApiException.invalid("stream_options", "expected an object");
             }
@@ -314,15 +386,30 @@ final class RequestParser {
                 throw ApiException.invalid(param, "expected an object {role, content}");
             }
             JsonObject message = array.get(i).getAsJsonObject();
-            String role = string(message, "role", param + ".role");
-            if (role == null) {
-                throw ApiException.invalid(param + ".role", "role is required");
-            }
+            String role = role(message, param + ".role");
             out.add(
                     new ChatMessage(
                             role, content(message.get("content"), role, param + ".content")));
         }
         return out;
+    }
+
+    /** A message's role, {@code developer} read as {@code system}, which templates know. */
+    private static String role(JsonObject message, String param) {
+        String role = string(message, "role", param);
+        if (role == null) {
+            throw ApiException.invalid(param, "role is required");
+        }
+        if (TOOL_ROLES.contains(role)) {
+            throw ApiException.invalid(
+                    param, "'" + role + "' messages are not supported: there is no tool calling");
+        }
+        if (!ROLES.contains(role)) {
+            throw ApiException.invalid(
+                    param,
+                    "unknown role '" + role + "'; expected one of " + String.join(", ", ROLES));
+        }
+        return "developer".equals(role) ? "system" : role;
     }
 
     /** A message's content: a string, or a list of text parts joined by newlines. */

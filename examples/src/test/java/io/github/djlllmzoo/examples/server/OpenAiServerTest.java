@@ -598,6 +598,38 @@ class OpenAiServerTest {
                 400,
                 "messages[0].content"
             },
+            {
+                "/v1/chat/completions",
+                "{\"messages\": [{\"role\": \"robot\", \"content\": \"beep\"}]}",
+                400,
+                "messages[0].role"
+            },
+            {
+                "/v1/chat/completions",
+                "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"},"
+                        + " {\"role\": \"tool\", \"content\": \"42\"}]}",
+                400,
+                "messages[1].role"
+            },
+            {
+                "/v1/completions",
+                "{\"prompt\": \"x\", \"stop\": [\"a\", \"b\", \"c\", \"d\", \"e\"]}",
+                400,
+                "stop"
+            },
+            {
+                "/v1/completions",
+                "{\"prompt\": \"x\", \"stream_options\": {\"include_usage\": true}}",
+                400,
+                "stream_options"
+            },
+            {
+                "/v1/chat/completions",
+                "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"stream\": false,"
+                        + " \"stream_options\": {\"include_usage\": true}}",
+                400,
+                "stream_options"
+            },
         };
         for (Object[] c : cases) {
             HttpResponse<String> response = post(server, (String) c[0], (String) c[1]);
@@ -626,6 +658,43 @@ class OpenAiServerTest {
         }
         assertEquals(200, get(server, "/health").statusCode());
         assertEquals(0, server.stats().failed());
+    }
+
+    @Test
+    void malformedJsonIsDescribedInWordsWithItsPlaceAndNoJavaExceptionNames() throws Exception {
+        String[][] cases = {
+            {"{\"prompt\": \"x\"", "unexpected end of input at line 1 column "},
+            {"{\"prompt\": \"x\",}", "at line 1 column "},
+            {"{prompt: \"x\"}", "unexpected text at line 1 column "},
+            {"{\"prompt\": \"x\"} trailing", "unexpected text at line 1 column "},
+            {"{\"prompt\": \"\\q\"}", "at line 1 column "},
+        };
+        for (String[] c : cases) {
+            HttpResponse<String> response = post(server, "/v1/completions", c[0]);
+            assertEquals(400, response.statusCode(), c[0] + ": " + response.body());
+            String message =
+                    JsonParser.parseString(response.body())
+                            .getAsJsonObject()
+                            .getAsJsonObject("error")
+                            .get("message")
+                            .getAsString();
+            assertTrue(
+                    message.startsWith("the request body is not valid JSON: "),
+                    c[0] + ": " + message);
+            assertTrue(message.contains(c[1]), c[0] + ": " + message);
+            for (String internal : List.of("Exception", "java.", "gson", "http", "path $")) {
+                assertFalse(message.contains(internal), c[0] + ": " + message);
+            }
+        }
+    }
+
+    @Test
+    void aDeveloperMessageIsReadAsASystemMessage() throws Exception {
+        JsonObject asSystem = postOk("/v1/chat/completions", chat(8, "system", "Be brief.", "user", "Hi"));
+        JsonObject asDeveloper =
+                postOk("/v1/chat/completions", chat(8, "developer", "Be brief.", "user", "Hi"));
+        assertEquals(choice(asSystem, 0).get("message"), choice(asDeveloper, 0).get("message"));
+        assertEquals(asSystem.get("usage"), asDeveloper.get("usage"));
     }
 
     @Test
