@@ -20,7 +20,7 @@ final class ComputeOptions {
     @Option(
             names = "--dtype",
             defaultValue = "float32",
-            paramLabel = "float32|float16|bfloat16",
+            paramLabel = "float32|float16",
             description = "Element type of weights and KV cache (default: ${DEFAULT-VALUE}); float16 needs --device gpu.")
     String dtype;
 
@@ -61,7 +61,8 @@ final class ComputeOptions {
     /**
      * @return the element type
      * @throws ParameterException for an unknown type, float16 without {@code --device gpu}, or
-     *     bfloat16, which DJL 0.35.1 cannot hold on any device
+     *     bfloat16, which DJL 0.35.1 cannot hold on any device (refused with its own reason, as
+     *     checkpoints and Hugging Face name it)
      */
     DataType dataType() {
         switch (dtype) {
@@ -76,11 +77,12 @@ final class ComputeOptions {
                 throw new ParameterException(
                         spec.commandLine(),
                         "--dtype bfloat16: DJL 0.35.1's PyTorch engine aborts the JVM on bfloat16"
-                                + " tensors (its JNI has no bfloat16 mapping); use --dtype float16");
+                                + " tensors (its JNI has no bfloat16 mapping); use float32, or float16 with"
+                                + " --device gpu (bfloat16 checkpoints load in either)");
             default:
                 throw new ParameterException(
                         spec.commandLine(),
-                        "--dtype must be float32, float16 or bfloat16, not '" + dtype + "'");
+                        "--dtype must be float32 or float16, not '" + dtype + "'");
         }
     }
 

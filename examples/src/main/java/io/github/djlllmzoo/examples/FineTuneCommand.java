@@ -16,8 +16,7 @@ import io.github.djlllmzoo.training.PromptCompletionDataset;
 import io.github.djlllmzoo.training.TrainerState;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import io.github.djlllmzoo.zoo.LocalModel;
-import io.github.djlllmzoo.zoo.ModelReference;
-import io.github.djlllmzoo.zoo.hub.HubClient;
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -141,10 +140,11 @@ final class FineTuneCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         OutputFormat summaryFormat = OutputFormat.parse(spec, output, OutputFormat.TEXT, OutputFormat.JSON);
         boolean jsonl = parseFormat();
-        Path source =
-                start.resume != null
-                        ? start.resume
-                        : ModelReference.resolve(start.model, null, HubClient.fromEnvironment());
+        requireFiles("--data", data);
+        if (evalData != null) {
+            requireFiles("--eval-data", evalData);
+        }
+        Path source = start.resume != null ? start.resume : ModelOptions.resolve(start.model);
         TrainerState resumed = start.resume != null ? TrainerState.read(start.resume) : null;
         checkOutput();
         Device target = ComputeOptions.parseDevice(spec, device);
@@ -179,6 +179,18 @@ final class FineTuneCommand implements Callable<Integer> {
             printSummary(summaryFormat, result);
         }
         return 0;
+    }
+
+    /** Checks the data files before the model loads, naming the option of a missing one. */
+    private static void requireFiles(String option, List<Path> files) throws FileNotFoundException {
+        for (Path file : files) {
+            if (Files.isDirectory(file)) {
+                throw new FileNotFoundException(option + " " + file + " is a directory; list the files in it");
+            }
+            if (!Files.isRegularFile(file)) {
+                throw new FileNotFoundException(option + " " + file + ": no such file");
+            }
+        }
     }
 
     private boolean parseFormat() {

@@ -61,7 +61,7 @@ final class GenerateCommand implements Callable<Integer> {
         String ids;
     }
 
-    @Option(names = "--max-new-tokens", paramLabel = "N", description = "Most tokens to generate per sequence (default: generation_config.json, else 32).")
+    @Option(names = "--max-new-tokens", paramLabel = "N", description = "Most tokens to generate per sequence (default: max_new_tokens of the checkpoint's generation_config.json, else 32).")
     Integer maxNewTokens;
 
     @Option(names = "--greedy", description = "Pick the most likely token at each step.")

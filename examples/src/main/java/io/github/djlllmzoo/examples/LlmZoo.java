@@ -1,9 +1,15 @@
 package io.github.djlllmzoo.examples;
 
 import java.io.PrintWriter;
+import java.nio.file.NoSuchFileException;
+import java.util.List;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
  * The {@code llmzoo} command line: {@code generate}, {@code score}, {@code models}, {@code finetune},
@@ -31,10 +37,12 @@ public final class LlmZoo implements Runnable {
     @Option(names = "--debug", description = "Print stack traces of errors.", scope = CommandLine.ScopeType.INHERIT)
     boolean debug;
 
+    @Spec CommandSpec spec;
+
     @Override
     public void run() {
-        throw new CommandLine.ParameterException(
-                new CommandLine(this), "missing command: generate, score, models, finetune, serve, bench, ... (see --help)");
+        throw new ParameterException(
+                spec.commandLine(), "missing command: " + commands(spec.commandLine()) + " (see 'llmzoo --help')");
     }
 
     /**
@@ -61,7 +69,7 @@ public final class LlmZoo implements Runnable {
         cli.setErr(err);
         cli.setParameterExceptionHandler(
                 (e, a) -> {
-                    err.println("error: " + e.getMessage());
+                    err.println("error: " + usageError(e));
                     if (debug) {
                         e.printStackTrace(err);
                     }
@@ -83,7 +91,43 @@ public final class LlmZoo implements Runnable {
         return code;
     }
 
+    /**
+     * The one line a usage error prints: picocli's message without its "Error: " prefix,
+     * lower-cased like this command line's own; for a mistyped command the commands and the
+     * closest one, for a mistyped option the closest option.
+     */
+    private static String usageError(ParameterException e) {
+        if (e instanceof UnmatchedArgumentException unmatched && !unmatched.getUnmatched().isEmpty()) {
+            CommandLine where = unmatched.getCommandLine();
+            String first = unmatched.getUnmatched().get(0);
+            List<String> suggestions = unmatched.getSuggestions();
+            String closest = suggestions.isEmpty() ? "" : " (did you mean '" + suggestions.get(0) + "'?)";
+            String command = where.getCommandSpec().qualifiedName();
+            if (unmatched.isUnknownOption()) {
+                return "unknown option '" + first + "' for " + command + closest + "; see '" + command + " --help'";
+            }
+            if (!where.getSubcommands().isEmpty()) {
+                return "unknown command '" + first + "'" + closest + "; the commands are " + commands(where);
+            }
+        }
+        String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+        if (message.startsWith("Error: ")) {
+            message = message.substring("Error: ".length());
+        }
+        if (message.length() > 1 && Character.isUpperCase(message.charAt(0)) && Character.isLowerCase(message.charAt(1))) {
+            message = Character.toLowerCase(message.charAt(0)) + message.substring(1);
+        }
+        return message.replace('\n', ' ');
+    }
+
+    private static String commands(CommandLine cli) {
+        return String.join(", ", cli.getSubcommands().keySet());
+    }
+
     private static String describe(Throwable e) {
+        if (e instanceof NoSuchFileException missing && missing.getReason() == null) {
+            return missing.getFile() + ": no such file or directory";
+        }
         String message = e.getMessage();
         if (message == null || message.isBlank()) {
             return e.getClass().getSimpleName();

@@ -5,6 +5,7 @@ import io.github.djlllmzoo.zoo.LocalModel;
 import io.github.djlllmzoo.zoo.ModelReference;
 import io.github.djlllmzoo.zoo.hub.HubClient;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -29,9 +30,27 @@ final class ModelOptions {
      */
     Path directory() throws IOException, ModelNotFoundException {
         if (directory == null) {
-            directory = model == null ? DefaultModel.directory() : ModelReference.resolve(model, null, HubClient.fromEnvironment());
+            directory = model == null ? DefaultModel.directory() : resolve(model);
         }
         return directory;
+    }
+
+    /**
+     * Resolves a {@code --model} value to a checkpoint directory.
+     *
+     * @throws ModelNotFoundException if it names a file (a checkpoint is a directory) or nothing
+     */
+    static Path resolve(String reference) throws IOException, ModelNotFoundException {
+        Path path = Path.of(reference);
+        if (Files.isRegularFile(path)) {
+            Path parent = path.toAbsolutePath().getParent();
+            String hint =
+                    parent != null && Files.isRegularFile(parent.resolve("config.json"))
+                            ? "; pass its directory " + parent
+                            : "; pass the checkpoint directory (config.json, model.safetensors, tokenizer files)";
+            throw new ModelNotFoundException("--model " + reference + " is a file, not a model directory" + hint);
+        }
+        return ModelReference.resolve(reference, null, HubClient.fromEnvironment());
     }
 
     LocalModel load() throws Exception {

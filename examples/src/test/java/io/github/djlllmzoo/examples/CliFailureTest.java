@@ -63,10 +63,19 @@ class CliFailureTest {
                 Arguments.of(List.of("score", "--model", "{gpt2}", "--ids", "1,-4"), 1, List.of("-4")),
                 Arguments.of(List.of("score", "--model", "/nonexistent/ckpt", "--ids", "1,2"), 1, List.of("/nonexistent/ckpt")),
                 Arguments.of(List.of("finetune", "--model", "{broken}", "--data", "{text}", "--out", "{out}"), 1, List.of("config.json")),
-                Arguments.of(List.of("finetune", "--model", "{model}", "--data", "{text}.missing", "--out", "{out}"), 1, List.of("train.txt.missing")),
+                Arguments.of(List.of("finetune", "--model", "{model}", "--data", "{text}.missing", "--out", "{out}"), 1, List.of("--data", "train.txt.missing", "no such file")),
+                Arguments.of(List.of("finetune", "--model", "{model}", "--data", "{text}", "--eval-data", "{text}.gone", "--out", "{out}"), 1, List.of("--eval-data", "train.txt.gone", "no such file")),
+                Arguments.of(List.of("generate", "--model", "{text}", "--prompt-ids", "1,2"), 1, List.of("train.txt", "is a file, not a model directory")),
+                Arguments.of(List.of("score", "--model", "{gpt2}/model.safetensors", "--ids", "1,2"), 1, List.of("is a file, not a model directory", "pass its directory")),
+                Arguments.of(List.of("finetune", "--model", "{text}", "--data", "{text}", "--out", "{out}"), 1, List.of("is a file, not a model directory")),
+                Arguments.of(List.of("generate", "--model", "{gpt2}"), 2, List.of("missing required argument", "--prompt")),
+                Arguments.of(List.of("generate", "--model", "{gpt2}", "--promt", "x"), 2, List.of("unknown option '--promt'", "did you mean '--prompt'?")),
+                Arguments.of(List.of("generate", "--model", "{gpt2}", "--prompt-ids", "1,2", "--temprature", "1"), 2, List.of("did you mean '--temperature'?")),
+                Arguments.of(List.of("generat", "--prompt", "x"), 2, List.of("unknown command 'generat'", "did you mean 'generate'?", "score", "serve", "init-random")),
                 Arguments.of(List.of("finetune", "--model", "{model}", "--data", "{text}", "--out", "{out}", "--lr", "-1"), 2, List.of("learning rate", "-1")),
                 Arguments.of(List.of("models", "--bogus"), 2, List.of("--bogus")),
-                Arguments.of(List.of("nosuchcommand"), 2, List.of("nosuchcommand")));
+                Arguments.of(List.of("nosuchcommand"), 2, List.of("unknown command 'nosuchcommand'", "generate", "make-default-model")),
+                Arguments.of(List.of(), 2, List.of("missing command", "generate", "init-random")));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -79,6 +88,7 @@ class CliFailureTest {
         List<String> lines = run.err.strip().lines().toList();
         assertEquals(1, lines.size(), run.err);
         assertTrue(lines.get(0).startsWith("error: "), run.err);
+        assertFalse(lines.get(0).substring("error: ".length()).toLowerCase(java.util.Locale.ROOT).startsWith("error"), "one prefix: " + run.err);
         for (String part : named) {
             assertTrue(lines.get(0).contains(part), "the error should name " + part + ": " + run.err);
         }
@@ -86,6 +96,20 @@ class CliFailureTest {
         try (Stream<Path> entries = Files.list(temp)) {
             assertEquals(List.of("broken", "model", "train.txt"), entries.map(p -> p.getFileName().toString()).sorted().toList(), "no partial files");
         }
+    }
+
+    @Test
+    void helpOffersOnlyTheDtypesThatRunAndBfloat16IsRefusedWithItsReason() {
+        for (String command : List.of("generate", "score", "serve", "bench")) {
+            CliRunner help = CliRunner.run(command, "--help");
+            assertEquals(0, help.exitCode, help.err);
+            assertTrue(help.out.contains("--dtype=float32|float16"), help.out);
+            assertFalse(help.out.contains("bfloat16"), help.out);
+        }
+        CliRunner refused = CliRunner.run(args(List.of("generate", "--model", "{gpt2}", "--prompt-ids", "1,2", "--dtype", "bfloat16"), temp.resolve("out")));
+        assertEquals(2, refused.exitCode, refused.err);
+        assertTrue(refused.err.startsWith("error: --dtype bfloat16: "), refused.err);
+        assertTrue(refused.err.contains("use float32, or float16 with --device gpu"), refused.err);
     }
 
     @Test
