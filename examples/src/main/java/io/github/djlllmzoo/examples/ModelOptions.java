@@ -53,6 +53,18 @@ final class ModelOptions {
         return ModelReference.resolve(reference, null, HubClient.fromEnvironment());
     }
 
+    /**
+     * The name a server gives the model, as vLLM does: the {@code --model} value when it is a
+     * registry name or Hugging Face id (a hub snapshot's directory is named after its commit), else
+     * {@code null}, for the checkpoint directory's name.
+     */
+    String servedName() {
+        if (model == null || model.startsWith("file:") || Files.exists(Path.of(model))) {
+            return null;
+        }
+        return model;
+    }
+
     LocalModel load() throws Exception {
         return LocalModel.load(directory(), compute.device(), compute.dataType());
     }

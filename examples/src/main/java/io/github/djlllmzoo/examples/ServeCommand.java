@@ -77,7 +77,9 @@ final class ServeCommand implements Callable<Integer> {
     @Option(
             names = "--model-name",
             paramLabel = "NAME",
-            description = "The model name clients use (default: the directory's name).")
+            description =
+                    "The model name clients use (default: --model's registry name or Hugging Face id as"
+                            + " given; for a directory, its name: 'default' for the default model).")
     String modelName;
 
     @Override
@@ -87,7 +89,7 @@ final class ServeCommand implements Callable<Integer> {
             options =
                     ServerOptions.DEFAULTS
                             .withAddress(host, port)
-                            .withModelId(modelName)
+                            .withModelId(modelName != null ? modelName : modelOptions.servedName())
                             .withScheduling(
                                     maxConcurrency,
                                     maxBatch,

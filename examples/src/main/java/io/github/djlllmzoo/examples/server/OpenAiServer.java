@@ -97,7 +97,8 @@ public final class OpenAiServer implements AutoCloseable {
         app.post("/v1/completions", ctx -> generate(ctx, Endpoint.COMPLETIONS));
         app.post("/v1/chat/completions", ctx -> generate(ctx, Endpoint.CHAT));
         app.get("/v1/models", ctx -> json(ctx, 200, OpenAiResponses.models(modelId, created)));
-        app.get("/v1/models/{model}", this::describeModel);
+        // <model>, not {model}: Hugging Face ids have a slash
+        app.get("/v1/models/<model>", this::describeModel);
         app.get("/health", this::health);
         app.exception(Exception.class, this::failed);
         app.error(404, this::notFound);
