@@ -74,6 +74,28 @@ class GenerateCommandTest {
     }
 
     @Test
+    void theCheckpointsMaxNewTokensIsTheDefaultAndMaxNewTokensOverridesIt(@TempDir Path dir) throws IOException {
+        Files.copy(golden.resolve("config.json"), dir.resolve("config.json"));
+        Files.copy(golden.resolve("model.safetensors"), dir.resolve("model.safetensors"));
+        int fromFile = greedyIds.size() / 2;
+        Files.writeString(dir.resolve("generation_config.json"), "{\"max_new_tokens\": " + fromFile + "}");
+        String[] common = {"generate", "--model", dir.toString(), "--prompt-ids", promptIds, "--output", "ids"};
+        Run byFile = run(common);
+        assertEquals(0, byFile.code(), byFile.err());
+        assertEquals(join(greedyIds.subList(0, fromFile)), byFile.out().strip());
+        List<String> withOption = new ArrayList<>(Arrays.asList(common));
+        withOption.addAll(List.of("--max-new-tokens", "3"));
+        Run byOption = run(withOption.toArray(new String[0]));
+        assertEquals(join(greedyIds.subList(0, 3)), byOption.out().strip());
+    }
+
+    private static String join(List<Long> ids) {
+        StringJoiner out = new StringJoiner(",");
+        ids.forEach(id -> out.add(id.toString()));
+        return out.toString();
+    }
+
+    @Test
     void severalSeededSequencesPrintOneJsonObjectPerLineTheSameOnEveryRun() {
         String[] args = {
             "generate", "--model", golden.toString(), "--prompt-ids", promptIds, "--max-new-tokens", "6",
