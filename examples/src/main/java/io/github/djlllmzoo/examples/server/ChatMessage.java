@@ -4,7 +4,7 @@ package io.github.djlllmzoo.examples.server;
  * One message of a chat conversation.
  *
  * @param role who says it: {@code system}, {@code user}, {@code assistant} (templates may know
- *     others)
+ *     others; the server reads OpenAI's {@code developer} as {@code system})
  * @param content what is said
  */
 public record ChatMessage(String role, String content) {

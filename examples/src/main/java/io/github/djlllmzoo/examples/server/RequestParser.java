@@ -8,7 +8,6 @@ import com.google.gson.JsonParser;
 import com.google.gson.JsonPrimitive;
 import com.google.gson.Strictness;
 import com.google.gson.stream.JsonReader;
-import com.google.gson.stream.JsonToken;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.TextTokenizer;
@@ -29,6 +28,10 @@ import java.util.regex.Pattern;
  * context window for chat. The checkpoint's defaults contribute the EOS tokens, {@code
  * repetition_penalty} and {@code min_p}. Extensions: {@code top_k}, {@code min_p}, {@code
  * repetition_penalty}, {@code ignore_eos}.
+ *
+ * <p>OpenAI's limits hold: bodies are strict JSON, at most 4 stop strings, {@code stream_options}
+ * only with {@code stream}, and message roles {@code system}, {@code developer}, {@code user}, {@code
+ * assistant}.
  */
 final class RequestParser {
 
