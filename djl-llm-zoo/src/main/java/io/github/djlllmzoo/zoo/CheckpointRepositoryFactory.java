@@ -41,6 +41,10 @@ import java.util.stream.Stream;
  */
 public final class CheckpointRepositoryFactory implements RepositoryFactory {
 
+    static {
+        EngineDefaults.apply();
+    }
+
     /** DJL's {@code djl://group/artifact/version/name} form. */
     private static final Pattern DJL_VERSIONED = Pattern.compile("(.+)/([\\d.]+)(/(.*))?");
 

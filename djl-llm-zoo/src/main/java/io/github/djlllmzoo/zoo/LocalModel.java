@@ -27,6 +27,10 @@ import java.util.Optional;
  */
 public final class LocalModel implements AutoCloseable {
 
+    static {
+        EngineDefaults.apply();
+    }
+
     private final Path dir;
     private final DecoderConfig config;
     private final Model model;
