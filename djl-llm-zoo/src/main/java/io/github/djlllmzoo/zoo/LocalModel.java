@@ -206,6 +206,17 @@ public final class LocalModel implements AutoCloseable {
     }
 
     /**
+     * The token that ends each document when texts are packed into training windows: the first of
+     * {@link #eosTokenIds()} (GPT-2's {@code <|endoftext|>} 50256, the default model's 0).
+     *
+     * @return the id, or -1 when the checkpoint names no end-of-sequence token
+     */
+    public long documentSeparatorId() {
+        List<Integer> eos = eosTokenIds();
+        return eos.isEmpty() ? -1 : eos.get(0);
+    }
+
+    /**
      * The beginning-of-sequence token: {@code bos_token_id} of {@code generation_config.json} when
      * given, else that of {@code config.json}.
      *
