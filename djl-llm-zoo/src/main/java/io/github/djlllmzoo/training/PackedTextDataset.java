@@ -42,18 +42,44 @@ public final class PackedTextDataset extends RandomAccessDataset {
     }
 
     /**
-     * Tokenizes text files, one document per file, each followed by {@code eosTokenId}. Special
-     * tokens the tokenizer adds (e.g. Llama's BOS) start every document; special tokens written
-     * literally in the text (e.g. {@code <|endoftext|>}) become their ids.
+     * Tokenizes text files as {@link #tokenizeFiles(TextTokenizer, List, long, int)} does, with the
+     * tokenizer's own vocabulary size as the bound on the separator.
      *
      * @param tokenizer the model's tokenizer
      * @param files UTF-8 text files
-     * @param eosTokenId the id appended after each document, or a negative value for none
+     * @param separatorId the id appended after each document, or a negative value for none
      * @return the concatenated token ids
      * @throws IOException if a file cannot be read or is not UTF-8
+     * @throws TokenIdOutOfRangeException if the separator is not an id of the tokenizer
      */
-    public static int[] tokenizeFiles(TextTokenizer tokenizer, List<Path> files, long eosTokenId)
+    public static int[] tokenizeFiles(TextTokenizer tokenizer, List<Path> files, long separatorId)
             throws IOException {
+        return tokenizeFiles(tokenizer, files, separatorId, tokenizer.vocabularySize());
+    }
+
+    /**
+     * Tokenizes text files, one document per file, each followed by {@code separatorId} (the
+     * model's end-of-sequence token: {@code LocalModel.documentSeparatorId()}). Special tokens the
+     * tokenizer adds (e.g. Llama's BOS) start every document; special tokens written literally in
+     * the text (e.g. {@code <|endoftext|>}) become their ids.
+     *
+     * @param tokenizer the model's tokenizer
+     * @param files UTF-8 text files
+     * @param separatorId the id appended after each document, or a negative value for none
+     * @param vocabularySize the model's vocabulary size ({@code vocab_size} of its config.json):
+     *     every id must be below it
+     * @return the concatenated token ids
+     * @throws IOException if a file cannot be read or is not UTF-8
+     * @throws TokenIdOutOfRangeException naming the separator argument or the file whose text gave
+     *     an id outside the vocabulary
+     */
+    public static int[] tokenizeFiles(
+            TextTokenizer tokenizer, List<Path> files, long separatorId, int vocabularySize)
+            throws IOException {
+        TokenIdOutOfRangeException.requireVocabularySize(vocabularySize);
+        if (separatorId >= 0) {
+            TokenIdOutOfRangeException.check("the document separator argument", separatorId, vocabularySize);
+        }
         TokenBuffer out = new TokenBuffer();
         for (Path file : files) {
             String text;
@@ -62,9 +88,11 @@ public final class PackedTextDataset extends RandomAccessDataset {
             } catch (CharacterCodingException e) {
                 throw new InvalidTrainingDataException(file, 0, "not valid UTF-8 text", e);
             }
-            out.add(tokenizer.encode(text));
-            if (eosTokenId >= 0) {
-                out.add(new long[] {eosTokenId});
+            long[] ids = tokenizer.encode(text);
+            TokenIdOutOfRangeException.check(file.toString(), ids, vocabularySize);
+            out.add(ids);
+            if (separatorId >= 0) {
+                out.add(new long[] {separatorId});
             }
         }
         return out.toArray();
@@ -112,6 +140,7 @@ public final class PackedTextDataset extends RandomAccessDataset {
 
         private int[] tokens;
         private int sequenceLength;
+        private int vocabularySize;
 
         private Builder() {
             setSampling(new BatchSampler(new SequenceSampler(), 1, false));
@@ -141,8 +170,20 @@ public final class PackedTextDataset extends RandomAccessDataset {
         }
 
         /**
+         * @param vocabularySize the model's vocabulary size ({@code vocab_size} of its config.json):
+         *     {@link #build()} rejects any token id not below it
+         * @return this builder
+         * @throws IllegalArgumentException if the size is not positive
+         */
+        public Builder optVocabularySize(int vocabularySize) {
+            this.vocabularySize = TokenIdOutOfRangeException.requireVocabularySize(vocabularySize);
+            return this;
+        }
+
+        /**
          * @return the dataset
          * @throws IllegalArgumentException if tokens or a positive sequence length are missing
+         * @throws TokenIdOutOfRangeException if a vocabulary size is set and a token is outside it
          */
         public PackedTextDataset build() {
             if (tokens == null) {
@@ -151,6 +192,11 @@ public final class PackedTextDataset extends RandomAccessDataset {
             if (sequenceLength < 1) {
                 throw new IllegalArgumentException(
                         "sequence length must be at least 1, got " + sequenceLength);
+            }
+            if (vocabularySize > 0) {
+                for (int i = 0; i < tokens.length; i++) {
+                    TokenIdOutOfRangeException.check("setTokens, position " + i, tokens[i], vocabularySize);
+                }
             }
             return new PackedTextDataset(this);
         }

@@ -110,8 +110,10 @@ public final class PromptCompletionDataset extends RandomAccessDataset {
 
         private final List<long[]> prompts = new ArrayList<>();
         private final List<long[]> completions = new ArrayList<>();
+        private final List<String> sources = new ArrayList<>();
         private int sequenceLength;
         private long padTokenId;
+        private int vocabularySize;
 
         private Builder() {
             setSampling(new BatchSampler(new SequenceSampler(), 1, false));
@@ -143,6 +145,18 @@ public final class PromptCompletionDataset extends RandomAccessDataset {
         }
 
         /**
+         * @param vocabularySize the model's vocabulary size ({@code vocab_size} of its config.json):
+         *     {@link #build()} rejects any prompt, completion or pad id not below it, and {@link
+         *     #addJsonl} an end-of-sequence id not below it
+         * @return this builder
+         * @throws IllegalArgumentException if the size is not positive
+         */
+        public Builder optVocabularySize(int vocabularySize) {
+            this.vocabularySize = TokenIdOutOfRangeException.requireVocabularySize(vocabularySize);
+            return this;
+        }
+
+        /**
          * Adds one tokenized example.
          *
          * @param prompt the prompt ids (not learned)
@@ -150,8 +164,13 @@ public final class PromptCompletionDataset extends RandomAccessDataset {
          * @return this builder
          */
         public Builder addExample(long[] prompt, long[] completion) {
+            return add(prompt, completion, "example " + (prompts.size() + 1));
+        }
+
+        private Builder add(long[] prompt, long[] completion, String source) {
             prompts.add(prompt.clone());
             completions.add(completion.clone());
+            sources.add(source);
             return this;
         }
 
@@ -162,13 +181,22 @@ public final class PromptCompletionDataset extends RandomAccessDataset {
          *
          * @param file the JSONL file
          * @param tokenizer the model's tokenizer
-         * @param eosTokenId the id to append to every completion, or a negative value for none
+         * @param eosTokenId the id to append to every completion ({@code
+         *     LocalModel.documentSeparatorId()}), or a negative value for none
          * @return this builder
          * @throws IOException if the file cannot be read
          * @throws InvalidTrainingDataException naming the file and line of a malformed example
+         * @throws TokenIdOutOfRangeException if {@code eosTokenId} is not below the vocabulary size
+         *     ({@link #optVocabularySize}, else the tokenizer's)
          */
         public Builder addJsonl(Path file, TextTokenizer tokenizer, long eosTokenId)
                 throws IOException {
+            if (eosTokenId >= 0) {
+                TokenIdOutOfRangeException.check(
+                        file + ": the end-of-sequence id argument",
+                        eosTokenId,
+                        vocabularySize > 0 ? vocabularySize : tokenizer.vocabularySize());
+            }
             try (BufferedReader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
                 String line;
                 int number = 0;
@@ -188,7 +216,7 @@ public final class PromptCompletionDataset extends RandomAccessDataset {
                     if (eosTokenId >= 0) {
                         completion[text.length] = eosTokenId;
                     }
-                    addExample(prompt, completion);
+                    add(prompt, completion, file + ":" + number);
                 }
             } catch (CharacterCodingException e) {
                 throw new InvalidTrainingDataException(file, 0, "not valid UTF-8 text", e);
@@ -230,11 +258,21 @@ public final class PromptCompletionDataset extends RandomAccessDataset {
          *
          * @return the dataset
          * @throws IllegalArgumentException if the sequence length is not positive
+         * @throws TokenIdOutOfRangeException if a vocabulary size is set and an example's id or
+         *     the pad id is outside it, naming the example (file and line for JSONL)
          */
         public PromptCompletionDataset build() {
             if (sequenceLength < 1) {
                 throw new IllegalArgumentException(
                         "sequence length must be at least 1, got " + sequenceLength);
+            }
+            if (vocabularySize > 0) {
+                TokenIdOutOfRangeException.check("the pad token id argument", padTokenId, vocabularySize);
+                for (int i = 0; i < prompts.size(); i++) {
+                    TokenIdOutOfRangeException.check(sources.get(i) + " (prompt)", prompts.get(i), vocabularySize);
+                    TokenIdOutOfRangeException.check(
+                            sources.get(i) + " (completion)", completions.get(i), vocabularySize);
+                }
             }
             List<Example> kept = new ArrayList<>();
             int dropped = 0;

@@ -5,7 +5,6 @@ import ai.djl.Device;
 import ai.djl.MalformedModelException;
 import ai.djl.Model;
 import ai.djl.engine.Engine;
-import ai.djl.ndarray.types.DataType;
 import ai.djl.repository.MRL;
 import ai.djl.repository.Repository;
 import ai.djl.repository.zoo.Criteria;
@@ -16,12 +15,8 @@ import ai.djl.translate.TranslateException;
 import ai.djl.translate.Translator;
 import ai.djl.translate.TranslatorFactory;
 import io.github.djlllmzoo.translators.GenerationTranslatorFactory;
-import io.github.djlllmzoo.zoo.hub.HubClient;
-import io.github.djlllmzoo.zoo.hub.HubConfig;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.HashMap;
-import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -78,10 +73,10 @@ public final class LlmModelLoader implements ModelLoader {
     @Override
     public <I, O> ZooModel<I, O> loadModel(Criteria<I, O> criteria)
             throws IOException, ModelNotFoundException, MalformedModelException {
-        Map<String, Object> arguments = arguments(criteria);
-        Path dir = ModelReference.resolve(reference(arguments), string(arguments, "revision"), hub(arguments, false));
+        Map<String, Object> arguments = ZooArguments.of(criteria);
+        Path dir = resolve(arguments, false);
         Device device = criteria.getDevice() != null ? criteria.getDevice() : Engine.getEngine("PyTorch").defaultDevice();
-        Model model = LocalModel.loadModel(dir, device, dataType(arguments, device));
+        Model model = LocalModel.loadModel(dir, device, ZooArguments.dataType(arguments, device));
         try {
             TranslatorFactory factory =
                     criteria.getTranslatorFactory() != null
@@ -107,9 +102,9 @@ public final class LlmModelLoader implements ModelLoader {
 
     @Override
     public <I, O> boolean isDownloaded(Criteria<I, O> criteria) {
-        Map<String, Object> arguments = arguments(criteria);
+        Map<String, Object> arguments = ZooArguments.of(criteria);
         try {
-            ModelReference.resolve(reference(arguments), string(arguments, "revision"), hub(arguments, true));
+            resolve(arguments, true);
             return true;
         } catch (IOException | ModelNotFoundException e) {
             return false;
@@ -119,28 +114,19 @@ public final class LlmModelLoader implements ModelLoader {
     @Override
     public <I, O> void downloadModel(Criteria<I, O> criteria, ai.djl.util.Progress progress)
             throws IOException, ModelNotFoundException {
-        Map<String, Object> arguments = arguments(criteria);
-        ModelReference.resolve(reference(arguments), string(arguments, "revision"), hub(arguments, false));
+        Map<String, Object> arguments = ZooArguments.of(criteria);
+        resolve(arguments, false);
     }
 
-    /**
-     * The hub client for these criteria: the Hugging Face environment variables, each of which a
-     * Criteria argument of the same name (e.g. {@code HF_ENDPOINT}, {@code HF_HUB_CACHE}, {@code
-     * HF_TOKEN}, {@code HF_HUB_OFFLINE}) overrides.
-     */
-    private static HubClient hub(Map<String, Object> arguments, boolean offline) {
-        Map<String, String> env = new HashMap<>(System.getenv());
-        for (Map.Entry<String, Object> e : arguments.entrySet()) {
-            if (e.getKey().startsWith("HF_") && e.getValue() != null) {
-                env.put(e.getKey(), e.getValue().toString());
-            }
-        }
-        HubConfig config = HubConfig.fromEnvironment(env);
-        return new HubClient(offline ? config.toBuilder().offline(true).build() : config);
+    /** The checkpoint directory of the model these arguments name, downloaded unless {@code offline}. */
+    private Path resolve(Map<String, Object> arguments, boolean offline)
+            throws IOException, ModelNotFoundException {
+        return ModelReference.resolve(
+                reference(arguments), ZooArguments.string(arguments, "revision"), ZooArguments.hub(arguments, offline));
     }
 
     private String reference(Map<String, Object> arguments) throws ModelNotFoundException {
-        String requested = string(arguments, "model");
+        String requested = ZooArguments.string(arguments, "model");
         if (reference == null) {
             if (requested == null) {
                 throw new ModelNotFoundException(
@@ -153,48 +139,6 @@ public final class LlmModelLoader implements ModelLoader {
                     "artifact '" + artifactId + "' does not load model '" + requested + "'");
         }
         return reference;
-    }
-
-    private static DataType dataType(Map<String, Object> arguments, Device device) {
-        String dtype = string(arguments, "dtype");
-        if (dtype == null) {
-            return DataType.FLOAT32;
-        }
-        switch (dtype.toLowerCase(Locale.ROOT)) {
-            case "float32":
-            case "fp32":
-                return DataType.FLOAT32;
-            case "float16":
-            case "fp16":
-                return DataType.FLOAT16;
-            case "bfloat16":
-            case "bf16":
-                if (!device.isGpu()) {
-                    throw new IllegalArgumentException(
-                            "dtype bfloat16 needs a GPU: DJL 0.35.1's PyTorch engine cannot hold bfloat16 on CPU");
-                }
-                return DataType.BFLOAT16;
-            default:
-                throw new IllegalArgumentException(
-                        "dtype must be float32, float16 or bfloat16, not '" + dtype + "'");
-        }
-    }
-
-    /** The criteria's options ({@code optOption}) overlaid by its arguments ({@code optArgument}). */
-    private static Map<String, Object> arguments(Criteria<?, ?> criteria) {
-        Map<String, Object> merged = new HashMap<>();
-        if (criteria.getOptions() != null) {
-            merged.putAll(criteria.getOptions());
-        }
-        if (criteria.getArguments() != null) {
-            merged.putAll(criteria.getArguments());
-        }
-        return merged;
-    }
-
-    private static String string(Map<String, Object> arguments, String key) {
-        Object value = arguments.get(key);
-        return value == null ? null : value.toString();
     }
 
     @Override

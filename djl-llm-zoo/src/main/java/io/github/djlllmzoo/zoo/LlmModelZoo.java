@@ -8,6 +8,9 @@ import java.util.Set;
  * {@link KnownModel}, reachable through {@code Criteria.optArtifactId(name)}, plus a loader for any
  * other model named by the {@code "model"} argument (a Hugging Face id, a directory or a
  * {@code file://} URL): {@code Criteria.optGroupId(GROUP_ID).optArgument("model", "org/name")}.
+ * DJL's model URLs reach the same models without a group id ({@code
+ * optModelUrls("djl://io.github.djlllmzoo/gpt2")}, {@code optModelPath(dir)}): see {@link
+ * CheckpointRepositoryFactory}.
  */
 public final class LlmModelZoo extends ModelZoo {
 

@@ -6,6 +6,10 @@ import ai.djl.repository.zoo.ZooProvider;
 /** Registers {@link LlmModelZoo} with DJL (through {@code META-INF/services}). */
 public final class LlmZooProvider implements ZooProvider {
 
+    static {
+        EngineDefaults.apply();
+    }
+
     @Override
     public ModelZoo getModelZoo() {
         return new LlmModelZoo();

@@ -27,6 +27,10 @@ import java.util.Optional;
  */
 public final class LocalModel implements AutoCloseable {
 
+    static {
+        EngineDefaults.apply();
+    }
+
     private final Path dir;
     private final DecoderConfig config;
     private final Model model;
@@ -199,6 +203,17 @@ public final class LocalModel implements AutoCloseable {
         return generationDefaults == null
                 ? config.eosTokenIds()
                 : generationDefaults.eosTokenIdsOr(config.eosTokenIds());
+    }
+
+    /**
+     * The token that ends each document when texts are packed into training windows: the first of
+     * {@link #eosTokenIds()} (GPT-2's {@code <|endoftext|>} 50256, the default model's 0).
+     *
+     * @return the id, or -1 when the checkpoint names no end-of-sequence token
+     */
+    public long documentSeparatorId() {
+        List<Integer> eos = eosTokenIds();
+        return eos.isEmpty() ? -1 : eos.get(0);
     }
 
     /**

@@ -57,6 +57,14 @@ public final class ModelReference {
         return hub.snapshot(hubId, revision == null ? "main" : revision);
     }
 
+    /**
+     * Whether a string has the form of a Hugging Face repository id with its owner, {@code
+     * org/name}.
+     */
+    static boolean isRepositoryId(String reference) {
+        return reference.indexOf('/') > 0 && HUB_ID.matcher(reference).matches();
+    }
+
     private static boolean looksLikePath(String reference) {
         return reference.startsWith("/")
                 || reference.startsWith("./")

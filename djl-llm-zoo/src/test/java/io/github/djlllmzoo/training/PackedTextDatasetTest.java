@@ -2,6 +2,8 @@ package io.github.djlllmzoo.training;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
@@ -65,5 +67,67 @@ class PackedTextDatasetTest {
             }
             assertArrayEquals(expected.stream().mapToInt(Integer::intValue).toArray(), tokens);
         }
+    }
+
+    @Test
+    void aSeparatorOutsideTheModelsVocabularyIsRejectedNamingTheArgument() throws Exception {
+        TinyModels.writeTokenizer(temp);
+        Path file = Files.writeString(temp.resolve("a.txt"), "the cat sat");
+        try (TextTokenizer tokenizer = TextTokenizer.load(temp)) {
+            TokenIdOutOfRangeException e =
+                    assertThrows(
+                            TokenIdOutOfRangeException.class,
+                            () -> PackedTextDataset.tokenizeFiles(tokenizer, List.of(file), 50256, 24));
+            assertEquals(50256, e.getTokenId());
+            assertEquals(24, e.getVocabularySize());
+            assertTrue(e.getMessage().contains("separator") && e.getMessage().contains("24 ids"), e.getMessage());
+        }
+    }
+
+    @Test
+    void withoutAVocabularySizeTheSeparatorMustBeAnIdOfTheTokenizer() throws Exception {
+        TinyModels.writeTokenizer(temp);
+        Path file = Files.writeString(temp.resolve("a.txt"), "the cat sat");
+        try (TextTokenizer tokenizer = TextTokenizer.load(temp)) {
+            int size = tokenizer.vocabularySize();
+            TokenIdOutOfRangeException e =
+                    assertThrows(
+                            TokenIdOutOfRangeException.class,
+                            () -> PackedTextDataset.tokenizeFiles(tokenizer, List.of(file), size));
+            assertEquals(size, e.getVocabularySize());
+            assertEquals(4, PackedTextDataset.tokenizeFiles(tokenizer, List.of(file), size - 1).length);
+        }
+    }
+
+    @Test
+    void aFileWhoseTextGivesAnIdOutsideTheVocabularyIsNamed() throws Exception {
+        TinyModels.writeTokenizer(temp);
+        Path fits = Files.writeString(temp.resolve("fits.txt"), "the cat");
+        Path beyond = Files.writeString(temp.resolve("beyond.txt"), "the mat");
+        int mat = TinyModels.WORDS.indexOf("mat");
+        try (TextTokenizer tokenizer = TextTokenizer.load(temp)) {
+            TokenIdOutOfRangeException e =
+                    assertThrows(
+                            TokenIdOutOfRangeException.class,
+                            () -> PackedTextDataset.tokenizeFiles(tokenizer, List.of(fits, beyond), 0, mat));
+            assertEquals(beyond.toString(), e.getSource());
+            assertEquals(mat, e.getTokenId());
+        }
+    }
+
+    @Test
+    void theBuilderRejectsTokensOutsideTheVocabularySizeItIsGiven() {
+        int[] tokens = {5, 7, 512, 3};
+        TokenIdOutOfRangeException e =
+                assertThrows(
+                        TokenIdOutOfRangeException.class,
+                        () -> PackedTextDataset.builder()
+                                .setTokens(tokens)
+                                .setSequenceLength(2)
+                                .optVocabularySize(512)
+                                .build());
+        assertTrue(e.getMessage().contains("position 2") && e.getMessage().contains("512"), e.getMessage());
+        assertEquals(1, PackedTextDataset.builder().setTokens(tokens).setSequenceLength(2).optVocabularySize(513).build().size());
+        assertThrows(IllegalArgumentException.class, () -> PackedTextDataset.builder().optVocabularySize(0));
     }
 }

@@ -159,4 +159,59 @@ class PromptCompletionDatasetTest {
         System.arraycopy(b, 0, out, a.length, b.length);
         return out;
     }
+
+    @Test
+    void anEndOfSequenceIdOutsideTheVocabularyIsRejectedNamingTheFile() throws Exception {
+        TinyModels.writeTokenizer(temp);
+        Path file = Files.writeString(temp.resolve("pairs.jsonl"), "{\"prompt\": \"the cat\", \"completion\": \"sat\"}\n");
+        try (TextTokenizer tokenizer = TextTokenizer.load(temp)) {
+            TokenIdOutOfRangeException e =
+                    assertThrows(
+                            TokenIdOutOfRangeException.class,
+                            () -> PromptCompletionDataset.builder().optVocabularySize(V).addJsonl(file, tokenizer, 50256));
+            assertEquals(50256, e.getTokenId());
+            assertEquals(V, e.getVocabularySize());
+            assertTrue(e.getMessage().contains(file.toString()) && e.getMessage().contains("end-of-sequence"), e.getMessage());
+            // Without a vocabulary size the tokenizer's bounds the id.
+            assertThrows(
+                    TokenIdOutOfRangeException.class,
+                    () -> PromptCompletionDataset.builder().addJsonl(file, tokenizer, tokenizer.vocabularySize()));
+        }
+    }
+
+    @Test
+    void buildRejectsIdsOutsideTheVocabularyNamingTheExampleOrLine() throws Exception {
+        TokenIdOutOfRangeException example =
+                assertThrows(
+                        TokenIdOutOfRangeException.class,
+                        () -> PromptCompletionDataset.builder()
+                                .setSequenceLength(8)
+                                .optVocabularySize(V)
+                                .addExample(new long[] {2}, new long[] {3, 0})
+                                .addExample(new long[] {2}, new long[] {3, V})
+                                .build());
+        assertEquals("example 2 (completion)", example.getSource());
+
+        TinyModels.writeTokenizer(temp);
+        Path file = Files.writeString(temp.resolve("pairs.jsonl"), "{\"prompt\": \"the\", \"completion\": \"cat\"}\n\n{\"prompt\": \"the rug\", \"completion\": \"sat\"}\n");
+        int rug = TinyModels.WORDS.indexOf("rug");
+        try (TextTokenizer tokenizer = TextTokenizer.load(temp)) {
+            TokenIdOutOfRangeException line =
+                    assertThrows(
+                            TokenIdOutOfRangeException.class,
+                            () -> PromptCompletionDataset.builder()
+                                    .setSequenceLength(8)
+                                    .optVocabularySize(rug)
+                                    .addJsonl(file, tokenizer, 0)
+                                    .build());
+            assertEquals(file + ":3 (prompt)", line.getSource());
+            assertEquals(rug, line.getTokenId());
+        }
+
+        TokenIdOutOfRangeException pad =
+                assertThrows(
+                        TokenIdOutOfRangeException.class,
+                        () -> PromptCompletionDataset.builder().setSequenceLength(8).optVocabularySize(V).optPadTokenId(V).build());
+        assertTrue(pad.getMessage().contains("pad"), pad.getMessage());
+    }
 }

@@ -102,7 +102,12 @@ class FineTuneLowersHeldOutPerplexityTest {
         try (LocalModel model = LocalModel.load(checkpoint)) {
             PackedTextDataset data =
                     PackedTextDataset.builder()
-                            .setTokens(PackedTextDataset.tokenizeFiles(model.tokenizer(), List.of(text), 50256))
+                            .setTokens(
+                                    PackedTextDataset.tokenizeFiles(
+                                            model.tokenizer(),
+                                            List.of(text),
+                                            model.documentSeparatorId(),
+                                            model.config().vocabSize()))
                             .setSequenceLength(SEQ_LEN)
                             .build();
             return Perplexity.evaluate(model.block(), data, model.model().getNDManager(), 8).value();

@@ -4,96 +4,150 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-
-import io.github.djlllmzoo.training.data.ByteLevelBpeTrainer;
 import io.github.djlllmzoo.training.data.StoryCorpus;
+import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.lang.reflect.Method;
-import java.net.URL;
-import java.net.URLClassLoader;
+import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Compiles and runs the Java snippet of README.md (the block after {@code <!-- java-api-snippet
- * -->}) exactly as written, against a local checkpoint, so the documented API cannot drift.
+ * Compiles and runs every Java snippet of README.md's "Using it from Java" section exactly as
+ * written: each with only the imports it shows (all of them used), each in its own JVM whose
+ * working directory holds a copy of {@code models/default} and a {@code notes.txt}, as the project
+ * root would for a reader. The documented API, its imports and the fine-tuning recipe cannot drift.
  */
 class ReadmeJavaSnippetTest {
 
-    private static final Path README = Paths.get(System.getProperty("llmzoo.testdata", "../testdata"), "..", "README.md");
-    private static final String MARKER = "<!-- java-api-snippet -->";
+    private static final Path ROOT = Paths.get(System.getProperty("llmzoo.home", "..")).toAbsolutePath().normalize();
+    private static final String SECTION = "## Using it from Java";
+    private static final Pattern JAVA_BLOCK = Pattern.compile("```java\n(.*?)```", Pattern.DOTALL);
+    private static final Pattern IMPORT = Pattern.compile("import (static )?([\\w.]+)\\.(\\w+);");
 
     @TempDir Path tmp;
 
     @Test
-    void theReadmeSnippetCompilesAndGeneratesText() throws Exception {
-        String snippet = snippet(Files.readString(README, StandardCharsets.UTF_8));
-        Path modelDir = checkpointWithTokenizer();
+    void everySnippetCompilesWithTheImportsItShowsAndRuns() throws Exception {
+        List<Snippet> snippets = snippets(Files.readString(ROOT.resolve("README.md"), StandardCharsets.UTF_8));
+        assertTrue(snippets.size() >= 3, "the section shows the Criteria, LocalModel and fine-tuning snippets");
+        Path classes = compile(snippets);
 
+        Path work = Files.createDirectories(tmp.resolve("work"));
+        copyDirectory(ROOT.resolve("models").resolve("default"), work.resolve("models").resolve("default"));
+        Files.writeString(work.resolve("notes.txt"), new StoryCorpus(5).generate(150), StandardCharsets.UTF_8);
+        for (Snippet snippet : snippets) {
+            String output = run(snippet, classes, work);
+            assertFalse(output.isBlank(), snippet.className + " prints its result:\n" + snippet.source());
+        }
+        // The fine-tuning snippet leaves a checkpoint the library loads again.
+        List<Path> written;
+        try (Stream<Path> dirs = Files.list(work)) {
+            written = dirs.filter(d -> Files.isRegularFile(d.resolve("config.json"))).toList();
+        }
+        assertEquals(1, written.size(), "one fine-tuned checkpoint: " + written);
+        try (LocalModel tuned = LocalModel.load(written.get(0))) {
+            assertFalse(tuned.tokenizer().decode(tuned.tokenizer().encode("Once")).isBlank());
+        }
+    }
+
+    /** A README snippet: its import lines and the statements after them. */
+    private record Snippet(String className, List<String> imports, String body) {
+        String source() {
+            return String.join("\n", imports) + "\npublic class " + className + " {\n"
+                    + "  public static void main(String[] args) throws Exception {\n" + body + "\n  }\n}\n";
+        }
+    }
+
+    private static List<Snippet> snippets(String readme) {
+        int start = readme.indexOf(SECTION);
+        assertTrue(start >= 0, "README.md has no '" + SECTION + "' section");
+        int end = readme.indexOf("\n## ", start + SECTION.length());
+        Matcher block = JAVA_BLOCK.matcher(readme.substring(start, end < 0 ? readme.length() : end));
+        List<Snippet> snippets = new ArrayList<>();
+        while (block.find()) {
+            List<String> imports = new ArrayList<>();
+            List<String> lines = List.of(block.group(1).split("\n", -1));
+            int i = 0;
+            for (; i < lines.size() && (lines.get(i).startsWith("import ") || lines.get(i).isBlank()); i++) {
+                if (!lines.get(i).isBlank()) {
+                    imports.add(lines.get(i));
+                }
+            }
+            String body = String.join("\n", lines.subList(i, lines.size()));
+            String name = "Snippet" + (snippets.size() + 1);
+            assertFalse(body.contains("\nimport ") || body.startsWith("import "), name + ": imports come first");
+            for (String line : imports) {
+                Matcher m = IMPORT.matcher(line);
+                assertTrue(m.matches(), name + ": one named class per import, not '" + line + "'");
+                assertTrue(
+                        Pattern.compile("\\b" + m.group(3) + "\\b").matcher(body).find(),
+                        name + " imports " + m.group(3) + " but does not use it");
+            }
+            snippets.add(new Snippet(name, imports, body));
+        }
+        return snippets;
+    }
+
+    private Path compile(List<Snippet> snippets) throws Exception {
         Path src = Files.createDirectories(tmp.resolve("src"));
-        String source =
-                "import ai.djl.inference.Predictor;\n"
-                        + "import ai.djl.repository.zoo.Criteria;\n"
-                        + "import ai.djl.repository.zoo.ZooModel;\n"
-                        + "public class Snippet {\n"
-                        + "  public static void run(String modelDir) throws Exception {\n"
-                        + snippet
-                        + "\n  }\n}\n";
-        Files.writeString(src.resolve("Snippet.java"), source);
+        List<String> args = new ArrayList<>(List.of("-classpath", classPath(), "-d"));
         Path classes = Files.createDirectories(tmp.resolve("classes"));
+        args.add(classes.toString());
+        for (Snippet snippet : snippets) {
+            Path file = src.resolve(snippet.className + ".java");
+            Files.writeString(file, snippet.source());
+            args.add(file.toString());
+        }
         JavaCompiler compiler = ToolProvider.getSystemJavaCompiler();
         ByteArrayOutputStream diagnostics = new ByteArrayOutputStream();
-        int rc =
-                compiler.run(
-                        null, diagnostics, diagnostics,
-                        "-classpath", System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")),
-                        "-d", classes.toString(),
-                        src.resolve("Snippet.java").toString());
-        assertEquals(0, rc, "README snippet does not compile:\n" + diagnostics + "\n" + source);
+        int rc = compiler.run(null, diagnostics, diagnostics, args.toArray(String[]::new));
+        assertEquals(0, rc, "README snippets do not compile:\n" + diagnostics);
+        return classes;
+    }
 
-        PrintStream original = System.out;
-        ByteArrayOutputStream printed = new ByteArrayOutputStream();
-        try (URLClassLoader loader =
-                new URLClassLoader(new URL[] {classes.toUri().toURL()}, getClass().getClassLoader())) {
-            Method run = loader.loadClass("Snippet").getMethod("run", String.class);
-            System.setOut(new PrintStream(printed, true, StandardCharsets.UTF_8));
-            run.invoke(null, modelDir.toString());
-        } finally {
-            System.setOut(original);
+    /** Runs a snippet in its own JVM in {@code work}; returns what it printed. */
+    private static String run(Snippet snippet, Path classes, Path work) throws Exception {
+        String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
+        ProcessBuilder pb =
+                new ProcessBuilder(
+                        java,
+                        "-Xmx2g",
+                        "-Dai.djl.pytorch.num_threads=1",
+                        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                        "-cp",
+                        classes + File.pathSeparator + classPath(),
+                        snippet.className);
+        pb.directory(work.toFile());
+        pb.redirectErrorStream(true);
+        Process process = pb.start();
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(process.waitFor(5, TimeUnit.MINUTES), snippet.className + " finished");
+        assertEquals(0, process.exitValue(), snippet.className + " failed:\n" + output + "\n" + snippet.source());
+        return output;
+    }
+
+    private static String classPath() {
+        return System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+    }
+
+    private static void copyDirectory(Path from, Path to) throws Exception {
+        Files.createDirectories(to);
+        try (Stream<Path> files = Files.list(from)) {
+            for (Path file : files.toList()) {
+                Files.copy(file, to.resolve(file.getFileName()));
+            }
         }
-        String text = printed.toString(StandardCharsets.UTF_8);
-        assertFalse(text.isBlank(), "the snippet prints the generated text");
-    }
-
-    private static String snippet(String readme) {
-        int marker = readme.indexOf(MARKER);
-        assertTrue(marker >= 0, "README.md has no " + MARKER + " marker");
-        int start = readme.indexOf("```java\n", marker);
-        int end = readme.indexOf("```", start + 8);
-        assertTrue(start > 0 && end > start, "no ```java block after the marker");
-        return readme.substring(start + 8, end);
-    }
-
-    /** The golden gpt2-tiny weights with a 512-token tokenizer trained by the project's trainer. */
-    private Path checkpointWithTokenizer() throws Exception {
-        Path golden = Paths.get(System.getProperty("llmzoo.testdata", "../testdata"), "golden", "gpt2-tiny");
-        Path dir = Files.createDirectories(tmp.resolve("model"));
-        Files.copy(golden.resolve("config.json"), dir.resolve("config.json"));
-        Files.copy(golden.resolve("model.safetensors"), dir.resolve("model.safetensors"));
-        ByteLevelBpeTrainer.builder()
-                .vocabSize(512)
-                .addBosToken(false)
-                .build()
-                .train(List.of(new StoryCorpus(3).generate(200)))
-                .save(dir);
-        return dir;
     }
 }
