@@ -28,8 +28,8 @@ import org.openjdk.jmh.infra.Blackhole;
 /**
  * One decode step (one new token) through the attention of every GPT-2 small layer with a KV cache
  * holding {@code position} earlier tokens: fused QKV projection, cache write, attention over the
- * cache, output projection. The cache length stays fixed (nothing advances it), so every call
- * measures the same position; time should grow only slowly with it.
+ * cache, output projection. The cache is cut back to {@code position} after each step, so every
+ * call measures the same position; time should grow only slowly with it.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -76,5 +76,6 @@ public class AttentionDecodeBenchmark {
                 blackhole.consume(layer.forward(null, x, context, false));
             }
         }
+        cache.truncate(position);
     }
 }

@@ -2,9 +2,9 @@ package io.github.djlllmzoo.benchmarks;
 
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.KeyValues;
 import io.github.djlllmzoo.blocks.KvCache;
 import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
 import java.util.concurrent.TimeUnit;
@@ -70,11 +70,11 @@ public class CachedAttentionBenchmark {
             NDArray q = Gpt2Small.activations(step, shape, position);
             NDArray kv = Gpt2Small.activations(step, shape, position + 1L);
             for (int layer = 0; layer < layers; layer++) {
+                KeyValues all = cache.update(layer, kv, kv);
                 if ("kernel".equals(path)) {
-                    blackhole.consume(ScaledDotProductAttention.attend(q, kv, kv, cache, layer, null, 0f, false));
+                    blackhole.consume(ScaledDotProductAttention.attend(q, all, null, 0f, false));
                 } else {
-                    NDList all = cache.append(layer, kv, kv);
-                    blackhole.consume(ScaledDotProductAttention.attend(q, all.get(0), all.get(1), null, 0f, false));
+                    blackhole.consume(ScaledDotProductAttention.attend(q, all.keys(), all.values(), null, 0f, false));
                 }
             }
         }

@@ -53,11 +53,10 @@ final class Gpt2Small {
             Shape shape = new Shape(batch, CONFIG.nHead(), position, CONFIG.headDim());
             for (int layer = 0; layer < CONFIG.nLayer(); layer++) {
                 try (NDManager fill = manager.newSubManager()) {
-                    cache.append(layer, activations(fill, shape, 2L * layer), activations(fill, shape, 2L * layer + 1));
+                    cache.update(layer, activations(fill, shape, 2L * layer), activations(fill, shape, 2L * layer + 1));
                 }
             }
         }
-        cache.advance(position);
         return cache;
     }
 }

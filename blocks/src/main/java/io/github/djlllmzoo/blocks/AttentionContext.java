@@ -11,9 +11,22 @@ import ai.djl.ndarray.types.DataType;
  * @param mask additive mask (B, 1, T, S) with 0 where a query may attend and a large negative
  *     value where it may not; {@code null} when every query may see every key (a single decode step
  *     without padding)
- * @param cache the KV cache to append to and read from, or {@code null} for a cache-free pass
+ * @param cache the KV cache to update, or {@code null} for a cache-free pass
  */
 public record AttentionContext(NDArray positionIds, NDArray mask, KvCache cache) {
+
+    /**
+     * What a layer attends over: its new keys and values stored in the cache, with everything the
+     * cache held before ({@link KvCache#update}), or just the new ones in a cache-free pass.
+     *
+     * @param layer the layer's index in the cache
+     * @param k new keys (B, H_kv, T, D)
+     * @param v new values (B, H_kv, T, D)
+     * @return keys and values (B, H_kv, S, D)
+     */
+    public KeyValues update(int layer, NDArray k, NDArray v) {
+        return cache == null ? KeyValues.of(k, v) : cache.update(layer, k, v);
+    }
 
     /**
      * The context of a plain causal pass over a whole sequence without cache or padding.

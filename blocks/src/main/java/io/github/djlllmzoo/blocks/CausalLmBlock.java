@@ -126,7 +126,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     }
 
     /**
-     * Runs the decoder on new tokens, appending their keys and values to {@code cache}.
+     * Runs the decoder on new tokens, storing their keys and values in {@code cache}.
      *
      * @param store the parameter store, or {@code null} to use the parameters' own arrays
      * @param inputIds new tokens (B, T) int64; every result is attached to its manager
@@ -154,7 +154,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
 
     /**
      * Runs the decoder on new tokens up to and including the final norm (Hugging Face's last
-     * hidden state), appending their keys and values to {@code cache}.
+     * hidden state), storing their keys and values in {@code cache}.
      *
      * @param store the parameter store, or {@code null} to use the parameters' own arrays
      * @param inputIds new tokens (B, T) int64; every result is attached to its manager
@@ -191,11 +191,15 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         NDArray h = embed(store, inputIds, positions, training); // (B, T, E)
         NDArray mask = AttentionMask.build(manager, t, past, attentionMask, h.getDataType());
         AttentionContext context = new AttentionContext(positions, mask, cache);
-        for (DecoderLayer layer : layers) {
-            h = layer.forward(store, h, context, training);
-        }
-        if (cache != null) {
-            cache.advance(t);
+        try {
+            for (DecoderLayer layer : layers) {
+                h = layer.forward(store, h, context, training);
+            }
+        } catch (RuntimeException e) {
+            if (cache != null) {
+                cache.truncate(past); // the layers before the failure stored this pass's positions
+            }
+            throw e;
         }
         if (lastOnly && t > 1) {
             h = h.get(new NDIndex(":, -1:, :")); // (B, 1, E)

@@ -71,9 +71,8 @@ public final class GroupedQueryAttention extends AttentionBlock {
                         context.positionIds(), qWeight.getManager(), q.getDataType());
         q = RotaryEmbedding.rotate(q, cosSin);
         k = RotaryEmbedding.rotate(k, cosSin);
-        NDArray y =
-                ScaledDotProductAttention.attend(
-                        q, k, v, context.cache(), layerIndex, context.mask(), attentionDropout, training);
+        KeyValues kv = context.update(layerIndex, k, v); // (B, H_kv, S, D)
+        NDArray y = ScaledDotProductAttention.attend(q, kv, context.mask(), attentionDropout, training); // (B, H, T, D)
         y = y.transpose(0, 2, 1, 3).reshape(b, t, (long) numHeads * headDim); // (B, T, H*D)
         return oProj.forward(store, y, training); // (B, T, E)
     }

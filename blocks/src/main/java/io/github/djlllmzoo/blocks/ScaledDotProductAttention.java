@@ -51,34 +51,26 @@ public final class ScaledDotProductAttention {
     }
 
     /**
-     * Writes the new keys and values into the cache (where there is one) and attends over
-     * everything it holds: a decode step's attention by {@link DecodeAttention}'s kernel where it
-     * applies, else by {@link #attend} over views of the cache.
+     * Attends over keys and values from {@link KvCache#update} or {@link KeyValues#of}: a decode
+     * step's attention by {@link DecodeAttention}'s kernel, reading the cache's buffers in place,
+     * where it applies, else by {@link #attend} over views of them.
      *
      * @param q queries (B, H, T, D)
-     * @param k new keys (B, H_kv, T, D)
-     * @param v new values (B, H_kv, T, D)
-     * @param cache the cache, or {@code null} (then {@code k} and {@code v} are all there is)
-     * @param layer the layer's index in the cache
+     * @param kv keys and values (B, H_kv, S, D)
      * @param mask additive mask broadcastable to (B, 1, T, S), or {@code null}
      * @param dropout dropout rate on the attention probabilities (training only)
      * @param training whether this is a training pass
      * @return the attended values (B, H, T, D)
      */
-    public static NDArray attend(
-            NDArray q, NDArray k, NDArray v, KvCache cache, int layer, NDArray mask, float dropout,
-            boolean training) {
-        if (cache == null) {
-            return attend(q, k, v, mask, dropout, training);
+    public static NDArray attend(NDArray q, KeyValues kv, NDArray mask, float dropout, boolean training) {
+        NDArray keys = kv.keyBuffer();
+        NDArray values = kv.valueBuffer();
+        if (keys != null
+                && CoreWorkers.inferenceOnCpu(q, training)
+                && DecodeAttention.applies(q, keys, values, kv.length(), mask)) {
+            return DecodeAttention.attend(q, keys, values, kv.length(), mask);
         }
-        int end = cache.write(layer, k, v);
-        NDArray keys = cache.keyBuffer(layer);
-        NDArray values = cache.valueBuffer(layer);
-        if (CoreWorkers.inferenceOnCpu(q, training) && DecodeAttention.applies(q, keys, values, end, mask)) {
-            return DecodeAttention.attend(q, keys, values, end, mask);
-        }
-        NDList kv = cache.views(layer, end, q.getManager()); // 2 × (B, H_kv, S, D)
-        return attend(q, kv.get(0), kv.get(1), mask, dropout, training);
+        return attend(q, kv.keys(), kv.values(), mask, dropout, training);
     }
 
     /**

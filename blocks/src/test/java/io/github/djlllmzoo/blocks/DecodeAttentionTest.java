@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
@@ -110,17 +109,17 @@ class DecodeAttentionTest extends ManagedArraysTest {
         try (KvCache cache = new KvCache(manager, 2, 3, 2, 64, 16, 64, DataType.FLOAT32)) {
             NDArray prompt = manager.randomNormal(new Shape(3, 2, 10, 64));
             for (int layer = 0; layer < 2; layer++) {
-                cache.append(layer, prompt, prompt.neg());
+                cache.update(layer, prompt, prompt.neg());
             }
-            cache.advance(10);
             NDArray q = manager.randomNormal(new Shape(3, 4, 1, 64)); // 2 query heads per key/value head
             NDArray k = manager.randomNormal(new Shape(3, 2, 1, 64));
             NDArray v = manager.randomNormal(new Shape(3, 2, 1, 64));
-            NDArray out = ScaledDotProductAttention.attend(q, k, v, cache, 1, null, 0f, false);
-            NDList stored = cache.views(1, 11, manager);
-            assertArrayEquals(k.toFloatArray(), stored.get(0).get(":, :, 10:11, :").toFloatArray(), 0f);
-            assertArrayEquals(v.toFloatArray(), stored.get(1).get(":, :, 10:11, :").toFloatArray(), 0f);
-            NDArray engine = ScaledDotProductAttention.attendOnce(q, stored.get(0), stored.get(1), null, 0, false);
+            KeyValues kv = cache.update(1, k, v);
+            assertTrue(DecodeAttention.applies(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), null));
+            NDArray out = ScaledDotProductAttention.attend(q, kv, null, 0f, false);
+            assertArrayEquals(k.toFloatArray(), kv.keys().get(":, :, 10:11, :").toFloatArray(), 0f);
+            assertArrayEquals(v.toFloatArray(), kv.values().get(":, :, 10:11, :").toFloatArray(), 0f);
+            NDArray engine = ScaledDotProductAttention.attendOnce(q, kv.keys(), kv.values(), null, 0, false);
             assertArrayEquals(engine.toFloatArray(), out.toFloatArray(), 2e-5f);
         }
     }
