@@ -55,6 +55,7 @@ public class AttentionDecodeBenchmark {
         layers = new Gpt2Attention[config.nLayer()];
         for (int i = 0; i < layers.length; i++) {
             layers[i] = new Gpt2Attention(config, i);
+            layers[i].useKernels(Gpt2Small.kernels());
             layers[i].initialize(manager, DataType.FLOAT32, new Shape(1, 1, config.nEmbd()));
         }
         cache = Gpt2Small.filledCache(manager, 1, position, config.nPositions());
@@ -71,7 +72,7 @@ public class AttentionDecodeBenchmark {
     public void step(Blackhole blackhole) {
         try (NDManager step = manager.newSubManager()) {
             NDArray x = Gpt2Small.activations(step, new Shape(1, 1, Gpt2Small.CONFIG.nEmbd()), position);
-            AttentionContext context = new AttentionContext(positionIds, null, cache);
+            AttentionContext context = new AttentionContext(positionIds, null, cache, manager);
             for (Gpt2Attention layer : layers) {
                 blackhole.consume(layer.forward(null, x, context, false));
             }

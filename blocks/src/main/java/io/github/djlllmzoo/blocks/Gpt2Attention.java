@@ -50,7 +50,7 @@ public final class Gpt2Attention extends AttentionBlock {
         NDArray k = qkv.get(1);
         NDArray v = qkv.get(2);
         KeyValues kv = context.update(layerIndex, k, v); // (B, H_kv, S, D)
-        NDArray y = ScaledDotProductAttention.attend(q, kv, context.mask(), attnDropout, training); // (B, H, T, D)
+        NDArray y = kernels().attend(q, kv, context.mask(), attnDropout, training); // (B, H, T, D)
         y = y.transpose(0, 2, 1, 3).reshape(b, t, e); // (B, T, E)
         return Dropouts.apply(cProj.forward(store, y, training), residDropout, training);
     }

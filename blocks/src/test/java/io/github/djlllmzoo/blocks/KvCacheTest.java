@@ -14,7 +14,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import org.junit.jupiter.api.Test;
 
-class KvCacheTest extends ManagedArraysTest {
+class KvCacheTest {
 
     private static final int HEADS = 2;
     private static final int DIM = 3;
@@ -25,7 +25,8 @@ class KvCacheTest extends ManagedArraysTest {
 
     @Test
     void updateReturnsViewsOfTheBuffersNotCopies() {
-        try (KvCache cache = new KvCache(manager, 1, 1, HEADS, DIM, 8, 8, DataType.FLOAT32);
+        try (NDManager manager = NDManager.newBaseManager("PyTorch");
+                KvCache cache = new KvCache(manager, 1, 1, HEADS, DIM, 8, 8, DataType.FLOAT32);
                 NDManager step = manager.newSubManager()) {
             KeyValues first = cache.update(0, filled(step, 2, 1f), filled(step, 2, -1f));
             KeyValues second = cache.update(0, filled(step, 1, 7f), filled(step, 1, -7f));
@@ -47,7 +48,8 @@ class KvCacheTest extends ManagedArraysTest {
 
     @Test
     void theCacheCountsThePositionsEveryLayerStored() {
-        try (KvCache cache = new KvCache(manager, 2, 1, HEADS, DIM, 8, 8, DataType.FLOAT32);
+        try (NDManager manager = NDManager.newBaseManager("PyTorch");
+                KvCache cache = new KvCache(manager, 2, 1, HEADS, DIM, 8, 8, DataType.FLOAT32);
                 NDManager step = manager.newSubManager()) {
             cache.update(0, filled(step, 3, 1f), filled(step, 3, 1f));
             assertEquals(0, cache.length(), "layer 1 has stored nothing yet");
@@ -68,7 +70,8 @@ class KvCacheTest extends ManagedArraysTest {
 
     @Test
     void growingKeepsWhatWasStored() {
-        try (KvCache cache = new KvCache(manager, 2, 1, HEADS, DIM, 2, 16, DataType.FLOAT32);
+        try (NDManager manager = NDManager.newBaseManager("PyTorch");
+                KvCache cache = new KvCache(manager, 2, 1, HEADS, DIM, 2, 16, DataType.FLOAT32);
                 NDManager step = manager.newSubManager()) {
             for (int layer = 0; layer < 2; layer++) {
                 cache.update(layer, filled(step, 2, layer + 1), filled(step, 2, -(layer + 1)));
@@ -83,13 +86,15 @@ class KvCacheTest extends ManagedArraysTest {
 
     @Test
     void keysAndValuesWithoutACacheHaveNoBuffers() {
-        NDArray k = filled(manager, 4, 1f);
-        NDArray v = filled(manager, 4, 2f);
-        KeyValues kv = KeyValues.of(k, v);
-        assertSame(k, kv.keys());
-        assertSame(v, kv.values());
-        assertEquals(4, kv.length());
-        assertNull(kv.keyBuffer());
-        assertNull(kv.valueBuffer());
+        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
+            NDArray k = filled(manager, 4, 1f);
+            NDArray v = filled(manager, 4, 2f);
+            KeyValues kv = KeyValues.of(k, v);
+            assertSame(k, kv.keys());
+            assertSame(v, kv.values());
+            assertEquals(4, kv.length());
+            assertNull(kv.keyBuffer());
+            assertNull(kv.valueBuffer());
+        }
     }
 }

@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.blocks;
+package io.github.djlllmzoo.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -10,6 +10,10 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.AttentionMask;
+import io.github.djlllmzoo.blocks.KeyValues;
+import io.github.djlllmzoo.blocks.KvCache;
+import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -17,10 +21,11 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 class DecodeAttentionTest extends ManagedArraysTest {
 
+    private final CpuKernels kernels = new CpuKernels(true, true);
+
     @BeforeEach
     void kernelBuiltAndLoadedWhereTheCpuHasAvx512() throws Exception {
         NativeKernelsAssumption.assumeKernelsLoaded();
-        assertTrue(DecodeAttention.available(), "the kernels loaded, yet decode attention is off");
     }
 
     /** A (B, H_kv, capacity, D) buffer whose first {@code length} positions are random, the rest NaN. */
@@ -38,7 +43,7 @@ class DecodeAttentionTest extends ManagedArraysTest {
         assertTrue(DecodeAttention.applies(q, keys, values, length, mask));
         NDArray kernel = DecodeAttention.attend(q, keys, values, length, mask);
         NDArray engine =
-                ScaledDotProductAttention.attendOnce(q, filled(keys, length), filled(values, length), mask, 0, false);
+                ScaledDotProductAttention.attend(q, filled(keys, length), filled(values, length), mask, 0, false);
         assertEquals(q.getShape(), kernel.getShape());
         assertArrayEquals(engine.toFloatArray(), kernel.toFloatArray(), 2e-5f);
     }
@@ -115,12 +120,18 @@ class DecodeAttentionTest extends ManagedArraysTest {
             NDArray k = manager.randomNormal(new Shape(3, 2, 1, 64));
             NDArray v = manager.randomNormal(new Shape(3, 2, 1, 64));
             KeyValues kv = cache.update(1, k, v);
-            assertTrue(DecodeAttention.applies(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), null));
-            NDArray out = ScaledDotProductAttention.attend(q, kv, null, 0f, false);
+            assertTrue(kernels.takesDecodeKernel(q, kv, null, false), "a decode step over the cache");
+            NDArray out = kernels.attend(q, kv, null, 0f, false);
+            NDArray kernel = DecodeAttention.attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), null);
+            assertArrayEquals(kernel.toFloatArray(), out.toFloatArray(), 0f, "the seam ran the kernel");
             assertArrayEquals(k.toFloatArray(), kv.keys().get(":, :, 10:11, :").toFloatArray(), 0f);
             assertArrayEquals(v.toFloatArray(), kv.values().get(":, :, 10:11, :").toFloatArray(), 0f);
-            NDArray engine = ScaledDotProductAttention.attendOnce(q, kv.keys(), kv.values(), null, 0, false);
+            NDArray engine = ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), null, 0, false);
             assertArrayEquals(engine.toFloatArray(), out.toFloatArray(), 2e-5f);
+            assertFalse(kernels.takesDecodeKernel(q, kv, null, true), "a training pass");
+            assertFalse(new CpuKernels(true, false).takesDecodeKernel(q, kv, null, false), "the kernel switched off");
+            assertFalse(kernels.takesDecodeKernel(q, KeyValues.of(kv.keys(), kv.values()), null, false),
+                    "keys and values not in a cache");
         }
     }
 
