@@ -33,7 +33,7 @@ done
 for setting in "1 2" "2 2" "1 1" "2 1"; do
   set -- $setting # intra-op threads, projection threads
   run "gpt2-small-intra$1-split$2.json" env LLMZOO_TORCH_THREADS="$1" \
-    LLMZOO_JAVA_OPTS="-Xmx8g -Dllmzoo.projection.threads=$2" \
+    LLMZOO_JAVA_OPTS="-Xmx8g -Dllmzoo.cpu.threads=$2" \
     $llmzoo bench --shape gpt2-small --long-positions 0 --output json
 done
 run gpt2-small-b8-intra2.json env LLMZOO_TORCH_THREADS=2 \

@@ -6,7 +6,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.AttentionContext;
-import io.github.djlllmzoo.blocks.CausalSelfAttention;
+import io.github.djlllmzoo.blocks.Gpt2Attention;
 import io.github.djlllmzoo.blocks.KvCache;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
 import java.util.concurrent.TimeUnit;
@@ -28,8 +28,8 @@ import org.openjdk.jmh.infra.Blackhole;
 /**
  * One decode step (one new token) through the attention of every GPT-2 small layer with a KV cache
  * holding {@code position} earlier tokens: fused QKV projection, cache write, attention over the
- * cache, output projection. The cache length stays fixed (nothing advances it), so every call
- * measures the same position; time should grow only slowly with it.
+ * cache, output projection. The cache is cut back to {@code position} after each step, so every
+ * call measures the same position; time should grow only slowly with it.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -43,7 +43,7 @@ public class AttentionDecodeBenchmark {
     int position;
 
     private NDManager manager;
-    private CausalSelfAttention[] layers;
+    private Gpt2Attention[] layers;
     private KvCache cache;
     private NDArray positionIds;
 
@@ -52,9 +52,10 @@ public class AttentionDecodeBenchmark {
         Gpt2Config config = Gpt2Small.CONFIG;
         Engine.getEngine("PyTorch").setRandomSeed(1);
         manager = NDManager.newBaseManager("PyTorch");
-        layers = new CausalSelfAttention[config.nLayer()];
+        layers = new Gpt2Attention[config.nLayer()];
         for (int i = 0; i < layers.length; i++) {
-            layers[i] = new CausalSelfAttention(config, i);
+            layers[i] = new Gpt2Attention(config, i);
+            layers[i].useKernels(Gpt2Small.kernels());
             layers[i].initialize(manager, DataType.FLOAT32, new Shape(1, 1, config.nEmbd()));
         }
         cache = Gpt2Small.filledCache(manager, 1, position, config.nPositions());
@@ -71,10 +72,11 @@ public class AttentionDecodeBenchmark {
     public void step(Blackhole blackhole) {
         try (NDManager step = manager.newSubManager()) {
             NDArray x = Gpt2Small.activations(step, new Shape(1, 1, Gpt2Small.CONFIG.nEmbd()), position);
-            AttentionContext context = new AttentionContext(positionIds, null, cache);
-            for (CausalSelfAttention layer : layers) {
+            AttentionContext context = new AttentionContext(positionIds, null, cache, manager);
+            for (Gpt2Attention layer : layers) {
                 blackhole.consume(layer.forward(null, x, context, false));
             }
         }
+        cache.truncate(position);
     }
 }

@@ -2,11 +2,10 @@ package io.github.djlllmzoo.benchmarks;
 
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.Kernels;
 import io.github.djlllmzoo.blocks.KvCache;
-import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -25,9 +24,10 @@ import org.openjdk.jmh.infra.Blackhole;
 
 /**
  * Attention alone, of one new token per sequence over a written cache of {@code position} tokens,
- * through all 12 GPT-2 small layers: {@code kernel} as a decode step computes it (the cache's
- * entry point, which takes the native kernel where it is loaded), {@code engine} by PyTorch's
- * products over views of the cache. The cache is truncated back after each call.
+ * through all 12 GPT-2 small layers: {@code kernel} as a decode step computes it (the CPU kernels,
+ * which take the native kernel where it is loaded), {@code engine} by PyTorch's products over
+ * views of the cache (the CPU kernels with {@code -Dllmzoo.decodeAttention=false}). The cache is
+ * truncated back after each call.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -48,12 +48,23 @@ public class CachedAttentionBenchmark {
 
     private NDManager manager;
     private KvCache cache;
+    private Kernels kernels;
 
     @Setup(Level.Trial)
     public void setUp() {
         Engine.getEngine("PyTorch").setRandomSeed(1);
         manager = NDManager.newBaseManager("PyTorch");
         cache = Gpt2Small.filledCache(manager, batch, position, position + 1);
+        String previous = System.setProperty("llmzoo.decodeAttention", Boolean.toString("kernel".equals(path)));
+        try {
+            kernels = Gpt2Small.kernels();
+        } finally {
+            if (previous == null) {
+                System.clearProperty("llmzoo.decodeAttention");
+            } else {
+                System.setProperty("llmzoo.decodeAttention", previous);
+            }
+        }
     }
 
     @TearDown(Level.Trial)
@@ -70,12 +81,7 @@ public class CachedAttentionBenchmark {
             NDArray q = Gpt2Small.activations(step, shape, position);
             NDArray kv = Gpt2Small.activations(step, shape, position + 1L);
             for (int layer = 0; layer < layers; layer++) {
-                if ("kernel".equals(path)) {
-                    blackhole.consume(ScaledDotProductAttention.attend(q, kv, kv, cache, layer, null, 0f, false));
-                } else {
-                    NDList all = cache.append(layer, kv, kv);
-                    blackhole.consume(ScaledDotProductAttention.attend(q, all.get(0), all.get(1), null, 0f, false));
-                }
+                blackhole.consume(kernels.attend(q, cache.update(layer, kv, kv), null, 0f, false));
             }
         }
         cache.truncate(position);

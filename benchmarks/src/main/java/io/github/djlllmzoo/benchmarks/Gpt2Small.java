@@ -1,9 +1,12 @@
 package io.github.djlllmzoo.benchmarks;
 
+import ai.djl.Device;
+import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.Kernels;
 import io.github.djlllmzoo.blocks.KvCache;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
 import java.util.List;
@@ -17,6 +20,16 @@ final class Gpt2Small {
             new Gpt2Config(50257, 1024, 768, 12, 12, 3072, 1e-5f, 0f, 0f, 0f, 50256, List.of(50256), false);
 
     private Gpt2Small() {}
+
+    /**
+     * The kernels a float32 model on this CPU computes with, for blocks benchmarked on their own
+     * (a block outside a model computes with the engine's operations).
+     *
+     * @return the kernels {@link Kernels#forModel} chooses
+     */
+    static Kernels kernels() {
+        return Kernels.forModel(Engine.getEngine("PyTorch"), Device.cpu(), DataType.FLOAT32);
+    }
 
     /**
      * Random normal activations.
@@ -53,11 +66,10 @@ final class Gpt2Small {
             Shape shape = new Shape(batch, CONFIG.nHead(), position, CONFIG.headDim());
             for (int layer = 0; layer < CONFIG.nLayer(); layer++) {
                 try (NDManager fill = manager.newSubManager()) {
-                    cache.append(layer, activations(fill, shape, 2L * layer), activations(fill, shape, 2L * layer + 1));
+                    cache.update(layer, activations(fill, shape, 2L * layer), activations(fill, shape, 2L * layer + 1));
                 }
             }
         }
-        cache.advance(position);
         return cache;
     }
 }

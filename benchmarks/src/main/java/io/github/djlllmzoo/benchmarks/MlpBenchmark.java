@@ -49,6 +49,7 @@ public class MlpBenchmark {
         layers = new Gpt2Mlp[config.nLayer()];
         for (int i = 0; i < layers.length; i++) {
             layers[i] = new Gpt2Mlp(config);
+            layers[i].useKernels(Gpt2Small.kernels());
             layers[i].initialize(manager, DataType.FLOAT32, new Shape(1, 1, config.nEmbd()));
         }
     }

@@ -22,7 +22,11 @@ import java.util.List;
  * {@code attention_mask (B, T)} and {@code position_ids (B, T)}, and returns {@code [logits (B, T,
  * V)]}, so a {@code Model} can hold it, a {@code Predictor} can run it and a {@code Trainer} can
  * train it. Generation uses {@link #forward(ParameterStore, NDArray, NDArray, NDArray, KvCache,
- * boolean, boolean)} with a {@link KvCache}.
+ * boolean, boolean)} with a {@link KvCache}, ending each step with {@code kernels().closeStep}.
+ *
+ * <p>The first time the model runs it settles where: the manager that holds its parameters (the
+ * model's, which also keeps what layers derive once, such as RoPE tables) and the {@link Kernels}
+ * for their engine, device and type, which every block of the model then computes with.
  */
 public abstract class CausalLmBlock extends ConfiguredBlock {
 
@@ -31,7 +35,12 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     private Embedding tokenEmbedding;
     private UnaryBlock finalNorm;
     private Linear lmHead;
-    private final SplitProjection tiedHead = new SplitProjection();
+    private ProjectionWeight tiedHead;
+    private Kernels chosenKernels;
+    private volatile Placement placement;
+
+    /** Where the model runs: the manager holding its parameters, and its kernels. */
+    private record Placement(NDManager manager, Kernels kernels) {}
 
     /** @param config the model config */
     protected CausalLmBlock(DecoderConfig config) {
@@ -78,7 +87,9 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
      */
     protected final void setFinalNormAndHead(String name, UnaryBlock norm) {
         finalNorm = addChildBlock(name, norm);
-        if (!config.tieWordEmbeddings()) {
+        if (config.tieWordEmbeddings()) {
+            tiedHead = new ProjectionWeight(ProjectionWeight.Layout.OUT_IN, tokenEmbedding.weight(), null);
+        } else {
             lmHead =
                     addChildBlock(
                             "lm_head",
@@ -97,6 +108,55 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
      */
     protected abstract NDArray embed(
             ParameterStore store, NDArray inputIds, NDArray positionIds, boolean training);
+
+    /**
+     * The kernels the model computes with: those {@link #useKernels} set, else the ones {@link
+     * Kernels#forModel} chooses for its parameters' engine, device and type the first time the
+     * model runs (or this is asked).
+     *
+     * @return the kernels
+     * @throws IllegalStateException if neither was set and the parameters have no arrays yet
+     */
+    @Override
+    public Kernels kernels() {
+        return placement().kernels();
+    }
+
+    /**
+     * Makes the model compute with {@code kernels} instead of the ones it would choose.
+     *
+     * @param kernels the kernels
+     */
+    @Override
+    public void useKernels(Kernels kernels) {
+        synchronized (this) {
+            chosenKernels = kernels;
+            placement = null;
+        }
+    }
+
+    /** Settles where the model runs (again after the manager holding its parameters closed). */
+    private Placement placement() {
+        Placement p = placement;
+        if (p != null && p.manager().isOpen()) {
+            return p;
+        }
+        synchronized (this) {
+            p = placement;
+            if (p == null || !p.manager().isOpen()) {
+                NDArray weights = tokenEmbedding.weight().getArray();
+                NDManager manager = weights.getManager();
+                Kernels kernels =
+                        chosenKernels != null
+                                ? chosenKernels
+                                : Kernels.forModel(manager.getEngine(), weights.getDevice(), weights.getDataType());
+                super.useKernels(kernels);
+                p = new Placement(manager, kernels);
+                placement = p;
+            }
+            return p;
+        }
+    }
 
     /** @return the element type of the parameters (the compute type) */
     public DataType dataType() {
@@ -126,7 +186,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     }
 
     /**
-     * Runs the decoder on new tokens, appending their keys and values to {@code cache}.
+     * Runs the decoder on new tokens, storing their keys and values in {@code cache}.
      *
      * @param store the parameter store, or {@code null} to use the parameters' own arrays
      * @param inputIds new tokens (B, T) int64; every result is attached to its manager
@@ -154,7 +214,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
 
     /**
      * Runs the decoder on new tokens up to and including the final norm (Hugging Face's last
-     * hidden state), appending their keys and values to {@code cache}.
+     * hidden state), storing their keys and values in {@code cache}.
      *
      * @param store the parameter store, or {@code null} to use the parameters' own arrays
      * @param inputIds new tokens (B, T) int64; every result is attached to its manager
@@ -174,6 +234,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
             KvCache cache,
             boolean lastOnly,
             boolean training) {
+        Placement placed = placement();
         NDManager manager = inputIds.getManager();
         int t = Math.toIntExact(inputIds.getShape().get(1));
         int past = cache == null ? 0 : cache.length();
@@ -190,12 +251,16 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
                         : manager.arange(past, past + t, 1, DataType.INT64).expandDims(0); // (1, T)
         NDArray h = embed(store, inputIds, positions, training); // (B, T, E)
         NDArray mask = AttentionMask.build(manager, t, past, attentionMask, h.getDataType());
-        AttentionContext context = new AttentionContext(positions, mask, cache);
-        for (DecoderLayer layer : layers) {
-            h = layer.forward(store, h, context, training);
-        }
-        if (cache != null) {
-            cache.advance(t);
+        AttentionContext context = new AttentionContext(positions, mask, cache, placed.manager());
+        try {
+            for (DecoderLayer layer : layers) {
+                h = layer.forward(store, h, context, training);
+            }
+        } catch (RuntimeException e) {
+            if (cache != null) {
+                cache.truncate(past); // the layers before the failure stored this pass's positions
+            }
+            throw e;
         }
         if (lastOnly && t > 1) {
             h = h.get(new NDIndex(":, -1:, :")); // (B, 1, E)
@@ -215,8 +280,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         if (lmHead != null) {
             return lmHead.forward(store, h, training);
         }
-        NDArray w = value(store, tokenEmbedding.weight(), h.getDevice(), training);
-        return tiedHead.linear(h, w, null, training); // (B, T, V)
+        return kernels().project(h, tiedHead, store, training); // (B, T, V)
     }
 
     @Override

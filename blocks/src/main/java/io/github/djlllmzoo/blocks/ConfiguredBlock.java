@@ -20,10 +20,33 @@ import java.util.Map;
  * A DJL block whose parameter shapes come from the model config, not from input shapes, and whose
  * parameter and child names are the Hugging Face checkpoint names. {@link #namedParameters()}
  * gives every parameter under its dotted checkpoint name (e.g. {@code h.0.attn.c_attn.weight}).
+ *
+ * <p>A block computes its projections and attention with {@link #kernels()}: its model's choice
+ * once the model has run, else the engine's own operations.
  */
 public abstract class ConfiguredBlock extends AbstractBlock {
 
     private final Map<Parameter, Shape> declaredShapes = new LinkedHashMap<>();
+    private volatile Kernels kernels = EngineKernels.INSTANCE;
+
+    /** @return the kernels this block computes with */
+    public Kernels kernels() {
+        return kernels;
+    }
+
+    /**
+     * Makes this block and every block under it compute with {@code kernels}.
+     *
+     * @param kernels the kernels
+     */
+    public void useKernels(Kernels kernels) {
+        this.kernels = kernels;
+        for (Block child : getChildren().values()) {
+            if (child instanceof ConfiguredBlock) {
+                ((ConfiguredBlock) child).useKernels(kernels);
+            }
+        }
+    }
 
     /**
      * Declares a parameter of a fixed shape.

@@ -9,15 +9,12 @@ import ai.djl.training.initializer.NormalInitializer;
 /**
  * GPT-2's affine projection: {@code y = x @ weight + bias} with {@code weight} of shape (in, out),
  * exactly as Hugging Face's {@code Conv1D} stores it, so checkpoint tensors load without a
- * transpose. In inference on the CPU a decode step's projection is split across the cores, a
- * batch's by a kernel of our own ({@link SplitProjection}).
+ * transpose; computed by {@link Kernels#project}.
  */
 public final class Conv1D extends UnaryBlock {
 
     private final int nf;
-    private final Parameter weight;
-    private final Parameter bias;
-    private final SplitProjection split = new SplitProjection();
+    private final ProjectionWeight projection;
 
     /**
      * @param nx input width
@@ -26,20 +23,20 @@ public final class Conv1D extends UnaryBlock {
      */
     public Conv1D(int nx, int nf, float initStd) {
         this.nf = nf;
-        weight =
+        Parameter weight =
                 declare(
                         "weight",
                         Parameter.Type.WEIGHT,
                         new Shape(nx, nf),
                         new NormalInitializer(initStd));
-        bias = declare("bias", Parameter.Type.BIAS, new Shape(nf), Parameter.Type.BIAS.getInitializer());
+        Parameter bias =
+                declare("bias", Parameter.Type.BIAS, new Shape(nf), Parameter.Type.BIAS.getInitializer());
+        projection = new ProjectionWeight(ProjectionWeight.Layout.IN_OUT, weight, bias);
     }
 
     @Override
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
-        NDArray w = value(store, weight, x.getDevice(), training);
-        NDArray b = value(store, bias, x.getDevice(), training);
-        return split.matMulAdd(x, w, b, training);
+        return kernels().project(x, projection, store, training); // (..., nf)
     }
 
     @Override

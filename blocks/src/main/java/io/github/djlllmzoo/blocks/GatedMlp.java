@@ -33,8 +33,9 @@ public final class GatedMlp extends UnaryBlock {
 
     @Override
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
-        NDArray[] gateUp = Linear.forwardPair(store, x, gateProj, upProj, training); // 2 × (B, T, I)
-        NDArray gate = Activations.silu(gateUp[0]);
-        return downProj.forward(store, gate.mul(gateUp[1]), training); // (B, T, E)
+        NDArray[] gateAndUp = Linear.forwardPair(store, x, gateProj, upProj, training);
+        NDArray gate = gateAndUp[0]; // gate_proj(x), (B, T, I)
+        NDArray up = gateAndUp[1]; // up_proj(x), (B, T, I)
+        return downProj.forward(store, Activations.silu(gate).mul(up), training); // (B, T, E)
     }
 }

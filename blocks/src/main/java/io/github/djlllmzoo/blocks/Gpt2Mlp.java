@@ -14,11 +14,11 @@ public final class Gpt2Mlp extends UnaryBlock {
     /** @param config the model config */
     public Gpt2Mlp(Gpt2Config config) {
         this.residDropout = config.residPdrop();
-        cFc = addChildBlock("c_fc", new Conv1D(config.nEmbd(), config.nInner(), Gpt2Model.INIT_STD));
+        cFc = addChildBlock("c_fc", new Conv1D(config.nEmbd(), config.nInner(), Gpt2Config.INITIALIZER_RANGE));
         cProj =
                 addChildBlock(
                         "c_proj",
-                        new Conv1D(config.nInner(), config.nEmbd(), Gpt2Model.residualInitStd(config)));
+                        new Conv1D(config.nInner(), config.nEmbd(), config.residualInitializerRange()));
     }
 
     @Override

@@ -12,9 +12,6 @@ import io.github.djlllmzoo.blocks.config.Gpt2Config;
  */
 public final class Gpt2Model extends CausalLmBlock {
 
-    /** Standard deviation of GPT-2's weight initialization. */
-    static final float INIT_STD = 0.02f;
-
     private final Gpt2Config config;
     private final Embedding wte;
     private final Embedding wpe;
@@ -23,8 +20,8 @@ public final class Gpt2Model extends CausalLmBlock {
     public Gpt2Model(Gpt2Config config) {
         super(config);
         this.config = config;
-        wte = setTokenEmbedding("wte", new Embedding(config.vocabSize(), config.nEmbd(), INIT_STD));
-        wpe = addChildBlock("wpe", new Embedding(config.nPositions(), config.nEmbd(), 0.01f));
+        wte = setTokenEmbedding("wte", new Embedding(config.vocabSize(), config.nEmbd(), Gpt2Config.INITIALIZER_RANGE));
+        wpe = addChildBlock("wpe", new Embedding(config.nPositions(), config.nEmbd(), Gpt2Config.POSITION_INITIALIZER_RANGE));
         String[] names = {"ln_1", "attn", "ln_2", "mlp"};
         for (int i = 0; i < config.nLayer(); i++) {
             addLayer(
@@ -32,22 +29,11 @@ public final class Gpt2Model extends CausalLmBlock {
                     new DecoderLayer(
                             names,
                             new LayerNorm(config.nEmbd(), config.layerNormEpsilon()),
-                            new CausalSelfAttention(config, i),
+                            new Gpt2Attention(config, i),
                             new LayerNorm(config.nEmbd(), config.layerNormEpsilon()),
                             new Gpt2Mlp(config)));
         }
         setFinalNormAndHead("ln_f", new LayerNorm(config.nEmbd(), config.layerNormEpsilon()));
-    }
-
-    /**
-     * GPT-2 scales the initialization of projections that feed the residual stream by
-     * 1/sqrt(2 n_layer).
-     *
-     * @param config the model config
-     * @return the standard deviation for {@code c_proj} weights
-     */
-    static float residualInitStd(Gpt2Config config) {
-        return (float) (INIT_STD / Math.sqrt(2.0 * config.nLayer()));
     }
 
     @Override

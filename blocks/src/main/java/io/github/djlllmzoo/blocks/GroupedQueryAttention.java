@@ -10,7 +10,7 @@ import io.github.djlllmzoo.blocks.config.LlamaConfig;
  * (multi-head, grouped-query or, with one key/value head, multi-query attention): separate
  * projections {@code q_proj, k_proj, v_proj, o_proj} (with biases when {@code attention_bias}),
  * rotary position embedding on queries and keys, attention scaled by 1/sqrt(head_dim). The KV cache
- * stores only the key/value heads; {@link ScaledDotProductAttention} groups the query heads over
+ * stores only the key/value heads; attention ({@link Kernels#attend}) groups the query heads over
  * them without copying.
  */
 public final class GroupedQueryAttention extends AttentionBlock {
@@ -64,16 +64,11 @@ public final class GroupedQueryAttention extends AttentionBlock {
         NDArray[] keyValue = Linear.forwardPair(store, x, kProj, vProj, training);
         NDArray k = heads(keyValue[0], b, t, numKvHeads); // (B, Hkv, T, D)
         NDArray v = heads(keyValue[1], b, t, numKvHeads); // (B, Hkv, T, D)
-        // The rotary tables belong to the manager that owns the weights on this device.
-        NDArray qWeight = value(store, qProj.weight(), x.getDevice(), training);
-        NDList cosSin =
-                rotaryEmbedding.cosSin(
-                        context.positionIds(), qWeight.getManager(), q.getDataType());
+        NDList cosSin = rotaryEmbedding.cosSin(context.positionIds(), context.modelManager(), q.getDataType());
         q = RotaryEmbedding.rotate(q, cosSin);
         k = RotaryEmbedding.rotate(k, cosSin);
-        NDArray y =
-                ScaledDotProductAttention.attend(
-                        q, k, v, context.cache(), layerIndex, context.mask(), attentionDropout, training);
+        KeyValues kv = context.update(layerIndex, k, v); // (B, H_kv, S, D)
+        NDArray y = kernels().attend(q, kv, context.mask(), attentionDropout, training); // (B, H, T, D)
         y = y.transpose(0, 2, 1, 3).reshape(b, t, (long) numHeads * headDim); // (B, T, H*D)
         return oProj.forward(store, y, training); // (B, T, E)
     }

@@ -87,6 +87,27 @@ class Gpt2ModelTest {
     }
 
     @Test
+    void aPassThatFailsPartWayLeavesTheCacheAsItWas() {
+        long[] sequence = {5, 17, 3, 88, 41, 9};
+        try (NDManager scope = manager.newSubManager();
+                KvCache cache = model.newCache(manager, 2, 8)) {
+            model.forward(null, scope.create(java.util.Arrays.copyOf(sequence, 4), new Shape(2, 2)), null, null,
+                    cache, true, false);
+            NDArray next = scope.create(new long[] {sequence[4], sequence[5]}, new Shape(2, 1));
+            NDArray maskOfAnotherBatch = scope.ones(new Shape(3, 3), DataType.INT64);
+            // Layer 0 stores the new position, then its attention fails on the mask.
+            assertThrows(RuntimeException.class,
+                    () -> model.forward(null, next, null, maskOfAnotherBatch, cache, true, false));
+            assertEquals(2, cache.length());
+            NDArray cached = model.forward(null, next, null, null, cache, true, false); // (2, 1, V)
+            NDArray full = model.forward(null, scope.create(new long[] {5, 17, sequence[4], 3, 88, sequence[5]},
+                    new Shape(2, 3)), null, null, null, false, false); // (2, 3, V)
+            assertArrayEquals(full.get(":, 2:, :").toFloatArray(), cached.toFloatArray(), 1e-4f);
+            assertEquals(3, cache.length());
+        }
+    }
+
+    @Test
     void lastOnlyLogitsEqualTheLastRowOfAllLogits() {
         try (NDManager scope = manager.newSubManager()) {
             NDArray ids = scope.create(new long[] {1, 2, 3, 4, 5, 6}, new Shape(2, 3));

@@ -2,9 +2,12 @@ package io.github.djlllmzoo.blocks;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
@@ -21,23 +24,47 @@ class KvCacheTest {
     }
 
     @Test
-    void appendReturnsViewsOfTheBuffersNotCopies() {
+    void updateReturnsViewsOfTheBuffersNotCopies() {
         try (NDManager manager = NDManager.newBaseManager("PyTorch");
                 KvCache cache = new KvCache(manager, 1, 1, HEADS, DIM, 8, 8, DataType.FLOAT32);
                 NDManager step = manager.newSubManager()) {
-            NDList first = cache.append(0, filled(step, 2, 1f), filled(step, 2, -1f));
-            cache.advance(2);
-            NDList second = cache.append(0, filled(step, 1, 7f), filled(step, 1, -7f));
-            // The views handed out by the first append see the second write: they alias the buffer.
-            NDArray earlierKeys = first.get(0);
+            KeyValues first = cache.update(0, filled(step, 2, 1f), filled(step, 2, -1f));
+            KeyValues second = cache.update(0, filled(step, 1, 7f), filled(step, 1, -7f));
+            // The views handed out by the first update see the second write: they alias the buffer.
+            NDArray earlierKeys = first.keys();
             assertEquals(new Shape(1, HEADS, 2, DIM), earlierKeys.getShape());
-            NDArray keys = second.get(0);
+            NDArray keys = second.keys();
             assertEquals(new Shape(1, HEADS, 3, DIM), keys.getShape());
             keys.set(new NDIndex(":, :, 0, :"), 5f);
             assertArrayEquals(new float[] {5f, 5f, 5f}, earlierKeys.get("0, 0, 0, :").toFloatArray(), 0f);
             assertArrayEquals(new float[] {7f, 7f, 7f}, keys.get("0, 1, 2, :").toFloatArray(), 0f);
-            assertArrayEquals(new float[] {-1f, -1f, -1f}, second.get(1).get("0, 0, 1, :").toFloatArray(), 0f);
+            assertArrayEquals(new float[] {-1f, -1f, -1f}, second.values().get("0, 0, 1, :").toFloatArray(), 0f);
             assertEquals(step, keys.getManager());
+            assertSame(first.keyBuffer(), second.keyBuffer(), "both read the layer's one buffer");
+            assertEquals(new Shape(1, HEADS, 8, DIM), second.keyBuffer().getShape());
+            assertEquals(3, second.length());
+        }
+    }
+
+    @Test
+    void theCacheCountsThePositionsEveryLayerStored() {
+        try (NDManager manager = NDManager.newBaseManager("PyTorch");
+                KvCache cache = new KvCache(manager, 2, 1, HEADS, DIM, 8, 8, DataType.FLOAT32);
+                NDManager step = manager.newSubManager()) {
+            cache.update(0, filled(step, 3, 1f), filled(step, 3, 1f));
+            assertEquals(0, cache.length(), "layer 1 has stored nothing yet");
+            cache.update(1, filled(step, 3, 2f), filled(step, 3, 2f));
+            assertEquals(3, cache.length());
+            KeyValues next = cache.update(0, filled(step, 1, 4f), filled(step, 1, 4f));
+            assertEquals(4, next.length(), "the next update goes after what the layer stored");
+            assertArrayEquals(new float[] {4f, 4f, 4f}, next.keys().get("0, 1, 3, :").toFloatArray(), 0f);
+            KeyValues stored = cache.read(1, step);
+            assertEquals(new Shape(1, HEADS, 3, DIM), stored.values().getShape());
+            assertArrayEquals(new float[] {2f, 2f, 2f}, stored.values().get("0, 0, 2, :").toFloatArray(), 0f);
+            cache.truncate(2);
+            assertEquals(2, cache.length());
+            assertEquals(3, cache.update(1, filled(step, 1, 9f), filled(step, 1, 9f)).length());
+            assertThrows(IllegalArgumentException.class, () -> cache.truncate(3), "layer 0 holds 2 after truncation");
         }
     }
 
@@ -47,14 +74,27 @@ class KvCacheTest {
                 KvCache cache = new KvCache(manager, 2, 1, HEADS, DIM, 2, 16, DataType.FLOAT32);
                 NDManager step = manager.newSubManager()) {
             for (int layer = 0; layer < 2; layer++) {
-                cache.append(layer, filled(step, 2, layer + 1), filled(step, 2, -(layer + 1)));
+                cache.update(layer, filled(step, 2, layer + 1), filled(step, 2, -(layer + 1)));
             }
-            cache.advance(2);
-            NDList grown = cache.append(1, filled(step, 3, 9f), filled(step, 3, -9f));
-            assertEquals(new Shape(1, HEADS, 5, DIM), grown.get(0).getShape());
-            assertArrayEquals(new float[] {2f, 2f, 2f}, grown.get(0).get("0, 1, 1, :").toFloatArray(), 0f);
-            assertArrayEquals(new float[] {-9f, -9f, -9f}, grown.get(1).get("0, 0, 4, :").toFloatArray(), 0f);
-            assertEquals(true, cache.capacity() >= 5);
+            KeyValues grown = cache.update(1, filled(step, 3, 9f), filled(step, 3, -9f));
+            assertEquals(new Shape(1, HEADS, 5, DIM), grown.keys().getShape());
+            assertArrayEquals(new float[] {2f, 2f, 2f}, grown.keys().get("0, 1, 1, :").toFloatArray(), 0f);
+            assertArrayEquals(new float[] {-9f, -9f, -9f}, grown.values().get("0, 0, 4, :").toFloatArray(), 0f);
+            assertTrue(grown.keyBuffer().getShape().get(2) >= 5);
+        }
+    }
+
+    @Test
+    void keysAndValuesWithoutACacheHaveNoBuffers() {
+        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
+            NDArray k = filled(manager, 4, 1f);
+            NDArray v = filled(manager, 4, 2f);
+            KeyValues kv = KeyValues.of(k, v);
+            assertSame(k, kv.keys());
+            assertSame(v, kv.values());
+            assertEquals(4, kv.length());
+            assertNull(kv.keyBuffer());
+            assertNull(kv.valueBuffer());
         }
     }
 }

@@ -12,7 +12,7 @@ import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.blocks.AttentionContext;
-import io.github.djlllmzoo.blocks.CausalSelfAttention;
+import io.github.djlllmzoo.blocks.Gpt2Attention;
 import io.github.djlllmzoo.blocks.ConfiguredBlock;
 import io.github.djlllmzoo.blocks.Conv1D;
 import io.github.djlllmzoo.blocks.DecoderLayer;
@@ -98,7 +98,7 @@ class BlockGradientTest {
 
     @Test
     void causalSelfAttentionGradientsMatchFiniteDifferences() {
-        CausalSelfAttention attention = new CausalSelfAttention(CONFIG, 0);
+        Gpt2Attention attention = new Gpt2Attention(CONFIG, 0);
         attention.initialize(manager, DataType.FLOAT64, HIDDEN);
         scaleUp(attention);
         check(attention, HIDDEN, x -> attention.forward(store, x, AttentionContext.causal(x), true));
@@ -118,7 +118,7 @@ class BlockGradientTest {
                 new DecoderLayer(
                         new String[] {"ln_1", "attn", "ln_2", "mlp"},
                         new LayerNorm(8, 1e-5f),
-                        new CausalSelfAttention(CONFIG, 0),
+                        new Gpt2Attention(CONFIG, 0),
                         new LayerNorm(8, 1e-5f),
                         new Gpt2Mlp(CONFIG));
         layer.initialize(manager, DataType.FLOAT64, HIDDEN);

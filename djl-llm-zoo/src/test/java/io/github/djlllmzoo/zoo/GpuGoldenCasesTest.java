@@ -7,9 +7,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.Device;
 import ai.djl.engine.Engine;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
+import io.github.djlllmzoo.blocks.KeyValues;
 import io.github.djlllmzoo.blocks.KvCache;
 import io.github.djlllmzoo.translators.GeneratedSequence;
 import io.github.djlllmzoo.translators.GenerationConfig;
@@ -58,11 +58,11 @@ class GpuGoldenCasesTest {
             NDManager manager = model.model().getNDManager();
             try (KvCache cache = model.block().newCache(manager, 1, 8);
                     NDManager step = manager.newSubManager()) {
-                NDList kv = cache.append(0, step.zeros(new ai.djl.ndarray.types.Shape(1, model.config().numKvHeads(), 1,
+                KeyValues kv = cache.update(0, step.zeros(new ai.djl.ndarray.types.Shape(1, model.config().numKvHeads(), 1,
                         model.config().headDim()), DataType.FLOAT16), step.zeros(new ai.djl.ndarray.types.Shape(1,
                         model.config().numKvHeads(), 1, model.config().headDim()), DataType.FLOAT16));
-                assertEquals(DataType.FLOAT16, kv.get(0).getDataType());
-                assertTrue(kv.get(0).getDevice().isGpu(), "the cache lives on the GPU");
+                assertEquals(DataType.FLOAT16, kv.keys().getDataType());
+                assertTrue(kv.keys().getDevice().isGpu(), "the cache lives on the GPU");
             }
             float[] logprobs = model.generator().scoreTokens(golden.promptIds());
             for (int i = 0; i < logprobs.length; i++) {

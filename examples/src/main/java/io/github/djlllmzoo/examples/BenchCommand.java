@@ -4,13 +4,13 @@ import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
-import ai.djl.pytorch.jni.JniUtils;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonNull;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonPrimitive;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.cpu.TorchThreads;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -41,8 +41,8 @@ import picocli.CommandLine.Spec;
         description = "Measure prefill and decode speed, memory, and bandwidth use of a model.")
 final class BenchCommand implements Callable<Integer> {
 
-    private static final String INTRA_OP = "ai.djl.pytorch.num_threads";
-    private static final String INTER_OP = "ai.djl.pytorch.num_interop_threads";
+    private static final String INTRA_OP = TorchThreads.INTRA_OP_PROPERTY;
+    private static final String INTER_OP = TorchThreads.INTER_OP_PROPERTY;
     private static final int LONG_PROMPT = 8;
     /** Passes of the streaming read after each timed run. */
     private static final int PAIRED_PASSES = 3;
@@ -162,8 +162,8 @@ final class BenchCommand implements Callable<Integer> {
         }
         result.addProperty("device", device.toString());
         result.addProperty("dtype", dataType.toString().toLowerCase(Locale.ROOT));
-        result.addProperty("intra_op_threads", JniUtils.getNumThreads());
-        result.addProperty("inter_op_threads", JniUtils.getNumInteropThreads());
+        result.addProperty("intra_op_threads", TorchThreads.intraOp());
+        result.addProperty("inter_op_threads", TorchThreads.interOp());
         String vendor = MklCpuFix.cpuVendor();
         boolean mklCpuFix = MklCpuFix.loaded();
         result.addProperty("cpu_vendor", vendor);

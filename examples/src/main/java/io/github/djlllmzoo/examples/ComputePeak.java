@@ -5,7 +5,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.pytorch.jni.JniUtils;
+import io.github.djlllmzoo.cpu.TorchThreads;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -42,7 +42,7 @@ final class ComputePeak {
         ExecutorService threads = Executors.newFixedThreadPool(cores, task -> {
             Thread thread = new Thread(() -> {
                 if (cpu) {
-                    JniUtils.setNumThreads(1); // PyTorch keeps the count per thread
+                    TorchThreads.setIntraOp(1); // PyTorch keeps the count per thread
                 }
                 task.run();
             }, "llmzoo-compute-peak");

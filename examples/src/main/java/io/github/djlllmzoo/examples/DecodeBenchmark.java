@@ -5,13 +5,12 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.KvCache;
-import io.github.djlllmzoo.blocks.StepRelease;
 import java.util.Arrays;
 
 /**
  * Times greedy generation with a {@link KvCache} the way a generator runs it: one prefill forward
  * over the prompts (logits of the last position only), then one forward per new token, each step's
- * arrays in their own scoped manager (freed by {@link StepRelease}, as the generators do) and the
+ * arrays in their own scoped manager (ended by the kernels' {@code closeStep}, as the generators do) and the
  * next tokens taken by the engine's argmax.
  */
 final class DecodeBenchmark {
@@ -83,7 +82,7 @@ final class DecodeBenchmark {
             NDArray logits = model.forward(null, input, null, null, cache, true, false); // (B, 1, V)
             return logits.argMax(-1).toLongArray(); // (B, 1)
         } finally {
-            StepRelease.close(step);
+            model.kernels().closeStep(step);
         }
     }
 

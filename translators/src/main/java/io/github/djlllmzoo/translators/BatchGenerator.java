@@ -6,7 +6,6 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.KvCache;
-import io.github.djlllmzoo.blocks.StepRelease;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -241,7 +240,7 @@ public final class BatchGenerator {
                     model.forward(null, input, positionArray, maskArray, cache, true, false); // (B, 1, V)
             return logits.toType(DataType.FLOAT32, false).toFloatArray();
         } finally {
-            StepRelease.close(step);
+            model.kernels().closeStep(step);
         }
     }
 

@@ -8,6 +8,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.translate.NoBatchifyTranslator;
 import ai.djl.translate.TranslatorContext;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.KeyValues;
 import io.github.djlllmzoo.blocks.KvCache;
 
 /**
@@ -73,18 +74,17 @@ public final class CausalLmOutputTranslator implements NoBatchifyTranslator<NDLi
             KvCache cache = model.newCache(step, b, past + t);
             if (past > 0) {
                 for (int layer = 0; layer < layers; layer++) {
-                    cache.append(layer, input.get(3 + 2 * layer), input.get(4 + 2 * layer)).attach(step);
+                    cache.update(layer, input.get(3 + 2 * layer), input.get(4 + 2 * layer));
                 }
-                cache.advance(past);
             }
             NDArray hidden =
                     model.hiddenStates(null, localIds, positions, mask, cache, false, false); // (B, T, E)
             NDArray logits = model.logits(null, hidden, false); // (B, T, V)
             NDList keyValues = new NDList(2 * layers);
             for (int layer = 0; layer < layers; layer++) {
-                for (NDArray kv : cache.stored(layer, step)) {
-                    keyValues.add(kv.duplicate()); // (B, H_kv, past + T, D), outliving the cache
-                }
+                KeyValues kv = cache.read(layer, step);
+                keyValues.add(kv.keys().duplicate()); // (B, H_kv, past + T, D), outliving the cache
+                keyValues.add(kv.values().duplicate());
             }
             logits.attach(out);
             hidden.attach(out);

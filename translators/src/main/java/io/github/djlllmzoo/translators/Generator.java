@@ -6,7 +6,6 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.KvCache;
-import io.github.djlllmzoo.blocks.StepRelease;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import java.util.List;
 
@@ -68,7 +67,7 @@ public final class Generator {
             NDArray logits = model.forward(null, ids, null, null, cache, true, false); // (1, 1, V)
             return logits.toType(DataType.FLOAT32, false).toFloatArray();
         } finally {
-            StepRelease.close(step);
+            model.kernels().closeStep(step);
         }
     }
 

@@ -41,6 +41,15 @@ public record Gpt2Config(
     /** The {@code model_type} this record reads. */
     public static final String MODEL_TYPE = "gpt2";
 
+    /**
+     * Standard deviation of GPT-2's normal weight initialization (Hugging Face's {@code
+     * initializer_range} default).
+     */
+    public static final float INITIALIZER_RANGE = 0.02f;
+
+    /** Standard deviation of the initialization of the learned position embedding {@code wpe}. */
+    public static final float POSITION_INITIALIZER_RANGE = 0.01f;
+
     /** Validates the values; see {@link #parse(ConfigJson)} for file-aware messages. */
     public Gpt2Config {
         eosTokenIds = List.copyOf(eosTokenIds);
@@ -98,6 +107,16 @@ public record Gpt2Config(
      */
     public static Gpt2Config read(Path file) throws InvalidCheckpointException {
         return parse(ConfigJson.read(file));
+    }
+
+    /**
+     * GPT-2 scales the initialization of the projections that feed the residual stream by
+     * 1/sqrt(2 n_layer).
+     *
+     * @return the standard deviation for {@code c_proj} weights
+     */
+    public float residualInitializerRange() {
+        return (float) (INITIALIZER_RANGE / Math.sqrt(2.0 * nLayer));
     }
 
     @Override

@@ -4,13 +4,12 @@
  * group sharing the group's keys and values.
  *
  * PyTorch computes it as a batched product for the scores, a scaling, a softmax and a second
- * batched product, each a separate pass with its own output array; at batch 8 and 512 positions
- * that read the cache at about 28 GB/s on both cores of the machine of docs/PERFORMANCE.md, this
- * kernel at 33-38 GB/s (JMH CachedAttentionBenchmark). Here the keys are read once (a tile
+ * batched product, each a separate pass with its own output array, and reads the cache more
+ * slowly than this kernel (figures in docs/PERFORMANCE.md). Here the keys are read once (a tile
  * of positions at a time for all G query heads, so a tile is read from memory once), the scores
  * stay in a small buffer, and the values are read once into accumulators held in registers.
  *
- * Called by io.github.djlllmzoo.blocks.DecodeAttention with direct buffers over PyTorch tensors
+ * Called by io.github.djlllmzoo.cpu.DecodeAttention with direct buffers over PyTorch tensors
  * that Java has checked: float32, contiguous, the sizes below. Compiled with AVX-512 enabled; Java
  * loads it only on a CPU that has AVX-512F.
  */
@@ -175,7 +174,7 @@ static void *address(JNIEnv *env, jobject buffer) {
     return buffer == NULL ? NULL : (*env)->GetDirectBufferAddress(env, buffer);
 }
 
-JNIEXPORT void JNICALL Java_io_github_djlllmzoo_blocks_DecodeAttention_attend(JNIEnv *env, jclass cls,
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(JNIEnv *env, jclass cls,
         jobject q_buffer, jobject keys_buffer, jobject values_buffer, jobject mask_buffer,
         jobject out_buffer, jint heads, jint kv_heads, jint head_dim, jint capacity, jint length,
         jint mask_stride, jfloat scale, jint from, jint to) {

@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.blocks;
+package io.github.djlllmzoo.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-import io.github.djlllmzoo.blocks.FewRowProduct.Layout;
+import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -20,7 +20,6 @@ class FewRowProductTest extends ManagedArraysTest {
     @BeforeEach
     void kernelBuiltAndLoadedWhereTheCpuHasAvx512() throws Exception {
         NativeKernelsAssumption.assumeKernelsLoaded();
-        assertTrue(FewRowProduct.available(), "the kernels loaded, yet the few-row product is off");
     }
 
     private NDArray engine(NDArray x, NDArray weight, NDArray bias) {
@@ -125,18 +124,28 @@ class FewRowProductTest extends ManagedArraysTest {
     void aStridedInputTakesTheEnginesPathThroughLinearAndGivesTheRightValues() {
         NDArray weight = manager.randomNormal(new Shape(1024, 256)); // over SplitProjection.MIN_ELEMENTS
         NDArray x = manager.randomNormal(new Shape(256, 8)).transpose(); // (8, 256), not contiguous
-        NDArray actual = new SplitProjection().linear(x, weight, null, false);
+        NDArray actual = new CpuKernels(true, true).project(x, Projections.of(Layout.OUT_IN, weight, null), null, false);
         assertArrayEquals(engine(x, weight, null).toFloatArray(), actual.toFloatArray(), 1e-3f);
     }
 
     @ParameterizedTest
-    @CsvSource({"1", "2", "8", "9"})
-    void conv1dProductsOfAnyRowCountEqualTheEngines(int rows) {
-        NDArray weight = manager.randomNormal(new Shape(256, 1024)); // (in, out), over SplitProjection.MIN_ELEMENTS
+    @CsvSource({
+        "OUT_IN, 1", "OUT_IN, 2", "OUT_IN, 8", "OUT_IN, 9", "IN_OUT, 1", "IN_OUT, 2", "IN_OUT, 8", "IN_OUT, 9"
+    })
+    void projectionsThroughTheCpuKernelsOfAnyRowCountEqualTheEnginesAndTakeTheKernelForTwoToEightRows(
+            Layout layout, int rows) {
+        NDArray weight = weight(layout, 256, 1024); // over SplitProjection.MIN_ELEMENTS
         NDArray bias = manager.randomNormal(new Shape(1024));
         NDArray x = manager.randomNormal(new Shape(rows, 1, 256)); // (B, 1, in)
-        NDArray actual = new SplitProjection().matMulAdd(x, weight, bias, false);
+        NDArray actual = new CpuKernels(true, true).project(x, Projections.of(layout, weight, bias), null, false);
         assertEquals(new Shape(rows, 1, 1024), actual.getShape());
-        assertArrayEquals(x.matMul(weight).add(bias).toFloatArray(), actual.toFloatArray(), 1e-3f);
+        assertArrayEquals(engine(x, weight, bias, layout).toFloatArray(), actual.toFloatArray(), 1e-3f);
+        if (FewRowProduct.applies(x, weight, bias, rows, layout)) {
+            NDArray kernel = FewRowProduct.output(x, weight, rows, layout);
+            FewRowProduct.multiply(x, weight, bias, kernel, 0, 1024, layout);
+            assertArrayEquals(kernel.toFloatArray(), actual.toFloatArray(), 0f, "the kernel's own product");
+        } else {
+            assertTrue(rows < FewRowProduct.MIN_ROWS || rows > FewRowProduct.MAX_ROWS, rows + " rows");
+        }
     }
 }

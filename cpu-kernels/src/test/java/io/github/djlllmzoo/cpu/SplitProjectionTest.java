@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.blocks;
+package io.github.djlllmzoo.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -10,7 +10,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.pytorch.jni.JniUtils;
+import io.github.djlllmzoo.blocks.ProjectionWeight;
+import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -27,22 +28,29 @@ class SplitProjectionTest extends ManagedArraysTest {
     private static final int OUT = 1000; // IN * OUT > MIN_ELEMENTS, and not divisible by the core count
 
     @Test
-    void aSplitLinearOfOneRowEqualsTheEnginesLinear() {
+    void aLinearOfOneRowThroughTheCpuKernelsEqualsTheEnginesLinearAndCutsTheWeightOnce() {
         NDArray weight = manager.randomNormal(new Shape(OUT, IN)); // (out, in)
         NDArray bias = manager.randomNormal(new Shape(OUT));
-        SplitProjection split = new SplitProjection();
+        CpuKernels kernels = new CpuKernels(true, true);
+        ProjectionWeight withBias = Projections.of(Layout.OUT_IN, weight, bias);
+        ProjectionWeight withoutBias = Projections.of(Layout.OUT_IN, weight, null);
+        int afterFirstStep = -1;
         for (int step = 0; step < 3; step++) { // the slices are made once and reused
             try (NDManager scope = manager.newSubManager()) {
                 NDArray x = scope.randomNormal(new Shape(1, 1, IN));
                 NDArray expected = x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
-                NDArray actual = split.linear(x, weight, bias, false);
+                NDArray actual = kernels.project(x, withBias, null, false);
                 assertEquals(new Shape(1, 1, OUT), actual.getShape());
                 assertEquals(scope, actual.getManager());
                 assertArrayEquals(expected.toFloatArray(), actual.toFloatArray(), 1e-4f);
-                NDArray noBias = split.linear(x, weight, null, false);
+                NDArray noBias = kernels.project(x, withoutBias, null, false);
                 NDArray expectedNoBias = x.getNDArrayInternal().linear(x, weight, null).singletonOrThrow();
                 assertArrayEquals(expectedNoBias.toFloatArray(), noBias.toFloatArray(), 1e-4f);
             }
+            if (step == 0) {
+                afterFirstStep = manager.getManagedArrays().size();
+            }
+            assertEquals(afterFirstStep, manager.getManagedArrays().size(), "arrays of the weights' manager, step " + step);
         }
     }
 
@@ -50,7 +58,7 @@ class SplitProjectionTest extends ManagedArraysTest {
     void aSplitMatMulAddOfOneRowEqualsMatMulPlusBias() {
         NDArray weight = manager.randomNormal(new Shape(IN, OUT)); // (in, out), GPT-2's Conv1D
         NDArray bias = manager.randomNormal(new Shape(OUT));
-        SplitProjection split = new SplitProjection();
+        SplitProjection split = new SplitProjection(true);
         try (NDManager scope = manager.newSubManager()) {
             NDArray x = scope.randomNormal(new Shape(1, 1, IN));
             NDArray actual = split.matMulAdd(x, weight, bias, false);
@@ -62,7 +70,7 @@ class SplitProjectionTest extends ManagedArraysTest {
     @Test
     void severalRowsAndTrainingPassesGiveTheSameValuesAsTheEngine() {
         NDArray weight = manager.randomNormal(new Shape(OUT, IN));
-        SplitProjection split = new SplitProjection();
+        SplitProjection split = new SplitProjection(true);
         try (NDManager scope = manager.newSubManager()) {
             NDArray rows = scope.randomNormal(new Shape(2, 3, IN));
             assertArrayEquals(
@@ -83,8 +91,8 @@ class SplitProjectionTest extends ManagedArraysTest {
         NDArray weight = manager.randomNormal(new Shape(OUT, IN)); // (out, in)
         NDArray bias = manager.randomNormal(new Shape(OUT));
         NDArray conv = manager.randomNormal(new Shape(IN, OUT)); // (in, out)
-        SplitProjection linear = new SplitProjection();
-        SplitProjection matMulAdd = new SplitProjection();
+        SplitProjection linear = new SplitProjection(true);
+        SplitProjection matMulAdd = new SplitProjection(true);
         int afterFirstStep = -1;
         for (int step = 0; step < 3; step++) {
             try (NDManager scope = manager.newSubManager()) {
@@ -116,11 +124,11 @@ class SplitProjectionTest extends ManagedArraysTest {
             weight.setRequiresGradient(true); // as a model's parameters do
         }
         int weightArrays = manager.getManagedArrays().size();
-        int threads = JniUtils.getNumThreads();
+        int threads = TorchThreads.intraOp();
         try (NDManager scope = NDManager.newBaseManager("PyTorch")) {
-            JniUtils.setNumThreads(1); // as bin/llmzoo runs it: a prefill is split too
+            TorchThreads.setIntraOp(1); // as bin/llmzoo runs it: a prefill is split too
             NDArray x = scope.randomNormal(new Shape(1, rows, IN));
-            NDArray[] pair = SplitProjection.pair(x, weights, biases, false);
+            NDArray[] pair = SplitProjection.pair(x, weights, biases, false, true);
             if (CoreWorkers.PARALLELISM != 2) {
                 assertNull(pair, "with " + CoreWorkers.PARALLELISM + " cores each product is split across all");
                 return;
@@ -134,11 +142,11 @@ class SplitProjectionTest extends ManagedArraysTest {
                 assertFalse(pair[i].hasGradient(), "product " + i + " recorded for autograd");
             }
             assertEquals(weightArrays, manager.getManagedArrays().size(), "arrays of the weights' manager");
-            assertNull(SplitProjection.pair(x, weights, biases, true), "a training pass takes the engine's calls");
+            assertNull(SplitProjection.pair(x, weights, biases, true, true), "a training pass takes the engine's calls");
             NDArray[] unequal = {weights[0], manager.randomNormal(new Shape(OUT / 2, IN))};
-            assertNull(SplitProjection.pair(x, unequal, biases, false), "weights of different shapes");
+            assertNull(SplitProjection.pair(x, unequal, biases, false, true), "weights of different shapes");
         } finally {
-            JniUtils.setNumThreads(threads);
+            TorchThreads.setIntraOp(threads);
         }
     }
 
@@ -148,16 +156,16 @@ class SplitProjectionTest extends ManagedArraysTest {
         NDArray weight = manager.randomNormal(new Shape(OUT, IN));
         NDArray conv = manager.randomNormal(new Shape(IN, OUT));
         NDArray bias = manager.randomNormal(new Shape(OUT));
-        int threads = JniUtils.getNumThreads();
+        int threads = TorchThreads.intraOp();
         try (NDManager inputs = NDManager.newBaseManager("PyTorch")) { // not counted with the weights
             NDArray x = inputs.randomNormal(new Shape(1, 128, IN)); // a 128-token prompt
             int before = manager.getManagedArrays().size();
-            JniUtils.setNumThreads(2);
-            new SplitProjection().linear(x, weight, bias, false);
+            TorchThreads.setIntraOp(2);
+            new SplitProjection(true).linear(x, weight, bias, false);
             assertEquals(before, manager.getManagedArrays().size(), "two engine threads: no slices made");
-            JniUtils.setNumThreads(1);
-            NDArray linear = new SplitProjection().linear(x, weight, bias, false);
-            NDArray matMulAdd = new SplitProjection().matMulAdd(x, conv, bias, false);
+            TorchThreads.setIntraOp(1);
+            NDArray linear = new SplitProjection(true).linear(x, weight, bias, false);
+            NDArray matMulAdd = new SplitProjection(true).matMulAdd(x, conv, bias, false);
             assertEquals(before + 3 * CoreWorkers.PARALLELISM, manager.getManagedArrays().size(), "slices of both weights and the bias");
             assertArrayEquals(
                     x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow().toFloatArray(),
@@ -165,7 +173,7 @@ class SplitProjectionTest extends ManagedArraysTest {
                     1e-4f);
             assertArrayEquals(x.matMul(conv).add(bias).toFloatArray(), matMulAdd.toFloatArray(), 1e-4f);
         } finally {
-            JniUtils.setNumThreads(threads);
+            TorchThreads.setIntraOp(threads);
         }
     }
 
@@ -173,7 +181,7 @@ class SplitProjectionTest extends ManagedArraysTest {
     @ValueSource(ints = {1, 8})
     void concurrentCallersAllGetTheirOwnResults(int rows) throws Exception {
         NDArray weight = manager.randomNormal(new Shape(OUT, IN));
-        SplitProjection split = new SplitProjection();
+        SplitProjection split = new SplitProjection(true);
         try (NDManager scope = manager.newSubManager()) { // makes the slices
             split.linear(scope.randomNormal(new Shape(rows, 1, IN)), weight, null, false);
         }

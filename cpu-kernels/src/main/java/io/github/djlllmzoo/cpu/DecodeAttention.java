@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.blocks;
+package io.github.djlllmzoo.cpu;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
@@ -7,12 +7,11 @@ import java.nio.ByteBuffer;
 
 /**
  * Attention of one new token per sequence over the KV cache (a decode step) by a native AVX-512
- * kernel ({@code blocks/src/main/native/decode_attention.c}): each sequence's keys and values are
- * read once, straight from the cache's buffers, the scores kept in a scratch row. PyTorch's
- * batched products, as {@link ScaledDotProductAttention} calls them, make four arrays per layer
- * and took 2.9 ms for 12 GPT-2 layers at batch 8 and 64 positions against this kernel's 1.5-1.7
- * ms, 10.6-11.0 against 8.0-9.3 ms at 512 positions (JMH {@code CachedAttentionBenchmark},
- * docs/PERFORMANCE.md).
+ * kernel ({@code cpu-kernels/src/main/native/decode_attention.c}): each sequence's keys and values
+ * are read once, straight from the cache's buffers, the scores kept in a scratch row. The engine
+ * computes it as two batched products, a scaling and a softmax over views of the cache, each a pass
+ * with an array of its own, and reads the cache more slowly (docs/PERFORMANCE.md, "Attention of a
+ * decode step by a kernel of our own").
  *
  * <p>The (sequence, key/value head) pairs are split across the cores ({@link CoreWorkers}), each
  * filling its own rows of one output. Used for inference where {@link NativeKernels} are loaded,
@@ -21,29 +20,25 @@ import java.nio.ByteBuffer;
  */
 final class DecodeAttention {
 
+    /** The switch that turns the kernel off: {@code -Dllmzoo.decodeAttention=false}. */
+    static final String SWITCH = "llmzoo.decodeAttention";
+
     /** The widest head the kernel takes. */
     static final int MAX_HEAD_DIM = 256;
 
     /**
-     * Bytes of keys and values read from which the work is split across the cores: GPT-2 small at
-     * batch 1 from 43 cached positions. Split, 12 layers' attention at batch 1 took 396 against 591
-     * µs at 256 positions; from 4 to 64 positions either way measured the same.
+     * Bytes of keys and values read from which the work is split across the cores (GPT-2 small at
+     * batch 1 from 43 cached positions): below it a hand-over costs about what it saves.
      */
     static final long SPLIT_MIN_BYTES = Long.getLong("llmzoo.decodeAttention.splitMinBytes", 1L << 18);
 
-    private static final boolean AVAILABLE = NativeKernels.enabled("llmzoo.decodeAttention");
-
     private DecodeAttention() {}
 
-    /** @return whether the kernel is loaded and may be used */
-    static boolean available() {
-        return AVAILABLE;
-    }
-
     /**
-     * Whether {@link #attend} computes this attention: one query per sequence, float32 on the CPU,
-     * cache buffers held densely, heads of at most {@link #MAX_HEAD_DIM}, and no mask or an
-     * additive one of shape (B or 1, 1, 1, length). Inference is the caller's to check.
+     * Whether {@link #attend} computes this attention: the library loaded, one query per sequence,
+     * float32 on the CPU, cache buffers held densely, heads of at most {@link #MAX_HEAD_DIM}, and no
+     * mask or an additive one of shape (B or 1, 1, 1, length). Inference and the switch are the
+     * caller's to check.
      *
      * @param q queries (B, H, 1, D)
      * @param keys the cache's key buffer (B, H_kv, capacity, D)
@@ -53,7 +48,7 @@ final class DecodeAttention {
      * @return whether {@link #attend} may be called with these arrays
      */
     static boolean applies(NDArray q, NDArray keys, NDArray values, int length, NDArray mask) {
-        if (!AVAILABLE) {
+        if (!NativeKernels.loaded()) {
             return false;
         }
         Shape qs = q.getShape();

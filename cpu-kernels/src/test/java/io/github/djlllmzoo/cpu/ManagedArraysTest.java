@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.blocks;
+package io.github.djlllmzoo.cpu;
 
 import ai.djl.ndarray.NDManager;
 import org.junit.jupiter.api.AfterEach;

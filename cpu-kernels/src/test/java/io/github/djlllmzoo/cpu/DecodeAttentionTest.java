@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.blocks;
+package io.github.djlllmzoo.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -7,10 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.AttentionMask;
+import io.github.djlllmzoo.blocks.KeyValues;
+import io.github.djlllmzoo.blocks.KvCache;
+import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -18,10 +21,11 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 class DecodeAttentionTest extends ManagedArraysTest {
 
+    private final CpuKernels kernels = new CpuKernels(true, true);
+
     @BeforeEach
     void kernelBuiltAndLoadedWhereTheCpuHasAvx512() throws Exception {
         NativeKernelsAssumption.assumeKernelsLoaded();
-        assertTrue(DecodeAttention.available(), "the kernels loaded, yet decode attention is off");
     }
 
     /** A (B, H_kv, capacity, D) buffer whose first {@code length} positions are random, the rest NaN. */
@@ -39,7 +43,7 @@ class DecodeAttentionTest extends ManagedArraysTest {
         assertTrue(DecodeAttention.applies(q, keys, values, length, mask));
         NDArray kernel = DecodeAttention.attend(q, keys, values, length, mask);
         NDArray engine =
-                ScaledDotProductAttention.attendOnce(q, filled(keys, length), filled(values, length), mask, 0, false);
+                ScaledDotProductAttention.attend(q, filled(keys, length), filled(values, length), mask, 0, false);
         assertEquals(q.getShape(), kernel.getShape());
         assertArrayEquals(engine.toFloatArray(), kernel.toFloatArray(), 2e-5f);
     }
@@ -110,18 +114,24 @@ class DecodeAttentionTest extends ManagedArraysTest {
         try (KvCache cache = new KvCache(manager, 2, 3, 2, 64, 16, 64, DataType.FLOAT32)) {
             NDArray prompt = manager.randomNormal(new Shape(3, 2, 10, 64));
             for (int layer = 0; layer < 2; layer++) {
-                cache.append(layer, prompt, prompt.neg());
+                cache.update(layer, prompt, prompt.neg());
             }
-            cache.advance(10);
             NDArray q = manager.randomNormal(new Shape(3, 4, 1, 64)); // 2 query heads per key/value head
             NDArray k = manager.randomNormal(new Shape(3, 2, 1, 64));
             NDArray v = manager.randomNormal(new Shape(3, 2, 1, 64));
-            NDArray out = ScaledDotProductAttention.attend(q, k, v, cache, 1, null, 0f, false);
-            NDList stored = cache.views(1, 11, manager);
-            assertArrayEquals(k.toFloatArray(), stored.get(0).get(":, :, 10:11, :").toFloatArray(), 0f);
-            assertArrayEquals(v.toFloatArray(), stored.get(1).get(":, :, 10:11, :").toFloatArray(), 0f);
-            NDArray engine = ScaledDotProductAttention.attendOnce(q, stored.get(0), stored.get(1), null, 0, false);
+            KeyValues kv = cache.update(1, k, v);
+            assertTrue(kernels.takesDecodeKernel(q, kv, null, false), "a decode step over the cache");
+            NDArray out = kernels.attend(q, kv, null, 0f, false);
+            NDArray kernel = DecodeAttention.attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), null);
+            assertArrayEquals(kernel.toFloatArray(), out.toFloatArray(), 0f, "the seam ran the kernel");
+            assertArrayEquals(k.toFloatArray(), kv.keys().get(":, :, 10:11, :").toFloatArray(), 0f);
+            assertArrayEquals(v.toFloatArray(), kv.values().get(":, :, 10:11, :").toFloatArray(), 0f);
+            NDArray engine = ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), null, 0, false);
             assertArrayEquals(engine.toFloatArray(), out.toFloatArray(), 2e-5f);
+            assertFalse(kernels.takesDecodeKernel(q, kv, null, true), "a training pass");
+            assertFalse(new CpuKernels(true, false).takesDecodeKernel(q, kv, null, false), "the kernel switched off");
+            assertFalse(kernels.takesDecodeKernel(q, KeyValues.of(kv.keys(), kv.values()), null, false),
+                    "keys and values not in a cache");
         }
     }
 

@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.blocks;
+package io.github.djlllmzoo.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -11,13 +11,14 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-class StepReleaseTest extends ManagedArraysTest {
+class CloseStepTest extends ManagedArraysTest {
 
     @Test
     void releasedStepsAreAllClosedSoonAfterWhileLaterStepsComputeCorrectly() throws InterruptedException {
         NDArray weight = manager.randomNormal(new Shape(1000, 384)); // large enough to be split
         NDManager parent = manager.newSubManager();
-        SplitProjection split = new SplitProjection();
+        SplitProjection split = new SplitProjection(true);
+        CpuKernels kernels = new CpuKernels();
         List<NDManager> steps = new ArrayList<>();
         for (int i = 0; i < 40; i++) {
             NDManager step = parent.newSubManager();
@@ -28,7 +29,7 @@ class StepReleaseTest extends ManagedArraysTest {
             }
             float[] expected = x.getNDArrayInternal().linear(x, weight, null).singletonOrThrow().toFloatArray();
             assertArrayEquals(expected, y.toFloatArray(), 1e-4f, "step " + i);
-            StepRelease.close(step);
+            kernels.closeStep(step);
             steps.add(step);
         }
         long deadline = System.nanoTime() + 10_000_000_000L;

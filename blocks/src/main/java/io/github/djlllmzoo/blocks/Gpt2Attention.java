@@ -6,11 +6,11 @@ import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
 
 /**
- * GPT-2's multi-head causal self-attention: one fused projection {@code c_attn} to queries, keys
- * and values (with biases), attention scaled by 1/sqrt(head_dim), output projection
- * {@code c_proj}, attention and residual dropout in training.
+ * GPT-2's attention (Hugging Face's {@code GPT2Attention}): multi-head causal self-attention with
+ * one fused projection {@code c_attn} to queries, keys and values (with biases), attention scaled
+ * by 1/sqrt(head_dim), output projection {@code c_proj}, attention and residual dropout in training.
  */
-public final class CausalSelfAttention extends AttentionBlock {
+public final class Gpt2Attention extends AttentionBlock {
 
     private final int layerIndex;
     private final int numHeads;
@@ -24,15 +24,15 @@ public final class CausalSelfAttention extends AttentionBlock {
      * @param config the model config
      * @param layerIndex the index of the layer this attention belongs to (its slot in the cache)
      */
-    public CausalSelfAttention(Gpt2Config config, int layerIndex) {
+    public Gpt2Attention(Gpt2Config config, int layerIndex) {
         this.layerIndex = layerIndex;
         this.numHeads = config.nHead();
         this.headDim = config.headDim();
         this.attnDropout = config.attnPdrop();
         this.residDropout = config.residPdrop();
         int e = config.nEmbd();
-        cAttn = addChildBlock("c_attn", new Conv1D(e, 3 * e, Gpt2Model.INIT_STD));
-        cProj = addChildBlock("c_proj", new Conv1D(e, e, Gpt2Model.residualInitStd(config)));
+        cAttn = addChildBlock("c_attn", new Conv1D(e, 3 * e, Gpt2Config.INITIALIZER_RANGE));
+        cProj = addChildBlock("c_proj", new Conv1D(e, e, config.residualInitializerRange()));
     }
 
     @Override
@@ -49,9 +49,8 @@ public final class CausalSelfAttention extends AttentionBlock {
         NDArray q = qkv.get(0);
         NDArray k = qkv.get(1);
         NDArray v = qkv.get(2);
-        NDArray y =
-                ScaledDotProductAttention.attend(
-                        q, k, v, context.cache(), layerIndex, context.mask(), attnDropout, training);
+        KeyValues kv = context.update(layerIndex, k, v); // (B, H_kv, S, D)
+        NDArray y = kernels().attend(q, kv, context.mask(), attnDropout, training); // (B, H, T, D)
         y = y.transpose(0, 2, 1, 3).reshape(b, t, e); // (B, T, E)
         return Dropouts.apply(cProj.forward(store, y, training), residDropout, training);
     }

@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.blocks;
+package io.github.djlllmzoo.cpu;
 
 import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
@@ -18,24 +18,30 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
 import java.util.Locale;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The library of the blocks' AVX-512 kernels ({@code blocks/src/main/native}: {@link FewRowProduct}
+ * The library of the AVX-512 kernels ({@code cpu-kernels/src/main/native}: {@link FewRowProduct}
  * and {@link DecodeAttention}), and what they need to read PyTorch's arrays in place.
  *
  * <p>The build compiles the library where a C compiler is found and puts it beside this class. It
- * is loaded on Linux x86-64 CPUs with AVX-512F; elsewhere, or where it was not built (logged once)
- * or cannot be loaded (a warning), the kernels are off and the blocks use the engine's operations.
+ * is loaded on Linux x86-64 CPUs with AVX-512F; elsewhere, or where it was not built or cannot be
+ * loaded, the kernels are off and {@link CpuKernels} use the engine's operations in their place.
+ * Not built is an ordinary configuration (logged at info); built but not loadable is a fault (a
+ * warning).
  */
 final class NativeKernels {
 
-    private static final String LIBRARY = "libllmzoo-kernels.so";
-    private static final System.Logger LOGGER = System.getLogger(NativeKernels.class.getName());
+    /** Where the build puts the library, beside this class. */
+    static final String RESOURCE = "native/libllmzoo-kernels.so";
+
+    private static final Logger LOG = LoggerFactory.getLogger(NativeKernels.class);
 
     /** PyTorch's {@code is_contiguous} of a tensor handle, or {@code null} where DJL hides it. */
     private static final MethodHandle IS_CONTIGUOUS = isContiguousHandle();
 
-    private static final boolean LOADED = IS_CONTIGUOUS != null && load();
+    private static final boolean LOADED = IS_CONTIGUOUS != null && load(NativeKernels.class.getResource(RESOURCE));
 
     private NativeKernels() {}
 
@@ -47,7 +53,7 @@ final class NativeKernels {
     /**
      * Whether a kernel is on: the library is loaded and the kernel's switch is not {@code false}.
      *
-     * @param property the kernel's system property, e.g. {@code llmzoo.decodeAttention}
+     * @param property the kernel's switch, e.g. {@code llmzoo.decodeAttention}
      * @return whether the kernel may be used
      */
     static boolean enabled(String property) {
@@ -100,22 +106,27 @@ final class NativeKernels {
             method.setAccessible(true);
             return MethodHandles.lookup().unreflect(method).bindTo(instance.get(null));
         } catch (ReflectiveOperationException | RuntimeException e) {
-            LOGGER.log(System.Logger.Level.INFO, "native kernels off: DJL's is_contiguous not found", e);
+            LOG.info("native kernels off: DJL's is_contiguous not found", e);
             return null;
         } catch (LinkageError e) { // the engine's native library failed to load
             return null;
         }
     }
 
-    private static boolean load() {
+    /**
+     * Loads the library where the CPU can run it.
+     *
+     * @param resource the library in the class path, or {@code null} where it was not built
+     * @return whether it is loaded
+     */
+    static boolean load(URL resource) {
         String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
         String arch = System.getProperty("os.arch", "");
         if (!os.contains("linux") || !(arch.equals("amd64") || arch.equals("x86_64")) || !hasAvx512()) {
             return false;
         }
-        URL resource = NativeKernels.class.getResource("native/" + LIBRARY);
         if (resource == null) {
-            LOGGER.log(System.Logger.Level.INFO, "native kernels off: not built (no C compiler at build time)");
+            LOG.info("native kernels off: not built (no C compiler at build time)");
             return false;
         }
         try {
@@ -132,7 +143,7 @@ final class NativeKernels {
             System.load(file.toAbsolutePath().toString());
             return true;
         } catch (IOException | URISyntaxException | UnsatisfiedLinkError | SecurityException e) {
-            LOGGER.log(System.Logger.Level.WARNING, "native kernels off: could not load " + resource, e);
+            LOG.warn("native kernels off: could not load {}", resource, e);
             return false;
         }
     }

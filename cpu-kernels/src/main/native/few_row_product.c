@@ -4,9 +4,9 @@
  * store: out = x @ weight^T + bias with weight (out, in) (torch.nn.Linear, Llama), and
  * out = x @ weight + bias with weight (in, out) (Hugging Face's Conv1D, GPT-2).
  *
- * oneMKL, as PyTorch 2.7.1 calls it, reads a float32 weight at 14-17 GB/s a core when it multiplies
- * 8 rows by it, against 31 GB/s for one row, on the machine of docs/PERFORMANCE.md, although the
- * core's multiply-add rate would allow the full bandwidth.
+ * oneMKL, as PyTorch 2.7.1 calls it, reads a float32 weight about half as fast when it multiplies
+ * 8 rows by it as for one row, although the core's multiply-add rate would allow the full
+ * bandwidth (figures in docs/PERFORMANCE.md).
  *
  * (out, in): streams two weight rows at a time (prefetched 12 KiB ahead), multiplies each 16-float
  * piece with the same piece of every row of x (kept in L1), and sums each product's 16 lanes at
@@ -15,7 +15,7 @@
  * them times the eight matching elements of every row of x, added into the output rows (kept in
  * L1/L2); the next eight rows are prefetched at the same columns.
  *
- * Called by io.github.djlllmzoo.blocks.FewRowProduct with direct buffers over PyTorch tensors that
+ * Called by io.github.djlllmzoo.cpu.FewRowProduct with direct buffers over PyTorch tensors that
  * Java has checked: float32, contiguous, the sizes below. Compiled with AVX-512 enabled; Java loads
  * it only on a CPU that has AVX-512F.
  */
@@ -184,7 +184,7 @@ static void rows_out_of_range(JNIEnv *env) {
 
 /* A JNI entry point that runs KERNEL over the columns [from, to) of out. */
 #define PRODUCT_ENTRY(NAME, KERNEL)                                                               \
-    JNIEXPORT void JNICALL Java_io_github_djlllmzoo_blocks_FewRowProduct_##NAME(                  \
+    JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_FewRowProduct_##NAME(                     \
             JNIEnv *env, jclass cls, jobject x_buffer, jobject weight_buffer, jobject bias_buffer, \
             jobject out_buffer, jint rows, jint in, jint out_features, jint from, jint to) {      \
         (void)cls;                                                                                \

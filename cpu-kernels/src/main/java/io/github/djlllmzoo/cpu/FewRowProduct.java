@@ -1,17 +1,18 @@
-package io.github.djlllmzoo.blocks;
+package io.github.djlllmzoo.cpu;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import java.nio.ByteBuffer;
 
 /**
  * The affine product of {@link #MIN_ROWS} to {@link #MAX_ROWS} rows (a decode step of a batch) by a
- * native AVX-512 kernel ({@code blocks/src/main/native/few_row_product.c}) that reads each weight
- * element once for all rows, for a weight in either {@link Layout}. oneMKL, as PyTorch calls it,
- * reads the weight of an 8-row product at 14-17 GB/s a core against 31 GB/s for one row; this
- * kernel reads an (out, in) weight at 17-21 GB/s a core and an (in, out) one at about 28 GB/s
- * (docs/PERFORMANCE.md).
+ * native AVX-512 kernel ({@code cpu-kernels/src/main/native/few_row_product.c}) that reads each
+ * weight element once for all rows, for a weight in either {@link Layout}. oneMKL, as PyTorch calls
+ * it, reads the weight of such a product well below the memory bandwidth it reaches for one row,
+ * so a batch's decode step would be bound by the product rather than by reading the weights
+ * (docs/PERFORMANCE.md, "A few-row product kernel of our own").
  *
  * <p>It is used where {@link NativeKernels} are loaded (Linux x86-64 CPUs with AVX-512F), for
  * inference on float32 CPU arrays that PyTorch holds contiguously, unless {@code
@@ -20,21 +21,8 @@ import java.nio.ByteBuffer;
  */
 final class FewRowProduct {
 
-    /** How a weight is stored. */
-    enum Layout {
-        /** (out, in), as {@code torch.nn.Linear}: {@code x @ weight^T + bias}. */
-        OUT_IN,
-        /** (in, out), as Hugging Face's {@code Conv1D}: {@code x @ weight + bias}. */
-        IN_OUT;
-
-        long in(Shape weight) {
-            return weight.get(this == OUT_IN ? 1 : 0);
-        }
-
-        long out(Shape weight) {
-            return weight.get(this == OUT_IN ? 0 : 1);
-        }
-    }
+    /** The switch that turns the kernel off: {@code -Dllmzoo.fewRowProduct=false}. */
+    static final String SWITCH = "llmzoo.fewRowProduct";
 
     /** The most rows the kernel multiplies in one pass over the weight. */
     static final int MAX_ROWS = 8;
@@ -45,22 +33,13 @@ final class FewRowProduct {
      */
     static final int MIN_ROWS = Integer.getInteger("llmzoo.fewRowProduct.minRows", 2);
 
-    private static final boolean AVAILABLE = NativeKernels.enabled("llmzoo.fewRowProduct");
-
     private FewRowProduct() {}
 
     /**
-     * @return whether the kernel is loaded and may be used
-     */
-    static boolean available() {
-        return AVAILABLE;
-    }
-
-    /**
      * Whether the kernel computes the product of {@code x} and {@code weight} plus {@code bias}:
-     * inference is the caller's to check; here the arrays must be float32 on the CPU, held
-     * contiguously, of matching sizes, and {@code x} must have {@link #MIN_ROWS} to {@link
-     * #MAX_ROWS} rows.
+     * inference and the switch are the caller's to check; here the library must be loaded, the
+     * arrays float32 on the CPU, held contiguously, of matching sizes, and {@code x} must have
+     * {@link #MIN_ROWS} to {@link #MAX_ROWS} rows.
      *
      * @param x input (..., in)
      * @param weight (out, in) or (in, out), as {@code layout} says
@@ -70,7 +49,7 @@ final class FewRowProduct {
      * @return whether {@link #multiply} may be called with these arrays
      */
     static boolean applies(NDArray x, NDArray weight, NDArray bias, long rows, Layout layout) {
-        if (!AVAILABLE || rows < MIN_ROWS || rows > MAX_ROWS) {
+        if (!NativeKernels.loaded() || rows < MIN_ROWS || rows > MAX_ROWS) {
             return false;
         }
         Shape w = weight.getShape();

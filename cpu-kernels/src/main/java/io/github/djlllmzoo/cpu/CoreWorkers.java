@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.blocks;
+package io.github.djlllmzoo.cpu;
 
 import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
@@ -9,53 +9,58 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.IntFunction;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * One daemon thread per extra CPU core, to run slices of a decode step's matrix-vector products
- * next to the calling thread (see {@link SplitProjection}).
+ * One daemon thread per extra CPU core ({@code llmzoo-cpu-worker-N}), to run parts of a decode
+ * step next to the calling thread: slices of its products ({@link SplitProjection}), parts of its
+ * attention ({@link SplitAttention}, {@link DecodeAttention}), and the freeing of a finished step's
+ * arrays ({@link #release(NDManager)}).
  *
  * <p>A slice takes a fraction of a millisecond and the next follows within a fraction of a
  * millisecond, so an idle worker spins for up to {@link #IDLE_SPIN_NANOS} before it parks: a slice
- * handed over within a decode step starts in about a microsecond instead of the tens of
- * microseconds a wake-up costs (at some 80 hand-overs per Llama decode step, parking after 0.1 ms
- * left the caller waiting 18% of the step). On a machine whose cores other processes share, a
- * worker may not get a core for milliseconds: a caller that finds its slice still unclaimed when
- * it is done with its own takes the slice back and computes it itself, and a caller that waits for
- * a running slice spins only briefly, then parks until the worker wakes it. Without this, every
- * hand-over could wait out another process's time slice, and decoding collapsed to a fifth of its
- * speed.
+ * handed over within a decode step then starts in about a microsecond instead of the tens of
+ * microseconds a wake-up costs, dozens of times a step. On a machine whose cores other processes
+ * share, a worker may not get a core for milliseconds: a caller that finds its slice still
+ * unclaimed when it is done with its own takes the slice back and computes it itself, and a caller
+ * that waits for a running slice spins only briefly, then parks until the worker wakes it, so no
+ * hand-over waits out another process's time slice (docs/PERFORMANCE.md, "Contention").
  *
  * <p>One caller at a time: a second caller finds the workers busy and computes alone.
  *
- * <p>Between slices a worker also frees the arrays of a finished decode step ({@link
- * #release(NDManager)}), a few at a time so a slice handed over waits microseconds at most.
+ * <p>Between slices a worker frees the arrays of a finished decode step a few at a time, so a slice
+ * handed over waits microseconds at most.
  */
 final class CoreWorkers {
 
     /**
      * Threads a decode step's products and attention are split over, the caller included: the CPU
-     * cores, or fewer with {@code -Dllmzoo.projection.threads=N} (1 turns splitting off).
+     * cores, or fewer with {@code -Dllmzoo.cpu.threads=N} (1 turns splitting off; the former name
+     * {@code llmzoo.projection.threads} is read where the new one is not set).
      */
     static final int PARALLELISM =
             Math.max(
                     1,
                     Math.min(
                             Runtime.getRuntime().availableProcessors(),
-                            Integer.getInteger("llmzoo.projection.threads", Integer.MAX_VALUE)));
+                            Integer.getInteger(
+                                    "llmzoo.cpu.threads",
+                                    Integer.getInteger("llmzoo.projection.threads", Integer.MAX_VALUE))));
 
     /** How long an idle worker spins for the next slice before it parks. */
     static final long IDLE_SPIN_NANOS = 1_000_000L;
 
     /**
-     * How long a caller spins for a running slice before it parks (slices end within a few hundred
-     * microseconds of each other; parking after 50 µs cost a GPT-2 decode step about 10%).
+     * How long a caller spins for a running slice before it parks: slices end within a few hundred
+     * microseconds of each other, and parking sooner costs a wake-up on most hand-overs.
      */
     static final long AWAIT_SPIN_NANOS = 500_000L;
 
     /** Arrays a worker frees before it looks for a slice again. */
     static final int RELEASE_BATCH = 4;
 
-    private static final System.Logger LOGGER = System.getLogger(CoreWorkers.class.getName());
+    private static final Logger LOG = LoggerFactory.getLogger(CoreWorkers.class);
 
     private static volatile CoreWorkers shared;
 
@@ -68,7 +73,7 @@ final class CoreWorkers {
         workers = new Worker[threads];
         int torchThreads = torchThreads();
         for (int i = 0; i < threads; i++) {
-            workers[i] = new Worker("llmzoo-projection-" + (i + 1), torchThreads, toRelease);
+            workers[i] = new Worker("llmzoo-cpu-worker-" + (i + 1), torchThreads, toRelease);
             workers[i].start();
         }
     }
@@ -78,11 +83,11 @@ final class CoreWorkers {
      * where set, else the creating thread's. PyTorch keeps that count per thread (OpenMP's and
      * MKL's thread-local settings) and DJL sets it only on the thread that starts the engine; a
      * worker left at the default starts an OpenMP team of its own for every product of several
-     * rows, and the teams fight over the cores (batch-8 decode: 113-145 against 209-231 tokens/s).
+     * rows, and the teams fight over the cores.
      */
     private static int torchThreads() {
-        Integer configured = Integer.getInteger("ai.djl.pytorch.num_threads");
-        return configured != null && configured > 0 ? configured : JniUtils.getNumThreads();
+        Integer configured = Integer.getInteger(TorchThreads.INTRA_OP_PROPERTY);
+        return configured != null && configured > 0 ? configured : TorchThreads.intraOp();
     }
 
     /**
@@ -151,10 +156,10 @@ final class CoreWorkers {
 
     /**
      * Closes a finished step's manager on a worker while it waits for slices, instead of on the
-     * calling thread: a decode step leaves 600 to 900 arrays, whose closing cost the caller 0.7 to
-     * 1.1 ms a step (4 to 5 % of it) while the worker sat idle. Where there are no workers (no
-     * product was split: one core, or not the CPU), or the previous step's manager is still
-     * waiting, that one is closed now. The caller must not use the manager or its arrays again.
+     * calling thread: a decode step leaves hundreds of arrays, whose closing would hold up the
+     * next step while the worker sat idle. Where there are no workers (no product was split: one
+     * core, or not the CPU), or the previous step's manager is still waiting, that one is closed
+     * now. The caller must not use the manager or its arrays again.
      *
      * @param step the manager of a finished step
      */
@@ -278,7 +283,7 @@ final class CoreWorkers {
 
         @Override
         public void run() {
-            JniUtils.setNumThreads(torchThreads);
+            TorchThreads.setIntraOp(torchThreads);
             // Workers compute inference only. PyTorch keeps autograd's switch per thread, on by
             // default; DJL turns it off only on the thread that starts the engine, so a product
             // with a parameter (which requires gradients) would otherwise record a graph here.
@@ -326,7 +331,7 @@ final class CoreWorkers {
                     done.close(); // what is left: the manager itself and any sub-managers
                 }
             } catch (RuntimeException e) { // a worker must survive it: the caller waits on it
-                LOGGER.log(System.Logger.Level.WARNING, "could not free a finished step's arrays", e);
+                LOG.warn("could not free a finished step's arrays", e);
                 releasing = null;
                 releasingArrays = null;
             }

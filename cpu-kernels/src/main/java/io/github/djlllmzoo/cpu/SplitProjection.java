@@ -1,34 +1,34 @@
-package io.github.djlllmzoo.blocks;
+package io.github.djlllmzoo.cpu;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.pytorch.jni.JniUtils;
-import io.github.djlllmzoo.blocks.FewRowProduct.Layout;
+import io.github.djlllmzoo.blocks.EngineKernels;
+import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 
 /**
  * The affine projection of a decode step (one token per sequence, up to {@link #MAX_ROWS} rows)
- * with the weight split across the CPU's cores (and of a prefill, see below). PyTorch's CPU linear and matmul hand such a product
- * to MKL, which computes it on a single core whatever the intra-op thread count; one core reads
- * about 15 GB/s of weights on the machine of docs/PERFORMANCE.md, while each core multiplying its
- * own slice of the weight reads them at the machine's bandwidth (GPT-2 small: 16.7 GB/s on one
- * core, 26.5 GB/s on two). Slices are views of the weight (made once per weight, detached from
- * autograd), so nothing is copied.
+ * with the weight split across the CPU's cores, and of a prefill where PyTorch computes on one
+ * thread. PyTorch's CPU linear and matmul hand such a product to MKL, which computes it on a single
+ * core whatever the intra-op thread count, and one core does not read the weights at the
+ * machine's bandwidth; each core multiplying its own slice of the weight does (docs/PERFORMANCE.md,
+ * "Projections of a single token split across the cores"). Slices are views of the weight (made
+ * once per weight, detached from autograd), so nothing is copied.
  *
  * <p>Products of more rows (a prefill) are split the same way where PyTorch computes on one thread
- * (as {@code bin/llmzoo} runs it): the engine's own product would then use one core (128-token
- * prefill, alternating runs: GPT-2 small 751-905 against 1141-1299 tokens/s, Llama 110M 728-872
- * against 942-1187); with more intra-op threads the engine's product uses them.
+ * (as {@code bin/llmzoo} runs it), since the engine's own product would then use one core; with
+ * more intra-op threads the engine's product uses them.
  *
  * <p>Everything else takes the single engine call: training, a non-CPU device, an input that
- * records gradients, a small weight, one core ({@code -Dllmzoo.projection.threads=1}), or workers
- * busy with another caller. The results agree with the
- * single call to float rounding. Give PyTorch one intra-op thread for decoding
- * ({@code -Dai.djl.pytorch.num_threads=1}, as {@code bin/llmzoo} does): its OpenMP threads,
- * spinning between parallel regions, otherwise take the cores the slices need.
+ * records gradients, a small weight, one core ({@code -Dllmzoo.cpu.threads=1}), or workers busy
+ * with another caller. The results agree with the single call to float rounding. Give PyTorch one
+ * intra-op thread for decoding ({@code -Dai.djl.pytorch.num_threads=1}, as {@code bin/llmzoo}
+ * does): its OpenMP threads, spinning between parallel regions, otherwise take the cores the slices
+ * need.
  *
- * <p>One instance per projection: it remembers the slices of the last weight it saw.
+ * <p>One instance per projection weight ({@link io.github.djlllmzoo.blocks.ProjectionWeight#prepared}):
+ * it remembers the slices of the last weight array it saw.
  */
 final class SplitProjection {
 
@@ -40,10 +40,10 @@ final class SplitProjection {
 
     /**
      * Rows from which (up to {@link #MAX_ROWS}) {@link #linear} computes {@code weight @ x^T}: the
-     * engine's product with the weight transposed (its {@code linear}) slows down with the rows
-     * (GPT-2 small's projections, 8 rows: 31 ms against 25.5 ms; 16 rows: 41 ms against 22.5 ms,
-     * one core); up to 4 rows it is the faster one, and from 128 rows (a prefill) both run at the
-     * same speed, {@code linear} with the bias fused and no transposed copy.
+     * engine's product with the weight transposed (its {@code linear}) slows down with the rows;
+     * up to 4 rows it is the faster one, and from 128 rows (a prefill) both run at the same speed,
+     * {@code linear} with the bias fused and no transposed copy (docs/PERFORMANCE.md, "Batches
+     * split across the cores too").
      */
     static final long TRANSPOSED_MIN_ROWS = 8;
 
@@ -57,7 +57,13 @@ final class SplitProjection {
         }
     }
 
+    private final boolean fewRowKernel;
     private volatile Slices slices;
+
+    /** @param fewRowKernel whether products of a few rows may take {@link FewRowProduct}'s kernel */
+    SplitProjection(boolean fewRowKernel) {
+        this.fewRowKernel = fewRowKernel;
+    }
 
     /**
      * {@code x @ weight^T + bias}, as {@code torch.nn.functional.linear}.
@@ -73,7 +79,7 @@ final class SplitProjection {
         if (!splitsRows(rows) || !CoreWorkers.inferenceOnCpu(x, training)) {
             return engineLinear(x, weight, bias);
         }
-        if (FewRowProduct.applies(x, weight, bias, rows, Layout.OUT_IN)) {
+        if (fewRowKernel && FewRowProduct.applies(x, weight, bias, rows, Layout.OUT_IN)) {
             return fewRows(x, weight, bias, rows, splittable(weight), Layout.OUT_IN);
         }
         if (splittable(weight)) {
@@ -97,24 +103,24 @@ final class SplitProjection {
                 }
             }
         }
-        return product(x, weight, bias, rows);
+        return product(x, weight, bias, rows, fewRowKernel);
     }
 
     /**
      * Two projections of the same input at once, each whole on one of two cores ({@code x @ w^T +
      * b} for both): SwiGLU's gate and up, attention's key and value. That takes one hand-over and
-     * no joins instead of two of each (Llama 110M, alternating in one process: decode step 15.6 to
-     * 15.0 ms at batch 1, 27.5 to 26.1 ms at batch 8). With more than two cores each product is
-     * split across all of them instead.
+     * no joins instead of two of each. With more than two cores each product is split across all
+     * of them instead.
      *
      * @param x input (..., in); the results are attached to its manager
      * @param weights two weights (out, in) of the same shape
      * @param biases their biases (out), or {@code null}s
      * @param training whether this is a training pass
+     * @param fewRowKernel whether products of a few rows may take {@link FewRowProduct}'s kernel
      * @return both products (..., out), or {@code null} where they are not split (the caller then
      *     computes each as {@link #linear} would)
      */
-    static NDArray[] pair(NDArray x, NDArray[] weights, NDArray[] biases, boolean training) {
+    static NDArray[] pair(NDArray x, NDArray[] weights, NDArray[] biases, boolean training, boolean fewRowKernel) {
         long rows = rows(x);
         if (CoreWorkers.PARALLELISM != 2
                 || !splitsRows(rows)
@@ -123,15 +129,15 @@ final class SplitProjection {
                 || weights[0].size() < MIN_ELEMENTS) {
             return null;
         }
-        return CoreWorkers.run(2, i -> product(x, weights[i], biases[i], rows));
+        return CoreWorkers.run(2, i -> product(x, weights[i], biases[i], rows, fewRowKernel));
     }
 
     /**
      * The product on one core, in the engine's faster form for the number of rows: {@code weight @
      * x^T} for {@link #TRANSPOSED_MIN_ROWS} to {@link #MAX_ROWS} rows, else {@code linear}.
      */
-    private static NDArray product(NDArray x, NDArray weight, NDArray bias, long rows) {
-        if (FewRowProduct.applies(x, weight, bias, rows, Layout.OUT_IN)) {
+    private static NDArray product(NDArray x, NDArray weight, NDArray bias, long rows, boolean fewRowKernel) {
+        if (fewRowKernel && FewRowProduct.applies(x, weight, bias, rows, Layout.OUT_IN)) {
             return fewRows(x, weight, bias, rows, false, Layout.OUT_IN);
         }
         if (!transposed(rows)) {
@@ -175,7 +181,7 @@ final class SplitProjection {
     }
 
     private static NDArray engineLinear(NDArray x, NDArray weight, NDArray bias) {
-        return x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
+        return EngineKernels.product(x, weight, bias, Layout.OUT_IN);
     }
 
     /** The input's rows as columns, for {@code weight @ x^T}. */
@@ -220,9 +226,8 @@ final class SplitProjection {
     /**
      * {@code x @ weight + bias} with the weight stored (in, out), as GPT-2's {@code Conv1D}. A
      * decode step of 2 to 8 sequences goes to {@link FewRowProduct}'s kernel for that layout, each
-     * core filling its own columns (GPT-2 small batch 8, alternating processes: 237.5 and 246.4
-     * against 276.0 and 312.8 tokens/s); other inference products to the engine's, split by
-     * columns across the cores.
+     * core filling its own columns; other inference products to the engine's, split by columns
+     * across the cores.
      *
      * @param x input (..., in); the result is attached to its manager
      * @param weight (in, out)
@@ -233,7 +238,7 @@ final class SplitProjection {
     NDArray matMulAdd(NDArray x, NDArray weight, NDArray bias, boolean training) {
         long rows = rows(x);
         boolean inference = CoreWorkers.inferenceOnCpu(x, training);
-        if (inference && FewRowProduct.applies(x, weight, bias, rows, Layout.IN_OUT)) {
+        if (inference && fewRowKernel && FewRowProduct.applies(x, weight, bias, rows, Layout.IN_OUT)) {
             return fewRows(x, weight, bias, rows, splittable(weight), Layout.IN_OUT);
         }
         Slices s =
@@ -253,12 +258,12 @@ final class SplitProjection {
                 return joined(outputs, -1).addi(bias).reshape(out); // (..., out)
             }
         }
-        return x.matMul(weight).addi(bias);
+        return EngineKernels.product(x, weight, bias, Layout.IN_OUT);
     }
 
     /** Whether a product of this many rows is split: a decode step always, more on one thread. */
     private static boolean splitsRows(long rows) {
-        return rows <= MAX_ROWS || JniUtils.getNumThreads() == 1;
+        return rows <= MAX_ROWS || TorchThreads.intraOp() == 1;
     }
 
     private static boolean splittable(NDArray weight) {

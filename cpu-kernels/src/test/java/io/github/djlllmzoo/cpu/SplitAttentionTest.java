@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.blocks;
+package io.github.djlllmzoo.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -10,9 +10,12 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.AttentionMask;
+import io.github.djlllmzoo.blocks.KeyValues;
+import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
 import org.junit.jupiter.api.Test;
 
-class ScaledDotProductAttentionTest extends ManagedArraysTest {
+class SplitAttentionTest extends ManagedArraysTest {
 
     @Test
     void attentionSplitBySequencesEqualsOneCallWithEachSequencesOwnMask() {
@@ -58,7 +61,7 @@ class ScaledDotProductAttentionTest extends ManagedArraysTest {
         NDArray q = manager.randomNormal(new Shape(1, 12, 1, 64));
         NDArray k = manager.randomNormal(new Shape(1, 12, 100, 64)); // an early decode step
         NDArray v = manager.randomNormal(new Shape(1, 12, 100, 64));
-        assertNull(ScaledDotProductAttention.attendSplit(q, k, v, null));
+        assertNull(SplitAttention.attend(q, k, v, null));
     }
 
     @Test
@@ -70,7 +73,7 @@ class ScaledDotProductAttentionTest extends ManagedArraysTest {
         for (int step = 0; step < 3; step++) {
             try (NDManager scope = manager.newSubManager()) {
                 NDArray q = scope.randomNormal(new Shape(4, 4, 1, 64));
-                NDArray out = ScaledDotProductAttention.attend(q, k, v, null, 0, false);
+                NDArray out = new CpuKernels().attend(q, KeyValues.of(k, v), null, 0, false);
                 assertEquals(scope, out.getManager());
             }
             assertEquals(arrays, manager.getManagedArrays().size(), "arrays of the cache's manager, step " + step);
@@ -78,12 +81,12 @@ class ScaledDotProductAttentionTest extends ManagedArraysTest {
     }
 
     private static void assertSplitEqualsOneCall(NDArray q, NDArray k, NDArray v, NDArray mask) {
-        NDArray split = ScaledDotProductAttention.attendSplit(q, k, v, mask);
+        NDArray split = SplitAttention.attend(q, k, v, mask);
         assertNotNull(split, "attention of this size is split");
-        NDArray once = ScaledDotProductAttention.attendOnce(q, k, v, mask, 0, false);
+        NDArray once = ScaledDotProductAttention.attend(q, k, v, mask, 0, false);
         assertEquals(once.getShape(), split.getShape());
         assertArrayEquals(once.toFloatArray(), split.toFloatArray(), 1e-5f);
         assertArrayEquals(
-                once.toFloatArray(), ScaledDotProductAttention.attend(q, k, v, mask, 0, false).toFloatArray(), 1e-5f);
+                once.toFloatArray(), new CpuKernels().attend(q, KeyValues.of(k, v), mask, 0, false).toFloatArray(), 1e-5f);
     }
 }

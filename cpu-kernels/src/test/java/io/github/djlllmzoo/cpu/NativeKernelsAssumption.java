@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.blocks;
+package io.github.djlllmzoo.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -15,7 +15,7 @@ final class NativeKernelsAssumption {
     /** Skips the test unless the library was built and the CPU has AVX-512F; then it must be loaded. */
     static void assumeKernelsLoaded() throws IOException {
         assumeTrue(
-                NativeKernels.class.getResource("native/libllmzoo-kernels.so") != null,
+                NativeKernels.class.getResource(NativeKernels.RESOURCE) != null,
                 "native kernels not built (no C compiler at build time)");
         String cpu = Files.readString(Paths.get("/proc/cpuinfo"));
         assumeTrue(cpu.contains(" avx512f "), "the CPU has no AVX-512F");

@@ -1,0 +1,65 @@
+package io.github.djlllmzoo.blocks;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.training.ParameterStore;
+
+/**
+ * The reference {@link Kernels}: every operation as the engine's own NDArray calls, on any engine,
+ * device and type, recording gradients in training. Blocks that are not part of a model, and models
+ * for which no {@link KernelsProvider} applies, compute with these.
+ */
+public final class EngineKernels implements Kernels {
+
+    /** The one instance (it has no state). */
+    public static final EngineKernels INSTANCE = new EngineKernels();
+
+    private EngineKernels() {}
+
+    /**
+     * The engine's product of {@code x} and a weight stored as {@code layout} says, plus the bias.
+     *
+     * @param x input (..., in); the result is attached to its manager
+     * @param weight (out, in) or (in, out)
+     * @param bias (out), or {@code null}
+     * @param layout how {@code weight} is stored
+     * @return (..., out)
+     */
+    public static NDArray product(NDArray x, NDArray weight, NDArray bias, ProjectionWeight.Layout layout) {
+        if (layout == ProjectionWeight.Layout.OUT_IN) {
+            return x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow();
+        }
+        NDArray product = x.matMul(weight);
+        return bias == null ? product : product.addi(bias);
+    }
+
+    @Override
+    public NDArray project(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training) {
+        return product(
+                x,
+                weight.weight(store, x.getDevice(), training),
+                weight.bias(store, x.getDevice(), training),
+                weight.layout());
+    }
+
+    @Override
+    public NDArray[] projectPair(
+            NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
+        return new NDArray[] {project(x, first, store, training), project(x, second, store, training)};
+    }
+
+    @Override
+    public NDArray attend(NDArray q, KeyValues kv, NDArray mask, float dropout, boolean training) {
+        return ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), mask, dropout, training);
+    }
+
+    @Override
+    public void closeStep(NDManager step) {
+        step.close();
+    }
+
+    @Override
+    public String toString() {
+        return "the engine's operations";
+    }
+}

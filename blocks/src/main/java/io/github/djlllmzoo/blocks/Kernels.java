@@ -1,0 +1,107 @@
+package io.github.djlllmzoo.blocks;
+
+import ai.djl.Device;
+import ai.djl.engine.Engine;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.training.ParameterStore;
+import java.util.Optional;
+import java.util.ServiceLoader;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The operations of a forward pass that have faster implementations than the engine's plain
+ * NDArray calls: the projections, attention, and the end of a decode step. Blocks call these and
+ * never a kernel directly, as Hugging Face's attention layers call the function {@code
+ * attn_implementation} names in {@code ALL_ATTENTION_FUNCTIONS}, and Jlama's layers the {@code
+ * TensorOperations} its provider picked for the machine.
+ *
+ * <p>{@link EngineKernels} is the reference: the engine's operations, on any device, type and
+ * engine, recording gradients in training. Other implementations come from {@link
+ * KernelsProvider}s that {@link ServiceLoader} finds (the {@code cpu-kernels} module's, for
+ * PyTorch on the CPU). A model chooses once, the first time it runs, from its parameters' engine,
+ * device and element type ({@link #forModel}), and every block of the model computes with that
+ * choice ({@link ConfiguredBlock#kernels()}); nothing re-decides it per call. Within an
+ * implementation each call still checks whether its kernel can take these arrays (their shapes,
+ * layout, a training pass) and takes the reference's operations where it cannot; its results agree
+ * with the reference's to float rounding.
+ *
+ * <p>Compressed weights (int8 or bf16 held as raw bits) come in behind the same methods: {@link
+ * #project} and {@link #projectPair} take the block's {@link ProjectionWeight}, not an array, so an
+ * implementation with products for such a weight reads its bits from the holder, and the
+ * reference asks the holder for the float array.
+ */
+public interface Kernels {
+
+    /**
+     * An affine projection: {@code x @ weight^T + bias} for an (out, in) weight, {@code x @ weight
+     * + bias} for an (in, out) one, as {@code weight.layout()} says.
+     *
+     * @param x input (..., in); the result is attached to its manager
+     * @param weight the block's weight and bias
+     * @param store the parameter store, or {@code null} to use the parameters' own arrays
+     * @param training whether this is a training pass
+     * @return (..., out)
+     */
+    NDArray project(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training);
+
+    /**
+     * Two projections of the same input (SwiGLU's gate and up, attention's key and value), which an
+     * implementation may compute at once.
+     *
+     * @param x input (..., in); the results are attached to its manager
+     * @param first a projection
+     * @param second another projection of the same input
+     * @param store the parameter store, or {@code null}
+     * @param training whether this is a training pass
+     * @return {@code first(x)} and {@code second(x)}
+     */
+    NDArray[] projectPair(
+            NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training);
+
+    /**
+     * {@code softmax(q k^T / sqrt(D) + mask) v}, grouped-query where {@code H > H_kv}, over keys and
+     * values from the KV cache ({@link KvCache#update}, a decode step's among them) or a cache-free
+     * pass ({@link KeyValues#of}).
+     *
+     * @param q queries (B, H, T, D); the result is attached to its manager
+     * @param kv keys and values (B, H_kv, S, D), H divisible by H_kv
+     * @param mask additive mask broadcastable to (B, 1, T, S), or {@code null}
+     * @param dropout dropout rate on the attention probabilities (training only)
+     * @param training whether this is a training pass
+     * @return the attended values (B, H, T, D)
+     */
+    NDArray attend(NDArray q, KeyValues kv, NDArray mask, float dropout, boolean training);
+
+    /**
+     * Ends a decode step: closes its manager, now or off the calling thread. Use it in place of
+     * {@code close()} once everything the step produced has been copied out.
+     *
+     * @param step the manager of a finished step; the caller must not use it or its arrays again
+     */
+    void closeStep(NDManager step);
+
+    /**
+     * The kernels for a model: those of the first {@link KernelsProvider} that applies, else the
+     * engine's.
+     *
+     * @param engine the engine that holds the model's parameters
+     * @param device the device they are on
+     * @param dataType their element type
+     * @return the kernels
+     */
+    static Kernels forModel(Engine engine, Device device, DataType dataType) {
+        Logger log = LoggerFactory.getLogger(Kernels.class);
+        for (KernelsProvider provider : ServiceLoader.load(KernelsProvider.class, Kernels.class.getClassLoader())) {
+            Optional<Kernels> kernels = provider.kernels(engine, device, dataType);
+            if (kernels.isPresent()) {
+                log.debug("{} {} on {}: {}", engine.getEngineName(), dataType, device, kernels.get());
+                return kernels.get();
+            }
+        }
+        log.debug("{} {} on {}: the engine's operations", engine.getEngineName(), dataType, device);
+        return EngineKernels.INSTANCE;
+    }
+}

@@ -1,0 +1,124 @@
+package io.github.djlllmzoo.blocks;
+
+import ai.djl.Device;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
+import ai.djl.training.ParameterStore;
+import java.util.function.Supplier;
+
+/**
+ * The weight (and optional bias) of one affine projection as a block holds it, which {@link
+ * Kernels#project} takes: {@link Linear}'s (out, in), {@link Conv1D}'s (in, out), the tied LM head
+ * over the token embedding's (vocab, hidden).
+ *
+ * <p>Kernels receive this holder rather than the weight's array so that a weight may be held in
+ * another form: compressed weights (int8 or bf16, their raw bits in direct buffers with their
+ * scales) will be held here beside or instead of the float parameter, an implementation with
+ * products for that form reads it from here, and {@link #weight} gives the engine's reference the
+ * float array. {@link #prepared} keeps what an implementation makes once per weight (the CPU
+ * kernels' per-core slices; a repacked int8 layout).
+ */
+public final class ProjectionWeight {
+
+    /** How a weight is stored. */
+    public enum Layout {
+        /** (out, in), as {@code torch.nn.Linear}: {@code x @ weight^T + bias}. */
+        OUT_IN,
+        /** (in, out), as Hugging Face's {@code Conv1D}: {@code x @ weight + bias}. */
+        IN_OUT;
+
+        /**
+         * @param weight the weight's shape
+         * @return its input width
+         */
+        public long in(Shape weight) {
+            return weight.get(this == OUT_IN ? 1 : 0);
+        }
+
+        /**
+         * @param weight the weight's shape
+         * @return its output width
+         */
+        public long out(Shape weight) {
+            return weight.get(this == OUT_IN ? 0 : 1);
+        }
+    }
+
+    private record Prepared(Object owner, Object state) {}
+
+    private final Layout layout;
+    private final Parameter weight;
+    private final Parameter bias;
+    private volatile Prepared prepared;
+
+    /**
+     * @param layout how {@code weight} is stored
+     * @param weight the weight parameter
+     * @param bias the bias parameter (out), or {@code null}
+     */
+    public ProjectionWeight(Layout layout, Parameter weight, Parameter bias) {
+        this.layout = layout;
+        this.weight = weight;
+        this.bias = bias;
+    }
+
+    /** @return how the weight is stored */
+    public Layout layout() {
+        return layout;
+    }
+
+    /** @return the weight parameter */
+    public Parameter weightParameter() {
+        return weight;
+    }
+
+    /**
+     * The weight's array for a forward pass (see {@link ConfiguredBlock#value}).
+     *
+     * @param store the parameter store, or {@code null}
+     * @param device the device the computation runs on
+     * @param training whether this is a training pass
+     * @return the weight, shaped as {@link #layout()} says
+     */
+    public NDArray weight(ParameterStore store, Device device, boolean training) {
+        return ConfiguredBlock.value(store, weight, device, training);
+    }
+
+    /**
+     * The bias's array for a forward pass.
+     *
+     * @param store the parameter store, or {@code null}
+     * @param device the device the computation runs on
+     * @param training whether this is a training pass
+     * @return the bias (out), or {@code null} where the projection has none
+     */
+    public NDArray bias(ParameterStore store, Device device, boolean training) {
+        return ConfiguredBlock.value(store, bias, device, training);
+    }
+
+    /**
+     * What {@code owner} keeps for this weight, made by {@code make} the first time it asks; made
+     * again when another owner asked last.
+     *
+     * @param owner the implementation that keeps it
+     * @param type its type
+     * @param make makes it
+     * @param <T> its type
+     * @return the state
+     */
+    public <T> T prepared(Object owner, Class<T> type, Supplier<T> make) {
+        Prepared p = prepared;
+        if (p != null && p.owner() == owner) {
+            return type.cast(p.state());
+        }
+        synchronized (this) {
+            p = prepared;
+            if (p == null || p.owner() != owner) {
+                p = new Prepared(owner, make.get());
+                prepared = p;
+            }
+            return type.cast(p.state());
+        }
+    }
+}

@@ -1,0 +1,132 @@
+package io.github.djlllmzoo.cpu;
+
+import ai.djl.Device;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.training.ParameterStore;
+import io.github.djlllmzoo.blocks.KeyValues;
+import io.github.djlllmzoo.blocks.Kernels;
+import io.github.djlllmzoo.blocks.ProjectionWeight;
+import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
+import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
+
+/**
+ * The {@link Kernels} of models that PyTorch runs on the CPU ({@link CpuKernelsProvider}): a decode
+ * step's (and, on one PyTorch thread, a prefill's) projections split across the cores ({@link
+ * SplitProjection}), the products of a few rows by {@link FewRowProduct}'s AVX-512 kernel, a decode
+ * step's attention by {@link DecodeAttention}'s kernel straight from the cache's buffers, other
+ * inference attention split across the cores ({@link SplitAttention}), and a finished step's arrays
+ * freed by a worker thread ({@link CoreWorkers}).
+ *
+ * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
+ * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
+ * -Dllmzoo.decodeAttention}) is not {@code false}. Each call then takes a kernel where it can read
+ * the arrays (inference on the CPU, float32 and dense for the native ones, the row counts and shapes
+ * each kernel takes) and the engine's operations, as {@link
+ * io.github.djlllmzoo.blocks.EngineKernels} computes them, elsewhere.
+ */
+public final class CpuKernels implements Kernels {
+
+    private final boolean fewRowProduct;
+    private final boolean decodeAttention;
+
+    /** The kernels the system properties and the loaded library allow. */
+    CpuKernels() {
+        this(NativeKernels.enabled(FewRowProduct.SWITCH), NativeKernels.enabled(DecodeAttention.SWITCH));
+    }
+
+    /**
+     * @param fewRowProduct whether products of a few rows take {@link FewRowProduct}'s kernel
+     * @param decodeAttention whether a decode step's attention takes {@link DecodeAttention}'s kernel
+     */
+    CpuKernels(boolean fewRowProduct, boolean decodeAttention) {
+        this.fewRowProduct = fewRowProduct && NativeKernels.loaded();
+        this.decodeAttention = decodeAttention && NativeKernels.loaded();
+    }
+
+    @Override
+    public NDArray project(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training) {
+        Device device = x.getDevice();
+        NDArray w = weight.weight(store, device, training);
+        NDArray b = weight.bias(store, device, training);
+        SplitProjection split = split(weight);
+        return weight.layout() == Layout.OUT_IN
+                ? split.linear(x, w, b, training)
+                : split.matMulAdd(x, w, b, training);
+    }
+
+    @Override
+    public NDArray[] projectPair(
+            NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
+        if (first.layout() != Layout.OUT_IN || second.layout() != Layout.OUT_IN) {
+            return new NDArray[] {project(x, first, store, training), project(x, second, store, training)};
+        }
+        Device device = x.getDevice();
+        NDArray[] weights = {first.weight(store, device, training), second.weight(store, device, training)};
+        NDArray[] biases = {first.bias(store, device, training), second.bias(store, device, training)};
+        NDArray[] both = SplitProjection.pair(x, weights, biases, training, fewRowProduct);
+        if (both != null) {
+            return both;
+        }
+        return new NDArray[] {
+            split(first).linear(x, weights[0], biases[0], training),
+            split(second).linear(x, weights[1], biases[1], training)
+        };
+    }
+
+    @Override
+    public NDArray attend(NDArray q, KeyValues kv, NDArray mask, float dropout, boolean training) {
+        if (takesDecodeKernel(q, kv, mask, training)) {
+            return DecodeAttention.attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask);
+        }
+        if (!training) {
+            NDArray split = SplitAttention.attend(q, kv.keys(), kv.values(), mask);
+            if (split != null) {
+                return split;
+            }
+        }
+        return ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), mask, dropout, training);
+    }
+
+    /**
+     * Whether {@link #attend} takes {@link DecodeAttention}'s kernel: inference over a cache's
+     * buffers that the kernel can read, with the kernel on.
+     *
+     * @param q queries (B, H, T, D)
+     * @param kv keys and values
+     * @param mask additive mask, or {@code null}
+     * @param training whether this is a training pass
+     * @return whether the kernel computes this attention
+     */
+    boolean takesDecodeKernel(NDArray q, KeyValues kv, NDArray mask, boolean training) {
+        return decodeAttention
+                && kv.keyBuffer() != null
+                && CoreWorkers.inferenceOnCpu(q, training)
+                && DecodeAttention.applies(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask);
+    }
+
+    /**
+     * Whether a product of this many rows may take {@link FewRowProduct}'s kernel (where the
+     * arrays allow it).
+     *
+     * @return whether the few-row kernel is on
+     */
+    boolean fewRowProduct() {
+        return fewRowProduct;
+    }
+
+    @Override
+    public void closeStep(NDManager step) {
+        CoreWorkers.release(step);
+    }
+
+    private SplitProjection split(ProjectionWeight weight) {
+        return weight.prepared(this, SplitProjection.class, () -> new SplitProjection(fewRowProduct));
+    }
+
+    @Override
+    public String toString() {
+        return "CPU kernels (" + CoreWorkers.PARALLELISM + " threads, few-row product "
+                + (fewRowProduct ? "on" : "off") + ", decode attention " + (decodeAttention ? "on" : "off") + ")";
+    }
+}
