@@ -4,8 +4,8 @@ import com.google.gson.Gson;
 import com.google.gson.GsonBuilder;
 import com.google.gson.JsonObject;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
-import io.github.djlllmzoo.translators.GenerationDefaults;
 import io.github.djlllmzoo.zoo.CheckpointWeights;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
 import java.io.IOException;
@@ -29,18 +29,6 @@ public final class TrainingCheckpoint {
     /** The optimizer moments' file name. */
     public static final String OPTIMIZER_FILE = "optimizer.safetensors";
 
-    /** Tokenizer files copied when the source has them. */
-    public static final List<String> TOKENIZER_FILES =
-            List.of(
-                    "tokenizer.json",
-                    "tokenizer_config.json",
-                    "special_tokens_map.json",
-                    "added_tokens.json",
-                    "vocab.json",
-                    "merges.txt",
-                    "tokenizer.model");
-
-    private static final String CONFIG = "config.json";
     private static final Gson GSON = new GsonBuilder().setPrettyPrinting().create();
 
     private TrainingCheckpoint() {}
@@ -61,18 +49,18 @@ public final class TrainingCheckpoint {
         AtomicDirectory.publish(
                 target,
                 dir -> {
-                    Files.copy(source.resolve(CONFIG), dir.resolve(CONFIG));
+                    Files.copy(source.resolve(CheckpointFiles.CONFIG), dir.resolve(CheckpointFiles.CONFIG));
                     CheckpointWeights.save(model, dir);
-                    for (String name : TOKENIZER_FILES) {
+                    for (String name : CheckpointFiles.TOKENIZER_FILES) {
                         if (Files.isRegularFile(source.resolve(name))) {
                             Files.copy(source.resolve(name), dir.resolve(name));
                         }
                     }
-                    Path generation = source.resolve(GenerationDefaults.FILE_NAME);
+                    Path generation = source.resolve(CheckpointFiles.GENERATION_CONFIG);
                     if (Files.isRegularFile(generation)) {
-                        Files.copy(generation, dir.resolve(GenerationDefaults.FILE_NAME));
+                        Files.copy(generation, dir.resolve(CheckpointFiles.GENERATION_CONFIG));
                     } else {
-                        writeString(dir.resolve(GenerationDefaults.FILE_NAME), generationConfig(model.config()));
+                        writeString(dir.resolve(CheckpointFiles.GENERATION_CONFIG), generationConfig(model.config()));
                     }
                     if (optimizer != null) {
                         SafeTensorsWriter.write(

@@ -8,6 +8,7 @@ import ai.djl.nn.Parameter;
 import com.google.gson.JsonElement;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsReader;
@@ -32,11 +33,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class CheckpointWeights {
 
-    /** The single-file weights name. */
-    public static final String SINGLE_FILE = "model.safetensors";
-    /** The sharded-weights index name. */
-    public static final String INDEX_FILE = "model.safetensors.index.json";
-
     private static final Logger logger = LoggerFactory.getLogger(CheckpointWeights.class);
 
     /** Buffers some checkpoints carry that are not parameters (recomputed by the blocks). */
@@ -53,11 +49,11 @@ public final class CheckpointWeights {
      * @throws InvalidCheckpointException if there are no safetensors weights or a shard is missing
      */
     public static List<Path> files(Path dir) throws InvalidCheckpointException {
-        Path single = dir.resolve(SINGLE_FILE);
+        Path single = dir.resolve(CheckpointFiles.WEIGHTS);
         if (Files.isRegularFile(single)) {
             return List.of(single);
         }
-        Path index = dir.resolve(INDEX_FILE);
+        Path index = dir.resolve(CheckpointFiles.WEIGHTS_INDEX);
         if (Files.isRegularFile(index)) {
             ConfigJson json = ConfigJson.read(index);
             ConfigJson map = json.optObject("weight_map");
@@ -93,7 +89,7 @@ public final class CheckpointWeights {
                                 + " convert with transformers' save_pretrained(safe_serialization=True))"
                         : "";
         throw new InvalidCheckpointException(
-                dir, null, "no " + SINGLE_FILE + " or " + INDEX_FILE + hint);
+                dir, null, "no " + CheckpointFiles.WEIGHTS + " or " + CheckpointFiles.WEIGHTS_INDEX + hint);
     }
 
     /**
@@ -188,7 +184,7 @@ public final class CheckpointWeights {
         for (Map.Entry<String, Parameter> e : block.namedParameters().entrySet()) {
             tensors.put(checkpointName(block.config(), e.getKey()), e.getValue().getArray());
         }
-        SafeTensorsWriter.write(dir.resolve(SINGLE_FILE), tensors, Map.of("format", "pt"));
+        SafeTensorsWriter.write(dir.resolve(CheckpointFiles.WEIGHTS), tensors, Map.of("format", "pt"));
     }
 
     private static boolean isIgnoredBuffer(String name) {

@@ -8,6 +8,7 @@ import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.DecoderModels;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.Configs;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.translators.GenerationDefaults;
@@ -94,7 +95,7 @@ public final class LocalModel implements AutoCloseable {
                 int size = tokenizer.vocabularySize();
                 tokenizer.close();
                 throw new InvalidCheckpointException(
-                        dir.resolve(Files.isRegularFile(dir.resolve("tokenizer.json")) ? "tokenizer.json" : "vocab.json"),
+                        dir.resolve(Files.isRegularFile(dir.resolve(CheckpointFiles.TOKENIZER)) ? CheckpointFiles.TOKENIZER : CheckpointFiles.VOCAB),
                         "vocab",
                         "the tokenizer has " + size + " tokens but config.json's vocab_size is "
                                 + block.config().vocabSize() + ": its ids would fall outside the model");

@@ -7,6 +7,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import com.google.gson.GsonBuilder;
 import com.google.gson.JsonObject;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsReader;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
 import io.github.djlllmzoo.zoo.safetensors.TensorInfo;
@@ -34,7 +35,7 @@ class ShardedCheckpointTest {
         GoldenCase golden = GoldenCase.load(name);
         Files.copy(golden.dir().resolve("config.json"), sharded.resolve("config.json"));
         List<String> shardNames =
-                writeShards(golden.dir().resolve(CheckpointWeights.SINGLE_FILE), sharded);
+                writeShards(golden.dir().resolve(CheckpointFiles.WEIGHTS), sharded);
         assertEquals(SHARDS, CheckpointWeights.files(sharded).size());
         assertEquals(
                 shardNames.get(0),
@@ -98,7 +99,7 @@ class ShardedCheckpointTest {
         index.add("metadata", metadata);
         index.add("weight_map", weightMap);
         Files.writeString(
-                dir.resolve(CheckpointWeights.INDEX_FILE),
+                dir.resolve(CheckpointFiles.WEIGHTS_INDEX),
                 new GsonBuilder().setPrettyPrinting().create().toJson(index));
         return names;
     }

@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.examples;
 
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -33,7 +34,7 @@ final class DefaultModel {
                             + " (the project root, set by bin/llmzoo) is unset; pass --model M");
         }
         Path dir = Path.of(home).resolve(RELATIVE_DIR);
-        if (!Files.isRegularFile(dir.resolve("config.json"))) {
+        if (!Files.isRegularFile(dir.resolve(CheckpointFiles.CONFIG))) {
             throw new IllegalStateException(
                     "no --model given and the default model " + dir + " has no config.json; pass --model M, "
                             + "or train it with 'bin/llmzoo make-default-model --out " + dir + "'");

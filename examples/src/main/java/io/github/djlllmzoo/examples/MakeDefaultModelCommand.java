@@ -6,6 +6,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.training.dataset.RandomAccessDataset;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
 import io.github.djlllmzoo.training.FineTuneResult;
 import io.github.djlllmzoo.training.FineTuneSettings;
@@ -15,7 +16,6 @@ import io.github.djlllmzoo.training.TrainerState;
 import io.github.djlllmzoo.training.data.ByteLevelBpeTrainer;
 import io.github.djlllmzoo.training.data.StoryCorpus;
 import io.github.djlllmzoo.training.data.TrainedTokenizer;
-import io.github.djlllmzoo.translators.GenerationDefaults;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.IOException;
@@ -139,8 +139,8 @@ final class MakeDefaultModelCommand implements Callable<Integer> {
             trained.save(source);
             err.printf(Locale.ROOT, "tokenizer: %d tokens, %d merges%n", trained.vocabSize(), trained.merges().size());
             err.flush();
-            writeJson(source.resolve("config.json"), config(trained));
-            writeJson(source.resolve(GenerationDefaults.FILE_NAME), generationConfig(trained));
+            writeJson(source.resolve(CheckpointFiles.CONFIG), config(trained));
+            writeJson(source.resolve(CheckpointFiles.GENERATION_CONFIG), generationConfig(trained));
 
             Engine.getEngine("PyTorch").setRandomSeed(seed);
             FineTuneSettings settings =
@@ -297,7 +297,7 @@ final class MakeDefaultModelCommand implements Callable<Integer> {
 
     private String modelCard(TrainedTokenizer tokenizer, FineTuneResult result, int trainTokens, double seconds)
             throws IOException {
-        long bytes = Files.size(out.resolve("model.safetensors"));
+        long bytes = Files.size(out.resolve(CheckpointFiles.WEIGHTS));
         StringBuilder s = new StringBuilder();
         s.append("# djl-llm-zoo default model\n\n");
         s.append("A small Llama-architecture language model that `bin/llmzoo generate` and `score` use when no\n");

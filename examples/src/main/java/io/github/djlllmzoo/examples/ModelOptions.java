@@ -1,6 +1,7 @@
 package io.github.djlllmzoo.examples;
 
 import ai.djl.repository.zoo.ModelNotFoundException;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.zoo.LocalModel;
 import io.github.djlllmzoo.zoo.ModelReference;
 import io.github.djlllmzoo.zoo.hub.HubClient;
@@ -45,7 +46,7 @@ final class ModelOptions {
         if (Files.isRegularFile(path)) {
             Path parent = path.toAbsolutePath().getParent();
             String hint =
-                    parent != null && Files.isRegularFile(parent.resolve("config.json"))
+                    parent != null && Files.isRegularFile(parent.resolve(CheckpointFiles.CONFIG))
                             ? "; pass its directory " + parent
                             : "; pass the checkpoint directory (config.json, model.safetensors, tokenizer files)";
             throw new ModelNotFoundException("--model " + reference + " is a file, not a model directory" + hint);

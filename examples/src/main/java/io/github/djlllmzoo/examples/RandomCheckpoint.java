@@ -10,9 +10,9 @@ import com.google.gson.JsonObject;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.DecoderModels;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.Configs;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
-import io.github.djlllmzoo.zoo.CheckpointWeights;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -61,7 +61,7 @@ public final class RandomCheckpoint {
     private static DecoderConfig writeConfig(JsonObject config, Path dir)
             throws IOException, InvalidCheckpointException {
         Files.createDirectories(dir);
-        Path file = dir.resolve("config.json");
+        Path file = dir.resolve(CheckpointFiles.CONFIG);
         Path tmp = Files.createTempFile(dir, ".config", ".tmp");
         try {
             Files.writeString(tmp, Json.GSON.toJson(config) + "\n", StandardCharsets.UTF_8);
@@ -154,7 +154,7 @@ public final class RandomCheckpoint {
                 String name = e.getKey().startsWith("lm_head.") ? e.getKey() : prefix + e.getKey();
                 tensors.put(name, e.getValue().getArray());
             }
-            SafeTensorsWriter.write(dir.resolve(CheckpointWeights.SINGLE_FILE), tensors, Map.of("format", "pt"));
+            SafeTensorsWriter.write(dir.resolve(CheckpointFiles.WEIGHTS), tensors, Map.of("format", "pt"));
         }
         if (tokenizer != null) {
             copyTokenizer(tokenizer, dir);
@@ -169,7 +169,7 @@ public final class RandomCheckpoint {
         try (DirectoryStream<Path> files = Files.newDirectoryStream(from)) {
             for (Path file : files) {
                 String name = file.getFileName().toString();
-                boolean checkpointFile = name.equals("config.json") || name.startsWith("model.safetensors");
+                boolean checkpointFile = name.equals(CheckpointFiles.CONFIG) || name.startsWith(CheckpointFiles.WEIGHTS);
                 if (Files.isRegularFile(file) && !checkpointFile) {
                     Path tmp = Files.createTempFile(to, "." + name, ".tmp");
                     try {

@@ -3,6 +3,7 @@ package io.github.djlllmzoo.translators;
 import com.google.gson.JsonElement;
 
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.ConfigJson;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -45,9 +46,6 @@ public record GenerationDefaults(
         Integer numReturnSequences,
         List<String> stopStrings) {
 
-    /** The file name in a checkpoint directory. */
-    public static final String FILE_NAME = "generation_config.json";
-
     /** Copies the list. */
     public GenerationDefaults {
         eosTokenIds = List.copyOf(eosTokenIds);
@@ -62,7 +60,7 @@ public record GenerationDefaults(
      * @throws InvalidCheckpointException if the file is not valid JSON or a field is invalid
      */
     public static Optional<GenerationDefaults> read(Path dir) throws InvalidCheckpointException {
-        Path file = dir.resolve(FILE_NAME);
+        Path file = dir.resolve(CheckpointFiles.GENERATION_CONFIG);
         if (!Files.exists(file)) {
             return Optional.empty();
         }

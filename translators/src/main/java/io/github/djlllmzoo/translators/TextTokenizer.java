@@ -4,6 +4,7 @@ import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import com.google.gson.JsonElement;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.ConfigJson;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -26,9 +27,6 @@ import java.util.Map;
  * tokenizer.json}; either way it is never added to a text that already starts with it.
  */
 public final class TextTokenizer implements AutoCloseable {
-
-    /** The file with the tokenizer's settings beside {@code tokenizer.json}. */
-    public static final String CONFIG_FILE = "tokenizer_config.json";
 
     private final HuggingFaceTokenizer tokenizer;
     private final int vocabularySize;
@@ -55,9 +53,9 @@ public final class TextTokenizer implements AutoCloseable {
         options.put("truncation", "false");
         options.put("padding", "false");
         options.put("modelMaxLength", String.valueOf(Integer.MAX_VALUE));
-        Path json = dir.resolve("tokenizer.json");
-        Path vocab = dir.resolve("vocab.json");
-        Path merges = dir.resolve("merges.txt");
+        Path json = dir.resolve(CheckpointFiles.TOKENIZER);
+        Path vocab = dir.resolve(CheckpointFiles.VOCAB);
+        Path merges = dir.resolve(CheckpointFiles.MERGES);
         HuggingFaceTokenizer tokenizer;
         int vocabularySize;
         try {
@@ -65,7 +63,7 @@ public final class TextTokenizer implements AutoCloseable {
                 vocabularySize = TokenizerJson.vocabularySize(json, Files.readString(json, StandardCharsets.UTF_8));
                 tokenizer = HuggingFaceTokenizer.newInstance(json, options);
             } else if (Files.isRegularFile(vocab) && Files.isRegularFile(merges)) {
-                String built = ByteLevelBpeJson.build(vocab, merges, dir.resolve("tokenizer_config.json"));
+                String built = ByteLevelBpeJson.build(vocab, merges, dir.resolve(CheckpointFiles.TOKENIZER_CONFIG));
                 vocabularySize = TokenizerJson.vocabularySize(vocab, built);
                 try (InputStream in = new ByteArrayInputStream(built.getBytes(StandardCharsets.UTF_8))) {
                     tokenizer = HuggingFaceTokenizer.newInstance(in, options);
@@ -78,7 +76,7 @@ public final class TextTokenizer implements AutoCloseable {
             Path file = Files.isRegularFile(json) ? json : vocab;
             throw new InvalidCheckpointException(file, null, "cannot load tokenizer: " + e.getMessage(), e);
         }
-        Path configFile = dir.resolve(CONFIG_FILE);
+        Path configFile = dir.resolve(CheckpointFiles.TOKENIZER_CONFIG);
         if (!Files.exists(configFile)) {
             return new TextTokenizer(tokenizer, vocabularySize, null, null);
         }
@@ -123,9 +121,9 @@ public final class TextTokenizer implements AutoCloseable {
      * @return true when tokenizer.json or vocab.json + merges.txt exist
      */
     public static boolean isPresent(Path dir) {
-        return Files.isRegularFile(dir.resolve("tokenizer.json"))
-                || (Files.isRegularFile(dir.resolve("vocab.json"))
-                        && Files.isRegularFile(dir.resolve("merges.txt")));
+        return Files.isRegularFile(dir.resolve(CheckpointFiles.TOKENIZER))
+                || (Files.isRegularFile(dir.resolve(CheckpointFiles.VOCAB))
+                        && Files.isRegularFile(dir.resolve(CheckpointFiles.MERGES)));
     }
 
     /**

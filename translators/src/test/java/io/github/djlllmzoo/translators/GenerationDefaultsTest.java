@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -19,7 +20,7 @@ class GenerationDefaultsTest {
     @TempDir Path dir;
 
     private GenerationDefaults read(String json) throws Exception {
-        Files.writeString(dir.resolve(GenerationDefaults.FILE_NAME), json);
+        Files.writeString(dir.resolve(CheckpointFiles.GENERATION_CONFIG), json);
         return GenerationDefaults.read(dir).orElseThrow();
     }
 
@@ -73,7 +74,7 @@ class GenerationDefaultsTest {
                         InvalidCheckpointException.class,
                         () -> read("{\"" + field + "\": " + jsonValue + "}"));
         assertEquals(field, e.getField());
-        assertTrue(e.getMessage().contains(GenerationDefaults.FILE_NAME), e.getMessage());
+        assertTrue(e.getMessage().contains(CheckpointFiles.GENERATION_CONFIG), e.getMessage());
     }
 
     @Test

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -50,7 +51,7 @@ class TextTokenizerTest {
         Path copy = copyLlama2(null);
         JsonObject config = tokenizerConfig("llama2-tokenizer");
         config.addProperty("add_bos_token", false);
-        Files.writeString(copy.resolve(TextTokenizer.CONFIG_FILE), config.toString());
+        Files.writeString(copy.resolve(CheckpointFiles.TOKENIZER_CONFIG), config.toString());
         try (TextTokenizer tokenizer = TextTokenizer.load(copy)) {
             assertArrayEquals(new long[] {15043, 3186}, tokenizer.encode("Hello world"));
             assertArrayEquals(new long[] {1, 15043, 3186}, tokenizer.encode("<s>Hello world"));
@@ -61,7 +62,7 @@ class TextTokenizerTest {
     void llama2AddBosTokenTrueAddsBosWhenThePostProcessorDoesNot() throws Exception {
         Path copy = copyLlama2("null");
         Files.writeString(
-                copy.resolve(TextTokenizer.CONFIG_FILE),
+                copy.resolve(CheckpointFiles.TOKENIZER_CONFIG),
                 tokenizerConfig("llama2-tokenizer").toString());
         try (TextTokenizer tokenizer = TextTokenizer.load(copy)) {
             assertArrayEquals(new long[] {1, 15043, 3186}, tokenizer.encode("Hello world"));
@@ -128,7 +129,7 @@ class TextTokenizerTest {
     }
 
     private JsonObject tokenizerConfig(String name) throws Exception {
-        return readJson(fixtures.resolve(name).resolve(TextTokenizer.CONFIG_FILE));
+        return readJson(fixtures.resolve(name).resolve(CheckpointFiles.TOKENIZER_CONFIG));
     }
 
     private static JsonObject readJson(Path file) throws Exception {

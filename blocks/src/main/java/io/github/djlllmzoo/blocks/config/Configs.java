@@ -18,7 +18,7 @@ public final class Configs {
      * @throws InvalidCheckpointException if the file is missing or invalid, or the family unknown
      */
     public static DecoderConfig read(Path path) throws InvalidCheckpointException {
-        Path file = Files.isDirectory(path) ? path.resolve("config.json") : path;
+        Path file = Files.isDirectory(path) ? path.resolve(CheckpointFiles.CONFIG) : path;
         ConfigJson json = ConfigJson.read(file);
         String modelType = json.requireString("model_type");
         switch (modelType) {

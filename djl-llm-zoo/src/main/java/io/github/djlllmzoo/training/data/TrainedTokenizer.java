@@ -2,6 +2,7 @@ package io.github.djlllmzoo.training.data;
 
 import com.google.gson.Gson;
 import com.google.gson.GsonBuilder;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -28,15 +29,6 @@ import java.util.regex.Pattern;
  * pure function of the training input: the same corpus and options give the same bytes.
  */
 public final class TrainedTokenizer {
-
-    /** The file names {@link #save(Path)} writes. */
-    public static final String TOKENIZER_JSON = "tokenizer.json";
-
-    /** The Hugging Face tokenizer configuration written next to {@link #TOKENIZER_JSON}. */
-    public static final String TOKENIZER_CONFIG_JSON = "tokenizer_config.json";
-
-    /** The special-token map written next to {@link #TOKENIZER_JSON}. */
-    public static final String SPECIAL_TOKENS_MAP_JSON = "special_tokens_map.json";
 
     private static final Gson GSON =
             new GsonBuilder().setPrettyPrinting().disableHtmlEscaping().serializeNulls().create();
@@ -204,9 +196,9 @@ public final class TrainedTokenizer {
      * @throws IOException if a file cannot be written
      */
     public void save(Path dir) throws IOException {
-        AtomicFiles.writeString(dir.resolve(TOKENIZER_JSON), toTokenizerJson());
-        AtomicFiles.writeString(dir.resolve(TOKENIZER_CONFIG_JSON), toTokenizerConfigJson());
-        AtomicFiles.writeString(dir.resolve(SPECIAL_TOKENS_MAP_JSON), toSpecialTokensMapJson());
+        AtomicFiles.writeString(dir.resolve(CheckpointFiles.TOKENIZER), toTokenizerJson());
+        AtomicFiles.writeString(dir.resolve(CheckpointFiles.TOKENIZER_CONFIG), toTokenizerConfigJson());
+        AtomicFiles.writeString(dir.resolve(CheckpointFiles.SPECIAL_TOKENS_MAP), toSpecialTokensMapJson());
     }
 
     /**

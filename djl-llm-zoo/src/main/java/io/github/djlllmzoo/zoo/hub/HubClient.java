@@ -5,6 +5,7 @@ import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParseException;
 import com.google.gson.JsonParser;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
@@ -51,24 +52,15 @@ public final class HubClient {
     /** The revision used when none is given. */
     public static final String DEFAULT_REVISION = "main";
 
-    /** The model configuration, required in every snapshot. */
-    public static final String CONFIG_FILE = "config.json";
-
-    /** Single-file safetensors weights. */
-    public static final String WEIGHTS_FILE = "model.safetensors";
-
-    /** Index of sharded safetensors weights; its {@code weight_map} values name the shards. */
-    public static final String WEIGHTS_INDEX_FILE = "model.safetensors.index.json";
-
     /** Files a snapshot also fetches when the repository has them. */
     public static final List<String> OPTIONAL_FILES =
             List.of(
-                    "generation_config.json",
-                    "tokenizer.json",
-                    "tokenizer_config.json",
-                    "special_tokens_map.json",
-                    "vocab.json",
-                    "merges.txt");
+                    CheckpointFiles.GENERATION_CONFIG,
+                    CheckpointFiles.TOKENIZER,
+                    CheckpointFiles.TOKENIZER_CONFIG,
+                    CheckpointFiles.SPECIAL_TOKENS_MAP,
+                    CheckpointFiles.VOCAB,
+                    CheckpointFiles.MERGES);
 
     private static final Logger logger = LoggerFactory.getLogger(HubClient.class);
     private static final List<String> WEIGHT_SUFFIXES =
@@ -147,8 +139,8 @@ public final class HubClient {
 
     /**
      * Makes sure the files a causal language model needs are cached and returns their snapshot
-     * directory: {@value #CONFIG_FILE}; {@link #OPTIONAL_FILES} the repository has; and {@value
-     * #WEIGHTS_FILE}, or else {@value #WEIGHTS_INDEX_FILE} with every shard it names. Files
+     * directory: {@value CheckpointFiles#CONFIG}; {@link #OPTIONAL_FILES} the repository has; and {@value
+     * CheckpointFiles#WEIGHTS}, or else {@value CheckpointFiles#WEIGHTS_INDEX} with every shard it names. Files
      * already in the snapshot are not downloaded again. In offline mode, or when the hub cannot
      * be reached, the cached snapshot of the revision is returned if it has the config and the
      * weights.
@@ -185,8 +177,8 @@ public final class HubClient {
         for (String name : selectFiles(info, rev)) {
             file(repoId, commit, name);
         }
-        if (!siblings.contains(WEIGHTS_FILE)) {
-            Path index = cache.snapshotFile(repoId, commit, WEIGHTS_INDEX_FILE);
+        if (!siblings.contains(CheckpointFiles.WEIGHTS)) {
+            Path index = cache.snapshotFile(repoId, commit, CheckpointFiles.WEIGHTS_INDEX);
             for (String shard : readShards(repoId, index)) {
                 if (!siblings.contains(shard)) {
                     throw new HubFileNotFoundException(
@@ -196,7 +188,7 @@ public final class HubClient {
                             "Shard '"
                                     + shard
                                     + "' named in "
-                                    + WEIGHTS_INDEX_FILE
+                                    + CheckpointFiles.WEIGHTS_INDEX
                                     + " is not in '"
                                     + repoId
                                     + "' (revision '"
@@ -630,30 +622,30 @@ public final class HubClient {
 
     private List<String> selectFiles(RepoInfo info, String rev) throws ModelNotFoundException {
         Set<String> siblings = Set.copyOf(info.siblings());
-        if (!siblings.contains(CONFIG_FILE)) {
+        if (!siblings.contains(CheckpointFiles.CONFIG)) {
             throw new HubFileNotFoundException(
                     info.repoId(),
                     rev,
-                    CONFIG_FILE,
+                    CheckpointFiles.CONFIG,
                     "'"
                             + info.repoId()
                             + "' (revision '"
                             + rev
                             + "') has no "
-                            + CONFIG_FILE
+                            + CheckpointFiles.CONFIG
                             + ": it is not a transformers model");
         }
         List<String> files = new ArrayList<>();
-        files.add(CONFIG_FILE);
+        files.add(CheckpointFiles.CONFIG);
         for (String name : OPTIONAL_FILES) {
             if (siblings.contains(name)) {
                 files.add(name);
             }
         }
-        if (siblings.contains(WEIGHTS_FILE)) {
-            files.add(WEIGHTS_FILE);
-        } else if (siblings.contains(WEIGHTS_INDEX_FILE)) {
-            files.add(WEIGHTS_INDEX_FILE);
+        if (siblings.contains(CheckpointFiles.WEIGHTS)) {
+            files.add(CheckpointFiles.WEIGHTS);
+        } else if (siblings.contains(CheckpointFiles.WEIGHTS_INDEX)) {
+            files.add(CheckpointFiles.WEIGHTS_INDEX);
         } else {
             List<String> weights =
                     info.siblings().stream()
@@ -666,7 +658,7 @@ public final class HubClient {
     }
 
     private static List<String> readShards(String repoId, Path index) throws IOException {
-        String what = WEIGHTS_INDEX_FILE + " of '" + repoId + "' (" + index + ")";
+        String what = CheckpointFiles.WEIGHTS_INDEX + " of '" + repoId + "' (" + index + ")";
         JsonElement map = parseObject(Files.readAllBytes(index), what).get("weight_map");
         if (map == null || !map.isJsonObject()) {
             throw new HubException(what + " has no 'weight_map' object");
@@ -680,7 +672,7 @@ public final class HubClient {
             shards.add(shard);
         }
         for (String shard : shards) {
-            HubNames.checkServerFilename(repoId, shard, WEIGHTS_INDEX_FILE);
+            HubNames.checkServerFilename(repoId, shard, CheckpointFiles.WEIGHTS_INDEX);
         }
         return List.copyOf(shards);
     }
@@ -706,13 +698,13 @@ public final class HubClient {
     private Path cachedSnapshot(String repoId, String rev, String reason, Throwable cause)
             throws IOException, ModelNotFoundException {
         String commit = cachedCommit(repoId, rev, reason, cause);
-        requireCached(repoId, rev, commit, CONFIG_FILE, reason, cause);
-        Path weights = cache.snapshotFile(repoId, commit, WEIGHTS_FILE);
-        Path index = cache.snapshotFile(repoId, commit, WEIGHTS_INDEX_FILE);
+        requireCached(repoId, rev, commit, CheckpointFiles.CONFIG, reason, cause);
+        Path weights = cache.snapshotFile(repoId, commit, CheckpointFiles.WEIGHTS);
+        Path index = cache.snapshotFile(repoId, commit, CheckpointFiles.WEIGHTS_INDEX);
         if (!Files.isRegularFile(weights)) {
             if (!Files.isRegularFile(index)) {
                 throw new OfflineCacheMissException(
-                        repoId, rev, WEIGHTS_FILE, weights, reason, cause);
+                        repoId, rev, CheckpointFiles.WEIGHTS, weights, reason, cause);
             }
             for (String shard : readShards(repoId, index)) {
                 requireCached(repoId, rev, commit, shard, reason, cause);

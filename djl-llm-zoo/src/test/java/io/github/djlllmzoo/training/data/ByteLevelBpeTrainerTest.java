@@ -11,6 +11,7 @@ import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -56,7 +57,7 @@ class ByteLevelBpeTrainerTest {
         trained = ByteLevelBpeTrainer.train(corpusFile, VOCAB, ByteLevelBpeTrainer.DEFAULT_SPECIAL_TOKENS);
         tokenizerDir = dir.resolve("tokenizer");
         trained.save(tokenizerDir);
-        hf = HuggingFaceTokenizer.newInstance(tokenizerDir.resolve(TrainedTokenizer.TOKENIZER_JSON), RAW);
+        hf = HuggingFaceTokenizer.newInstance(tokenizerDir.resolve(CheckpointFiles.TOKENIZER), RAW);
     }
 
     @AfterAll
@@ -73,8 +74,8 @@ class ByteLevelBpeTrainerTest {
 
     @Test
     void savedTokenizerLoadsWithDjlWithAndWithoutItsConfig() throws IOException {
-        assertTrue(Files.isRegularFile(tokenizerDir.resolve(TrainedTokenizer.TOKENIZER_CONFIG_JSON)));
-        assertTrue(Files.isRegularFile(tokenizerDir.resolve(TrainedTokenizer.SPECIAL_TOKENS_MAP_JSON)));
+        assertTrue(Files.isRegularFile(tokenizerDir.resolve(CheckpointFiles.TOKENIZER_CONFIG)));
+        assertTrue(Files.isRegularFile(tokenizerDir.resolve(CheckpointFiles.SPECIAL_TOKENS_MAP)));
         assertEquals(List.of("Once", "Ġupon", "Ġa", "Ġtime"), List.of(hf.encode("Once upon a time").getTokens()));
         // Loading the directory (which also reads tokenizer_config.json) gives the same ids.
         try (HuggingFaceTokenizer fromDir =
@@ -179,14 +180,14 @@ class ByteLevelBpeTrainerTest {
         assertEquals(0, json.getAsJsonArray("added_tokens").get(0).getAsJsonObject().get("id").getAsInt());
         assertEquals(1, json.getAsJsonArray("added_tokens").get(1).getAsJsonObject().get("id").getAsInt());
         JsonObject config = JsonParser.parseString(
-                Files.readString(tokenizerDir.resolve(TrainedTokenizer.TOKENIZER_CONFIG_JSON))).getAsJsonObject();
+                Files.readString(tokenizerDir.resolve(CheckpointFiles.TOKENIZER_CONFIG))).getAsJsonObject();
         assertTrue(config.get("add_bos_token").getAsBoolean());
         assertEquals("<|endoftext|>", config.get("bos_token").getAsString());
         assertEquals("<|endoftext|>", config.get("eos_token").getAsString());
         assertEquals("<pad>", config.get("pad_token").getAsString());
         assertEquals(1024, config.get("model_max_length").getAsInt());
         JsonObject map = JsonParser.parseString(
-                Files.readString(tokenizerDir.resolve(TrainedTokenizer.SPECIAL_TOKENS_MAP_JSON))).getAsJsonObject();
+                Files.readString(tokenizerDir.resolve(CheckpointFiles.SPECIAL_TOKENS_MAP))).getAsJsonObject();
         assertEquals("<pad>", map.getAsJsonObject("pad_token").get("content").getAsString());
     }
 
@@ -355,7 +356,7 @@ class ByteLevelBpeTrainerTest {
     }
 
     private static JsonObject tokenizerJson(Path tokDir) throws IOException {
-        return readJson(tokDir.resolve(TrainedTokenizer.TOKENIZER_JSON));
+        return readJson(tokDir.resolve(CheckpointFiles.TOKENIZER));
     }
 
     private static JsonObject readJson(Path file) throws IOException {

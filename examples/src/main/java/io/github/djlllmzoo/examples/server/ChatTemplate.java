@@ -8,6 +8,7 @@ import com.hubspot.jinjava.interpret.RenderResult;
 import com.hubspot.jinjava.interpret.TemplateError;
 import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import java.nio.file.Files;
@@ -33,9 +34,6 @@ import java.util.Map;
  * with the BOS token, so a template that writes {@code bos_token} itself does not get a second one.
  */
 public final class ChatTemplate {
-
-    /** The file holding the template and the special tokens. */
-    public static final String CONFIG_FILE = "tokenizer_config.json";
 
     private static final List<String> SPECIAL_TOKENS =
             List.of("bos_token", "eos_token", "unk_token", "pad_token");
@@ -93,7 +91,7 @@ public final class ChatTemplate {
      * @throws InvalidCheckpointException naming the file and field of a malformed value
      */
     public static ChatTemplate forCheckpoint(Path dir) throws InvalidCheckpointException {
-        Path file = dir.resolve(CONFIG_FILE);
+        Path file = dir.resolve(CheckpointFiles.TOKENIZER_CONFIG);
         if (!Files.isRegularFile(file)) {
             return of(null, Map.of());
         }

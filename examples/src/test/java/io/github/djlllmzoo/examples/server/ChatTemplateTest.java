@@ -9,6 +9,7 @@ import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import java.io.IOException;
 import java.io.InputStream;
@@ -56,7 +57,7 @@ class ChatTemplateTest {
 
     private static ChatTemplate checkpointTemplate(Path dir, String name) throws Exception {
         Files.writeString(
-                dir.resolve(ChatTemplate.CONFIG_FILE),
+                dir.resolve(CheckpointFiles.TOKENIZER_CONFIG),
                 resource(name + ".json"),
                 StandardCharsets.UTF_8);
         return ChatTemplate.forCheckpoint(dir);
@@ -100,7 +101,7 @@ class ChatTemplateTest {
         }
         assertEquals(expected + "assistant:", none.render(messages));
         Files.writeString(
-                dir.resolve(ChatTemplate.CONFIG_FILE),
+                dir.resolve(CheckpointFiles.TOKENIZER_CONFIG),
                 "{\"bos_token\": \"<s>\"}",
                 StandardCharsets.UTF_8);
         assertTrue(ChatTemplate.forCheckpoint(dir).isFallback());
@@ -109,14 +110,14 @@ class ChatTemplateTest {
     @Test
     void aMalformedChatTemplateFieldIsATypedErrorNamingIt(@TempDir Path dir) throws Exception {
         Files.writeString(
-                dir.resolve(ChatTemplate.CONFIG_FILE),
+                dir.resolve(CheckpointFiles.TOKENIZER_CONFIG),
                 "{\"chat_template\": 42}",
                 StandardCharsets.UTF_8);
         InvalidCheckpointException e =
                 assertThrows(
                         InvalidCheckpointException.class, () -> ChatTemplate.forCheckpoint(dir));
         assertEquals("chat_template", e.getField());
-        assertEquals(dir.resolve(ChatTemplate.CONFIG_FILE), e.getFile());
+        assertEquals(dir.resolve(CheckpointFiles.TOKENIZER_CONFIG), e.getFile());
     }
 
     @Test
