@@ -155,7 +155,7 @@ final class FineTuneCommand implements Callable<Integer> {
             FineTuneSettings settings = settings(resumed, model.config());
             TextTokenizer tokenizer = model.tokenizer();
             DecoderConfig config = model.config();
-            long eos = model.eosTokenIds().isEmpty() ? -1 : model.eosTokenIds().get(0);
+            long eos = model.documentSeparatorId();
             RandomAccessDataset train = dataset(data, jsonl, tokenizer, eos, settings, config, err);
             RandomAccessDataset eval;
             if (evalData != null) {
@@ -306,13 +306,13 @@ final class FineTuneCommand implements Callable<Integer> {
             DecoderConfig config,
             PrintWriter err)
             throws IOException {
-        int maxId;
         RandomAccessDataset dataset;
         if (jsonl) {
             PromptCompletionDataset.Builder builder =
                     PromptCompletionDataset.builder()
                             .setSequenceLength(settings.sequenceLength())
-                            .optPadTokenId(Math.max(eos, 0));
+                            .optPadTokenId(Math.max(eos, 0))
+                            .optVocabularySize(config.vocabSize());
             for (Path file : files) {
                 builder.addJsonl(file, tokenizer, eos);
             }
@@ -321,25 +321,18 @@ final class FineTuneCommand implements Callable<Integer> {
                 err.printf(Locale.ROOT, "dropped %d example(s) whose prompt fills all %d tokens%n",
                         examples.droppedExamples(), settings.sequenceLength());
             }
-            maxId = examples.maxTokenId();
             dataset = examples;
         } else {
             PackedTextDataset text =
                     PackedTextDataset.builder()
-                            .setTokens(PackedTextDataset.tokenizeFiles(tokenizer, files, eos))
+                            .setTokens(PackedTextDataset.tokenizeFiles(tokenizer, files, eos, config.vocabSize()))
                             .setSequenceLength(settings.sequenceLength())
                             .build();
-            maxId = text.maxTokenId();
             dataset = text;
         }
         if (dataset.size() == 0) {
             throw new IllegalArgumentException(
                     files + ": no training record of " + settings.sequenceLength() + " tokens; give more text or a smaller --seq-len");
-        }
-        if (maxId >= config.vocabSize()) {
-            throw new IllegalArgumentException(
-                    files + ": the tokenizer produced token id " + maxId + ", outside the model's vocabulary of "
-                            + config.vocabSize() + " (tokenizer and config.json disagree)");
         }
         return dataset;
     }
