@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 
-import io.github.djlllmzoo.training.data.ByteLevelBpeTrainer;
-import io.github.djlllmzoo.training.data.StoryCorpus;
+import io.github.djlllmzoo.defaultmodel.ByteLevelBpeTrainer;
+import io.github.djlllmzoo.defaultmodel.StoryCorpus;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.lang.reflect.Method;
