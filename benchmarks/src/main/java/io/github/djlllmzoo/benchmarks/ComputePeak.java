@@ -19,7 +19,7 @@ import java.util.concurrent.Future;
  * step can reach: a step of {@code B} sequences does {@code B} multiply-adds per weight, so from a
  * few sequences on its products are bound by this rate rather than by reading the weights.
  */
-final class ComputePeak {
+public final class ComputePeak {
 
     /** Products per core in one timed pass. */
     private static final int PRODUCTS_PER_PASS = 8;
@@ -36,7 +36,7 @@ final class ComputePeak {
      * @return the median rate in GFLOP/s (1e9 floating-point operations a second, two per
      *     multiply-add)
      */
-    static double measure(NDManager manager, DataType dataType, int size, int passes) {
+    public static double measure(NDManager manager, DataType dataType, int size, int passes) {
         boolean cpu = Device.Type.CPU.equals(manager.getDevice().getDeviceType());
         int cores = cpu ? Runtime.getRuntime().availableProcessors() : 1;
         ExecutorService threads = Executors.newFixedThreadPool(cores, task -> {

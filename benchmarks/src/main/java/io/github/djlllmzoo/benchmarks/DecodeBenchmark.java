@@ -14,7 +14,7 @@ import java.util.Arrays;
  * arrays in their own scoped manager (freed by {@link StepRelease}, as the generators do) and the
  * next tokens taken by the engine's argmax.
  */
-final class DecodeBenchmark {
+public final class DecodeBenchmark {
 
     /**
      * One timed generation.
@@ -24,7 +24,7 @@ final class DecodeBenchmark {
      * @param decodeSteps the number of decode steps
      * @param firstRowIds the tokens generated for the first sequence
      */
-    record Run(double prefillSeconds, double decodeSeconds, int decodeSteps, long[] firstRowIds) {}
+    public record Run(double prefillSeconds, double decodeSeconds, int decodeSteps, long[] firstRowIds) {}
 
     private final CausalLmBlock model;
     private final NDManager manager;
@@ -33,7 +33,7 @@ final class DecodeBenchmark {
      * @param model the model, its parameters loaded
      * @param manager a manager on the model's device; steps use sub-managers of it
      */
-    DecodeBenchmark(CausalLmBlock model, NDManager manager) {
+    public DecodeBenchmark(CausalLmBlock model, NDManager manager) {
         this.model = model;
         this.manager = manager;
     }
@@ -48,7 +48,7 @@ final class DecodeBenchmark {
      *     of the position it feeds
      * @return the timings
      */
-    Run generate(long[][] prompts, int newTokens, double[] stepMillis) {
+    public Run generate(long[][] prompts, int newTokens, double[] stepMillis) {
         int batch = prompts.length;
         int length = prompts[0].length;
         long[] flat = new long[batch * length];
@@ -96,7 +96,7 @@ final class DecodeBenchmark {
      * @param to end index (exclusive)
      * @return the median, or NaN when none was measured
      */
-    static double windowMedian(double[] values, int from, int to) {
+    public static double windowMedian(double[] values, int from, int to) {
         double[] window =
                 Arrays.stream(values, Math.max(0, from), Math.min(values.length, to))
                         .filter(v -> !Double.isNaN(v))

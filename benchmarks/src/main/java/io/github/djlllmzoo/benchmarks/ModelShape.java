@@ -10,7 +10,7 @@ import java.util.stream.Collectors;
  * Named model shapes for benchmarks that need no download: the {@code config.json} of a real
  * architecture, to be filled with random weights.
  */
-enum ModelShape {
+public enum ModelShape {
 
     /** GPT-2 small (124M): 12 layers, 768 wide, 12 heads, 50257 tokens, 1024 positions. */
     GPT2_SMALL("gpt2-small", false) {
@@ -90,7 +90,7 @@ enum ModelShape {
     abstract JsonObject config();
 
     /** @return the name on the command line, e.g. "gpt2-small" */
-    String label() {
+    public String label() {
         return label;
     }
 
@@ -109,7 +109,7 @@ enum ModelShape {
      * @return the shape
      * @throws IllegalArgumentException naming the known shapes
      */
-    static ModelShape of(String label) {
+    public static ModelShape of(String label) {
         for (ModelShape shape : values()) {
             if (shape.label.equals(label.toLowerCase(Locale.ROOT))) {
                 return shape;

@@ -7,7 +7,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 
 /** This process's resident memory, from Linux's {@code /proc/self/status}; -1 where unavailable. */
-final class ProcessMemory {
+public final class ProcessMemory {
 
     private static final Path STATUS = Paths.get("/proc/self/status");
     private static final Path CLEAR_REFS = Paths.get("/proc/self/clear_refs");
@@ -16,7 +16,7 @@ final class ProcessMemory {
     private ProcessMemory() {}
 
     /** @return the peak resident set size ({@code VmHWM}) in MiB, or -1 */
-    static double peakRssMib() {
+    public static double peakRssMib() {
         return field("VmHWM:");
     }
 
@@ -32,7 +32,7 @@ final class ProcessMemory {
      *
      * @return the resident set size in MiB, or -1
      */
-    static double retainedRssMib() {
+    public static double retainedRssMib() {
         System.gc();
         return rssMib();
     }
@@ -43,7 +43,7 @@ final class ProcessMemory {
      *
      * @return whether the kernel accepted the reset
      */
-    static boolean resetPeak() {
+    public static boolean resetPeak() {
         try {
             Files.writeString(CLEAR_REFS, "5");
             return true;
@@ -53,7 +53,7 @@ final class ProcessMemory {
     }
 
     /** @return the 1-minute load average of the machine, or -1 */
-    static double loadAverage() {
+    public static double loadAverage() {
         try {
             String line = Files.readString(LOAD_AVERAGE, StandardCharsets.US_ASCII);
             return Double.parseDouble(line.trim().split("\\s+")[0]);

@@ -6,6 +6,8 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
+import com.google.gson.Gson;
+import com.google.gson.GsonBuilder;
 import com.google.gson.JsonObject;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.DecoderModels;
@@ -43,6 +45,9 @@ public final class RandomCheckpoint {
      */
     static final float MATRIX_SCALE = 5f;
 
+    /** Writes {@code config.json} as the command line writes JSON: compact, nulls kept, no HTML escaping. */
+    private static final Gson GSON = new GsonBuilder().serializeNulls().disableHtmlEscaping().create();
+
     private RandomCheckpoint() {}
 
     /**
@@ -54,7 +59,7 @@ public final class RandomCheckpoint {
      * @throws IOException if the file cannot be written
      * @throws InvalidCheckpointException if no parser accepts it (its family is not supported)
      */
-    static DecoderConfig writeConfig(ModelShape shape, Path dir) throws IOException, InvalidCheckpointException {
+    public static DecoderConfig writeConfig(ModelShape shape, Path dir) throws IOException, InvalidCheckpointException {
         return writeConfig(shape.config(), dir);
     }
 
@@ -64,7 +69,7 @@ public final class RandomCheckpoint {
         Path file = dir.resolve("config.json");
         Path tmp = Files.createTempFile(dir, ".config", ".tmp");
         try {
-            Files.writeString(tmp, Json.GSON.toJson(config) + "\n", StandardCharsets.UTF_8);
+            Files.writeString(tmp, GSON.toJson(config) + "\n", StandardCharsets.UTF_8);
             if (Files.getFileStore(tmp).supportsFileAttributeView(PosixFileAttributeView.class)) {
                 Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rw-r--r--"));
             }
@@ -84,7 +89,7 @@ public final class RandomCheckpoint {
      * @param seed the seed of the engine's random generator
      * @return the initialized block
      */
-    static CausalLmBlock create(DecoderConfig config, NDManager manager, DataType dataType, long seed) {
+    public static CausalLmBlock create(DecoderConfig config, NDManager manager, DataType dataType, long seed) {
         return create(config, manager, dataType, seed, RandomCheckpoint::scaleMatrices);
     }
 
@@ -117,7 +122,7 @@ public final class RandomCheckpoint {
      * @throws IOException if a file cannot be written
      * @throws InvalidCheckpointException if the family is not supported
      */
-    static DecoderConfig write(ModelShape shape, Path dir, long seed, Path tokenizer)
+    public static DecoderConfig write(ModelShape shape, Path dir, long seed, Path tokenizer)
             throws IOException, InvalidCheckpointException {
         return write(shape.config(), shape.prefixedNames(), dir, seed, tokenizer, RandomCheckpoint::scaleMatrices);
     }

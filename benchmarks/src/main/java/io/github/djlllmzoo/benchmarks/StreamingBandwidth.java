@@ -20,7 +20,7 @@ import java.util.concurrent.Future;
  * the figure does not depend on PyTorch's intra-op thread count), or one sum on a GPU. This is the
  * ceiling a bandwidth-bound decode step can reach with the same engine.
  */
-final class StreamingBandwidth {
+public final class StreamingBandwidth {
 
     private StreamingBandwidth() {}
 
@@ -32,7 +32,7 @@ final class StreamingBandwidth {
      * @param passes timed passes after one warm-up pass
      * @return the median bandwidth in GB/s (1e9 bytes per second)
      */
-    static double measure(NDManager manager, long bytes, int passes) {
+    public static double measure(NDManager manager, long bytes, int passes) {
         boolean cpu = Device.Type.CPU.equals(manager.getDevice().getDeviceType());
         int cores = cpu ? Runtime.getRuntime().availableProcessors() : 1;
         ExecutorService threads = Executors.newFixedThreadPool(cores);
@@ -87,7 +87,7 @@ final class StreamingBandwidth {
      * @param values measurements (not modified)
      * @return their median
      */
-    static double median(double[] values) {
+    public static double median(double[] values) {
         double[] sorted = values.clone();
         Arrays.sort(sorted);
         int n = sorted.length;

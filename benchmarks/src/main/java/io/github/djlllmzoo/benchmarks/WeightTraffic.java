@@ -15,7 +15,7 @@ import java.util.Set;
  * head, which reads all of it; and its matrix products do one multiply-add per matrix element and
  * sequence.
  */
-final class WeightTraffic {
+public final class WeightTraffic {
 
     private WeightTraffic() {}
 
@@ -24,7 +24,7 @@ final class WeightTraffic {
      * @param batchSize sequences per decode step
      * @return bytes of weights read per decode step
      */
-    static long bytesPerStep(CausalLmBlock model, int batchSize) {
+    public static long bytesPerStep(CausalLmBlock model, int batchSize) {
         Set<Parameter> lookups = lookupTables(model);
         long total = 0;
         for (Parameter p : model.namedParameters().values()) {
@@ -48,7 +48,7 @@ final class WeightTraffic {
      * @param batchSize sequences per decode step
      * @return multiply-adds per decode step
      */
-    static long multiplyAddsPerStep(CausalLmBlock model, int batchSize) {
+    public static long multiplyAddsPerStep(CausalLmBlock model, int batchSize) {
         Set<Parameter> lookups = lookupTables(model);
         long total = 0;
         for (Parameter p : model.namedParameters().values()) {
