@@ -1,9 +1,5 @@
 package io.github.djlllmzoo.defaultmodel;
 
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
@@ -59,25 +55,5 @@ final class ByteLevel {
         for (int i = 0; i < 256; i++) {
             BYTE_RANK[BYTES_IN_ORDER[i]] = i;
         }
-    }
-
-    /** Splits {@code text} into pre-tokens with {@link #SPLIT}. */
-    static List<String> preTokenize(String text) {
-        List<String> out = new ArrayList<>();
-        Matcher m = SPLIT.matcher(text);
-        while (m.find()) {
-            out.add(m.group());
-        }
-        return out;
-    }
-
-    /** Maps the UTF-8 bytes of {@code s} to their byte-level characters. */
-    static String encode(String s) {
-        byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
-        char[] chars = new char[bytes.length];
-        for (int i = 0; i < bytes.length; i++) {
-            chars[i] = BYTE_TO_CHAR[bytes[i] & 0xFF];
-        }
-        return new String(chars);
     }
 }

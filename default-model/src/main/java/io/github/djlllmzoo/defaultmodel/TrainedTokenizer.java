@@ -6,13 +6,10 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * A byte-level BPE tokenizer learnt by {@link ByteLevelBpeTrainer}: its vocabulary, its merges and
@@ -49,11 +46,6 @@ public final class TrainedTokenizer {
     private final String padToken;
     private final boolean addBosToken;
     private final int modelMaxLength;
-
-    /** Merge ranks by pair, built on first use by {@link #tokenize(String)}. */
-    private Map<String, Integer> mergeRanks;
-
-    private Pattern specialsPattern;
 
     TrainedTokenizer(
             Map<String, Integer> vocab,
@@ -349,79 +341,5 @@ public final class TrainedTokenizer {
             t.put("special", true);
         }
         return t;
-    }
-
-    // ------------------------------------------------------------------------------------------
-    // A reference encoder, to check the merges against the Hugging Face implementation.
-    // ------------------------------------------------------------------------------------------
-
-    /**
-     * Splits {@code text} into tokens the way the Hugging Face BPE model does with this vocabulary
-     * (special tokens kept whole, no BOS added): a slow reference for tests.
-     */
-    List<String> tokenize(String text) {
-        if (mergeRanks == null) {
-            Map<String, Integer> ranks = new HashMap<>();
-            for (int i = 0; i < merges.size(); i++) {
-                ranks.putIfAbsent(merges.get(i), i);
-            }
-            mergeRanks = ranks;
-            List<String> sorted = new ArrayList<>(specialTokens);
-            sorted.sort((a, b) -> b.length() - a.length());
-            StringBuilder re = new StringBuilder();
-            for (String s : sorted) {
-                re.append(re.length() > 0 ? "|" : "").append(Pattern.quote(s));
-            }
-            specialsPattern = sorted.isEmpty() ? null : Pattern.compile(re.toString());
-        }
-        List<String> out = new ArrayList<>();
-        int start = 0;
-        if (specialsPattern != null) {
-            Matcher m = specialsPattern.matcher(text);
-            while (m.find()) {
-                tokenizePiece(text.substring(start, m.start()), out);
-                out.add(m.group());
-                start = m.end();
-            }
-        }
-        tokenizePiece(text.substring(start), out);
-        return out;
-    }
-
-    private void tokenizePiece(String piece, List<String> out) {
-        for (String word : ByteLevel.preTokenize(piece)) {
-            String chars = ByteLevel.encode(word);
-            List<String> sym = new ArrayList<>(chars.length());
-            for (int i = 0; i < chars.length(); i++) {
-                sym.add(String.valueOf(chars.charAt(i)));
-            }
-            while (sym.size() > 1) {
-                int best = -1;
-                int bestRank = Integer.MAX_VALUE;
-                for (int i = 0; i + 1 < sym.size(); i++) {
-                    Integer r = mergeRanks.get(sym.get(i) + " " + sym.get(i + 1));
-                    if (r != null && r < bestRank) {
-                        bestRank = r;
-                        best = i;
-                    }
-                }
-                if (best < 0) {
-                    break;
-                }
-                sym.set(best, sym.get(best) + sym.get(best + 1));
-                sym.remove(best + 1);
-            }
-            out.addAll(sym);
-        }
-    }
-
-    /** Ids of {@link #tokenize(String)}. */
-    int[] encode(String text) {
-        List<String> tokens = tokenize(text);
-        int[] ids = new int[tokens.size()];
-        for (int i = 0; i < ids.length; i++) {
-            ids[i] = vocab.get(tokens.get(i));
-        }
-        return ids;
     }
 }
