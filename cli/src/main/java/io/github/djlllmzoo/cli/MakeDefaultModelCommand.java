@@ -302,7 +302,7 @@ final class MakeDefaultModelCommand implements Callable<Integer> {
         s.append("# djl-llm-zoo default model\n\n");
         s.append("A small Llama-architecture language model that `bin/llmzoo generate` and `score` use when no\n");
         s.append("`--model` is given. It writes short, simple children's stories in the style of the project's\n");
-        s.append("generated corpus (`io.github.djlllmzoo.training.data.StoryCorpus`); it knows nothing else.\n\n");
+        s.append("generated corpus (`io.github.djlllmzoo.defaultmodel.StoryCorpus`); it knows nothing else.\n\n");
         s.append("## Reproduce\n\n```bash\n").append(reproduceCommand()).append("\n```\n\n");
         s.append("Every figure below comes from that command (same seed: same corpus, tokenizer and\n");
         s.append("initialization; the weights may differ in the last bits between machines).\n\n");

@@ -11,7 +11,7 @@ import java.util.stream.Stream;
  * Whether this process runs oneMKL with the kernels its CPU supports: on a CPU not made by Intel,
  * oneMKL (inside PyTorch's CPU library) runs generic kernels unless {@code libllmzoo-mkl-cpu.so}
  * is preloaded, as {@code bin/llmzoo} does on AMD CPUs (see {@code
- * examples/src/main/native/llmzoo_mkl_cpu.c}). Read from Linux's {@code /proc}.
+ * cli/src/main/native/llmzoo_mkl_cpu.c}). Read from Linux's {@code /proc}.
  */
 final class MklCpuFix {
 
