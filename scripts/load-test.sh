@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
 done
 
 "$root/bin/llmzoo" --version >/dev/null # builds the project on first use
-classpath="$(cat "$root/examples/target/llmzoo.classpath")"
+classpath="$(cat "$root/cli/target/llmzoo.classpath")"
 java_cmd=(java -DOPT_OUT_TRACKING=true -Doffline=true -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$classpath")
 
 if [ -z "$model" ]; then
@@ -47,7 +47,7 @@ if [ -z "$model" ]; then
   model="${TMPDIR:-/tmp}/llmzoo-random-gpt2-$random"
   if [ ! -f "$model/config.json" ]; then
     echo "writing a random GPT-2 ($random) to $model" >&2
-    "${java_cmd[@]}" io.github.djlllmzoo.examples.server.RandomGpt2Checkpoint "$model" "$tokenizer" "$random"
+    "${java_cmd[@]}" io.github.djlllmzoo.benchmarks.RandomGpt2Checkpoint "$model" "$tokenizer" "$random"
   fi
 fi
 
@@ -61,7 +61,7 @@ trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -f "$log"' EXIT
 echo "model: $model; server: --max-concurrency $max_concurrency --max-batch $max_batch --workers $workers --batch-wait-ms $batch_wait_ms"
 echo "machine: $(grep -c ^processor /proc/cpuinfo) cores; OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-if ! "${java_cmd[@]}" io.github.djlllmzoo.examples.server.LoadTest "http://127.0.0.1:$port" \
+if ! "${java_cmd[@]}" io.github.djlllmzoo.benchmarks.LoadTest "http://127.0.0.1:$port" \
     --clients "$clients" --requests-per-client "$per_client" --max-tokens "$max_tokens"; then
   echo "server log:" >&2; cat "$log" >&2; exit 1
 fi

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
-import io.github.djlllmzoo.examples.LlmZoo;
+import io.github.djlllmzoo.cli.LlmZoo;
 import io.github.djlllmzoo.training.PackedTextDataset;
 import io.github.djlllmzoo.training.Perplexity;
 import io.github.djlllmzoo.zoo.LocalModel;

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.github.djlllmzoo.training.data.StoryCorpus;
+import io.github.djlllmzoo.defaultmodel.StoryCorpus;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.ByteArrayOutputStream;
 import java.io.File;

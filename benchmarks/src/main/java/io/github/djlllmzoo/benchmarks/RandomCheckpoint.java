@@ -1,0 +1,190 @@
+package io.github.djlllmzoo.benchmarks;
+
+import ai.djl.engine.Engine;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Parameter;
+import com.google.gson.Gson;
+import com.google.gson.GsonBuilder;
+import com.google.gson.JsonObject;
+import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.DecoderModels;
+import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
+import io.github.djlllmzoo.blocks.config.Configs;
+import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.BiConsumer;
+
+/**
+ * Models with random weights (each block's own initializer, seeded, then scaled: by default every
+ * matrix by {@link #MATRIX_SCALE}), in memory or written as a Hugging Face-layout checkpoint
+ * directory that any loader of the family reads: {@code config.json}, {@code model.safetensors}
+ * and, optionally, tokenizer files. {@code llmzoo init-random} and {@code bench --shape} write
+ * those of a {@link ModelShape}; the serving tests and {@code scripts/load-test.sh} other shapes.
+ */
+public final class RandomCheckpoint {
+
+    /**
+     * Factor on the initializers' matrices and embeddings. At the training init (std 0.02) every
+     * prompt of a random GPT-2 continues with one and the same token, so a comparison of two
+     * engines' ids could not catch a wrong one; at 5 times that, greedy outputs vary with the
+     * prompt. Speed does not depend on the values.
+     */
+    static final float MATRIX_SCALE = 5f;
+
+    /** Writes {@code config.json} as the command line writes JSON: compact, nulls kept, no HTML escaping. */
+    private static final Gson GSON = new GsonBuilder().serializeNulls().disableHtmlEscaping().create();
+
+    private RandomCheckpoint() {}
+
+    /**
+     * Writes the shape's {@code config.json} into {@code dir} (atomically) and parses it back.
+     *
+     * @param shape the shape
+     * @param dir the directory, created if missing
+     * @return the parsed config
+     * @throws IOException if the file cannot be written
+     * @throws InvalidCheckpointException if no parser accepts it (its family is not supported)
+     */
+    public static DecoderConfig writeConfig(ModelShape shape, Path dir) throws IOException, InvalidCheckpointException {
+        return writeConfig(shape.config(), dir);
+    }
+
+    private static DecoderConfig writeConfig(JsonObject config, Path dir)
+            throws IOException, InvalidCheckpointException {
+        Files.createDirectories(dir);
+        Path file = dir.resolve(CheckpointFiles.CONFIG);
+        Path tmp = Files.createTempFile(dir, ".config", ".tmp");
+        try {
+            Files.writeString(tmp, GSON.toJson(config) + "\n", StandardCharsets.UTF_8);
+            if (Files.getFileStore(tmp).supportsFileAttributeView(PosixFileAttributeView.class)) {
+                Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rw-r--r--"));
+            }
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+        return Configs.read(dir);
+    }
+
+    /**
+     * Creates the model block of {@code config} with random weights.
+     *
+     * @param config the config
+     * @param manager the manager (and device) that will own the weights
+     * @param dataType the element type of the weights
+     * @param seed the seed of the engine's random generator
+     * @return the initialized block
+     */
+    public static CausalLmBlock create(DecoderConfig config, NDManager manager, DataType dataType, long seed) {
+        return create(config, manager, dataType, seed, RandomCheckpoint::scaleMatrices);
+    }
+
+    private static CausalLmBlock create(
+            DecoderConfig config, NDManager manager, DataType dataType, long seed, BiConsumer<String, NDArray> scale) {
+        CausalLmBlock block = DecoderModels.create(config);
+        Engine.getEngine(manager.getEngine().getEngineName()).setRandomSeed((int) seed);
+        block.initialize(manager, dataType, new Shape(1, 1));
+        for (Map.Entry<String, Parameter> e : block.namedParameters().entrySet()) {
+            scale.accept(e.getKey(), e.getValue().getArray());
+        }
+        return block;
+    }
+
+    /** Multiplies a matrix or embedding (two or more dimensions) by {@link #MATRIX_SCALE}. */
+    private static void scaleMatrices(String name, NDArray array) {
+        if (array.getShape().dimension() >= 2) {
+            array.muli(MATRIX_SCALE);
+        }
+    }
+
+    /**
+     * Writes a random-weight checkpoint of {@code shape} into {@code dir}.
+     *
+     * @param shape the shape
+     * @param dir the directory, created if missing; existing files of the same names are replaced
+     * @param seed the seed of the engine's random generator
+     * @param tokenizer a directory whose tokenizer files to copy in, or {@code null}
+     * @return the config
+     * @throws IOException if a file cannot be written
+     * @throws InvalidCheckpointException if the family is not supported
+     */
+    public static DecoderConfig write(ModelShape shape, Path dir, long seed, Path tokenizer)
+            throws IOException, InvalidCheckpointException {
+        return write(shape.config(), shape.prefixedNames(), dir, seed, tokenizer, RandomCheckpoint::scaleMatrices);
+    }
+
+    /**
+     * Writes a random-weight checkpoint of any {@code config.json} into {@code dir}.
+     *
+     * @param config the {@code config.json} to write
+     * @param prefixedNames whether tensor names carry the family's checkpoint prefix (Llama's
+     *     {@code model.}) as on the hub; GPT-2's carry none
+     * @param dir the directory, created if missing; existing files of the same names are replaced
+     * @param seed the seed of the engine's random generator
+     * @param tokenizer a directory whose tokenizer files to copy in, or {@code null}
+     * @param scale changes each initialized tensor in place, given its parameter name, before it is
+     *     written
+     * @return the parsed config
+     * @throws IOException if a file cannot be written
+     * @throws InvalidCheckpointException if no parser accepts the config
+     */
+    public static DecoderConfig write(
+            JsonObject config,
+            boolean prefixedNames,
+            Path dir,
+            long seed,
+            Path tokenizer,
+            BiConsumer<String, NDArray> scale)
+            throws IOException, InvalidCheckpointException {
+        DecoderConfig parsed = writeConfig(config, dir);
+        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
+            CausalLmBlock block = create(parsed, manager, DataType.FLOAT32, seed, scale);
+            String prefix = prefixedNames ? parsed.checkpointPrefix() : "";
+            Map<String, NDArray> tensors = new LinkedHashMap<>();
+            for (Map.Entry<String, Parameter> e : block.namedParameters().entrySet()) {
+                String name = e.getKey().startsWith("lm_head.") ? e.getKey() : prefix + e.getKey();
+                tensors.put(name, e.getValue().getArray());
+            }
+            SafeTensorsWriter.write(dir.resolve(CheckpointFiles.WEIGHTS), tensors, Map.of("format", "pt"));
+        }
+        if (tokenizer != null) {
+            copyTokenizer(tokenizer, dir);
+        }
+        return parsed;
+    }
+
+    private static void copyTokenizer(Path from, Path to) throws IOException {
+        if (!Files.isDirectory(from)) {
+            throw new IOException(from + ": not a tokenizer directory");
+        }
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(from)) {
+            for (Path file : files) {
+                String name = file.getFileName().toString();
+                boolean checkpointFile = name.equals(CheckpointFiles.CONFIG) || name.startsWith(CheckpointFiles.WEIGHTS);
+                if (Files.isRegularFile(file) && !checkpointFile) {
+                    Path tmp = Files.createTempFile(to, "." + name, ".tmp");
+                    try {
+                        Files.copy(file, tmp, StandardCopyOption.REPLACE_EXISTING);
+                        Files.move(tmp, to.resolve(name), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+                    } finally {
+                        Files.deleteIfExists(tmp);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+package io.github.djlllmzoo.cli;
+
+import io.github.djlllmzoo.server.OpenAiServer;
+import io.github.djlllmzoo.server.ServerOptions;
+import io.github.djlllmzoo.zoo.LocalModel;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** {@code llmzoo serve}: the OpenAI-compatible HTTP server, until the process is stopped. */
+@Command(
+        name = "serve",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Serve the model over an OpenAI-compatible HTTP API:",
+            "POST /v1/completions, POST /v1/chat/completions (both with \"stream\": true), GET"
+                + " /v1/models, GET /health."
+        })
+final class ServeCommand implements Callable<Integer> {
+
+    @Spec CommandSpec spec;
+
+    @Mixin ModelOptions modelOptions;
+
+    @Option(
+            names = "--host",
+            defaultValue = "127.0.0.1",
+            paramLabel = "ADDR",
+            description = "Address to listen on (default: ${DEFAULT-VALUE}).")
+    String host;
+
+    @Option(
+            names = "--port",
+            defaultValue = "8080",
+            paramLabel = "PORT",
+            description = "Port to listen on; 0 picks a free one (default: ${DEFAULT-VALUE}).")
+    int port;
+
+    @Option(
+            names = "--max-concurrency",
+            defaultValue = "32",
+            paramLabel = "N",
+            description =
+                    "Most requests admitted at once; more get 429 (default: ${DEFAULT-VALUE}).")
+    int maxConcurrency;
+
+    @Option(
+            names = "--max-batch",
+            defaultValue = "8",
+            paramLabel = "B",
+            description =
+                    "Most sequences generated together in one batch (default: ${DEFAULT-VALUE}).")
+    int maxBatch;
+
+    @Option(
+            names = "--workers",
+            defaultValue = "2",
+            paramLabel = "W",
+            description =
+                    "Predictors, each generating one batch at a time (default: ${DEFAULT-VALUE}).")
+    int workers;
+
+    @Option(
+            names = "--batch-wait-ms",
+            defaultValue = "5",
+            paramLabel = "MS",
+            description = "How long a batch waits for more requests (default: ${DEFAULT-VALUE}).")
+    long batchWaitMs;
+
+    @Option(
+            names = "--model-name",
+            paramLabel = "NAME",
+            description =
+                    "The model name clients use (default: --model's registry name or Hugging Face id as"
+                            + " given; for a directory, its name: 'default' for the default model).")
+    String modelName;
+
+    @Override
+    public Integer call() throws Exception {
+        ServerOptions options;
+        try {
+            options =
+                    ServerOptions.DEFAULTS
+                            .withAddress(host, port)
+                            .withModelId(modelName != null ? modelName : modelOptions.servedName())
+                            .withScheduling(
+                                    maxConcurrency,
+                                    maxBatch,
+                                    workers,
+                                    Duration.ofMillis(batchWaitMs));
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+        options.checkCanListen();
+        LocalModel model = modelOptions.load();
+        OpenAiServer server;
+        try {
+            server = OpenAiServer.start(model, options);
+        } catch (Exception e) {
+            model.close();
+            throw e;
+        }
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime()
+                .addShutdownHook(
+                        new Thread(
+                                () -> {
+                                    server.close();
+                                    model.close();
+                                    stopped.countDown();
+                                },
+                                "llmzoo-serve-shutdown"));
+        PrintWriter err = spec.commandLine().getErr();
+        err.println(
+                "llmzoo serve: model '"
+                        + server.modelId()
+                        + "' on "
+                        + server.uri()
+                        + " (Ctrl-C stops)");
+        err.flush();
+        stopped.await();
+        return 0;
+    }
+}

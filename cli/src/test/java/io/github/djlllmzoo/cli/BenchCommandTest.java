@@ -1,0 +1,190 @@
+package io.github.djlllmzoo.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import ai.djl.engine.Engine;
+import com.google.gson.JsonArray;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import io.github.djlllmzoo.zoo.safetensors.SafeTensorsReader;
+import io.github.djlllmzoo.zoo.safetensors.TensorInfo;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** Drives {@code llmzoo bench} on the tiny golden GPT-2 (figures are checked for sense, never for speed). */
+class BenchCommandTest {
+
+    private static final Path GPT2 = GoldenCase.dir("gpt2-tiny");
+
+    private static JsonObject golden() throws Exception {
+        return GoldenCase.load("gpt2-tiny").json();
+    }
+
+    private static String ids(JsonArray array) {
+        return TokenIds.join(GoldenCase.longs(array));
+    }
+
+    private static JsonObject bench(String... extra) {
+        List<String> args =
+                new java.util.ArrayList<>(
+                        List.of("bench", "--model", GPT2.toString(), "--runs", "2", "--bandwidth-mib", "16",
+                                "--output", "json"));
+        args.addAll(List.of(extra));
+        CliRunner run = CliRunner.run(args.toArray(new String[0]));
+        assertEquals(0, run.exitCode, run.err);
+        return JsonParser.parseString(run.out).getAsJsonObject();
+    }
+
+    @Test
+    void jsonHasEveryFigureUnderItsDocumentedKey() {
+        JsonObject r = bench("--prompt-tokens", "16", "--new-tokens", "8", "--long-positions", "120");
+        for (String key :
+                List.of("prefill_tokens_per_s", "decode_tokens_per_s", "decode_ms_early", "decode_ms_late",
+                        "peak_rss_mb", "effective_gb_per_s", "stream_gb_per_s")) {
+            double value = r.get(key).getAsDouble();
+            assertTrue(Double.isFinite(value) && value > 0, key + " = " + value);
+        }
+        assertTrue(r.get("weight_bytes").getAsLong() > 0);
+        assertEquals(8, r.getAsJsonArray("output_ids").size());
+        assertEquals(2, r.getAsJsonArray("decode_tokens_per_s_runs").size());
+        double implied = r.get("weight_bytes").getAsLong() * r.get("decode_tokens_per_s").getAsDouble() / 1e9;
+        assertEquals(implied, r.get("effective_gb_per_s").getAsDouble(), implied * 1e-9);
+    }
+
+    @Test
+    void eachTimedRunIsPairedWithAStreamingReadAndTheFractionIsTheMedianOfTheirRatios() {
+        JsonObject r = bench("--prompt-tokens", "16", "--new-tokens", "8", "--long-positions", "0"); // 2 runs
+        assumeTrue(r.get("peak_rss_reset_after_load").getAsBoolean(), "no peak reset: the read runs once, after the runs");
+        JsonArray decode = r.getAsJsonArray("decode_tokens_per_s_runs");
+        JsonArray streams = r.getAsJsonArray("stream_gb_per_s_runs");
+        JsonArray fractions = r.getAsJsonArray("bandwidth_fraction_runs");
+        assertEquals(2, streams.size());
+        long bytes = r.get("weight_bytes").getAsLong();
+        double[] expected = new double[2];
+        for (int i = 0; i < 2; i++) {
+            expected[i] = bytes * decode.get(i).getAsDouble() / 1e9 / streams.get(i).getAsDouble();
+            assertEquals(expected[i], fractions.get(i).getAsDouble(), expected[i] * 1e-9, "run " + i);
+        }
+        double median = (expected[0] + expected[1]) / 2;
+        assertEquals(median, r.get("bandwidth_fraction").getAsDouble(), median * 1e-9);
+        assertTrue(r.get("stream_method").getAsString().contains("after each timed run"));
+    }
+
+    @Test
+    void benchGeneratesTheGreedyContinuation() throws Exception {
+        JsonObject golden = golden();
+        JsonArray greedy = golden.getAsJsonArray("greedy_ids");
+        JsonObject r =
+                bench("--prompt-ids", ids(golden.getAsJsonArray("prompt_ids")),
+                        "--new-tokens", Integer.toString(greedy.size()), "--long-positions", "0");
+        assertEquals(ids(greedy), ids(r.getAsJsonArray("output_ids")));
+        assertTrue(r.get("decode_ms_early").isJsonNull(), "not measured with --long-positions 0");
+    }
+
+    @Test
+    void weightBytesAreEveryTensorOnceExceptPositionRowsNotRead() throws Exception {
+        long all = 0;
+        long positionTable = 0;
+        long width = 0;
+        try (SafeTensorsReader reader = SafeTensorsReader.open(GPT2.resolve("model.safetensors"))) {
+            for (TensorInfo info : reader.tensors().values()) {
+                long bytes = info.toShape().size() * 4; // read as float32
+                all += bytes;
+                if (info.name().endsWith("wpe.weight")) {
+                    positionTable = bytes;
+                    width = info.toShape().get(1);
+                }
+            }
+        }
+        int batch = 3;
+        // The tied wte is read whole by the LM head; of wpe a step reads one row per sequence.
+        long expected = all - positionTable + batch * width * 4;
+        JsonObject r = bench("--batch", Integer.toString(batch), "--prompt-tokens", "4", "--new-tokens", "2",
+                "--long-positions", "0");
+        assertEquals(expected, r.get("weight_bytes").getAsLong());
+        assertEquals(3, r.get("batch").getAsInt());
+    }
+
+    @Test
+    void theRooflineIsTheSlowerOfReadingTheWeightsAndDoingTheProducts() throws Exception {
+        long matrixElements = 0;
+        try (SafeTensorsReader reader = SafeTensorsReader.open(GPT2.resolve("model.safetensors"))) {
+            for (TensorInfo info : reader.tensors().values()) {
+                boolean lookupOrTiedCopy = info.name().endsWith("wpe.weight") || info.name().startsWith("lm_head");
+                if (info.toShape().dimension() == 2 && !lookupOrTiedCopy) {
+                    matrixElements += info.toShape().size(); // the tied wte is the LM head's matrix
+                }
+            }
+        }
+        int batch = 2;
+        JsonObject r = bench("--batch", Integer.toString(batch), "--prompt-tokens", "4", "--new-tokens", "4",
+                "--long-positions", "0", "--compute-size", "64");
+        double stepGflop = r.get("step_gflop").getAsDouble();
+        assertEquals(2.0 * batch * matrixElements / 1e9, stepGflop, stepGflop * 1e-9);
+        double decode = r.get("decode_tokens_per_s").getAsDouble();
+        double peak = r.get("compute_gflop_per_s").getAsDouble();
+        double stream = r.get("stream_gb_per_s").getAsDouble();
+        assertTrue(peak > 0, "peak " + peak);
+        double effective = stepGflop * decode / batch;
+        assertEquals(effective, r.get("effective_gflop_per_s").getAsDouble(), effective * 1e-9);
+        assertEquals(effective / peak, r.get("compute_fraction").getAsDouble(), effective / peak * 1e-9);
+        double readSeconds = r.get("weight_bytes").getAsLong() / (stream * 1e9);
+        double productSeconds = stepGflop / peak;
+        double roofline = batch / Math.max(readSeconds, productSeconds);
+        assertEquals(roofline, r.get("roofline_tokens_per_s").getAsDouble(), roofline * 1e-9);
+        assertEquals(productSeconds > readSeconds ? "compute" : "bandwidth", r.get("roofline_bound").getAsString());
+        assertEquals(decode / roofline, r.get("roofline_fraction").getAsDouble(), decode / roofline * 1e-9);
+
+        CliRunner run = CliRunner.run("bench", "--model", GPT2.toString(), "--runs", "1", "--prompt-tokens", "4",
+                "--new-tokens", "2", "--long-positions", "0", "--compute-size", "0", "--bandwidth-mib", "0",
+                "--output", "json");
+        assertEquals(0, run.exitCode, run.err);
+        JsonObject skipped = JsonParser.parseString(run.out).getAsJsonObject();
+        assertTrue(skipped.get("compute_gflop_per_s").isJsonNull());
+        assertTrue(skipped.get("roofline_tokens_per_s").isJsonNull());
+        assertEquals("not measured", skipped.get("roofline_bound").getAsString());
+    }
+
+    @Test
+    void aRandomShapeNeedsNoCheckpoint() {
+        CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--runs", "1", "--prompt-tokens", "8",
+                "--new-tokens", "4", "--long-positions", "0", "--bandwidth-mib", "0", "--output", "json");
+        assertEquals(0, run.exitCode, run.err);
+        JsonObject r = JsonParser.parseString(run.out).getAsJsonObject();
+        assertTrue(r.get("model").getAsString().startsWith("gpt2-tiny"));
+        assertTrue(r.get("stream_gb_per_s").isJsonNull(), "bandwidth not measured with --bandwidth-mib 0");
+    }
+
+    @Test
+    void bfloat16IsRefusedBeforeItCanAbortTheJvm() {
+        CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", "bfloat16", "--device", "cpu");
+        assertEquals(2, run.exitCode);
+        assertTrue(run.err.contains("bfloat16") && run.err.contains("aborts the JVM"), run.err);
+    }
+
+    @Test
+    void halfPrecisionOnTheCpuIsAUsageError() {
+        CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", "float16");
+        assertEquals(2, run.exitCode);
+        assertTrue(run.err.contains("--dtype float16 is for --device gpu"), run.err);
+    }
+
+    @Test
+    void gpuWithoutAGpuIsAClearError() {
+        assumeTrue(Engine.getEngine("PyTorch").getGpuCount() == 0, "a GPU is present");
+        CliRunner run = CliRunner.run("generate", "--model", GPT2.toString(), "--prompt-ids", "1,2", "--device", "gpu");
+        assertEquals(2, run.exitCode);
+        assertTrue(run.err.contains("sees no GPU"), run.err);
+    }
+
+    @Test
+    void aPromptLongerThanTheWindowIsRefused() {
+        CliRunner run = CliRunner.run("bench", "--model", GPT2.toString(), "--prompt-tokens", "120",
+                "--new-tokens", "20", "--bandwidth-mib", "0");
+        assertEquals(1, run.exitCode);
+        assertTrue(run.err.contains("context window of 128"), run.err);
+    }
+}

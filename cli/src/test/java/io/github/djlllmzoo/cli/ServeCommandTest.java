@@ -1,0 +1,159 @@
+package io.github.djlllmzoo.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code llmzoo serve}'s command line (the server itself: {@code OpenAiServerTest}). */
+class ServeCommandTest {
+
+    private static String[] run(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = LlmZoo.execute(args, new PrintWriter(out), new PrintWriter(err));
+        return new String[] {String.valueOf(code), out.toString(), err.toString()};
+    }
+
+    @Test
+    void invalidSchedulingOptionsAreUsageErrorsNamingTheOption(@TempDir Path dir) {
+        String[] port = run("serve", "--model", dir.toString(), "--port", "70000");
+        assertEquals("2", port[0]);
+        assertTrue(port[2].contains("port must be in [0, 65535]"), port[2]);
+        String batch = run("serve", "--model", dir.toString(), "--max-batch", "0")[2];
+        assertTrue(batch.contains("maxBatch must be at least 1"), batch);
+    }
+
+    @Test
+    void aPortInUseIsOneErrorLineNamingHostAndPortAndExitCode1() throws IOException {
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            String port = String.valueOf(taken.getLocalPort());
+            String[] run = run("serve", "--host", "127.0.0.1", "--port", port);
+            assertEquals("1", run[0], run[2]);
+            String error = run[2].strip();
+            assertTrue(
+                    error.startsWith("error: cannot listen on 127.0.0.1:" + port + ": "), error);
+            assertTrue(error.contains("already in use"), error);
+            assertEquals(1, error.lines().count(), error);
+        }
+    }
+
+    /**
+     * {@code serve --model org/name} from a Hugging Face cache (the default model's files as a hub
+     * snapshot, offline), in its own JVM since {@code serve} runs until the process stops.
+     */
+    @Test
+    void aHubModelIsServedUnderItsHubIdNotItsSnapshotsCommit(@TempDir Path cache) throws Exception {
+        String repo = "someorg/story";
+        String commit = "0123456789abcdef0123456789abcdef01234567";
+        Path repoDir = cache.resolve("models--someorg--story");
+        Path snapshot = Files.createDirectories(repoDir.resolve("snapshots").resolve(commit));
+        try (Stream<Path> files = Files.list(DefaultModel.directory())) {
+            for (Path file : files.filter(Files::isRegularFile).toList()) {
+                Files.copy(file, snapshot.resolve(file.getFileName()));
+            }
+        }
+        Files.createDirectories(repoDir.resolve("refs"));
+        Files.writeString(repoDir.resolve("refs").resolve("main"), commit);
+        ProcessBuilder builder =
+                new ProcessBuilder(
+                        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                        "-Xmx1g",
+                        "-DOPT_OUT_TRACKING=true",
+                        "-Doffline=true",
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        LlmZoo.class.getName(),
+                        "serve",
+                        "--model",
+                        repo,
+                        "--port",
+                        "0");
+        builder.environment().put("HF_HUB_CACHE", cache.toString());
+        builder.environment().put("HF_HUB_OFFLINE", "1");
+        builder.environment().put("OPT_OUT_TRACKING", "true");
+        builder.redirectOutput(ProcessBuilder.Redirect.DISCARD);
+        Process serve = builder.start();
+        try {
+            Matcher started = awaitStartLine(serve);
+            assertEquals(repo, started.group(1));
+            URI base = URI.create(started.group(2));
+            HttpClient client = HttpClient.newHttpClient();
+            JsonObject models = JsonParser.parseString(get(client, base.resolve("/v1/models"))).getAsJsonObject();
+            assertEquals(repo, models.getAsJsonArray("data").get(0).getAsJsonObject().get("id").getAsString());
+            JsonObject model = JsonParser.parseString(get(client, base.resolve("/v1/models/" + repo))).getAsJsonObject();
+            assertEquals(repo, model.get("id").getAsString());
+            HttpResponse<String> completion =
+                    client.send(
+                            HttpRequest.newBuilder(base.resolve("/v1/completions"))
+                                    .timeout(Duration.ofSeconds(60))
+                                    .header("Content-Type", "application/json")
+                                    .POST(HttpRequest.BodyPublishers.ofString(
+                                            "{\"model\": \"" + repo + "\", \"prompt\": \"Once upon a time\", \"max_tokens\": 2}"))
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, completion.statusCode(), completion.body());
+        } finally {
+            serve.destroy();
+            if (!serve.waitFor(30, TimeUnit.SECONDS)) {
+                serve.destroyForcibly();
+            }
+        }
+    }
+
+    /** Reads the server's stderr up to its start line: {@code llmzoo serve: model 'ID' on URI ...}. */
+    private static Matcher awaitStartLine(Process serve) throws IOException {
+        Pattern start = Pattern.compile("llmzoo serve: model '(.*)' on (\\S+) .*");
+        BufferedReader err = new BufferedReader(new InputStreamReader(serve.getErrorStream(), StandardCharsets.UTF_8));
+        StringBuilder seen = new StringBuilder();
+        for (String line = err.readLine(); line != null; line = err.readLine()) {
+            Matcher m = start.matcher(line);
+            if (m.matches()) {
+                return m;
+            }
+            seen.append(line).append('\n');
+        }
+        throw new AssertionError("serve ended before it listened:\n" + seen);
+    }
+
+    private static String get(HttpClient client, URI uri) throws Exception {
+        HttpResponse<String> response =
+                client.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, response.statusCode(), uri + ": " + response.body());
+        return response.body();
+    }
+
+    @Test
+    void helpListsTheServerOptions() {
+        String[] help = run("serve", "--help");
+        assertEquals("0", help[0]);
+        for (String option :
+                new String[] {
+                    "--model", "--host", "--port", "--max-concurrency", "--max-batch", "--workers"
+                }) {
+            assertTrue(help[1].contains(option), option);
+        }
+    }
+}

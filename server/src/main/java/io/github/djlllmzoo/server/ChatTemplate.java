@@ -1,0 +1,242 @@
+package io.github.djlllmzoo.server;
+
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import com.hubspot.jinjava.Jinjava;
+import com.hubspot.jinjava.JinjavaConfig;
+import com.hubspot.jinjava.interpret.RenderResult;
+import com.hubspot.jinjava.interpret.TemplateError;
+import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
+import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
+import io.github.djlllmzoo.blocks.config.ConfigJson;
+import io.github.djlllmzoo.translators.TextTokenizer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Turns chat messages into a prompt the way Hugging Face's {@code apply_chat_template} does: the
+ * Jinja {@code chat_template} of the checkpoint's {@code tokenizer_config.json}, rendered with
+ * {@code messages}, {@code add_generation_prompt = true} and the special tokens ({@code
+ * bos_token}, {@code eos_token}, {@code unk_token}, {@code pad_token}) in scope, blocks trimmed as
+ * Hugging Face trims them, and {@code raise_exception(message)} defined. Templates run on Jinjava,
+ * which covers what the TinyLlama, SmolLM, Llama 2 and Llama 3 templates use.
+ *
+ * <p>Without a template (e.g. GPT-2) the fallback format is one line {@code role: content} per
+ * message, then {@code assistant:} for the model to continue.
+ *
+ * <p>{@link #encode} adds the tokenizer's special tokens unless the rendered text already starts
+ * with the BOS token, so a template that writes {@code bos_token} itself does not get a second one.
+ */
+public final class ChatTemplate {
+
+    private static final List<String> SPECIAL_TOKENS =
+            List.of("bos_token", "eos_token", "unk_token", "pad_token");
+
+    /** Bounds a template's output, so that a runaway loop cannot exhaust memory. */
+    private static final long MAX_OUTPUT_CHARS = 4L << 20;
+
+    private final String template;
+    private final Map<String, String> specialTokens;
+    private final Jinjava jinjava;
+
+    private ChatTemplate(String template, Map<String, String> specialTokens) {
+        this.template = template;
+        this.specialTokens = Map.copyOf(specialTokens);
+        if (template == null) {
+            jinjava = null;
+        } else {
+            jinjava =
+                    new Jinjava(
+                            JinjavaConfig.newBuilder()
+                                    .withTrimBlocks(true)
+                                    .withLstripBlocks(true)
+                                    .withMaxOutputSize(MAX_OUTPUT_CHARS)
+                                    .build());
+            jinjava.getGlobalContext()
+                    .registerFunction(
+                            new ELFunctionDefinition(
+                                    "",
+                                    "raise_exception",
+                                    ChatTemplate.class,
+                                    "raiseException",
+                                    String.class));
+        }
+    }
+
+    /**
+     * A template with its special tokens.
+     *
+     * @param template the Jinja source, or {@code null} for the fallback format
+     * @param specialTokens values of {@code bos_token}, {@code eos_token}, ... (absent ones render
+     *     empty)
+     * @return the template
+     */
+    public static ChatTemplate of(String template, Map<String, String> specialTokens) {
+        return new ChatTemplate(template, specialTokens);
+    }
+
+    /**
+     * The template of a checkpoint directory: {@code chat_template} of its {@code
+     * tokenizer_config.json} (a string, or a list of {@code {name, template}} of which {@code
+     * default} is taken), or the fallback when there is none.
+     *
+     * @param dir the checkpoint directory
+     * @return the template
+     * @throws InvalidCheckpointException naming the file and field of a malformed value
+     */
+    public static ChatTemplate forCheckpoint(Path dir) throws InvalidCheckpointException {
+        Path file = dir.resolve(CheckpointFiles.TOKENIZER_CONFIG);
+        if (!Files.isRegularFile(file)) {
+            return of(null, Map.of());
+        }
+        ConfigJson config = ConfigJson.read(file);
+        Map<String, String> tokens = new LinkedHashMap<>();
+        for (String name : SPECIAL_TOKENS) {
+            String value = tokenText(config, name);
+            if (value != null) {
+                tokens.put(name, value);
+            }
+        }
+        return of(templateText(config), tokens);
+    }
+
+    private static String tokenText(ConfigJson config, String field)
+            throws InvalidCheckpointException {
+        JsonElement value = config.json().get(field);
+        if (value == null || value.isJsonNull()) {
+            return null;
+        }
+        if (value.isJsonObject()) {
+            return config.optObject(field).requireString("content");
+        }
+        return config.requireString(field);
+    }
+
+    private static String templateText(ConfigJson config) throws InvalidCheckpointException {
+        JsonElement value = config.json().get("chat_template");
+        if (value == null || value.isJsonNull()) {
+            return null;
+        }
+        if (value.isJsonPrimitive() && value.getAsJsonPrimitive().isString()) {
+            return value.getAsString();
+        }
+        if (value.isJsonArray()) {
+            for (JsonElement item : value.getAsJsonArray()) {
+                if (item.isJsonObject()) {
+                    JsonObject named = item.getAsJsonObject();
+                    JsonElement name = named.get("name");
+                    JsonElement text = named.get("template");
+                    if (name != null
+                            && "default".equals(name.getAsString())
+                            && text != null
+                            && text.isJsonPrimitive()) {
+                        return text.getAsString();
+                    }
+                }
+            }
+        }
+        throw config.invalid(
+                "chat_template",
+                "expected a template string or a list of {name, template} with a 'default' one");
+    }
+
+    /** @return whether there is no Jinja template and the fallback format is used */
+    public boolean isFallback() {
+        return template == null;
+    }
+
+    /**
+     * Renders a conversation, ending where the assistant's reply begins.
+     *
+     * @param messages the conversation (at least one message)
+     * @return the prompt text
+     * @throws IllegalArgumentException if the template rejects the conversation (e.g. its {@code
+     *     raise_exception}) or fails, with the template's message
+     */
+    public String render(List<ChatMessage> messages) {
+        if (messages.isEmpty()) {
+            throw new IllegalArgumentException("the conversation has no messages");
+        }
+        if (template == null) {
+            StringBuilder prompt = new StringBuilder();
+            for (ChatMessage message : messages) {
+                prompt.append(message.role()).append(": ").append(message.content()).append('\n');
+            }
+            return prompt.append("assistant:").toString();
+        }
+        List<Map<String, Object>> list = new ArrayList<>(messages.size());
+        for (ChatMessage message : messages) {
+            Map<String, Object> item = new HashMap<>();
+            item.put("role", message.role());
+            item.put("content", message.content());
+            list.add(item);
+        }
+        Map<String, Object> context = new HashMap<>(specialTokens);
+        for (String name : SPECIAL_TOKENS) {
+            context.putIfAbsent(name, "");
+        }
+        context.put("messages", list);
+        context.put("add_generation_prompt", true);
+        RenderResult result = jinjava.renderForResult(template, context);
+        List<String> errors = new ArrayList<>();
+        for (TemplateError error : result.getErrors()) {
+            if (error.getSeverity() == TemplateError.ErrorType.FATAL) {
+                errors.add(errorMessage(error));
+            }
+        }
+        if (!errors.isEmpty()) {
+            throw new IllegalArgumentException(
+                    "the chat template rejected the messages: " + String.join("; ", errors));
+        }
+        return result.getOutput();
+    }
+
+    private static String errorMessage(TemplateError error) {
+        for (Throwable cause = error.getException(); cause != null; cause = cause.getCause()) {
+            if (cause instanceof RaisedException) {
+                return cause.getMessage();
+            }
+        }
+        return error.getMessage();
+    }
+
+    /**
+     * Tokenizes a rendered prompt with exactly one BOS where the model wants one: the template's,
+     * when the text starts with {@code bos_token}, else the one the tokenizer adds.
+     *
+     * @param rendered the output of {@link #render}
+     * @param tokenizer the checkpoint's tokenizer
+     * @return the prompt token ids
+     */
+    public long[] encode(String rendered, TextTokenizer tokenizer) {
+        String bos = specialTokens.get("bos_token");
+        if (bos != null && !bos.isEmpty() && rendered.startsWith(bos)) {
+            return tokenizer.huggingFaceTokenizer().encode(rendered, false, false).getIds();
+        }
+        return tokenizer.encode(rendered);
+    }
+
+    /**
+     * {@code raise_exception(message)} of Hugging Face chat templates.
+     *
+     * @param message why the template refuses the conversation
+     * @return never
+     * @throws RaisedException always
+     */
+    public static String raiseException(String message) {
+        throw new RaisedException(message);
+    }
+
+    /** What {@code raise_exception} throws. */
+    static final class RaisedException extends RuntimeException {
+        RaisedException(String message) {
+            super(message);
+        }
+    }
+}

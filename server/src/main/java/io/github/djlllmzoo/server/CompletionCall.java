@@ -1,0 +1,32 @@
+package io.github.djlllmzoo.server;
+
+import io.github.djlllmzoo.translators.GenerationConfig;
+
+/**
+ * A validated generation request of either route: what to generate and how to answer.
+ *
+ * @param endpoint the route it came on
+ * @param promptIds the prompt token ids (the rendered conversation for chat)
+ * @param config how to generate
+ * @param stream whether to answer with server-sent events
+ * @param includeUsage whether a streamed answer ends with a usage chunk ({@code
+ *     stream_options.include_usage})
+ */
+public record CompletionCall(
+        Endpoint endpoint,
+        long[] promptIds,
+        GenerationConfig config,
+        boolean stream,
+        boolean includeUsage) {
+
+    /** Copies the prompt. */
+    public CompletionCall {
+        promptIds = promptIds.clone();
+    }
+
+    /** @return a copy of the prompt ids */
+    @Override
+    public long[] promptIds() {
+        return promptIds.clone();
+    }
+}

@@ -1,0 +1,232 @@
+package io.github.djlllmzoo.server;
+
+import io.github.djlllmzoo.translators.Completion;
+import io.github.djlllmzoo.translators.FinishReason;
+import io.github.djlllmzoo.translators.GenerationConfig;
+import io.github.djlllmzoo.translators.GenerationListener;
+import io.github.djlllmzoo.translators.GenerationRequest;
+import io.github.djlllmzoo.translators.GenerationResult;
+import io.github.djlllmzoo.translators.GenerationTimings;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One admitted request of a {@link GenerationScheduler}: its prompt and config, the listener its
+ * batch reports to, and what the caller reads back, either the finished {@link GenerationResult}
+ * ({@link #result()}) or, when streamed, the {@link Event}s as they happen ({@link #nextEvent()}).
+ *
+ * <p>The result is complete as soon as the job's own sequences end, even while batch-mates still
+ * generate; with log-probabilities it waits for the batch, which computes them. The job holds one
+ * of the scheduler's slots until then, or until {@link #cancel()}, which also stops its generation
+ * at the next step.
+ */
+public final class GenerationJob implements GenerationListener {
+
+    /** What a streamed job reports, in order. */
+    public sealed interface Event permits Text, Finished, Failed {}
+
+    /**
+     * New text of a sequence.
+     *
+     * @param sequence the sequence index
+     * @param piece the text that follows what came before
+     */
+    public record Text(int sequence, String piece) implements Event {}
+
+    /**
+     * A sequence ended.
+     *
+     * @param sequence the sequence index
+     * @param reason why
+     * @param tokens how many tokens it generated
+     */
+    public record Finished(int sequence, FinishReason reason, int tokens) implements Event {}
+
+    /**
+     * Generation failed; no events follow.
+     *
+     * @param error the cause
+     */
+    public record Failed(Throwable error) implements Event {}
+
+    private final GenerationScheduler scheduler;
+    private final GenerationRequest request;
+    private final int promptTokens;
+    private final int sequences;
+    private final boolean streamed;
+    private final boolean waitsForBatch;
+    private final long submittedNanos = System.nanoTime();
+    private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
+    private final CompletableFuture<GenerationResult> result = new CompletableFuture<>();
+    private final AtomicBoolean cancelled = new AtomicBoolean();
+    private final AtomicBoolean released = new AtomicBoolean();
+
+    // written and read on the generating thread only, until the result is published
+    private final StringBuilder[] texts;
+    private final long[][] tokens;
+    private final int[] tokenCounts;
+    private final FinishReason[] reasons;
+    private int finished;
+    private long firstTokenNanos;
+
+    GenerationJob(
+            GenerationScheduler scheduler,
+            long[] promptIds,
+            GenerationConfig config,
+            boolean streamed) {
+        this.scheduler = scheduler;
+        this.request = GenerationRequest.ofIds(promptIds, config).withListener(this);
+        this.promptTokens = promptIds.length;
+        this.sequences = config.numReturnSequences();
+        this.streamed = streamed;
+        this.waitsForBatch = config.returnLogprobs();
+        texts = new StringBuilder[sequences];
+        tokens = new long[sequences][];
+        tokenCounts = new int[sequences];
+        reasons = new FinishReason[sequences];
+        for (int n = 0; n < sequences; n++) {
+            texts[n] = new StringBuilder();
+            tokens[n] = new long[Math.min(config.maxNewTokens(), 64)];
+        }
+        result.whenComplete((r, e) -> release());
+    }
+
+    GenerationRequest request() {
+        return request;
+    }
+
+    /** @return the rows this job takes in a batch (its number of sequences) */
+    public int sequences() {
+        return sequences;
+    }
+
+    /** @return the number of prompt tokens */
+    public int promptTokens() {
+        return promptTokens;
+    }
+
+    /**
+     * The result, complete when the job's sequences have ended (failed if generation failed,
+     * cancelled after {@link #cancel()}).
+     *
+     * @return the future result
+     */
+    public CompletableFuture<GenerationResult> result() {
+        return result;
+    }
+
+    /**
+     * The next event of a streamed job, waiting for it.
+     *
+     * @return the event
+     * @throws InterruptedException if the thread is interrupted while waiting
+     * @throws IllegalStateException if the job was not submitted as streamed
+     */
+    public Event nextEvent() throws InterruptedException {
+        if (!streamed) {
+            throw new IllegalStateException("the job was not submitted as streamed");
+        }
+        return events.take();
+    }
+
+    /**
+     * Gives up the job, e.g. when its client went away: frees its slot now, drops it from the queue
+     * if it is waiting there, and ends its sequences at the next step if it is generating. A
+     * streamed job's reader then gets a {@link Failed} event with a {@link CancellationException}.
+     */
+    public void cancel() {
+        if (cancelled.compareAndSet(false, true)) {
+            result.cancel(false);
+            scheduler.dequeue(this);
+            release();
+            if (streamed) {
+                // wakes a reader waiting for events that will not come
+                events.add(new Failed(new CancellationException("the request was cancelled")));
+            }
+        }
+    }
+
+    @Override
+    public boolean isCancelled() {
+        return cancelled.get();
+    }
+
+    @Override
+    public void onText(int sequence, String piece) {
+        texts[sequence].append(piece);
+        if (streamed) {
+            events.add(new Text(sequence, piece));
+        }
+    }
+
+    @Override
+    public void onToken(int sequence, long tokenId) {
+        if (firstTokenNanos == 0) {
+            firstTokenNanos = System.nanoTime();
+        }
+        if (tokenCounts[sequence] == tokens[sequence].length) {
+            tokens[sequence] = Arrays.copyOf(tokens[sequence], tokens[sequence].length * 2);
+        }
+        tokens[sequence][tokenCounts[sequence]++] = tokenId;
+        scheduler.countToken();
+    }
+
+    @Override
+    public void onFinish(int sequence, FinishReason reason) {
+        reasons[sequence] = reason;
+        finished++;
+        if (streamed) {
+            events.add(new Finished(sequence, reason, tokenCounts[sequence]));
+        }
+        if (finished == sequences && !waitsForBatch) {
+            result.complete(collected());
+        }
+    }
+
+    /** Called by the scheduler when the batch is done: completes a job still waiting for it. */
+    void complete(GenerationResult batchResult) {
+        result.complete(batchResult);
+    }
+
+    /** Called by the scheduler when the batch failed. */
+    void fail(Throwable error) {
+        if (streamed) {
+            events.add(new Failed(error));
+        }
+        result.completeExceptionally(error);
+    }
+
+    private GenerationResult collected() {
+        List<Completion> completions = new ArrayList<>(sequences);
+        int generated = 0;
+        for (int n = 0; n < sequences; n++) {
+            completions.add(
+                    new Completion(
+                            texts[n].toString(),
+                            Arrays.copyOf(tokens[n], tokenCounts[n]),
+                            reasons[n],
+                            null));
+            generated += tokenCounts[n];
+        }
+        long end = System.nanoTime();
+        Duration ttft =
+                Duration.ofNanos((firstTokenNanos == 0 ? end : firstTokenNanos) - submittedNanos);
+        return new GenerationResult(
+                completions,
+                promptTokens,
+                new GenerationTimings(ttft, Duration.ofNanos(end - submittedNanos), generated));
+    }
+
+    private void release() {
+        if (released.compareAndSet(false, true)) {
+            scheduler.release(this);
+        }
+    }
+}

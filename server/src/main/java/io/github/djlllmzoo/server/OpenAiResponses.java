@@ -1,0 +1,221 @@
+package io.github.djlllmzoo.server;
+
+import com.google.gson.Gson;
+import com.google.gson.GsonBuilder;
+import com.google.gson.JsonArray;
+import com.google.gson.JsonNull;
+import com.google.gson.JsonObject;
+import io.github.djlllmzoo.translators.Completion;
+import io.github.djlllmzoo.translators.FinishReason;
+import io.github.djlllmzoo.translators.GenerationResult;
+import io.github.djlllmzoo.translators.TextTokenizer;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
+/** The JSON bodies the server answers with, in OpenAI's shapes. */
+final class OpenAiResponses {
+
+    /** Compact, nulls kept (OpenAI clients expect e.g. {@code "finish_reason": null}). */
+    static final Gson GSON = new GsonBuilder().serializeNulls().disableHtmlEscaping().create();
+
+    private OpenAiResponses() {}
+
+    /**
+     * @param reason why a sequence ended
+     * @return OpenAI's {@code finish_reason}: EOS and stop strings are both {@code "stop"}
+     */
+    static String finishReason(FinishReason reason) {
+        return reason == FinishReason.LENGTH ? "length" : "stop";
+    }
+
+    static JsonObject error(ApiException e) {
+        JsonObject error = new JsonObject();
+        error.addProperty("message", e.getMessage());
+        error.addProperty("type", e.type());
+        error.addProperty("param", e.param());
+        error.addProperty("code", e.code());
+        JsonObject body = new JsonObject();
+        body.add("error", error);
+        return body;
+    }
+
+    /** A whole answer of either route. */
+    static JsonObject answer(
+            Endpoint endpoint,
+            String id,
+            long created,
+            String model,
+            GenerationResult result,
+            TextTokenizer tokenizer) {
+        JsonObject body = header(endpoint.object(), id, created, model);
+        JsonArray choices = new JsonArray();
+        List<Completion> completions = result.completions();
+        int completionTokens = 0;
+        for (int n = 0; n < completions.size(); n++) {
+            Completion c = completions.get(n);
+            completionTokens += c.tokenIds().length;
+            JsonObject choice = new JsonObject();
+            choice.addProperty("index", n);
+            if (endpoint == Endpoint.CHAT) {
+                choice.add("message", message(c.text()));
+                choice.add(
+                        "logprobs",
+                        c.logprobs() == null ? JsonNull.INSTANCE : chatLogprobs(c, tokenizer));
+            } else {
+                choice.addProperty("text", c.text());
+                choice.add(
+                        "logprobs",
+                        c.logprobs() == null
+                                ? JsonNull.INSTANCE
+                                : completionLogprobs(c, tokenizer));
+            }
+            choice.addProperty("finish_reason", finishReason(c.finishReason()));
+            choices.add(choice);
+        }
+        body.add("choices", choices);
+        body.add("usage", usage(result.promptTokens(), completionTokens));
+        return body;
+    }
+
+    /**
+     * A streamed chunk of one choice.
+     *
+     * @param text new text, or {@code null} for none
+     * @param role the role to announce (chat's first chunk), or {@code null}
+     * @param finishReason the choice's {@code finish_reason}, or {@code null} while it goes on
+     * @param withUsage whether the chunk carries {@code "usage": null} (when a usage chunk follows)
+     */
+    static JsonObject chunk(
+            Endpoint endpoint,
+            String id,
+            long created,
+            String model,
+            int index,
+            String text,
+            String role,
+            String finishReason,
+            boolean withUsage) {
+        JsonObject body = header(endpoint.chunkObject(), id, created, model);
+        JsonObject choice = new JsonObject();
+        choice.addProperty("index", index);
+        if (endpoint == Endpoint.CHAT) {
+            JsonObject delta = new JsonObject();
+            if (role != null) {
+                delta.addProperty("role", role);
+            }
+            if (text != null) {
+                delta.addProperty("content", text);
+            }
+            choice.add("delta", delta);
+        } else {
+            choice.addProperty("text", text != null ? text : "");
+        }
+        choice.add("logprobs", JsonNull.INSTANCE);
+        choice.addProperty("finish_reason", finishReason);
+        JsonArray choices = new JsonArray();
+        choices.add(choice);
+        body.add("choices", choices);
+        if (withUsage) {
+            body.add("usage", JsonNull.INSTANCE);
+        }
+        return body;
+    }
+
+    /** The last chunk of a stream asked for with {@code stream_options.include_usage}. */
+    static JsonObject usageChunk(
+            Endpoint endpoint,
+            String id,
+            long created,
+            String model,
+            int promptTokens,
+            int completionTokens) {
+        JsonObject body = header(endpoint.chunkObject(), id, created, model);
+        body.add("choices", new JsonArray());
+        body.add("usage", usage(promptTokens, completionTokens));
+        return body;
+    }
+
+    static JsonObject usage(int promptTokens, int completionTokens) {
+        JsonObject usage = new JsonObject();
+        usage.addProperty("prompt_tokens", promptTokens);
+        usage.addProperty("completion_tokens", completionTokens);
+        usage.addProperty("total_tokens", promptTokens + completionTokens);
+        return usage;
+    }
+
+    static JsonObject model(String id, long created) {
+        JsonObject model = new JsonObject();
+        model.addProperty("id", id);
+        model.addProperty("object", "model");
+        model.addProperty("created", created);
+        model.addProperty("owned_by", "djl-llm-zoo");
+        return model;
+    }
+
+    static JsonObject models(String id, long created) {
+        JsonObject body = new JsonObject();
+        body.addProperty("object", "list");
+        JsonArray data = new JsonArray();
+        data.add(model(id, created));
+        body.add("data", data);
+        return body;
+    }
+
+    private static JsonObject header(String object, String id, long created, String model) {
+        JsonObject body = new JsonObject();
+        body.addProperty("id", id);
+        body.addProperty("object", object);
+        body.addProperty("created", created);
+        body.addProperty("model", model);
+        return body;
+    }
+
+    private static JsonObject message(String text) {
+        JsonObject message = new JsonObject();
+        message.addProperty("role", "assistant");
+        message.addProperty("content", text);
+        return message;
+    }
+
+    /** Completions' legacy shape: tokens, their log-probabilities and text offsets. */
+    private static JsonObject completionLogprobs(Completion c, TextTokenizer tokenizer) {
+        JsonArray tokens = new JsonArray();
+        JsonArray logprobs = new JsonArray();
+        JsonArray offsets = new JsonArray();
+        int offset = 0;
+        for (int i = 0; i < c.tokenIds().length; i++) {
+            String token = tokenizer.decode(new long[] {c.tokenIds()[i]});
+            tokens.add(token);
+            logprobs.add(c.logprobs()[i]);
+            offsets.add(offset);
+            offset += token.length();
+        }
+        JsonObject out = new JsonObject();
+        out.add("tokens", tokens);
+        out.add("token_logprobs", logprobs);
+        out.add("top_logprobs", JsonNull.INSTANCE);
+        out.add("text_offset", offsets);
+        return out;
+    }
+
+    /** Chat's shape: one entry per token with its text, log-probability and UTF-8 bytes. */
+    private static JsonObject chatLogprobs(Completion c, TextTokenizer tokenizer) {
+        JsonArray content = new JsonArray();
+        for (int i = 0; i < c.tokenIds().length; i++) {
+            String token = tokenizer.decode(new long[] {c.tokenIds()[i]});
+            JsonObject entry = new JsonObject();
+            entry.addProperty("token", token);
+            entry.addProperty("logprob", c.logprobs()[i]);
+            JsonArray bytes = new JsonArray();
+            for (byte b : token.getBytes(StandardCharsets.UTF_8)) {
+                bytes.add(b & 0xff);
+            }
+            entry.add("bytes", bytes);
+            entry.add("top_logprobs", new JsonArray());
+            content.add(entry);
+        }
+        JsonObject out = new JsonObject();
+        out.add("content", content);
+        return out;
+    }
+}

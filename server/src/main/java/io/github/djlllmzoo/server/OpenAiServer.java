@@ -1,0 +1,396 @@
+package io.github.djlllmzoo.server;
+
+import com.google.gson.JsonObject;
+import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.translators.GenerationConfig;
+import io.github.djlllmzoo.translators.GenerationResult;
+import io.github.djlllmzoo.translators.GenerationTranslator;
+import io.github.djlllmzoo.zoo.LocalModel;
+import io.javalin.Javalin;
+import io.javalin.http.Context;
+import io.javalin.http.HttpResponseException;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.BindException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.UUID;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.ExecutionException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * An OpenAI-compatible HTTP server for one {@link LocalModel}, on Javalin (Jetty):
+ *
+ * <ul>
+ *   <li>{@code POST /v1/completions} and {@code POST /v1/chat/completions}, answered whole or,
+ *       with {@code "stream": true}, as server-sent events ({@code data: {chunk}} lines, then
+ *       {@code data: [DONE]});
+ *   <li>{@code GET /v1/models}, {@code GET /v1/models/{id}} and {@code GET /health} (with the
+ *       scheduler's counters).
+ * </ul>
+ *
+ * <p>Requests are parsed, validated and tokenized on the HTTP thread, then run by a {@link
+ * GenerationScheduler}: a bounded pool of DJL predictors with dynamic batching. When all its slots
+ * are taken the answer is {@code 429} with {@code Retry-After}. A streaming client that
+ * disconnects is noticed at the next chunk written; its request is cancelled, which frees its slot
+ * and stops its generation. Errors are OpenAI error objects: 400 for bad requests, 404 for unknown
+ * routes and models, 500 for failures, which are logged; no request can stop the server.
+ */
+public final class OpenAiServer implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(OpenAiServer.class);
+    private static final String JSON = "application/json";
+    private static final long STOP_TIMEOUT_MILLIS = 10_000;
+    private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8);
+
+    private final LocalModel model;
+    private final ServerOptions options;
+    private final String modelId;
+    private final long created = Instant.now().getEpochSecond();
+    private final RequestParser parser;
+    private final GenerationScheduler scheduler;
+    private final Javalin app;
+
+    private OpenAiServer(LocalModel model, ServerOptions options)
+            throws InvalidCheckpointException {
+        if (!model.hasTokenizer()) {
+            throw new IllegalArgumentException(
+                    model.dir()
+                            + " has no tokenizer (tokenizer.json, or vocab.json and merges.txt):"
+                            + " the server needs one");
+        }
+        this.model = model;
+        this.options = options;
+        this.modelId =
+                options.modelId() != null
+                        ? options.modelId()
+                        : model.dir().toAbsolutePath().getFileName().toString();
+        GenerationConfig defaults =
+                GenerationConfig.forCheckpoint(model.dir(), model.config()).build();
+        this.parser =
+                new RequestParser(
+                        modelId,
+                        model.tokenizer(),
+                        ChatTemplate.forCheckpoint(model.dir()),
+                        model.config(),
+                        defaults,
+                        options.maxBatch());
+        this.scheduler =
+                new GenerationScheduler(
+                        model.model(),
+                        new GenerationTranslator(model.tokenizer(), defaults),
+                        options.maxConcurrency(),
+                        options.maxBatch(),
+                        options.workers(),
+                        options.batchWait());
+        this.app =
+                Javalin.create(
+                        config -> {
+                            config.showJavalinBanner = false;
+                            config.startupWatcherEnabled = false;
+                            config.http.disableCompression();
+                        });
+        app.post("/v1/completions", ctx -> generate(ctx, Endpoint.COMPLETIONS));
+        app.post("/v1/chat/completions", ctx -> generate(ctx, Endpoint.CHAT));
+        app.get("/v1/models", ctx -> json(ctx, 200, OpenAiResponses.models(modelId, created)));
+        // <model>, not {model}: Hugging Face ids have a slash
+        app.get("/v1/models/<model>", this::describeModel);
+        app.get("/health", this::health);
+        app.exception(Exception.class, this::failed);
+        app.error(404, this::notFound);
+    }
+
+    /**
+     * Starts serving a loaded model; the caller keeps ownership of the model and closes it after
+     * the server.
+     *
+     * @param model the model, with its tokenizer
+     * @param options where to listen and how to schedule
+     * @return the running server
+     * @throws InvalidCheckpointException if the checkpoint's generation or tokenizer config is
+     *     malformed
+     * @throws IllegalArgumentException if the model has no tokenizer
+     * @throws BindException if the address cannot be listened on (port in use, unknown host),
+     *     with a message naming host and port
+     */
+    public static OpenAiServer start(LocalModel model, ServerOptions options)
+            throws InvalidCheckpointException, BindException {
+        OpenAiServer server = new OpenAiServer(model, options);
+        try {
+            server.app.start(options.host(), options.port());
+        } catch (RuntimeException e) {
+            server.scheduler.close();
+            server.app.stop();
+            for (Throwable cause = e; cause != null; cause = cause.getCause()) {
+                if (cause instanceof BindException bind) {
+                    throw options.cannotListen(bind);
+                }
+            }
+            throw e;
+        }
+        return server;
+    }
+
+    /** @return the bound port (the one picked when the options asked for port 0) */
+    public int port() {
+        return app.port();
+    }
+
+    /** @return the base address, e.g. {@code http://127.0.0.1:8080} */
+    public URI uri() {
+        return URI.create("http://" + ServerOptions.authority(options.host(), port()));
+    }
+
+    /** @return the model name clients use */
+    public String modelId() {
+        return modelId;
+    }
+
+    /** @return the scheduler's counters */
+    public GenerationScheduler.Stats stats() {
+        return scheduler.stats();
+    }
+
+    /** Stops listening, cancels the requests in flight and stops the predictors. */
+    @Override
+    public void close() {
+        scheduler.close();
+        // Set here, not at creation: a graceful stop of a server that failed to start throws
+        // IllegalStateException(STOPPED) in place of the start's own error (e.g. the port in use).
+        // Here it lets answers in flight finish (their jobs are cancelled).
+        app.jettyServer().server().setStopTimeout(STOP_TIMEOUT_MILLIS);
+        app.stop();
+    }
+
+    private void generate(Context ctx, Endpoint endpoint) {
+        JsonObject body = RequestParser.body(ctx.body());
+        CompletionCall call =
+                endpoint == Endpoint.CHAT ? parser.chat(body) : parser.completion(body);
+        GenerationJob job;
+        try {
+            job = scheduler.trySubmit(call.promptIds(), call.config(), call.stream());
+        } catch (IllegalStateException e) {
+            throw new ApiException(503, "server_error", null, null, "the server is shutting down");
+        }
+        if (job == null) {
+            ctx.header("Retry-After", String.valueOf(options.retryAfterSeconds()));
+            json(
+                    ctx,
+                    429,
+                    OpenAiResponses.error(
+                            new ApiException(
+                                    429,
+                                    "rate_limit_error",
+                                    null,
+                                    "rate_limit_exceeded",
+                                    "The server is busy with "
+                                            + options.maxConcurrency()
+                                            + " requests; retry after "
+                                            + options.retryAfterSeconds()
+                                            + " s")));
+            return;
+        }
+        String id = endpoint.idPrefix() + UUID.randomUUID().toString().replace("-", "");
+        long now = Instant.now().getEpochSecond();
+        if (call.stream()) {
+            stream(ctx, call, job, id, now);
+            return;
+        }
+        GenerationResult result;
+        try {
+            result = job.result().get();
+        } catch (InterruptedException e) {
+            job.cancel();
+            Thread.currentThread().interrupt();
+            throw new ApiException(503, "server_error", null, null, "the server is shutting down");
+        } catch (CancellationException e) {
+            throw new ApiException(
+                    503,
+                    "server_error",
+                    null,
+                    null,
+                    "the request was cancelled: the server is shutting down");
+        } catch (ExecutionException e) {
+            throw new ApiException(
+                    500,
+                    "server_error",
+                    null,
+                    null,
+                    "generation failed: " + describe(e.getCause()));
+        }
+        json(
+                ctx,
+                200,
+                OpenAiResponses.answer(endpoint, id, now, modelId, result, model.tokenizer()));
+    }
+
+    /** Writes the job's events as server-sent events; a failed write means the client left. */
+    private void stream(Context ctx, CompletionCall call, GenerationJob job, String id, long now) {
+        HttpServletResponse res = ctx.res();
+        res.setStatus(200);
+        res.setContentType("text/event-stream");
+        res.setCharacterEncoding("UTF-8");
+        res.setHeader("Cache-Control", "no-cache");
+        res.setHeader("X-Accel-Buffering", "no");
+        Endpoint endpoint = call.endpoint();
+        boolean usage = call.includeUsage();
+        try {
+            OutputStream out = res.getOutputStream();
+            int sequences = job.sequences();
+            if (endpoint == Endpoint.CHAT) {
+                for (int n = 0; n < sequences; n++) {
+                    send(
+                            out,
+                            OpenAiResponses.chunk(
+                                    endpoint, id, now, modelId, n, "", "assistant", null, usage));
+                }
+            }
+            int finished = 0;
+            int completionTokens = 0;
+            while (finished < sequences) {
+                GenerationJob.Event event = job.nextEvent();
+                if (event instanceof GenerationJob.Text text) {
+                    send(
+                            out,
+                            OpenAiResponses.chunk(
+                                    endpoint,
+                                    id,
+                                    now,
+                                    modelId,
+                                    text.sequence(),
+                                    text.piece(),
+                                    null,
+                                    null,
+                                    usage));
+                } else if (event instanceof GenerationJob.Finished end) {
+                    finished++;
+                    completionTokens += end.tokens();
+                    String reason = OpenAiResponses.finishReason(end.reason());
+                    send(
+                            out,
+                            OpenAiResponses.chunk(
+                                    endpoint,
+                                    id,
+                                    now,
+                                    modelId,
+                                    end.sequence(),
+                                    null,
+                                    null,
+                                    reason,
+                                    usage));
+                } else if (event instanceof GenerationJob.Failed failure) {
+                    String message =
+                            failure.error() instanceof CancellationException
+                                    ? "the request was cancelled: the server is shutting down"
+                                    : "generation failed: " + describe(failure.error());
+                    send(
+                            out,
+                            OpenAiResponses.error(
+                                    new ApiException(500, "server_error", null, null, message)));
+                    return;
+                }
+            }
+            if (usage) {
+                send(
+                        out,
+                        OpenAiResponses.usageChunk(
+                                endpoint, id, now, modelId, job.promptTokens(), completionTokens));
+            }
+            out.write(DONE);
+            out.flush();
+        } catch (IOException e) {
+            LOG.debug("client of {} went away: {}", id, e.toString());
+            job.cancel();
+        } catch (InterruptedException e) {
+            job.cancel();
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            job.cancel();
+            throw e;
+        }
+    }
+
+    private static void send(OutputStream out, JsonObject chunk) throws IOException {
+        out.write(
+                ("data: " + OpenAiResponses.GSON.toJson(chunk) + "\n\n")
+                        .getBytes(StandardCharsets.UTF_8));
+        out.flush();
+    }
+
+    private void describeModel(Context ctx) {
+        String requested = ctx.pathParam("model");
+        if (!requested.equals(modelId)) {
+            throw new ApiException(
+                    404,
+                    "invalid_request_error",
+                    "model",
+                    "model_not_found",
+                    "The model '" + requested + "' does not exist");
+        }
+        json(ctx, 200, OpenAiResponses.model(modelId, created));
+    }
+
+    private void health(Context ctx) {
+        GenerationScheduler.Stats stats = scheduler.stats();
+        JsonObject body = new JsonObject();
+        body.addProperty("status", "ok");
+        body.addProperty("model", modelId);
+        body.addProperty("active", stats.active());
+        body.addProperty("queued", stats.queued());
+        body.addProperty("max_concurrency", stats.maxConcurrency());
+        body.addProperty("completed", stats.completed());
+        body.addProperty("cancelled", stats.cancelled());
+        body.addProperty("failed", stats.failed());
+        body.addProperty("rejected", stats.rejected());
+        body.addProperty("generated_tokens", stats.generatedTokens());
+        body.addProperty("batches", stats.batches());
+        body.addProperty("batched_requests", stats.batchedJobs());
+        json(ctx, 200, body);
+    }
+
+    private void failed(Exception e, Context ctx) {
+        ApiException error;
+        if (e instanceof ApiException api) {
+            error = api;
+        } else if (e instanceof HttpResponseException http) {
+            String type = http.getStatus() >= 500 ? "server_error" : "invalid_request_error";
+            error = new ApiException(http.getStatus(), type, null, null, describe(http));
+        } else {
+            LOG.error("request {} {} failed", ctx.method(), ctx.path(), e);
+            error =
+                    new ApiException(
+                            500, "server_error", null, null, "internal error: " + describe(e));
+        }
+        json(ctx, error.status(), OpenAiResponses.error(error));
+    }
+
+    private void notFound(Context ctx) {
+        String type = ctx.res().getContentType();
+        if (type != null && type.startsWith(JSON)) {
+            return; // a handler already answered 404 with an error object
+        }
+        json(
+                ctx,
+                404,
+                OpenAiResponses.error(
+                        new ApiException(
+                                404,
+                                "invalid_request_error",
+                                null,
+                                null,
+                                "Invalid URL (" + ctx.method() + " " + ctx.path() + ")")));
+    }
+
+    private static void json(Context ctx, int status, JsonObject body) {
+        ctx.status(status).contentType(JSON).result(OpenAiResponses.GSON.toJson(body));
+    }
+
+    private static String describe(Throwable e) {
+        String message = e.getMessage();
+        return message == null || message.isBlank() ? e.getClass().getSimpleName() : message;
+    }
+}

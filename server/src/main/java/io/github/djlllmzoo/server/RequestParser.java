@@ -1,0 +1,560 @@
+package io.github.djlllmzoo.server;
+
+import com.google.gson.JsonArray;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParseException;
+import com.google.gson.JsonParser;
+import com.google.gson.JsonPrimitive;
+import com.google.gson.Strictness;
+import com.google.gson.stream.JsonReader;
+import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.translators.GenerationConfig;
+import io.github.djlllmzoo.translators.TextTokenizer;
+import java.io.IOException;
+import java.io.StringReader;
+import java.math.BigDecimal;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Reads the JSON body of an OpenAI completions or chat completions request into a {@link
+ * CompletionCall}. Anything malformed or unsupported is an {@link ApiException} naming the field.
+ *
+ * <p>Fields a request leaves out take OpenAI's defaults: {@code temperature} 1 (sampling; 0 is
+ * greedy), {@code top_p} 1, {@code n} 1, {@code max_tokens} 16 for completions and the rest of the
+ * context window for chat. The checkpoint's defaults contribute the EOS tokens, {@code
+ * repetition_penalty} and {@code min_p}. Extensions: {@code top_k}, {@code min_p}, {@code
+ * repetition_penalty}, {@code ignore_eos}.
+ *
+ * <p>OpenAI's limits hold: bodies are strict JSON, at most 4 stop strings, {@code stream_options}
+ * only with {@code stream}, and message roles {@code system}, {@code developer}, {@code user}, {@code
+ * assistant}.
+ */
+final class RequestParser {
+
+    /** OpenAI's {@code max_tokens} default for {@code /v1/completions}. */
+    static final int DEFAULT_COMPLETION_TOKENS = 16;
+
+    /** Most stop strings per request, as OpenAI allows. */
+    static final int MAX_STOP_STRINGS = 4;
+
+    /** The message roles a conversation may have; {@code developer} is OpenAI's newer {@code system}. */
+    private static final List<String> ROLES = List.of("system", "developer", "user", "assistant");
+
+    /** OpenAI's roles for tool calling, which this server does not do. */
+    private static final List<String> TOOL_ROLES = List.of("tool", "function");
+
+    /** Gson's description of a syntax error: what, where, then its JSON path and a link. */
+    private static final Pattern JSON_ERROR =
+            Pattern.compile("(.+?) at line (\\d+) column (\\d+)( path .*)?");
+
+    private final String modelId;
+    private final TextTokenizer tokenizer;
+    private final ChatTemplate template;
+    private final DecoderConfig model;
+    private final GenerationConfig defaults;
+    private final int maxSequences;
+
+    /**
+     * @param modelId the name clients use for the model
+     * @param tokenizer the model's tokenizer
+     * @param template renders conversations
+     * @param model the model config (vocabulary, context window)
+     * @param defaults the checkpoint's generation defaults
+     * @param maxSequences the most sequences ({@code n}) per request
+     */
+    RequestParser(
+            String modelId,
+            TextTokenizer tokenizer,
+            ChatTemplate template,
+            DecoderConfig model,
+            GenerationConfig defaults,
+            int maxSequences) {
+        this.modelId = modelId;
+        this.tokenizer = tokenizer;
+        this.template = template;
+        this.model = model;
+        this.defaults = defaults;
+        this.maxSequences = maxSequences;
+    }
+
+    /**
+     * Parses a request body, which must be one JSON object in strict JSON (RFC 8259), as OpenAI
+     * reads it.
+     *
+     * @param text the body
+     * @return the object
+     * @throws ApiException if the body is not valid JSON (saying what and where, in words) or not
+     *     an object
+     */
+    static JsonObject body(String text) {
+        JsonElement body;
+        JsonReader reader = new JsonReader(new StringReader(text));
+        reader.setStrictness(Strictness.STRICT);
+        try {
+            body = JsonParser.parseReader(reader);
+            reader.peek(); // fails on anything but white space after the value
+        } catch (IOException | JsonParseException e) {
+            throw ApiException.invalid(
+                    null, "the request body is not valid JSON: " + syntaxError(e));
+        }
+        if (body == null || !body.isJsonObject()) {
+            throw ApiException.invalid(null, "the request body must be a JSON object");
+        }
+        return body.getAsJsonObject();
+    }
+
+    /** Gson's message of the innermost cause, without exception names, JSON path or link. */
+    private static String syntaxError(Exception e) {
+        Throwable cause = e;
+        while (cause.getCause() != null) {
+            cause = cause.getCause();
+        }
+        String message = cause.getMessage() == null ? "" : cause.getMessage().lines().findFirst().orElse("");
+        Matcher m = JSON_ERROR.matcher(message);
+        if (!m.matches()) {
+            return "malformed JSON";
+        }
+        String what = m.group(1);
+        if (what.startsWith("End of input")) {
+            what = "unexpected end of input";
+        } else if (what.contains("setStrictness")) {
+            // "Use JsonReader.setStrictness(Strictness.LENIENT) to accept malformed JSON"
+            what = "unexpected text";
+        } else {
+            what = Character.toLowerCase(what.charAt(0)) + what.substring(1);
+        }
+        return what + " at line " + m.group(2) + " column " + m.group(3);
+    }
+
+    /**
+     * @param body a {@code /v1/completions} request
+     * @return the call
+     * @throws ApiException if the request is malformed or unsupported
+     */
+    CompletionCall completion(JsonObject body) {
+        checkModel(body);
+        rejectUnsupported(body);
+        if (bool(body, "echo", false)) {
+            throw ApiException.invalid("echo", "echo is not supported");
+        }
+        if (present(body, "suffix")) {
+            throw ApiException.invalid("suffix", "suffix (insertion) is not supported");
+        }
+        Integer bestOf = integer(body, "best_of", 1, Integer.MAX_VALUE);
+        if (bestOf != null && bestOf > 1) {
+            throw ApiException.invalid("best_of", "best_of is not supported; use n");
+        }
+        long[] prompt = prompt(body);
+        Integer logprobs = integer(body, "logprobs", 0, Integer.MAX_VALUE);
+        if (logprobs != null && logprobs > 0) {
+            throw ApiException.invalid(
+                    "logprobs",
+                    "only logprobs 0 is supported: the chosen tokens' log-probabilities, without"
+                        + " alternatives");
+        }
+        Integer maxTokens = integer(body, "max_tokens", 1, Integer.MAX_VALUE);
+        return call(
+                Endpoint.COMPLETIONS,
+                body,
+                prompt,
+                "prompt",
+                maxTokens != null ? maxTokens : DEFAULT_COMPLETION_TOKENS,
+                logprobs != null);
+    }
+
+    /**
+     * @param body a {@code /v1/chat/completions} request
+     * @return the call, its prompt the conversation rendered with the chat template
+     * @throws ApiException if the request is malformed or unsupported
+     */
+    CompletionCall chat(JsonObject body) {
+        checkModel(body);
+        rejectUnsupported(body);
+        for (String field : List.of("tools", "functions")) {
+            JsonElement value = body.get(field);
+            if (value != null && value.isJsonArray() && value.getAsJsonArray().size() > 0) {
+                throw ApiException.invalid(field, "tool and function calling is not supported");
+            }
+        }
+        JsonElement format = body.get("response_format");
+        if (format != null
+                && format.isJsonObject()
+                && !"text".equals(string(format.getAsJsonObject(), "type"))) {
+            throw ApiException.invalid(
+                    "response_format", "only the text response format is supported");
+        }
+        Integer topLogprobs = integer(body, "top_logprobs", 0, Integer.MAX_VALUE);
+        if (topLogprobs != null && topLogprobs > 0) {
+            throw ApiException.invalid(
+                    "top_logprobs",
+                    "top_logprobs is not supported: only the chosen tokens' log-probabilities");
+        }
+        String rendered;
+        try {
+            rendered = template.render(messages(body));
+        } catch (IllegalArgumentException e) {
+            throw ApiException.invalid("messages", e.getMessage());
+        }
+        long[] prompt = template.encode(rendered, tokenizer);
+        Integer maxTokens = integer(body, "max_completion_tokens", 1, Integer.MAX_VALUE);
+        if (maxTokens == null) {
+            maxTokens = integer(body, "max_tokens", 1, Integer.MAX_VALUE);
+        }
+        int budget =
+                maxTokens != null ? maxTokens : Math.max(1, model.maxPositions() - prompt.length);
+        return call(Endpoint.CHAT, body, prompt, "messages", budget, bool(body, "logprobs", false));
+    }
+
+    private CompletionCall call(
+            Endpoint endpoint,
+            JsonObject body,
+            long[] prompt,
+            String promptField,
+            int maxTokens,
+            boolean logprobs) {
+        validatePrompt(prompt, promptField);
+        GenerationConfig config = config(body, maxTokens, logprobs);
+        boolean stream = bool(body, "stream", false);
+        if (stream && logprobs) {
+            throw ApiException.invalid(
+                    "logprobs", "logprobs are not supported with stream; drop one of them");
+        }
+        boolean includeUsage = false;
+        JsonElement options = body.get("stream_options");
+        if (options != null && !options.isJsonNull()) {
+            if (!stream) {
+                throw ApiException.invalid(
+                        "stream_options", "stream_options is only allowed with \"stream\": true");
+            }
+            if (!options.isJsonObject()) {
+                throw ApiException.invalid("stream_options", "expected an object");
+            }
+            includeUsage = bool(options.getAsJsonObject(), "include_usage", false);
+        }
+        return new CompletionCall(endpoint, prompt, config, stream, includeUsage);
+    }
+
+    private GenerationConfig config(JsonObject body, int maxTokens, boolean logprobs) {
+        Double temperature = number(body, "temperature", 0, 2);
+        Double topP = number(body, "top_p", 0, 1);
+        Integer topK = integer(body, "top_k", -1, Integer.MAX_VALUE);
+        Double minP = number(body, "min_p", 0, 1);
+        Double repetitionPenalty = number(body, "repetition_penalty", 0, Double.MAX_VALUE);
+        Integer n = integer(body, "n", 1, maxSequences);
+        double t = temperature != null ? temperature : 1.0;
+        GenerationConfig.Builder b =
+                defaults.toBuilder()
+                        .maxNewTokens(maxTokens)
+                        .doSample(t > 0)
+                        .temperature((float) t)
+                        .topP(topP != null ? topP.floatValue() : 1f)
+                        .topK(topK != null && topK > 0 ? topK : 0)
+                        .seed(longValue(body, "seed"))
+                        .stopStrings(stop(body))
+                        .numReturnSequences(n != null ? n : 1)
+                        .returnLogprobs(logprobs);
+        if (minP != null) {
+            b.minP(minP.floatValue());
+        }
+        if (repetitionPenalty != null) {
+            b.repetitionPenalty(repetitionPenalty.floatValue());
+        }
+        if (bool(body, "ignore_eos", false)) {
+            b.eosTokenIds(List.of());
+        }
+        try {
+            return b.build();
+        } catch (IllegalArgumentException e) {
+            throw ApiException.invalid(null, e.getMessage());
+        }
+    }
+
+    private void checkModel(JsonObject body) {
+        String requested = string(body, "model");
+        if (requested != null && !requested.equals(modelId)) {
+            throw new ApiException(
+                    404,
+                    "invalid_request_error",
+                    "model",
+                    "model_not_found",
+                    "The model '"
+                            + requested
+                            + "' does not exist; this server serves '"
+                            + modelId
+                            + "'");
+        }
+    }
+
+    private void rejectUnsupported(JsonObject body) {
+        for (String field : List.of("presence_penalty", "frequency_penalty")) {
+            Double value = number(body, field, -2, 2);
+            if (value != null && value != 0) {
+                throw ApiException.invalid(
+                        field, field + " is not supported; use repetition_penalty");
+            }
+        }
+        JsonElement bias = body.get("logit_bias");
+        if (bias != null && bias.isJsonObject() && bias.getAsJsonObject().size() > 0) {
+            throw ApiException.invalid("logit_bias", "logit_bias is not supported");
+        }
+    }
+
+    private long[] prompt(JsonObject body) {
+        JsonElement prompt = body.get("prompt");
+        if (prompt == null || prompt.isJsonNull()) {
+            throw ApiException.invalid("prompt", "prompt is required");
+        }
+        if (isString(prompt)) {
+            return tokenizer.encode(prompt.getAsString());
+        }
+        if (!prompt.isJsonArray() || prompt.getAsJsonArray().size() == 0) {
+            throw ApiException.invalid(
+                    "prompt", "expected a string, a list of one string or a list of token ids");
+        }
+        JsonArray array = prompt.getAsJsonArray();
+        JsonElement first = array.get(0);
+        if (array.size() == 1 && isString(first)) {
+            return tokenizer.encode(first.getAsString());
+        }
+        if (array.size() == 1 && first.isJsonArray()) {
+            return tokenIds(first.getAsJsonArray());
+        }
+        if (isString(first) || first.isJsonArray()) {
+            throw ApiException.invalid(
+                    "prompt",
+                    "one prompt per request is supported (use n for several completions of it)");
+        }
+        return tokenIds(array);
+    }
+
+    private static long[] tokenIds(JsonArray array) {
+        long[] ids = new long[array.size()];
+        for (int i = 0; i < ids.length; i++) {
+            JsonElement id = array.get(i);
+            if (!id.isJsonPrimitive() || !id.getAsJsonPrimitive().isNumber()) {
+                throw ApiException.invalid("prompt", "token ids must be integers, got " + id);
+            }
+            try {
+                ids[i] = id.getAsBigDecimal().longValueExact();
+            } catch (ArithmeticException e) {
+                throw ApiException.invalid("prompt", "token ids must be integers, got " + id);
+            }
+        }
+        return ids;
+    }
+
+    private void validatePrompt(long[] prompt, String field) {
+        if (prompt.length == 0) {
+            throw ApiException.invalid(field, "the prompt has no tokens");
+        }
+        for (long id : prompt) {
+            if (id < 0 || id >= model.vocabSize()) {
+                throw ApiException.invalid(
+                        field,
+                        "token id "
+                                + id
+                                + " is outside the model's vocabulary of "
+                                + model.vocabSize());
+            }
+        }
+        if (prompt.length >= model.maxPositions()) {
+            throw new ApiException(
+                    400,
+                    "invalid_request_error",
+                    field,
+                    "context_length_exceeded",
+                    "This model's maximum context length is "
+                            + model.maxPositions()
+                            + " tokens, but the prompt has "
+                            + prompt.length
+                            + " tokens, which leaves no room to generate.");
+        }
+    }
+
+    private static List<ChatMessage> messages(JsonObject body) {
+        JsonElement messages = body.get("messages");
+        if (messages == null || !messages.isJsonArray() || messages.getAsJsonArray().size() == 0) {
+            throw ApiException.invalid(
+                    "messages", "messages must be a non-empty list of {role, content}");
+        }
+        List<ChatMessage> out = new ArrayList<>();
+        JsonArray array = messages.getAsJsonArray();
+        for (int i = 0; i < array.size(); i++) {
+            String param = "messages[" + i + "]";
+            if (!array.get(i).isJsonObject()) {
+                throw ApiException.invalid(param, "expected an object {role, content}");
+            }
+            JsonObject message = array.get(i).getAsJsonObject();
+            String role = role(message, param + ".role");
+            out.add(
+                    new ChatMessage(
+                            role, content(message.get("content"), role, param + ".content")));
+        }
+        return out;
+    }
+
+    /** A message's role, {@code developer} read as {@code system}, which templates know. */
+    private static String role(JsonObject message, String param) {
+        String role = string(message, "role", param);
+        if (role == null) {
+            throw ApiException.invalid(param, "role is required");
+        }
+        if (TOOL_ROLES.contains(role)) {
+            throw ApiException.invalid(
+                    param, "'" + role + "' messages are not supported: there is no tool calling");
+        }
+        if (!ROLES.contains(role)) {
+            throw ApiException.invalid(
+                    param,
+                    "unknown role '" + role + "'; expected one of " + String.join(", ", ROLES));
+        }
+        return "developer".equals(role) ? "system" : role;
+    }
+
+    /** A message's content: a string, or a list of text parts joined by newlines. */
+    private static String content(JsonElement content, String role, String param) {
+        if (content == null || content.isJsonNull()) {
+            if ("assistant".equals(role)) {
+                return "";
+            }
+            throw ApiException.invalid(param, "content is required");
+        }
+        if (isString(content)) {
+            return content.getAsString();
+        }
+        if (!content.isJsonArray()) {
+            throw ApiException.invalid(param, "expected a string or a list of text parts");
+        }
+        List<String> texts = new ArrayList<>();
+        for (JsonElement part : content.getAsJsonArray()) {
+            if (!part.isJsonObject()
+                    || !"text".equals(string(part.getAsJsonObject(), "type", param))
+                    || !isString(part.getAsJsonObject().get("text"))) {
+                throw ApiException.invalid(
+                        param, "only text parts {\"type\": \"text\", \"text\": ...} are supported");
+            }
+            texts.add(part.getAsJsonObject().get("text").getAsString());
+        }
+        return String.join("\n", texts);
+    }
+
+    private static List<String> stop(JsonObject body) {
+        JsonElement stop = body.get("stop");
+        if (stop == null || stop.isJsonNull()) {
+            return List.of();
+        }
+        List<String> out = new ArrayList<>();
+        if (isString(stop)) {
+            out.add(stop.getAsString());
+        } else if (stop.isJsonArray()) {
+            for (JsonElement item : stop.getAsJsonArray()) {
+                if (!isString(item)) {
+                    throw ApiException.invalid("stop", "expected a string or a list of strings");
+                }
+                out.add(item.getAsString());
+            }
+        } else {
+            throw ApiException.invalid("stop", "expected a string or a list of strings");
+        }
+        if (out.size() > MAX_STOP_STRINGS) {
+            throw ApiException.invalid(
+                    "stop", "at most " + MAX_STOP_STRINGS + " stop strings, got " + out.size());
+        }
+        if (out.contains("")) {
+            throw ApiException.invalid("stop", "stop strings must not be empty");
+        }
+        return out;
+    }
+
+    private static boolean isString(JsonElement e) {
+        return e != null && e.isJsonPrimitive() && e.getAsJsonPrimitive().isString();
+    }
+
+    private static boolean present(JsonObject body, String field) {
+        JsonElement value = body.get(field);
+        return value != null && !value.isJsonNull();
+    }
+
+    private static String string(JsonObject body, String field) {
+        return string(body, field, field);
+    }
+
+    private static String string(JsonObject body, String field, String param) {
+        JsonElement value = body.get(field);
+        if (value == null || value.isJsonNull()) {
+            return null;
+        }
+        if (!isString(value)) {
+            throw ApiException.invalid(param, "expected a string, got " + value);
+        }
+        return value.getAsString();
+    }
+
+    private static boolean bool(JsonObject body, String field, boolean fallback) {
+        JsonElement value = body.get(field);
+        if (value == null || value.isJsonNull()) {
+            return fallback;
+        }
+        if (!value.isJsonPrimitive() || !value.getAsJsonPrimitive().isBoolean()) {
+            throw ApiException.invalid(field, "expected true or false, got " + value);
+        }
+        return value.getAsBoolean();
+    }
+
+    private static BigDecimal decimal(JsonObject body, String field) {
+        JsonElement value = body.get(field);
+        if (value == null || value.isJsonNull()) {
+            return null;
+        }
+        if (!value.isJsonPrimitive() || !value.getAsJsonPrimitive().isNumber()) {
+            throw ApiException.invalid(field, "expected a number, got " + value);
+        }
+        try {
+            return ((JsonPrimitive) value).getAsBigDecimal();
+        } catch (NumberFormatException e) {
+            throw ApiException.invalid(field, "expected a number, got " + value);
+        }
+    }
+
+    private static Double number(JsonObject body, String field, double min, double max) {
+        BigDecimal value = decimal(body, field);
+        if (value == null) {
+            return null;
+        }
+        double d = value.doubleValue();
+        if (!(d >= min && d <= max)) {
+            throw ApiException.invalid(
+                    field, field + " must be in [" + min + ", " + max + "], got " + value);
+        }
+        return d;
+    }
+
+    private static Integer integer(JsonObject body, String field, int min, int max) {
+        Long value = longValue(body, field);
+        if (value == null) {
+            return null;
+        }
+        if (value < min || value > max) {
+            throw ApiException.invalid(
+                    field,
+                    field + " must be an integer in [" + min + ", " + max + "], got " + value);
+        }
+        return value.intValue();
+    }
+
+    private static Long longValue(JsonObject body, String field) {
+        BigDecimal value = decimal(body, field);
+        if (value == null) {
+            return null;
+        }
+        try {
+            return value.longValueExact();
+        } catch (ArithmeticException e) {
+            throw ApiException.invalid(field, field + " must be an integer, got " + value);
+        }
+    }
+}

@@ -1,0 +1,143 @@
+package io.github.djlllmzoo.server;
+
+import java.io.IOException;
+import java.net.BindException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.Locale;
+
+/**
+ * How an {@link OpenAiServer} listens and schedules work.
+ *
+ * @param host the address to bind ({@code 127.0.0.1} keeps it local)
+ * @param port the port to bind (0 picks a free one; see {@link OpenAiServer#port()})
+ * @param modelId the model name clients send and {@code /v1/models} lists, or {@code null} for the
+ *     checkpoint directory's name
+ * @param maxConcurrency most requests admitted at once (waiting or generating); more get 429
+ * @param maxBatch most sequences generated together in one batch (also the most {@code n} per
+ *     request)
+ * @param workers predictors, each generating one batch at a time
+ * @param batchWait how long a batch waits for more requests once it has one
+ * @param retryAfterSeconds the {@code Retry-After} of a 429 answer
+ */
+public record ServerOptions(
+        String host,
+        int port,
+        String modelId,
+        int maxConcurrency,
+        int maxBatch,
+        int workers,
+        Duration batchWait,
+        int retryAfterSeconds) {
+
+    /** Loopback, port 8080, 32 requests, batches of 8, 2 workers, 5 ms wait, retry after 1 s. */
+    public static final ServerOptions DEFAULTS =
+            new ServerOptions("127.0.0.1", 8080, null, 32, 8, 2, Duration.ofMillis(5), 1);
+
+    /** Validates the values; each message names the option at fault. */
+    public ServerOptions {
+        if (host == null || host.isBlank()) {
+            throw new IllegalArgumentException("host must be given");
+        }
+        require(port >= 0 && port <= 65535, "port must be in [0, 65535]", port);
+        require(maxConcurrency >= 1, "maxConcurrency must be at least 1", maxConcurrency);
+        require(maxBatch >= 1, "maxBatch must be at least 1", maxBatch);
+        require(workers >= 1, "workers must be at least 1", workers);
+        require(retryAfterSeconds >= 1, "retryAfterSeconds must be at least 1", retryAfterSeconds);
+        if (batchWait == null || batchWait.isNegative()) {
+            throw new IllegalArgumentException("batchWait must be >= 0, got " + batchWait);
+        }
+    }
+
+    /**
+     * Checks that the address can be listened on now, so that a command fails before it spends
+     * time loading a model; the server reports the same failure should the address be taken in
+     * between.
+     *
+     * @throws BindException if the host is unknown or the port is in use, naming host and port
+     */
+    public void checkCanListen() throws BindException {
+        InetSocketAddress address = new InetSocketAddress(host, port);
+        if (address.isUnresolved()) {
+            throw cannotListen(new BindException("unknown host"));
+        }
+        try (ServerSocket socket = new ServerSocket()) {
+            // as Jetty binds: a port left in TIME_WAIT by a previous server is free
+            socket.setReuseAddress(true);
+            socket.bind(address);
+        } catch (IOException e) {
+            throw cannotListen(e);
+        }
+    }
+
+    /**
+     * @param cause why binding failed
+     * @return {@code cannot listen on HOST:PORT: <cause's message>}, caused by {@code cause}
+     */
+    BindException cannotListen(IOException cause) {
+        String reason = cause.getMessage() == null ? cause.toString() : cause.getMessage();
+        BindException e =
+                new BindException(
+                        "cannot listen on "
+                                + authority(host, port)
+                                + ": "
+                                + reason.toLowerCase(Locale.ROOT));
+        e.initCause(cause);
+        return e;
+    }
+
+    /**
+     * @param host a host name or address (IPv6 literals get brackets)
+     * @param port a port
+     * @return {@code host:port} as a URI writes it
+     */
+    static String authority(String host, int port) {
+        return (host.contains(":") ? "[" + host + "]" : host) + ":" + port;
+    }
+
+    private static void require(boolean valid, String rule, int value) {
+        if (!valid) {
+            throw new IllegalArgumentException(rule + ", got " + value);
+        }
+    }
+
+    /**
+     * @param value the address to bind
+     * @param portValue the port to bind
+     * @return a copy listening there
+     */
+    public ServerOptions withAddress(String value, int portValue) {
+        return new ServerOptions(
+                value,
+                portValue,
+                modelId,
+                maxConcurrency,
+                maxBatch,
+                workers,
+                batchWait,
+                retryAfterSeconds);
+    }
+
+    /**
+     * @param value the model name, or {@code null} for the directory's name
+     * @return a copy with that name
+     */
+    public ServerOptions withModelId(String value) {
+        return new ServerOptions(
+                host, port, value, maxConcurrency, maxBatch, workers, batchWait, retryAfterSeconds);
+    }
+
+    /**
+     * @param concurrency most requests admitted at once
+     * @param batch most sequences per batch
+     * @param workerCount predictors
+     * @param wait how long a batch waits for more requests
+     * @return a copy scheduling so
+     */
+    public ServerOptions withScheduling(
+            int concurrency, int batch, int workerCount, Duration wait) {
+        return new ServerOptions(
+                host, port, modelId, concurrency, batch, workerCount, wait, retryAfterSeconds);
+    }
+}
