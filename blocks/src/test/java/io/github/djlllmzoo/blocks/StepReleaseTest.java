@@ -27,7 +27,7 @@ class StepReleaseTest extends ManagedArraysTest {
                 y = y.mul(1.0f).reshape(1, 1, 1000); // arrays for the worker to free
             }
             float[] expected = x.getNDArrayInternal().linear(x, weight, null).singletonOrThrow().toFloatArray();
-            assertArrayEquals(expected, y.toFloatArray(), 1e-4f, "step " + i);
+            assertArrayEquals(expected, y.toFloatArray(), RoundingBound.ofProduct(x, weight, null, true), "step " + i);
             StepRelease.close(step);
             steps.add(step);
         }
