@@ -15,6 +15,15 @@ class GatedMlpTest {
     private static final int HIDDEN = 3;
     private static final int INTER = 5;
     private static final int TOKENS = 2;
+    /** float32's unit roundoff 2^-24: the relative error of one rounded operation. */
+    private static final double UNIT_ROUNDOFF = Math.ulp(1f) / 2;
+    /**
+     * Rounded operations an output goes through, each off by at most one unit roundoff of the
+     * magnitudes it combines (Higham's gamma_n bound of a sum): the gate and the up sums (HIDDEN + 1
+     * terms each, both reaching the product), silu's exp, add and division and the product (4), the
+     * down sum (INTER + 1 terms).
+     */
+    private static final int ROUNDINGS = 2 * (HIDDEN + 1) + 4 + (INTER + 1);
 
     @ParameterizedTest(name = "bias={0}")
     @ValueSource(booleans = {false, true})
@@ -56,12 +65,18 @@ class GatedMlpTest {
                 double[] g = affine(gate, gateBias, x[t]);
                 double[] u = affine(up, upBias, x[t]);
                 double[] h = new double[INTER];
+                // The same products over absolute values bound the terms each float32 sum rounds.
+                double[] gAbs = affine(abs(gate), abs(gateBias), abs(x[t]));
+                double[] uAbs = affine(abs(up), abs(upBias), abs(x[t]));
+                double[] hAbs = new double[INTER];
                 for (int i = 0; i < INTER; i++) {
                     h[i] = g[i] / (1 + Math.exp(-g[i])) * u[i]; // silu(g) * u
+                    hAbs[i] = 1.1 * gAbs[i] * uAbs[i]; // |silu(g)| <= |g| and |silu'| <= 1.1
                 }
                 double[] y = affine(down, downBias, h);
+                double[] yAbs = affine(abs(down), abs(downBias), hAbs);
                 for (int j = 0; j < HIDDEN; j++) {
-                    assertEquals(y[j], actual[t * HIDDEN + j], 1e-5);
+                    assertEquals(y[j], actual[t * HIDDEN + j], ROUNDINGS * UNIT_ROUNDOFF * yAbs[j]);
                 }
             }
             assertEquals(new Shape(HIDDEN, INTER), mlp.declaredShapes().get("down_proj.weight"));
@@ -76,6 +91,22 @@ class GatedMlpTest {
                 sum += w[i][j] * x[j];
             }
             out[i] = sum;
+        }
+        return out;
+    }
+
+    private static double[][] abs(double[][] m) {
+        double[][] out = new double[m.length][];
+        for (int i = 0; i < m.length; i++) {
+            out[i] = abs(m[i]);
+        }
+        return out;
+    }
+
+    private static double[] abs(double[] v) {
+        double[] out = new double[v.length];
+        for (int i = 0; i < v.length; i++) {
+            out[i] = Math.abs(v[i]);
         }
         return out;
     }

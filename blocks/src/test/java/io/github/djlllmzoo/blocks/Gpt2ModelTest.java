@@ -72,9 +72,11 @@ class Gpt2ModelTest {
                 NDArray full =
                         model.forward(null, scope.create(java.util.Arrays.copyOf(sequence, t), new Shape(1, t)),
                                 null, null, null, false, false);
-                float[] expected = full.get(0).get(t - 1).toFloatArray();
+                NDArray reference = full.get(0).get(t - 1);
+                float[] expected = reference.toFloatArray();
                 float[] actual = cached.reshape(-1).toFloatArray();
-                assertArrayEquals(expected, actual, 1e-4f, "logits after " + t + " tokens");
+                assertArrayEquals(expected, actual, RoundingBound.ofLogits(CONFIG, t, reference),
+                        "logits after " + t + " tokens");
                 assertEquals(argmax(expected), argmax(actual));
                 if (t < sequence.length) {
                     NDArray next = scope.create(new long[] {sequence[t]}, new Shape(1, 1));
@@ -114,7 +116,8 @@ class Gpt2ModelTest {
             NDArray all = model.forward(null, ids, null, null, null, false, false);
             NDArray last = model.forward(null, ids, null, null, null, true, false);
             assertEquals(new Shape(2, 1, 97), last.getShape());
-            assertArrayEquals(all.get(":, 2:, :").toFloatArray(), last.toFloatArray(), 1e-5f);
+            assertArrayEquals(all.get(":, 2:, :").toFloatArray(), last.toFloatArray(),
+                    RoundingBound.ofLogits(CONFIG, 3, all));
         }
     }
 
@@ -164,7 +167,8 @@ class Gpt2ModelTest {
                 NDList out = predictor.predict(new NDList(ids));
                 assertEquals(new Shape(1, 3, 97), out.singletonOrThrow().getShape());
                 NDArray direct = block.forward(null, ids, null, null, null, false, false);
-                assertArrayEquals(direct.toFloatArray(), out.singletonOrThrow().toFloatArray(), 1e-6f);
+                assertArrayEquals(direct.toFloatArray(), out.singletonOrThrow().toFloatArray(),
+                        RoundingBound.ofLogits(CONFIG, 3, direct));
             }
         }
     }

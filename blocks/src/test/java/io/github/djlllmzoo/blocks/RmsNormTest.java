@@ -13,6 +13,16 @@ class RmsNormTest {
 
     private static final int WIDTH = 6;
     private static final float EPS = 1e-5f;
+    /** float32's unit roundoff 2^-24: the relative error of one rounded operation. */
+    private static final double UNIT_ROUNDOFF = Math.ulp(1f) / 2;
+    /**
+     * Rounded operations an output goes through, none of them cancelling (the squares are
+     * positive): the squares and their sum (WIDTH), the mean and the epsilon (2), torch's rsqrt
+     * (counted as 4, within a few ulps) and the products with x and the weight (2).
+     */
+    private static final int ROUNDINGS = WIDTH + 8;
+    /** float16's unit roundoff 2^-11. */
+    private static final double HALF_UNIT_ROUNDOFF = 0x1p-11;
 
     @Test
     void scalesEachVectorByItsInverseRootMeanSquareThenByWeight() {
@@ -41,7 +51,7 @@ class RmsNormTest {
                 for (int j = 0; j < WIDTH; j++) {
                     double expected = x[row * WIDTH + j] * inverseRms * w[j];
                     assertEquals(
-                            expected, actual[row * WIDTH + j], 1e-6 * (1 + Math.abs(expected)));
+                            expected, actual[row * WIDTH + j], ROUNDINGS * UNIT_ROUNDOFF * Math.abs(expected));
                 }
             }
         }
@@ -68,7 +78,10 @@ class RmsNormTest {
             float[] a = full.toFloatArray();
             float[] b = half.toType(DataType.FLOAT32, false).toFloatArray();
             for (int i = 0; i < a.length; i++) {
-                assertEquals(a[i], b[i], 4e-3 * (1 + Math.abs(a[i])));
+                // The input's rounding to float16 moves x / rms(x) by up to two unit roundoffs
+                // (x and the mean square), the output's by one more; one for the float32 arithmetic,
+                // and the spacing of float16's subnormals near zero.
+                assertEquals(a[i], b[i], 4 * HALF_UNIT_ROUNDOFF * Math.abs(a[i]) + 0x1p-24);
             }
         }
     }

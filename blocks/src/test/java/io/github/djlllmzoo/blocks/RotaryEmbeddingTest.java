@@ -21,14 +21,24 @@ import java.util.Random;
  */
 class RotaryEmbeddingTest {
 
+    /**
+     * Ulps of float64 between these frequencies and the expected literals: Math.pow is within one
+     * ulp, the division and the literal round by half an ulp each.
+     */
+    private static final int FREQUENCY_ULPS = 2;
+    /** The llama3 band adds the wavelength, the smoothing factor and the blend: a dozen roundings. */
+    private static final int SMOOTHED_ULPS = 16;
+    /** float32's unit roundoff 2^-24: the relative error of one rounded operation. */
+    private static final double UNIT_ROUNDOFF = Math.ulp(1f) / 2;
+
     @Test
     void defaultFrequenciesAreThetaToTheMinusTwoIOverD() {
         double[] inv = RotaryEmbedding.inverseFrequencies(8, 10000, null);
         assertEquals(4, inv.length);
         assertEquals(1.0, inv[0], 0); // theta^0
-        assertEquals(0.1, inv[1], 1e-15); // 10000^(-2/8) = 10^-1
-        assertEquals(0.01, inv[2], 1e-16); // 10^-2
-        assertEquals(0.001, inv[3], 1e-17); // 10^-3
+        assertEquals(0.1, inv[1], FREQUENCY_ULPS * Math.ulp(0.1)); // 10000^(-2/8) = 10^-1
+        assertEquals(0.01, inv[2], FREQUENCY_ULPS * Math.ulp(0.01)); // 10^-2
+        assertEquals(0.001, inv[3], FREQUENCY_ULPS * Math.ulp(0.001)); // 10^-3
     }
 
     @Test
@@ -36,7 +46,8 @@ class RotaryEmbeddingTest {
         double[] inv = RotaryEmbedding.inverseFrequencies(8, 10000, RopeScaling.linear(4));
         double[] expected = {0.25, 0.025, 0.0025, 0.00025};
         for (int i = 0; i < expected.length; i++) {
-            assertEquals(expected[i], inv[i], 1e-15 * expected[i] * 10);
+            // one more rounding, the division by the factor
+            assertEquals(expected[i], inv[i], (FREQUENCY_ULPS + 1) * Math.ulp(expected[i]));
         }
     }
 
@@ -47,21 +58,22 @@ class RotaryEmbeddingTest {
         // original 256, low 1, high 4: wavelengths below 64 kept, above 256 divided by factor 8.
         double[] inv =
                 RotaryEmbedding.inverseFrequencies(8, 10000, RopeScaling.llama3(8, 1, 4, 256));
-        assertEquals(1.0, inv[0], 1e-15); // 6.28 < 64: kept
-        assertEquals(0.1, inv[1], 1e-15); // 62.8 < 64: kept
-        // 628.3 > 256 and 6283 > 256: divided by 8
-        assertEquals(0.01 / 8, inv[2], 1e-17);
-        assertEquals(0.001 / 8, inv[3], 1e-18);
+        assertEquals(1.0, inv[0], FREQUENCY_ULPS * Math.ulp(1.0)); // 6.28 < 64: kept
+        assertEquals(0.1, inv[1], FREQUENCY_ULPS * Math.ulp(0.1)); // 62.8 < 64: kept
+        // 628.3 > 256 and 6283 > 256: divided by 8 (exactly)
+        assertEquals(0.01 / 8, inv[2], FREQUENCY_ULPS * Math.ulp(0.01 / 8));
+        assertEquals(0.001 / 8, inv[3], FREQUENCY_ULPS * Math.ulp(0.001 / 8));
 
         // original 1024: wavelength 628.3 lies in [256, 1024]; smooth = (1024/628.3 - 1) / 3.
         double[] banded =
                 RotaryEmbedding.inverseFrequencies(8, 10000, RopeScaling.llama3(8, 1, 4, 1024));
         double smooth = (1024 / (200 * Math.PI) - 1) / 3;
         assertTrue(smooth > 0 && smooth < 1);
-        assertEquals((1 - smooth) * 0.01 / 8 + smooth * 0.01, banded[2], 1e-16);
-        assertEquals(1.0, banded[0], 1e-15);
-        assertEquals(0.1, banded[1], 1e-15); // 62.8 < 256: kept
-        assertEquals(0.001 / 8, banded[3], 1e-18); // 6283 > 1024: divided
+        double blended = (1 - smooth) * 0.01 / 8 + smooth * 0.01;
+        assertEquals(blended, banded[2], SMOOTHED_ULPS * Math.ulp(blended));
+        assertEquals(1.0, banded[0], FREQUENCY_ULPS * Math.ulp(1.0));
+        assertEquals(0.1, banded[1], FREQUENCY_ULPS * Math.ulp(0.1)); // 62.8 < 256: kept
+        assertEquals(0.001 / 8, banded[3], FREQUENCY_ULPS * Math.ulp(0.001 / 8)); // 6283 > 1024: divided
     }
 
     @Test
@@ -93,10 +105,13 @@ class RotaryEmbeddingTest {
                             double rotated = j < d / 2 ? -x[base + j + d / 2] : x[base + j - d / 2];
                             double expected =
                                     x[base + j] * Math.cos(angle) + rotated * Math.sin(angle);
+                            // float32 rounds the table entries, both products and the sum
+                            double magnitude =
+                                    Math.abs(x[base + j] * Math.cos(angle)) + Math.abs(rotated * Math.sin(angle));
                             assertEquals(
                                     expected,
                                     actual[base + j],
-                                    1e-5,
+                                    3 * UNIT_ROUNDOFF * magnitude,
                                     "b" + bi + " h" + hi + " t" + ti + " j" + j);
                         }
                     }
@@ -119,10 +134,13 @@ class RotaryEmbeddingTest {
                 assertTrue(first[0].isReleased());
                 again = rope.tables(other, DataType.FLOAT32);
                 assertNotSame(first, again);
-                assertEquals(Math.cos(31 * 0.1), again[0].getFloat(31, 1), 1e-6);
-                assertEquals(Math.cos(31 * 0.1), again[0].getFloat(31, 5), 1e-6);
-                assertEquals(-Math.sin(31 * 0.1), again[1].getFloat(31, 1), 1e-6); // cat(-sin, sin)
-                assertEquals(Math.sin(31 * 0.1), again[1].getFloat(31, 5), 1e-6);
+                // computed in float64, then rounded to float32 by half an ulp
+                double cos = Math.cos(31 * 0.1);
+                double sin = Math.sin(31 * 0.1);
+                assertEquals(cos, again[0].getFloat(31, 1), Math.ulp((float) cos));
+                assertEquals(cos, again[0].getFloat(31, 5), Math.ulp((float) cos));
+                assertEquals(-sin, again[1].getFloat(31, 1), Math.ulp((float) sin)); // cat(-sin, sin)
+                assertEquals(sin, again[1].getFloat(31, 5), Math.ulp((float) sin));
             }
         }
     }

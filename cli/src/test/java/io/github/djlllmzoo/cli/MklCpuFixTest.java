@@ -85,6 +85,12 @@ class MklCpuFixTest {
     }
 
     @Test
+    void theSuiteRunsWithTheLibraryPreloadedWhereLlmzooMklCpuFixIsOn() {
+        assumeTrue("on".equals(System.getenv("LLMZOO_MKL_CPU_FIX")), "LLMZOO_MKL_CPU_FIX is not on");
+        assertTrue(MklCpuFix.loaded(), "LD_PRELOAD=" + System.getenv("LD_PRELOAD"));
+    }
+
+    @Test
     void benchWithoutThePreloadSaysSo() {
         assumeTrue(!System.getenv().getOrDefault("LD_PRELOAD", "").contains(MklCpuFix.LIBRARY),
                 "this JVM itself was started with the library preloaded");

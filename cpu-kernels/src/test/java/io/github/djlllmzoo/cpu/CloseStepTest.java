@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.RoundingBound;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -28,7 +29,7 @@ class CloseStepTest extends ManagedArraysTest {
                 y = y.mul(1.0f).reshape(1, 1, 1000); // arrays for the worker to free
             }
             float[] expected = x.getNDArrayInternal().linear(x, weight, null).singletonOrThrow().toFloatArray();
-            assertArrayEquals(expected, y.toFloatArray(), 1e-4f, "step " + i);
+            assertArrayEquals(expected, y.toFloatArray(), RoundingBound.ofProduct(x, weight, null, true), "step " + i);
             kernels.closeStep(step);
             steps.add(step);
         }

@@ -13,6 +13,7 @@ import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.AttentionMask;
 import io.github.djlllmzoo.blocks.KeyValues;
 import io.github.djlllmzoo.blocks.KvCache;
+import io.github.djlllmzoo.blocks.RoundingBound;
 import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -45,7 +46,8 @@ class DecodeAttentionTest extends ManagedArraysTest {
         NDArray engine =
                 ScaledDotProductAttention.attend(q, filled(keys, length), filled(values, length), mask, 0, false);
         assertEquals(q.getShape(), kernel.getShape());
-        assertArrayEquals(engine.toFloatArray(), kernel.toFloatArray(), 2e-5f);
+        assertArrayEquals(engine.toFloatArray(), kernel.toFloatArray(),
+                RoundingBound.ofAttention(q, filled(keys, length), filled(values, length)));
     }
 
     @ParameterizedTest(name = "B={0} H={1} H_kv={2} D={3} length={4} of {5}")
@@ -127,7 +129,7 @@ class DecodeAttentionTest extends ManagedArraysTest {
             assertArrayEquals(k.toFloatArray(), kv.keys().get(":, :, 10:11, :").toFloatArray(), 0f);
             assertArrayEquals(v.toFloatArray(), kv.values().get(":, :, 10:11, :").toFloatArray(), 0f);
             NDArray engine = ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), null, 0, false);
-            assertArrayEquals(engine.toFloatArray(), out.toFloatArray(), 2e-5f);
+            assertArrayEquals(engine.toFloatArray(), out.toFloatArray(), RoundingBound.ofAttention(q, kv.keys(), kv.values()));
             assertFalse(kernels.takesDecodeKernel(q, kv, null, true), "a training pass");
             assertFalse(new CpuKernels(true, false).takesDecodeKernel(q, kv, null, false), "the kernel switched off");
             assertFalse(kernels.takesDecodeKernel(q, KeyValues.of(kv.keys(), kv.values()), null, false),

@@ -12,6 +12,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.ProjectionWeight;
 import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
+import io.github.djlllmzoo.blocks.RoundingBound;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -42,10 +43,12 @@ class SplitProjectionTest extends ManagedArraysTest {
                 NDArray actual = kernels.project(x, withBias, null, false);
                 assertEquals(new Shape(1, 1, OUT), actual.getShape());
                 assertEquals(scope, actual.getManager());
-                assertArrayEquals(expected.toFloatArray(), actual.toFloatArray(), 1e-4f);
+                assertArrayEquals(expected.toFloatArray(), actual.toFloatArray(),
+                        RoundingBound.ofProduct(x, weight, bias, true));
                 NDArray noBias = kernels.project(x, withoutBias, null, false);
                 NDArray expectedNoBias = x.getNDArrayInternal().linear(x, weight, null).singletonOrThrow();
-                assertArrayEquals(expectedNoBias.toFloatArray(), noBias.toFloatArray(), 1e-4f);
+                assertArrayEquals(expectedNoBias.toFloatArray(), noBias.toFloatArray(),
+                        RoundingBound.ofProduct(x, weight, null, true));
             }
             if (step == 0) {
                 afterFirstStep = manager.getManagedArrays().size();
@@ -63,7 +66,8 @@ class SplitProjectionTest extends ManagedArraysTest {
             NDArray x = scope.randomNormal(new Shape(1, 1, IN));
             NDArray actual = split.matMulAdd(x, weight, bias, false);
             assertEquals(new Shape(1, 1, OUT), actual.getShape());
-            assertArrayEquals(x.matMul(weight).add(bias).toFloatArray(), actual.toFloatArray(), 1e-4f);
+            assertArrayEquals(x.matMul(weight).add(bias).toFloatArray(), actual.toFloatArray(),
+                    RoundingBound.ofProduct(x, weight, bias, false));
         }
     }
 
@@ -76,12 +80,12 @@ class SplitProjectionTest extends ManagedArraysTest {
             assertArrayEquals(
                     rows.getNDArrayInternal().linear(rows, weight, null).singletonOrThrow().toFloatArray(),
                     split.linear(rows, weight, null, false).toFloatArray(),
-                    1e-4f);
+                    RoundingBound.ofProduct(rows, weight, null, true));
             NDArray one = scope.randomNormal(new Shape(1, 1, IN));
             assertArrayEquals(
                     one.getNDArrayInternal().linear(one, weight, null).singletonOrThrow().toFloatArray(),
                     split.linear(one, weight, null, true).toFloatArray(),
-                    1e-4f);
+                    RoundingBound.ofProduct(one, weight, null, true));
         }
     }
 
@@ -101,11 +105,13 @@ class SplitProjectionTest extends ManagedArraysTest {
                 NDArray actual = linear.linear(x, weight, bias, false);
                 assertEquals(new Shape(rows, 1, OUT), actual.getShape());
                 assertEquals(scope, actual.getManager());
-                assertArrayEquals(expected.toFloatArray(), actual.toFloatArray(), 1e-4f);
+                assertArrayEquals(expected.toFloatArray(), actual.toFloatArray(),
+                        RoundingBound.ofProduct(x, weight, bias, true));
                 NDArray actualConv = matMulAdd.matMulAdd(x, conv, bias, false);
                 assertEquals(new Shape(rows, 1, OUT), actualConv.getShape());
                 assertEquals(scope, actualConv.getManager());
-                assertArrayEquals(x.matMul(conv).add(bias).toFloatArray(), actualConv.toFloatArray(), 1e-4f);
+                assertArrayEquals(x.matMul(conv).add(bias).toFloatArray(), actualConv.toFloatArray(),
+                        RoundingBound.ofProduct(x, conv, bias, false));
             }
             // The slices of each weight (views) are made on the first step; no product stays behind.
             if (step == 0) {
@@ -138,7 +144,8 @@ class SplitProjectionTest extends ManagedArraysTest {
                 NDArray expected = x.getNDArrayInternal().linear(x, weights[i], biases[i]).singletonOrThrow();
                 assertEquals(new Shape(1, rows, OUT), pair[i].getShape());
                 assertEquals(scope, pair[i].getManager());
-                assertArrayEquals(expected.toFloatArray(), pair[i].toFloatArray(), 1e-4f);
+                assertArrayEquals(expected.toFloatArray(), pair[i].toFloatArray(),
+                        RoundingBound.ofProduct(x, weights[i], biases[i], true));
                 assertFalse(pair[i].hasGradient(), "product " + i + " recorded for autograd");
             }
             assertEquals(weightArrays, manager.getManagedArrays().size(), "arrays of the weights' manager");
@@ -170,8 +177,9 @@ class SplitProjectionTest extends ManagedArraysTest {
             assertArrayEquals(
                     x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow().toFloatArray(),
                     linear.toFloatArray(),
-                    1e-4f);
-            assertArrayEquals(x.matMul(conv).add(bias).toFloatArray(), matMulAdd.toFloatArray(), 1e-4f);
+                    RoundingBound.ofProduct(x, weight, bias, true));
+            assertArrayEquals(x.matMul(conv).add(bias).toFloatArray(), matMulAdd.toFloatArray(),
+                    RoundingBound.ofProduct(x, conv, bias, false));
         } finally {
             TorchThreads.setIntraOp(threads);
         }
@@ -198,7 +206,8 @@ class SplitProjectionTest extends ManagedArraysTest {
                                     NDArray expected = x.getNDArrayInternal().linear(x, weight, null).singletonOrThrow();
                                     NDArray actual = split.linear(x, weight, null, false);
                                     assertEquals(scope, actual.getManager());
-                                    assertArrayEquals(expected.toFloatArray(), actual.toFloatArray(), 1e-4f);
+                                    assertArrayEquals(expected.toFloatArray(), actual.toFloatArray(),
+                                            RoundingBound.ofProduct(x, weight, null, true));
                                 }
                             }
                             return null;

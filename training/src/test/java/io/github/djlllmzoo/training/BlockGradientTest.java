@@ -92,7 +92,7 @@ class BlockGradientTest {
         NDArray weights = randomLike(new Shape(2, 5, 8));
         int checked =
                 FiniteDifferenceCheck.assertGradientsMatch(
-                        embedding, () -> embedding.forward(store, ids, true).mul(weights).sum(), 3 * SAMPLES, random);
+                        embedding, () -> embedding.forward(store, ids, true).mul(weights), 3 * SAMPLES, random);
         assertEquals(3 * SAMPLES, checked);
     }
 
@@ -131,17 +131,7 @@ class BlockGradientTest {
         Gpt2Model model = new Gpt2Model(CONFIG);
         model.initialize(manager, DataType.FLOAT64, new Shape(2, 5));
         scaleUp(model);
-        NDArray ids = manager.create(new long[] {1, 4, 4, 10, 0, 7, 3, 4, 9, 2}, new Shape(2, 5));
-        long ignore = CausalLmLoss.IGNORE_INDEX;
-        NDArray targets = manager.create(new long[] {4, 4, 10, 0, ignore, 3, ignore, 9, 2, 5}, new Shape(2, 5));
-        CausalLmLoss loss = new CausalLmLoss();
-        int checked =
-                FiniteDifferenceCheck.assertGradientsMatch(
-                        model,
-                        () -> loss.evaluate(new NDList(targets), model.forward(store, new NDList(ids), true)),
-                        MODEL_SAMPLES,
-                        random);
-        assertEquals(model.namedParameters().size() * MODEL_SAMPLES, checked);
+        checkWithCausalLmLoss(model);
     }
 
     @Test
@@ -176,6 +166,19 @@ class BlockGradientTest {
         LlamaModel model = new LlamaModel(llama(false));
         model.initialize(manager, DataType.FLOAT64, new Shape(2, 5));
         scaleUp(model);
+        checkWithCausalLmLoss(model);
+    }
+
+    private static LlamaConfig llama(boolean tied) throws Exception {
+        String json = TinyModels.llamaJson(11, tied);
+        return LlamaConfig.parse(ConfigJson.of(null, JsonParser.parseString(json).getAsJsonObject()));
+    }
+
+    /**
+     * Checks the causal-LM loss of a whole model over a fixed batch. The loss is its own single
+     * term: a mean of non-negative token losses, so its magnitude is the loss itself.
+     */
+    private void checkWithCausalLmLoss(ConfiguredBlock model) {
         NDArray ids = manager.create(new long[] {1, 4, 4, 10, 0, 7, 3, 4, 9, 2}, new Shape(2, 5));
         long ignore = CausalLmLoss.IGNORE_INDEX;
         NDArray targets = manager.create(new long[] {4, 4, 10, 0, ignore, 3, ignore, 9, 2, 5}, new Shape(2, 5));
@@ -189,23 +192,21 @@ class BlockGradientTest {
         assertEquals(model.namedParameters().size() * MODEL_SAMPLES, checked);
     }
 
-    private static LlamaConfig llama(boolean tied) throws Exception {
-        String json = TinyModels.llamaJson(11, tied);
-        return LlamaConfig.parse(ConfigJson.of(null, JsonParser.parseString(json).getAsJsonObject()));
-    }
-
     private void checkUnary(UnaryBlock block, Shape input) {
         block.initialize(manager, DataType.FLOAT64, input);
         check(block, input, x -> block.forward(store, x, true));
     }
 
-    /** Checks {@code sum(block(x) * R)} for a fixed random input {@code x} and weights {@code R}. */
+    /**
+     * Checks the loss {@code sum(block(x) * R)}, whose terms are {@code block(x) * R}, for a fixed
+     * random input {@code x} and weights {@code R}.
+     */
     private void check(ConfiguredBlock block, Shape input, Function<NDArray, NDArray> forward) {
         NDArray x = randomLike(input);
         NDArray weights = randomLike(forward.apply(x).getShape());
         int checked =
                 FiniteDifferenceCheck.assertGradientsMatch(
-                        block, () -> forward.apply(x).mul(weights).sum(), SAMPLES, random);
+                        block, () -> forward.apply(x).mul(weights), SAMPLES, random);
         assertEquals(block.namedParameters().size() * SAMPLES, checked);
     }
 

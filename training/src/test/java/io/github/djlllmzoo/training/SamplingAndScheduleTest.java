@@ -83,12 +83,14 @@ class SamplingAndScheduleTest {
         int warmup = 10;
         int steps = 110;
         Tracker tracker = LearningRateSchedule.warmupCosine(peak, warmup, steps);
+        // DJL's trackers compute in float: half a dozen roundings of values up to the peak
+        double tolerance = 4 * Math.ulp(peak);
         for (int u : new int[] {1, 5, 9}) {
-            assertEquals(peak * u / warmup, tracker.getNewValue(u), 1e-9, "warm-up update " + u);
+            assertEquals(peak * u / warmup, tracker.getNewValue(u), tolerance, "warm-up update " + u);
         }
         for (int u : new int[] {10, 40, 60, 100, 110}) {
             double expected = peak * (1 + Math.cos(Math.PI * (u - warmup) / (steps - warmup + 1))) / 2;
-            assertEquals(expected, tracker.getNewValue(u), 1e-9, "decay update " + u);
+            assertEquals(expected, tracker.getNewValue(u), tolerance, "decay update " + u);
         }
         assertTrue(tracker.getNewValue(steps) > 0, "the last update still moves the weights");
     }

@@ -89,11 +89,12 @@ class GenerationDefaultsTest {
                         16, 8, 8, 1, 2, 32, 1e-5f, 0f, 0f, 0f, null, List.of(0), true);
         GenerationConfig config = GenerationConfig.forCheckpoint(dir, model).build();
         assertTrue(config.doSample());
-        assertEquals(0.7f, config.temperature(), 1e-6f);
+        // each JSON number is rounded to the nearest float, as the literal is (within an ulp if by way of a double)
+        assertEquals(0.7f, config.temperature(), Math.ulp(0.7f));
         assertEquals(20, config.topK());
-        assertEquals(0.9f, config.topP(), 1e-6f);
-        assertEquals(0.05f, config.minP(), 1e-6f);
-        assertEquals(1.1f, config.repetitionPenalty(), 1e-6f);
+        assertEquals(0.9f, config.topP(), Math.ulp(0.9f));
+        assertEquals(0.05f, config.minP(), Math.ulp(0.05f));
+        assertEquals(1.1f, config.repetitionPenalty(), Math.ulp(1.1f));
         assertEquals(12, config.maxNewTokens());
         assertEquals(List.of(2, 7), config.eosTokenIds());
         assertEquals(3, config.numReturnSequences());
