@@ -6,8 +6,9 @@ import io.github.djlllmzoo.blocks.config.Gpt2Config;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
 
 /**
- * How far two float32 evaluations of the same products may differ through rounding alone, for the
- * tests that compare two ways of computing them (a kernel and the engine, a split and one call).
+ * How far two float32 evaluations of the same sums (products, attention, a whole model's logits) may
+ * differ through rounding alone, for the tests that compare two ways of computing them (a kernel
+ * and the engine, a split and one call, a KV cache and a full recompute).
  *
  * <p>A float32 sum of {@code n} terms {@code t_k}, in any order (blocked, vectorized, with fused
  * multiply-adds: the order is what differs between CPUs and BLAS kernels), rounds each partial sum
