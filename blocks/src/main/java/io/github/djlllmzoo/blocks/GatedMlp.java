@@ -1,16 +1,19 @@
 package io.github.djlllmzoo.blocks;
 
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
 import ai.djl.training.ParameterStore;
 
 /**
  * The SwiGLU feed-forward network of Llama-family models: {@code down_proj(silu(gate_proj(x)) *
- * up_proj(x))}.
+ * up_proj(x))}. Phi-3 stores gate and up as one {@code gate_up_proj}, the gate's rows first ({@link
+ * #fused}).
  */
 public final class GatedMlp extends UnaryBlock {
 
     private final Linear gateProj;
     private final Linear upProj;
+    private final Linear gateUpProj;
     private final Linear downProj;
 
     /**
@@ -20,22 +23,62 @@ public final class GatedMlp extends UnaryBlock {
      * @param initStd standard deviation of the weight initializer ({@code initializer_range})
      */
     public GatedMlp(int hiddenSize, int intermediateSize, boolean withBias, float initStd) {
-        gateProj =
-                addChildBlock(
-                        "gate_proj", new Linear(hiddenSize, intermediateSize, withBias, initStd));
-        upProj =
-                addChildBlock(
-                        "up_proj", new Linear(hiddenSize, intermediateSize, withBias, initStd));
+        this(hiddenSize, intermediateSize, withBias, initStd, false);
+    }
+
+    private GatedMlp(
+            int hiddenSize, int intermediateSize, boolean withBias, float initStd, boolean fused) {
+        if (fused) {
+            gateUpProj =
+                    addChildBlock(
+                            "gate_up_proj",
+                            new Linear(hiddenSize, 2 * intermediateSize, withBias, initStd));
+            gateProj = null;
+            upProj = null;
+        } else {
+            gateUpProj = null;
+            gateProj =
+                    addChildBlock(
+                            "gate_proj",
+                            new Linear(hiddenSize, intermediateSize, withBias, initStd));
+            upProj =
+                    addChildBlock(
+                            "up_proj", new Linear(hiddenSize, intermediateSize, withBias, initStd));
+        }
         downProj =
                 addChildBlock(
                         "down_proj", new Linear(intermediateSize, hiddenSize, withBias, initStd));
     }
 
+    /**
+     * The MLP with gate and up stored as one projection {@code gate_up_proj} of {@code 2 *
+     * intermediateSize} rows, the gate's first (Hugging Face's {@code Phi3MLP}).
+     *
+     * @param hiddenSize the residual width ({@code hidden_size})
+     * @param intermediateSize the inner width ({@code intermediate_size})
+     * @param withBias whether the projections have biases
+     * @param initStd standard deviation of the weight initializer ({@code initializer_range})
+     * @return the MLP
+     */
+    public static GatedMlp fused(
+            int hiddenSize, int intermediateSize, boolean withBias, float initStd) {
+        return new GatedMlp(hiddenSize, intermediateSize, withBias, initStd, true);
+    }
+
     @Override
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
-        NDArray[] gateAndUp = Linear.forwardPair(store, x, gateProj, upProj, training);
-        NDArray gate = gateAndUp[0]; // gate_proj(x), (B, T, I)
-        NDArray up = gateAndUp[1]; // up_proj(x), (B, T, I)
+        NDArray gate; // gate_proj(x), (B, T, I)
+        NDArray up; // up_proj(x), (B, T, I)
+        if (gateUpProj == null) {
+            NDArray[] gateAndUp = Linear.forwardPair(store, x, gateProj, upProj, training);
+            gate = gateAndUp[0];
+            up = gateAndUp[1];
+        } else {
+            NDArray gateUp = gateUpProj.forward(store, x, training); // (..., 2I)
+            NDList halves = gateUp.split(2, gateUp.getShape().dimension() - 1); // 2 x (..., I)
+            gate = halves.get(0);
+            up = halves.get(1);
+        }
         return downProj.forward(store, Activations.silu(gate).mul(up), training); // (B, T, E)
     }
 }

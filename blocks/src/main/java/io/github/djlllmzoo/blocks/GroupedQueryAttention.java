@@ -7,11 +7,12 @@ import io.github.djlllmzoo.blocks.config.LlamaConfig;
 
 /**
  * Llama-family causal self-attention with {@code num_key_value_heads <= num_attention_heads}
- * (multi-head, grouped-query or, with one key/value head, multi-query attention): separate
- * projections {@code q_proj, k_proj, v_proj, o_proj} (with biases when {@code attention_bias}),
- * rotary position embedding on queries and keys, attention scaled by 1/sqrt(head_dim). The KV cache
- * stores only the key/value heads; attention ({@link Kernels#attend}) groups the query heads over
- * them without copying.
+ * (multi-head, grouped-query or, with one key/value head, multi-query attention): projections
+ * {@code q_proj, k_proj, v_proj} (Phi-3: one {@code qkv_proj} whose rows are q's, then k's, then
+ * v's) and {@code o_proj}, with biases as the config says; Qwen3's per-head RMSNorm {@code q_norm},
+ * {@code k_norm} over {@code head_dim}; rotary position embedding on queries and keys; attention
+ * scaled by 1/sqrt(head_dim). The KV cache stores only the key/value heads; attention ({@link
+ * Kernels#attend}) groups the query heads over them without copying.
  */
 public final class GroupedQueryAttention extends AttentionBlock {
 
@@ -24,7 +25,10 @@ public final class GroupedQueryAttention extends AttentionBlock {
     private final Linear qProj;
     private final Linear kProj;
     private final Linear vProj;
+    private final Linear qkvProj;
     private final Linear oProj;
+    private final RmsNorm qNorm;
+    private final RmsNorm kNorm;
 
     /**
      * @param config the model config
@@ -47,12 +51,32 @@ public final class GroupedQueryAttention extends AttentionBlock {
         this.attentionDropout = config.attentionDropout();
         this.rotaryEmbedding = rotaryEmbedding;
         int e = config.hiddenSize();
-        boolean bias = config.attentionBias();
+        boolean bias = config.qkvBias();
         float std = config.initializerRange();
-        qProj = addChildBlock("q_proj", new Linear(e, numHeads * headDim, bias, std));
-        kProj = addChildBlock("k_proj", new Linear(e, numKvHeads * headDim, bias, std));
-        vProj = addChildBlock("v_proj", new Linear(e, numKvHeads * headDim, bias, std));
-        oProj = addChildBlock("o_proj", new Linear(numHeads * headDim, e, bias, std));
+        if (config.fusedProjections()) {
+            qkvProj =
+                    addChildBlock(
+                            "qkv_proj",
+                            new Linear(e, (numHeads + 2 * numKvHeads) * headDim, bias, std));
+            qProj = null;
+            kProj = null;
+            vProj = null;
+        } else {
+            qkvProj = null;
+            qProj = addChildBlock("q_proj", new Linear(e, numHeads * headDim, bias, std));
+            kProj = addChildBlock("k_proj", new Linear(e, numKvHeads * headDim, bias, std));
+            vProj = addChildBlock("v_proj", new Linear(e, numKvHeads * headDim, bias, std));
+        }
+        oProj =
+                addChildBlock(
+                        "o_proj", new Linear(numHeads * headDim, e, config.attentionBias(), std));
+        if (config.qkNorm()) {
+            qNorm = addChildBlock("q_norm", new RmsNorm(headDim, config.rmsNormEps()));
+            kNorm = addChildBlock("k_norm", new RmsNorm(headDim, config.rmsNormEps()));
+        } else {
+            qNorm = null;
+            kNorm = null;
+        }
     }
 
     @Override
@@ -60,10 +84,14 @@ public final class GroupedQueryAttention extends AttentionBlock {
             ParameterStore store, NDArray x, AttentionContext context, boolean training) {
         long b = x.getShape().get(0);
         long t = x.getShape().get(1);
-        NDArray q = heads(qProj.forward(store, x, training), b, t, numHeads); // (B, H, T, D)
-        NDArray[] keyValue = Linear.forwardPair(store, x, kProj, vProj, training);
-        NDArray k = heads(keyValue[0], b, t, numKvHeads); // (B, Hkv, T, D)
-        NDArray v = heads(keyValue[1], b, t, numKvHeads); // (B, Hkv, T, D)
+        NDArray[] qkv = project(store, x, training);
+        NDArray q = heads(qkv[0], b, t, numHeads); // (B, H, T, D)
+        NDArray k = heads(qkv[1], b, t, numKvHeads); // (B, Hkv, T, D)
+        NDArray v = heads(qkv[2], b, t, numKvHeads); // (B, Hkv, T, D)
+        if (qNorm != null) {
+            q = qNorm.forward(store, q, training);
+            k = kNorm.forward(store, k, training);
+        }
         NDList cosSin = rotaryEmbedding.cosSin(context.positionIds(), context.modelManager(), q.getDataType());
         q = RotaryEmbedding.rotate(q, cosSin);
         k = RotaryEmbedding.rotate(k, cosSin);
@@ -71,6 +99,20 @@ public final class GroupedQueryAttention extends AttentionBlock {
         NDArray y = kernels().attend(q, kv, context.mask(), attentionDropout, training); // (B, H, T, D)
         y = y.transpose(0, 2, 1, 3).reshape(b, t, (long) numHeads * headDim); // (B, T, H*D)
         return oProj.forward(store, y, training); // (B, T, E)
+    }
+
+    /** @return queries (B, T, H*D), keys and values (B, T, Hkv*D) */
+    private NDArray[] project(ParameterStore store, NDArray x, boolean training) {
+        if (qkvProj == null) {
+            NDArray q = qProj.forward(store, x, training);
+            NDArray[] keyValue = Linear.forwardPair(store, x, kProj, vProj, training);
+            return new NDArray[] {q, keyValue[0], keyValue[1]};
+        }
+        long queries = (long) numHeads * headDim;
+        long keys = (long) numKvHeads * headDim;
+        NDArray fused = qkvProj.forward(store, x, training); // (B, T, (H + 2 Hkv) * D)
+        NDList parts = fused.split(new long[] {queries, queries + keys}, 2);
+        return new NDArray[] {parts.get(0), parts.get(1), parts.get(2)};
     }
 
     private NDArray heads(NDArray x, long b, long t, int count) {

@@ -5,8 +5,9 @@ import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
 
 /**
- * A Llama-family model (Hugging Face {@code LlamaForCausalLM}, also Mistral without a sliding
- * window): token embedding {@code embed_tokens}, {@code num_hidden_layers} pre-norm layers {@code
+ * A Llama-family model (Hugging Face {@code LlamaForCausalLM}; also Mistral without a sliding
+ * window, Qwen2, Qwen3 and Phi-3, whose differences {@link GroupedQueryAttention} and {@link
+ * GatedMlp} take from the config): token embedding {@code embed_tokens}, {@code num_hidden_layers} pre-norm layers {@code
  * layers.i} ({@code input_layernorm, self_attn, post_attention_layernorm, mlp}) with RMSNorm,
  * rotary grouped-query attention and a SwiGLU MLP, final {@code norm}, and an {@code lm_head} of
  * its own or tied to {@code embed_tokens}. Parameter names are the checkpoint's without the {@code
@@ -39,13 +40,17 @@ public final class LlamaModel extends CausalLmBlock {
                             new RmsNorm(e, eps),
                             new GroupedQueryAttention(config, i, rotaryEmbedding),
                             new RmsNorm(e, eps),
-                            new GatedMlp(
-                                    e,
-                                    config.intermediateSize(),
-                                    config.mlpBias(),
-                                    config.initializerRange())));
+                            mlp(config)));
         }
         setFinalNormAndHead("norm", new RmsNorm(e, eps));
+    }
+
+    private static GatedMlp mlp(LlamaConfig config) {
+        int e = config.hiddenSize();
+        int inner = config.intermediateSize();
+        return config.fusedProjections()
+                ? GatedMlp.fused(e, inner, config.mlpBias(), config.initializerRange())
+                : new GatedMlp(e, inner, config.mlpBias(), config.initializerRange());
     }
 
     /** @return the rotary embedding all layers share */

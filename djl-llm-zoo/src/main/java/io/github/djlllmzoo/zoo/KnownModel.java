@@ -9,7 +9,7 @@ import java.util.Optional;
  *
  * @param name the registry name, e.g. "gpt2"
  * @param hubId the Hugging Face repository id, e.g. "openai-community/gpt2"
- * @param family the architecture, "gpt2" or "llama"
+ * @param family the architecture, its {@code model_type}: "gpt2", "llama", "qwen2", "qwen3" or "phi3"
  * @param parameters a human-readable size, e.g. "124M"
  * @param note licence or access notes (e.g. gated), or an empty string
  */
@@ -32,7 +32,20 @@ public record KnownModel(String name, String hubId, String family, String parame
                             "meta-llama/Llama-3.2-1B",
                             "llama",
                             "1.2B",
-                            "gated: accept Meta's licence on the hub and set HF_TOKEN"));
+                            "gated: accept Meta's licence on the hub and set HF_TOKEN"),
+                    new KnownModel(
+                            "Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct", "qwen2", "494M", "Apache-2.0"),
+                    new KnownModel(
+                            "Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-1.5B-Instruct", "qwen2", "1.5B", "Apache-2.0"),
+                    new KnownModel("Qwen3-0.6B", "Qwen/Qwen3-0.6B", "qwen3", "0.6B", "Apache-2.0"),
+                    new KnownModel("Qwen3-1.7B", "Qwen/Qwen3-1.7B", "qwen3", "1.7B", "Apache-2.0"),
+                    new KnownModel(
+                            "Phi-3-mini-4k-instruct",
+                            "microsoft/Phi-3-mini-4k-instruct",
+                            "phi3",
+                            "3.8B",
+                            "MIT; its sliding_window 2047 is refused until sliding-window attention is"
+                                    + " supported"));
 
     /**
      * Finds a registry entry by name (case-insensitive) or by its Hugging Face id.

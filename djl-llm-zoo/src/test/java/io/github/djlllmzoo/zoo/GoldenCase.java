@@ -9,12 +9,25 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.List;
 
 /** One golden case of {@code testdata/golden}: a checkpoint directory and its float64 answers. */
 record GoldenCase(Path dir, long[] promptIds, double[] promptLogprobs, long[] greedyIds) {
 
     /** The absolute tolerance of log-probabilities in float32 (see the fixtures' README). */
     static final double LOGPROB_TOLERANCE = 1e-3;
+
+    /** The golden cases of the Llama-shaped families, each with rotary GQA and a SwiGLU MLP. */
+    static List<String> llamaShaped() {
+        return List.of(
+                "llama-gqa",
+                "llama-mqa-tied-bf16",
+                "llama3-rope-scaling",
+                "qwen2-bias",
+                "qwen2-tied-bf16",
+                "qwen3-qknorm",
+                "phi3-fused");
+    }
 
     static Path root() {
         String dir = System.getProperty("llmzoo.testdata");

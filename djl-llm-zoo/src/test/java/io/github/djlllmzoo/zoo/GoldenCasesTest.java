@@ -7,27 +7,24 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.github.djlllmzoo.translators.GeneratedSequence;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.MethodSource;
 import java.util.List;
 import java.util.Locale;
+import java.util.stream.Stream;
 
 /**
- * Every golden case (GPT-2 and Llama, F32/F16/BF16) loaded from its Hugging Face-layout directory
- * reproduces the independent float64 reference: prompt log-probabilities within 1e-3 and the greedy
+ * Every golden case (GPT-2, Llama, Qwen2, Qwen3, Phi-3; F32/F16/BF16) loaded from its Hugging
+ * Face-layout directory reproduces the float64 reference: prompt log-probabilities within 1e-3 and the greedy
  * continuation exactly.
  */
 class GoldenCasesTest {
 
+    static Stream<String> cases() {
+        return Stream.concat(Stream.of("gpt2-tiny", "gpt2-f16", "gpt2-wide"), GoldenCase.llamaShaped().stream());
+    }
+
     @ParameterizedTest
-    @ValueSource(
-            strings = {
-                "gpt2-tiny",
-                "gpt2-f16",
-                "gpt2-wide",
-                "llama-gqa",
-                "llama-mqa-tied-bf16",
-                "llama3-rope-scaling"
-            })
+    @MethodSource("cases")
     void reproducesPromptLogprobsAndGreedyIds(String name) throws Exception {
         GoldenCase golden = GoldenCase.load(name);
         try (LocalModel model = LocalModel.load(golden.dir())) {

@@ -12,7 +12,8 @@ import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.KvCache;
 import io.github.djlllmzoo.blocks.RoundingBound;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import java.util.Arrays;
 import java.util.Locale;
 
@@ -24,9 +25,10 @@ class LeftPaddingTest {
 
     private static final int PAD = 3;
 
-    @Test
-    void leftPaddedRowMatchesItsUnpaddedLogitsWithAndWithoutCache() throws Exception {
-        GoldenCase golden = GoldenCase.load("llama-gqa");
+    @ParameterizedTest
+    @ValueSource(strings = {"llama-gqa", "qwen2-bias", "qwen2-tied-bf16", "qwen3-qknorm", "phi3-fused"})
+    void leftPaddedRowMatchesItsUnpaddedLogitsWithAndWithoutCache(String name) throws Exception {
+        GoldenCase golden = GoldenCase.load(name);
         long[] longRow = Arrays.copyOf(golden.promptIds(), 10);
         long[] shortRow = Arrays.copyOfRange(golden.promptIds(), 0, 10 - PAD);
         long[] next = Arrays.copyOf(golden.greedyIds(), 2);
@@ -91,9 +93,10 @@ class LeftPaddingTest {
                 }
             }
             System.out.printf(
-                    Locale.ROOT, "left padding: max |padded - alone| logit = %.3g%n", maxError);
+                    Locale.ROOT, "left padding %s: max |padded - alone| logit = %.3g%n", name, maxError);
             float bound = RoundingBound.ofLogits(model.config(), 10 + next.length, padded);
-            assertTrue(maxError < bound, "max |padded - alone| = " + maxError + ", bound " + bound);
+            assertTrue(
+                    maxError < bound, name + ": max |padded - alone| = " + maxError + ", bound " + bound);
         }
     }
 

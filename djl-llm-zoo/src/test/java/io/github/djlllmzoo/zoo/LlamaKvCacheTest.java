@@ -11,7 +11,7 @@ import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.KvCache;
 import io.github.djlllmzoo.blocks.RoundingBound;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.MethodSource;
 import java.util.Arrays;
 import java.util.Locale;
 
@@ -23,7 +23,7 @@ import java.util.Locale;
 class LlamaKvCacheTest {
 
     @ParameterizedTest
-    @ValueSource(strings = {"llama-gqa", "llama-mqa-tied-bf16", "llama3-rope-scaling"})
+    @MethodSource("io.github.djlllmzoo.zoo.GoldenCase#llamaShaped")
     void cachedDecodingEqualsFullRecomputeAtEveryStep(String name) throws Exception {
         GoldenCase golden = GoldenCase.load(name);
         long[] ids =

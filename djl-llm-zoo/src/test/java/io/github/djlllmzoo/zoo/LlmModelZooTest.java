@@ -17,6 +17,8 @@ import ai.djl.repository.zoo.ModelZoo;
 import ai.djl.repository.zoo.ZooModel;
 import ai.djl.translate.NoopTranslator;
 import io.github.djlllmzoo.blocks.RoundingBound;
+import io.github.djlllmzoo.blocks.config.Gpt2Config;
+import io.github.djlllmzoo.blocks.config.LlamaFamily;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.Set;
@@ -38,12 +40,25 @@ class LlmModelZooTest {
         for (String name :
                 new String[] {
                     "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "distilgpt2", "TinyLlama-1.1B",
-                    "SmolLM2-135M", "SmolLM2-360M", "Llama-3.2-1B", LlmModelZoo.ANY_MODEL
+                    "SmolLM2-135M", "SmolLM2-360M", "Llama-3.2-1B", "Qwen2.5-0.5B-Instruct",
+                    "Qwen2.5-1.5B-Instruct", "Qwen3-0.6B", "Qwen3-1.7B", "Phi-3-mini-4k-instruct",
+                    LlmModelZoo.ANY_MODEL
                 }) {
             assertTrue(artifacts.contains(name), name);
         }
         assertEquals("TinyLlama/TinyLlama-1.1B-Chat-v1.0", KnownModel.find("tinyllama-1.1b").orElseThrow().hubId());
         assertEquals("gpt2", KnownModel.find("openai-community/gpt2").orElseThrow().name());
+        assertEquals("Qwen/Qwen3-0.6B", KnownModel.find("qwen3-0.6b").orElseThrow().hubId());
+    }
+
+    @Test
+    void everyKnownModelsFamilyIsAModelTypeTheConfigsRead() {
+        for (KnownModel model : KnownModel.ALL) {
+            assertTrue(
+                    model.family().equals(Gpt2Config.MODEL_TYPE)
+                            || LlamaFamily.MODEL_TYPES.contains(model.family()),
+                    model.name() + ": " + model.family());
+        }
     }
 
     @Test

@@ -1,6 +1,7 @@
 package io.github.djlllmzoo.training;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
@@ -35,6 +36,8 @@ import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Autograd gradients of every block of both families agree with central finite differences in
@@ -151,13 +154,60 @@ class BlockGradientTest {
 
     @Test
     void groupedQueryAttentionWithRotaryPositionsMatchesFiniteDifferences() throws Exception {
-        LlamaConfig config = llama(false);
+        checkAttention(llama(false));
+    }
+
+    @Test
+    void fusedGateUpMlpGradientsMatchFiniteDifferences() {
+        GatedMlp mlp = GatedMlp.fused(8, 12, false, 0.5f);
+        mlp.initialize(manager, DataType.FLOAT64, HIDDEN);
+        check(mlp, HIDDEN, x -> mlp.forward(store, x, true));
+    }
+
+    @Test
+    void qwen3AttentionWithPerHeadQueryKeyNormsMatchesFiniteDifferences() throws Exception {
+        LlamaConfig config = family("qwen3");
+        assertTrue(config.qkNorm());
+        checkAttention(config);
+    }
+
+    @Test
+    void phi3AttentionWithFusedQkvProjectionMatchesFiniteDifferences() throws Exception {
+        LlamaConfig config = family("phi3");
+        assertTrue(config.fusedProjections());
+        checkAttention(config);
+    }
+
+    @Test
+    void qwen2AttentionWithQueryKeyValueBiasesOnlyMatchesFiniteDifferences() throws Exception {
+        LlamaConfig config = family("qwen2");
+        assertTrue(config.qkvBias() && !config.attentionBias());
+        checkAttention(config);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"qwen2", "qwen3", "phi3"})
+    void wholeModelOfEachLlamaShapedFamilyWithTheCausalLmLossMatchesFiniteDifferences(String modelType)
+            throws Exception {
+        LlamaModel model = new LlamaModel(family(modelType));
+        model.initialize(manager, DataType.FLOAT64, new Shape(2, 5));
+        scaleUp(model);
+        checkWithCausalLmLoss(model);
+    }
+
+    private void checkAttention(LlamaConfig config) {
         GroupedQueryAttention attention =
                 new GroupedQueryAttention(config, 0, RotaryEmbedding.of(config));
         Shape input = new Shape(2, 5, config.hiddenSize());
         attention.initialize(manager, DataType.FLOAT64, input);
         scaleUp(attention);
         check(attention, input, x -> attention.forward(store, x, AttentionContext.causal(x), true));
+    }
+
+    /** The tiny Llama config read as another family's (head_dim 6 x 4 heads != hidden 16). */
+    private static LlamaConfig family(String modelType) throws Exception {
+        String json = TinyModels.llamaJson(11, false).replace("\"llama\"", "\"" + modelType + "\"");
+        return LlamaConfig.parse(ConfigJson.of(null, JsonParser.parseString(json).getAsJsonObject()));
     }
 
     @Test

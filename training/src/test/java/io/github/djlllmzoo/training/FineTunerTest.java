@@ -41,6 +41,8 @@ import java.util.Random;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 class FineTunerTest {
 
@@ -168,6 +170,47 @@ class FineTunerTest {
         }
     }
 
+    /** The checkpoint saved in {@code out} computes the trained model's logits exactly. */
+    private static void assertReloadsWithTheSameLogits(LocalModel model, Path out) throws Exception {
+        try (LocalModel loaded = LocalModel.load(out);
+                NDManager scope = NDManager.newBaseManager("PyTorch")) {
+            NDArray ids = scope.create(new long[] {3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, new Shape(2, 5));
+            assertArrayEquals(
+                    model.block().forward(null, ids, null, null, null, false, false).toFloatArray(),
+                    loaded.block().forward(null, ids, null, null, null, false, false).toFloatArray(),
+                    0f);
+        }
+    }
+
+    @ParameterizedTest
+    @CsvSource({
+        "qwen2, model.layers.1.self_attn.k_proj.bias, model.layers.1.self_attn.o_proj.bias",
+        "qwen3, model.layers.1.self_attn.k_norm.weight, model.layers.1.mlp.gate_proj.bias",
+        "phi3, model.layers.1.self_attn.qkv_proj.weight, model.layers.1.mlp.up_proj.weight",
+        "phi3, model.layers.1.mlp.gate_up_proj.weight, model.layers.1.self_attn.q_proj.weight"
+    })
+    void eachLlamaShapedFamilyTrainsAndItsCheckpointKeepsItsTensorNames(
+            String modelType, String present, String absent) throws Exception {
+        String json = TinyModels.llamaJson(12, false).replace("\"llama\"", "\"" + modelType + "\"");
+        Path source = TinyModels.checkpoint(temp.resolve(modelType), json, 12);
+        Path out = temp.resolve(modelType + "-out");
+        PackedTextDataset data = packed(randomTokens(6 * 8 + 1, 12, 13), 8);
+        try (LocalModel model = LocalModel.load(source)) {
+            Map<String, float[]> before = weights(model);
+            FineTuner.builder().setModel(model.model()).setTrainData(data).optCheckpoints(out, source)
+                    .optSettings(FineTuneSettings.builder().steps(3).batchSize(2).sequenceLength(8).learningRate(1e-2f).evalEvery(0).build())
+                    .build().run();
+            Map<String, float[]> after = weights(model);
+            for (String name : before.keySet()) {
+                assertFalse(java.util.Arrays.equals(before.get(name), after.get(name)), name + " trains");
+            }
+            Map<String, float[]> stored = parseSafetensorsByHand(out.resolve("model.safetensors"));
+            assertTrue(stored.containsKey(present), present + " in " + stored.keySet());
+            assertFalse(stored.containsKey(absent), absent + " in " + stored.keySet());
+            assertReloadsWithTheSameLogits(model, out);
+        }
+    }
+
     @Test
     void aLlamaModelTrainsAndItsCheckpointKeepsLlamaTensorNames() throws Exception {
         Path source = TinyModels.checkpoint(temp.resolve("llama"), TinyModels.llamaJson(12, false), 12);
@@ -186,14 +229,7 @@ class FineTunerTest {
             Map<String, float[]> stored = parseSafetensorsByHand(out.resolve("model.safetensors"));
             assertTrue(stored.containsKey("lm_head.weight") && stored.containsKey("model.embed_tokens.weight")
                     && stored.containsKey("model.layers.1.self_attn.q_proj.weight"), stored.keySet().toString());
-            try (LocalModel loaded = LocalModel.load(out);
-                    NDManager scope = NDManager.newBaseManager("PyTorch")) {
-                NDArray ids = scope.create(new long[] {3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, new Shape(2, 5));
-                assertArrayEquals(
-                        model.block().forward(null, ids, null, null, null, false, false).toFloatArray(),
-                        loaded.block().forward(null, ids, null, null, null, false, false).toFloatArray(),
-                        0f);
-            }
+            assertReloadsWithTheSameLogits(model, out);
         }
     }
 

@@ -21,22 +21,18 @@ public final class Configs {
         Path file = Files.isDirectory(path) ? path.resolve(CheckpointFiles.CONFIG) : path;
         ConfigJson json = ConfigJson.read(file);
         String modelType = json.requireString("model_type");
-        switch (modelType) {
-            case Gpt2Config.MODEL_TYPE:
-                return Gpt2Config.parse(json);
-            case LlamaConfig.MODEL_TYPE:
-            case LlamaConfig.MISTRAL_MODEL_TYPE:
-                return LlamaConfig.parse(json);
-            default:
-                throw json.invalid(
-                        "model_type",
-                        "unsupported model type; supported: "
-                                + String.join(
-                                        ", ",
-                                        Gpt2Config.MODEL_TYPE,
-                                        LlamaConfig.MODEL_TYPE,
-                                        LlamaConfig.MISTRAL_MODEL_TYPE));
+        if (Gpt2Config.MODEL_TYPE.equals(modelType)) {
+            return Gpt2Config.parse(json);
         }
+        if (LlamaFamily.MODEL_TYPES.contains(modelType)) {
+            return LlamaConfig.parse(json);
+        }
+        throw json.invalid(
+                "model_type",
+                "unsupported model type; supported: "
+                        + Gpt2Config.MODEL_TYPE
+                        + ", "
+                        + String.join(", ", LlamaFamily.MODEL_TYPES));
     }
 
     static int positive(ConfigJson json, String field) throws InvalidCheckpointException {

@@ -5,9 +5,11 @@ import java.nio.file.Path;
 import java.util.List;
 
 /**
- * The hyper-parameters of a Llama-family {@code config.json} ({@code model_type} "llama", or
- * "mistral" without a sliding window in use), with the names Hugging Face uses. Absent optional
- * fields take Hugging Face's {@code LlamaConfig} defaults.
+ * The hyper-parameters of a Llama-shaped {@code config.json}, with the names Hugging Face uses:
+ * {@code model_type} "llama", "mistral" without a sliding window in use, and the families that
+ * differ from Llama only in where projections have biases, whether queries and keys are normalized
+ * per head, and how projections are stored ({@link LlamaFamily}: "qwen2", "qwen3", "phi3"). Absent
+ * optional fields take Hugging Face's defaults of the family's config class.
  *
  * <p>Mistral's sliding-window attention is not implemented. A window changes nothing while it is at
  * least {@code max_position_embeddings} long (no key is ever farther away than that), so a Mistral
@@ -15,7 +17,7 @@ import java.util.List;
  * than {@code max_position_embeddings}, and rejected otherwise. As in Hugging Face's {@code
  * MistralConfig}, an absent {@code sliding_window} means 4096.
  *
- * @param modelType {@code model_type}: "llama" or "mistral"
+ * @param modelType {@code model_type}: one of {@link LlamaFamily#MODEL_TYPES}
  * @param vocabSize {@code vocab_size}
  * @param hiddenSize {@code hidden_size}, the residual width
  * @param intermediateSize {@code intermediate_size}, the MLP width
@@ -27,7 +29,14 @@ import java.util.List;
  * @param rmsNormEps {@code rms_norm_eps}
  * @param ropeTheta {@code rope_theta}, the rotary base
  * @param ropeScaling {@code rope_scaling}, or {@code null} for none
- * @param attentionBias {@code attention_bias}: whether q/k/v/o projections have biases
+ * @param attentionBias {@code attention_bias}: whether the output projection {@code o_proj} has a
+ *     bias
+ * @param qkvBias whether the query, key and value projections have biases ({@code attention_bias}
+ *     in Llama and Qwen3; always in Qwen2)
+ * @param qkNorm whether queries and keys go through a per-head RMSNorm ({@code q_norm}, {@code
+ *     k_norm}, over {@code head_dim}) before the rotary embedding (Qwen3)
+ * @param fusedProjections whether the checkpoint stores q, k, v as one {@code qkv_proj} and the
+ *     MLP's gate and up as one {@code gate_up_proj} (Phi-3)
  * @param attentionDropout {@code attention_dropout} on attention probabilities (training only)
  * @param mlpBias {@code mlp_bias}: whether the MLP projections have biases
  * @param initializerRange {@code initializer_range}, the std of weights initialized from scratch
@@ -49,6 +58,9 @@ public record LlamaConfig(
         double ropeTheta,
         RopeScaling ropeScaling,
         boolean attentionBias,
+        boolean qkvBias,
+        boolean qkNorm,
+        boolean fusedProjections,
         float attentionDropout,
         boolean mlpBias,
         float initializerRange,
@@ -70,9 +82,12 @@ public record LlamaConfig(
 
     /** Validates the values; see {@link #parse(ConfigJson)} for file-aware messages. */
     public LlamaConfig {
-        if (!MODEL_TYPE.equals(modelType) && !MISTRAL_MODEL_TYPE.equals(modelType)) {
+        if (!LlamaFamily.MODEL_TYPES.contains(modelType)) {
             throw new IllegalArgumentException(
-                    "model_type must be llama or mistral, got " + modelType);
+                    "model_type must be one of "
+                            + String.join(", ", LlamaFamily.MODEL_TYPES)
+                            + ", got "
+                            + modelType);
         }
         if (vocabSize <= 0
                 || hiddenSize <= 0
@@ -106,7 +121,8 @@ public record LlamaConfig(
     }
 
     /**
-     * Parses a Llama or Mistral {@code config.json}.
+     * Parses the {@code config.json} of any family of {@link LlamaFamily#MODEL_TYPES}, applying
+     * that family's rules ({@link LlamaFamily}).
      *
      * @param json the parsed file
      * @return the config
@@ -114,10 +130,11 @@ public record LlamaConfig(
      */
     public static LlamaConfig parse(ConfigJson json) throws InvalidCheckpointException {
         String modelType = json.requireString("model_type");
-        if (!MODEL_TYPE.equals(modelType) && !MISTRAL_MODEL_TYPE.equals(modelType)) {
+        if (!LlamaFamily.MODEL_TYPES.contains(modelType)) {
             throw json.invalid(
-                    "model_type", "expected " + MODEL_TYPE + " or " + MISTRAL_MODEL_TYPE);
+                    "model_type", "expected one of " + String.join(", ", LlamaFamily.MODEL_TYPES));
         }
+        LlamaFamily family = LlamaFamily.of(modelType);
         int hidden = Configs.positive(json, "hidden_size");
         int heads = Configs.positive(json, "num_attention_heads");
         int kvHeads =
@@ -159,6 +176,7 @@ public record LlamaConfig(
         if (MISTRAL_MODEL_TYPE.equals(modelType)) {
             checkNoSlidingWindow(json, maxPositions);
         }
+        family.checkUnsupported(json, maxPositions);
         String activation = json.optString("hidden_act", "silu");
         if (!"silu".equals(activation)) {
             throw json.invalid("hidden_act", "only silu (SwiGLU MLP) is supported");
@@ -195,9 +213,12 @@ public record LlamaConfig(
                 Configs.epsilon(json, "rms_norm_eps", 1e-6),
                 ropeTheta,
                 scaling,
-                json.optBoolean("attention_bias", false),
+                family.outputBias(json),
+                family.qkvBias(json),
+                family == LlamaFamily.QWEN3,
+                family == LlamaFamily.PHI3,
                 Configs.probability(json, "attention_dropout", 0.0),
-                json.optBoolean("mlp_bias", false),
+                family.mlpBias(json),
                 (float) initializerRange,
                 json.optBoolean("tie_word_embeddings", false),
                 json.optInteger("bos_token_id"),
@@ -205,7 +226,7 @@ public record LlamaConfig(
     }
 
     /**
-     * Reads and parses a Llama or Mistral {@code config.json} file.
+     * Reads and parses a Llama-shaped {@code config.json} file.
      *
      * @param file the file
      * @return the config
