@@ -6,6 +6,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Block;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
@@ -155,6 +156,30 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
                 placement = p;
             }
             return p;
+        }
+    }
+
+    /**
+     * Holds every projection weight (the layers' and an untied LM head) as {@code format} from now
+     * on, freeing their float arrays ({@link ProjectionWeight#compress}); the embeddings (and a
+     * head tied to them), norms and biases stay float32, as does all computing. A compressed model
+     * runs inference only.
+     *
+     * @param format the form to hold the weights in
+     */
+    public void compressWeights(WeightFormat format) {
+        compressProjections(this, format);
+    }
+
+    private static void compressProjections(Block block, WeightFormat format) {
+        for (Block child : block.getChildren().values()) {
+            if (child instanceof Linear) {
+                ((Linear) child).projection().compress(format);
+            } else if (child instanceof Conv1D) {
+                ((Conv1D) child).projection().compress(format);
+            } else {
+                compressProjections(child, format);
+            }
         }
     }
 
