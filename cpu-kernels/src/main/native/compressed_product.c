@@ -145,3 +145,34 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(
             break;
     }
 }
+
+/* Rows [from, to) of the weight widened to float32 into out (out_features, in), for a prefill's
+   product by the engine; the same widening as the product's, so both use the same weight. */
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_widen(
+        JNIEnv *env, jclass cls, jobject codes_buffer, jobject scales_buffer, jobject out_buffer, jint format,
+        jint in, jint from, jint to) {
+    (void)cls;
+    const void *codes = (*env)->GetDirectBufferAddress(env, codes_buffer);
+    const float *scales =
+            scales_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, scales_buffer);
+    float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
+    if (codes == NULL || out == NULL || (format == INT8 && scales == NULL)) {
+        fail(env, "compressed widening: an array's memory is not reachable as a direct buffer");
+        return;
+    }
+    if (in % GROUP != 0 || format < BFLOAT16 || format > INT8) {
+        fail(env, "compressed widening: in must be a multiple of 32 and the format known");
+        return;
+    }
+    const int groups = in / GROUP;
+    for (int n = from; n < to; n++) {
+        for (int k = 0; k < in; k += 16) {
+            size_t index = (size_t)n * in + k;
+            __m512 v = format == BFLOAT16 ? widen16(codes, index, BFLOAT16)
+                    : format == FLOAT16 ? widen16(codes, index, FLOAT16)
+                    : _mm512_mul_ps(widen16(codes, index, INT8),
+                            _mm512_set1_ps(scales[(size_t)n * groups + k / GROUP]));
+            _mm512_storeu_ps(out + index, v);
+        }
+    }
+}

@@ -1,6 +1,7 @@
 package io.github.djlllmzoo.cpu;
 
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CompressedWeight;
@@ -15,8 +16,9 @@ import java.nio.ByteBuffer;
  * columns of one output.
  *
  * <p>It is used where {@link NativeKernels} are loaded, for inference on float32 CPU inputs with an
- * input width that is a multiple of {@link CompressedWeight#GROUP}; everything else (a prefill, such
- * widths, no AVX-512) takes the engine's product of the weight widened to float32.
+ * input width that is a multiple of {@link CompressedWeight#GROUP}; a prefill takes the engine's
+ * product of the weight widened to float32 by {@link #widened} (one weight at a time, freed after
+ * its product), and other widths or CPUs without AVX-512 the reference's.
  */
 final class CompressedProduct {
 
@@ -90,6 +92,46 @@ final class CompressedProduct {
         return out.reshape(shape.slice(0, shape.dimension() - 1).add(columns)); // (..., out)
     }
 
+    /**
+     * Whether {@link #widened} can widen the weight: the library is loaded and {@code in} is whole
+     * groups.
+     *
+     * @param weight the compressed weight
+     * @return whether the native widening applies
+     */
+    static boolean widens(CompressedWeight weight) {
+        return NativeKernels.loaded() && weight.inFeatures() % CompressedWeight.GROUP == 0;
+    }
+
+    /**
+     * The weight widened to float32 by the native kernel (each core its own rows), for a product of
+     * many rows (a prefill) by the engine; exactly {@link CompressedWeight#toFloatArray}'s values.
+     *
+     * @param weight a weight {@link #widens} accepts
+     * @param manager the manager of the result; the caller closes it after the product
+     * @return (out, in) float32
+     */
+    static NDArray widened(CompressedWeight weight, NDManager manager) {
+        int rows = weight.outFeatures();
+        NDArray out = manager.create(new Shape(rows, weight.inFeatures()), DataType.FLOAT32);
+        ByteBuffer os = NativeKernels.buffer(out);
+        ByteBuffer[] held = weight.directBuffers();
+        int format = format(weight.format());
+        long[] bounds = CoreWorkers.bounds(rows, CoreWorkers.PARALLELISM);
+        NDArray[] done = CoreWorkers.run(
+                bounds.length + 1,
+                i -> {
+                    int from = i == 0 ? 0 : (int) bounds[i - 1];
+                    int to = i == bounds.length ? rows : (int) bounds[i];
+                    widen(held[0], held[1], os, format, weight.inFeatures(), from, to);
+                    return out;
+                });
+        if (done == null) { // the workers busy with another caller
+            widen(held[0], held[1], os, format, weight.inFeatures(), 0, rows);
+        }
+        return out;
+    }
+
     /** The kernel's number for a format (compressed_product.c's enum). */
     private static int format(WeightFormat format) {
         switch (format) {
@@ -103,6 +145,9 @@ final class CompressedProduct {
                 throw new IllegalArgumentException(format + " is not a compressed format");
         }
     }
+
+    private static native void widen(
+            ByteBuffer codes, ByteBuffer scales, ByteBuffer out, int format, int in, int from, int to);
 
     private static native void multiply(
             ByteBuffer x, ByteBuffer codes, ByteBuffer scales, ByteBuffer bias, ByteBuffer out, int format,

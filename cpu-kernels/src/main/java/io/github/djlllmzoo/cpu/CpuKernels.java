@@ -63,6 +63,12 @@ public final class CpuKernels implements Kernels {
                     && CompressedProduct.applies(x, compressed, b, rows)) {
                 return CompressedProduct.multiply(x, compressed, b, rows);
             }
+            if (compressedProduct && CoreWorkers.inferenceOnCpu(x, training) && CompressedProduct.widens(compressed)) {
+                NDArray w = CompressedProduct.widened(compressed, x.getManager()); // (out, in)
+                NDArray product = EngineKernels.product(x, w, b, Layout.OUT_IN);
+                w.close();
+                return product;
+            }
             return EngineKernels.INSTANCE.project(x, weight, store, training);
         }
         NDArray w = weight.weight(store, device, training);

@@ -53,6 +53,17 @@ class CompressedProductTest extends ManagedArraysTest {
         }
     }
 
+    /** A prefill's weight, widened natively, holds exactly the values the reference widens to. */
+    @ParameterizedTest
+    @CsvSource({"INT8, 64, 3", "INT8, 768, 1001", "BFLOAT16, 96, 301", "FLOAT16, 2048, 5"})
+    void theNativeWideningIsTheReferencesExactly(WeightFormat format, int in, int out) {
+        CompressedWeight weight = compressed(out, in, format);
+        assertTrue(CompressedProduct.widens(weight));
+        NDArray widened = CompressedProduct.widened(weight, manager);
+        assertEquals(new Shape(out, in), widened.getShape());
+        assertArrayEquals(weight.toFloatArray(), widened.toFloatArray(), format.toString());
+    }
+
     @Test
     void widthsOutsideWholeGroupsRowCountsPastEightAndViewsAreLeftToTheEngine() {
         CompressedWeight weight = compressed(40, 64, WeightFormat.INT8);
@@ -66,5 +77,6 @@ class CompressedProductTest extends ManagedArraysTest {
         CompressedWeight ragged = compressed(40, 48, WeightFormat.BFLOAT16);
         assertFalse(CompressedProduct.applies(manager.randomNormal(new Shape(1, 48)), ragged, null, 1),
                 "48 inputs: not whole groups of 32");
+        assertFalse(CompressedProduct.widens(ragged), "48 inputs: widened by the reference");
     }
 }
