@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compiles the CPU kernels (few_row_product.c, decode_attention.c) into the one library
+# Compiles the CPU kernels (few_row_product.c, decode_attention.c, compressed_product.c) into the one library
 # NativeKernels loads. Run by the cpu-kernels module's build. Without a C compiler, JNI headers or an
 # x86-64 Linux machine it says so and builds nothing: the engine's operations are used instead.
 # Usage: build.sh OUTPUT JAVA_HOME SOURCE...

@@ -4,15 +4,18 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.nn.Parameter;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.CompressedWeight;
 import io.github.djlllmzoo.blocks.ConfiguredBlock;
 import io.github.djlllmzoo.blocks.Embedding;
 import java.util.HashSet;
+import java.util.Map;
 import java.util.Set;
 
 /**
  * What one decode step does with the weights. It reads every parameter once, except embedding
  * tables, of which a step reads only the rows of its tokens, unless the table is also the (tied) LM
- * head, which reads all of it; and its matrix products do one multiply-add per matrix element and
+ * head, which reads all of it; a compressed projection weight is read once as its codes and
+ * scales; and its matrix products do one multiply-add per matrix element and
  * sequence.
  */
 public final class WeightTraffic {
@@ -26,8 +29,13 @@ public final class WeightTraffic {
      */
     public static long bytesPerStep(CausalLmBlock model, int batchSize) {
         Set<Parameter> lookups = lookupTables(model);
+        Map<Parameter, CompressedWeight> compressed = model.compressedWeights();
         long total = 0;
         for (Parameter p : model.namedParameters().values()) {
+            if (compressed.containsKey(p)) {
+                total += compressed.get(p).bytes();
+                continue;
+            }
             Shape shape = p.getArray().getShape();
             long elementBytes = p.getArray().getDataType().getNumOfBytes();
             if (lookups.contains(p)) {
@@ -35,6 +43,21 @@ public final class WeightTraffic {
             } else {
                 total += shape.size() * elementBytes;
             }
+        }
+        return total;
+    }
+
+    /**
+     * @param model the model, its parameters initialized or loaded
+     * @return bytes the model holds for its weights: parameter arrays and compressed weights
+     */
+    public static long residentBytes(CausalLmBlock model) {
+        Map<Parameter, CompressedWeight> compressed = model.compressedWeights();
+        long total = 0;
+        for (Parameter p : model.namedParameters().values()) {
+            total += compressed.containsKey(p)
+                    ? compressed.get(p).bytes()
+                    : p.getArray().getShape().size() * p.getArray().getDataType().getNumOfBytes();
         }
         return total;
     }
@@ -50,8 +73,13 @@ public final class WeightTraffic {
      */
     public static long multiplyAddsPerStep(CausalLmBlock model, int batchSize) {
         Set<Parameter> lookups = lookupTables(model);
+        Map<Parameter, CompressedWeight> compressed = model.compressedWeights();
         long total = 0;
         for (Parameter p : model.namedParameters().values()) {
+            if (compressed.containsKey(p)) {
+                total += batchSize * (long) compressed.get(p).outFeatures() * compressed.get(p).inFeatures();
+                continue;
+            }
             Shape shape = p.getArray().getShape();
             if (shape.dimension() == 2 && !lookups.contains(p)) {
                 total += batchSize * shape.size();

@@ -6,12 +6,16 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.Block;
+import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * A decoder-only causal language model: token embedding, a stack of {@link DecoderLayer}s, a final
@@ -156,6 +160,54 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
             }
             return p;
         }
+    }
+
+    /**
+     * Holds every projection weight (the layers' and an untied LM head) as {@code format} from now
+     * on, freeing their float arrays ({@link ProjectionWeight#compress}); the embeddings (and a
+     * head tied to them), norms and biases stay float32, as does all computing. A compressed model
+     * runs inference only.
+     *
+     * @param format the form to hold the weights in
+     */
+    public void compressWeights(WeightFormat format) {
+        compressProjections(this, format);
+    }
+
+    /** @return the compressed weights by the parameter each replaces (empty while float32) */
+    public Map<Parameter, CompressedWeight> compressedWeights() {
+        Map<Parameter, CompressedWeight> weights = new IdentityHashMap<>();
+        collectCompressed(this, weights);
+        return weights;
+    }
+
+    private static void compressProjections(Block block, WeightFormat format) {
+        for (Block child : block.getChildren().values()) {
+            ProjectionWeight projection = projectionOf(child);
+            if (projection != null) {
+                projection.compress(format);
+            } else {
+                compressProjections(child, format);
+            }
+        }
+    }
+
+    private static void collectCompressed(Block block, Map<Parameter, CompressedWeight> weights) {
+        for (Block child : block.getChildren().values()) {
+            ProjectionWeight projection = projectionOf(child);
+            if (projection != null && projection.compressed() != null) {
+                weights.put(projection.weightParameter(), projection.compressed());
+            } else if (projection == null) {
+                collectCompressed(child, weights);
+            }
+        }
+    }
+
+    private static ProjectionWeight projectionOf(Block block) {
+        if (block instanceof Linear) {
+            return ((Linear) block).projection();
+        }
+        return block instanceof Conv1D ? ((Conv1D) block).projection() : null;
     }
 
     /** @return the element type of the parameters (the compute type) */

@@ -39,6 +39,11 @@ public final class Conv1D extends UnaryBlock {
         return kernels().project(x, projection, store, training); // (..., nf)
     }
 
+    /** @return the weight and bias as the kernels take them */
+    ProjectionWeight projection() {
+        return projection;
+    }
+
     @Override
     public Shape[] getOutputShapes(Shape[] inputShapes) {
         Shape in = inputShapes[0];

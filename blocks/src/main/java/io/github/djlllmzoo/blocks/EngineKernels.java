@@ -35,11 +35,17 @@ public final class EngineKernels implements Kernels {
 
     @Override
     public NDArray project(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training) {
-        return product(
-                x,
-                weight.weight(store, x.getDevice(), training),
-                weight.bias(store, x.getDevice(), training),
-                weight.layout());
+        NDArray w = weight.weight(store, x, training);
+        NDArray product =
+                product(
+                        x,
+                        w,
+                        weight.bias(store, x.getDevice(), training),
+                        weight.compressed() == null ? weight.layout() : ProjectionWeight.Layout.OUT_IN);
+        if (weight.compressed() != null) {
+            w.close(); // widened for this product only
+        }
+        return product;
     }
 
     @Override

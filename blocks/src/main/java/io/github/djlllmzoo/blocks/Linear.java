@@ -62,6 +62,11 @@ public final class Linear extends UnaryBlock {
         return first.kernels().projectPair(x, first.projection, second.projection, store, training);
     }
 
+    /** @return the weight and bias as the kernels take them */
+    ProjectionWeight projection() {
+        return projection;
+    }
+
     /** @return the weight parameter, shape (out, in) */
     public Parameter weight() {
         return projection.weightParameter();

@@ -2,6 +2,7 @@ package io.github.djlllmzoo.blocks;
 
 import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
@@ -13,10 +14,11 @@ import java.util.function.Supplier;
  * over the token embedding's (vocab, hidden).
  *
  * <p>Kernels receive this holder rather than the weight's array so that a weight may be held in
- * another form: compressed weights (int8 or bf16, their raw bits in direct buffers with their
- * scales) will be held here beside or instead of the float parameter, an implementation with
- * products for that form reads it from here, and {@link #weight} gives the engine's reference the
- * float array. {@link #prepared} keeps what an implementation makes once per weight (the CPU
+ * another form: after {@link #compress} the weight is a {@link CompressedWeight} (int8 or 16-bit
+ * codes in direct buffers) instead of the float parameter, whose array is freed; an
+ * implementation with products for that form reads {@link #compressed()}, and {@link
+ * #weight(ParameterStore, NDArray, boolean)} gives the engine's reference the weight widened to
+ * float32, (out, in), for inference only. {@link #prepared} keeps what an implementation makes once per weight (the CPU
  * kernels' per-core slices; a repacked int8 layout).
  */
 public final class ProjectionWeight {
@@ -51,6 +53,7 @@ public final class ProjectionWeight {
     private final Parameter weight;
     private final Parameter bias;
     private volatile Prepared prepared;
+    private volatile CompressedWeight compressed;
 
     /**
      * @param layout how {@code weight} is stored
@@ -83,6 +86,74 @@ public final class ProjectionWeight {
      */
     public NDArray weight(ParameterStore store, Device device, boolean training) {
         return ConfiguredBlock.value(store, weight, device, training);
+    }
+
+    /**
+     * The weight for a forward pass whose input is {@code x}: the parameter's array, or a
+     * compressed weight widened to float32 in {@code x}'s manager.
+     *
+     * @param store the parameter store, or {@code null}
+     * @param x the input; a widened weight is attached to its manager
+     * @param training whether this is a training pass
+     * @return the weight: shaped as {@link #layout()} says, or (out, in) where {@link #compressed()}
+     * @throws UnsupportedOperationException for a training pass over a compressed weight
+     */
+    public NDArray weight(ParameterStore store, NDArray x, boolean training) {
+        CompressedWeight c = compressed;
+        if (c == null) {
+            return weight(store, x.getDevice(), training);
+        }
+        if (training) {
+            throw new UnsupportedOperationException(
+                    "this model's weights are held as " + c.format().dtypeName()
+                            + ": training needs float32 weights; load the model with dtype float32 to fine-tune it");
+        }
+        return c.toFloat32(x.getManager()).toDevice(x.getDevice(), false);
+    }
+
+    /** @return the compressed weight, or {@code null} while the float parameter holds it */
+    public CompressedWeight compressed() {
+        return compressed;
+    }
+
+    /**
+     * Holds the weight as {@code format} from now on and frees the float parameter's array (a
+     * float32 {@code format} leaves it as it is). Once compressed a weight stays so.
+     *
+     * @param format the form to hold it in
+     * @throws IllegalStateException if the parameter has no array or the weight is already compressed
+     */
+    public synchronized void compress(WeightFormat format) {
+        if (format == WeightFormat.FLOAT32) {
+            return;
+        }
+        if (compressed != null) {
+            throw new IllegalStateException("weight " + weight.getName() + " is already " + compressed.format().dtypeName());
+        }
+        NDArray array = weight.getArray();
+        if (array == null) {
+            throw new IllegalStateException("weight " + weight.getName() + " has no values to compress");
+        }
+        Shape shape = array.getShape();
+        int out = Math.toIntExact(layout.out(shape));
+        int in = Math.toIntExact(layout.in(shape));
+        NDArray floats = array.toType(DataType.FLOAT32, false);
+        float[] values = floats.toFloatArray();
+        if (floats != array) {
+            floats.close();
+        }
+        if (layout == Layout.IN_OUT) {
+            float[] transposed = new float[values.length];
+            for (int i = 0; i < in; i++) {
+                for (int o = 0; o < out; o++) {
+                    transposed[o * in + i] = values[i * out + o];
+                }
+            }
+            values = transposed;
+        }
+        compressed = CompressedWeight.compress(values, out, in, format);
+        prepared = null;
+        weight.close();
     }
 
     /**

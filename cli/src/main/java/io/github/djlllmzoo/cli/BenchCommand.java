@@ -16,6 +16,7 @@ import io.github.djlllmzoo.benchmarks.RandomCheckpoint;
 import io.github.djlllmzoo.benchmarks.StreamingBandwidth;
 import io.github.djlllmzoo.benchmarks.WeightTraffic;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.cpu.TorchThreads;
 import io.github.djlllmzoo.zoo.LocalModel;
@@ -145,10 +146,11 @@ final class BenchCommand implements Callable<Integer> {
         }
         Device device = compute.device();
         DataType dataType = compute.dataType();
+        WeightFormat weights = compute.weightFormat();
         double loadBefore = ProcessMemory.loadAverage();
         JsonObject result = new JsonObject();
         if (source.model != null) {
-            try (LocalModel model = LocalModel.load(source.model, device, dataType)) {
+            try (LocalModel model = LocalModel.load(source.model, device, dataType, weights)) {
                 result.addProperty("model", source.model.toString());
                 measure(model.block(), model.model().getNDManager(), result);
             }
@@ -163,12 +165,15 @@ final class BenchCommand implements Callable<Integer> {
             }
             try (NDManager manager = NDManager.newBaseManager(device, "PyTorch")) {
                 CausalLmBlock block = RandomCheckpoint.create(config, manager, dataType, seed);
+                block.compressWeights(weights);
                 result.addProperty("model", shape.label() + " (random weights)");
                 measure(block, manager, result);
             }
         }
         result.addProperty("device", device.toString());
-        result.addProperty("dtype", dataType.toString().toLowerCase(Locale.ROOT));
+        result.addProperty(
+                "dtype",
+                weights == WeightFormat.FLOAT32 ? dataType.toString().toLowerCase(Locale.ROOT) : weights.dtypeName());
         result.addProperty("intra_op_threads", TorchThreads.intraOp());
         result.addProperty("inter_op_threads", TorchThreads.interOp());
         String vendor = MklCpuFix.cpuVendor();
@@ -318,6 +323,7 @@ final class BenchCommand implements Callable<Integer> {
         number(result, "decode_ms_late", late);
         number(result, "peak_rss_mb", peak);
         result.addProperty("weight_bytes", weightBytes);
+        result.addProperty("resident_weight_bytes", WeightTraffic.residentBytes(model));
         number(result, "effective_gb_per_s", effective);
         number(result, "stream_gb_per_s", stream);
         result.addProperty("stream_method", streamMethod);
@@ -420,8 +426,9 @@ final class BenchCommand implements Callable<Integer> {
                     num(r, "decode_ms_early"), r.get("early_positions").getAsString(), num(r, "decode_ms_late"),
                     r.get("late_positions").getAsString(), num(r, "late_over_early"));
         }
-        out.printf(Locale.ROOT, "weights/step   %.1f MB read per decode step -> %.2f GB/s effective%n",
-                r.get("weight_bytes").getAsLong() / 1e6, num(r, "effective_gb_per_s"));
+        out.printf(Locale.ROOT, "weights/step   %.1f MB read per decode step -> %.2f GB/s effective; %.1f MB held%n",
+                r.get("weight_bytes").getAsLong() / 1e6, num(r, "effective_gb_per_s"),
+                r.get("resident_weight_bytes").getAsLong() / 1e6);
         if (r.get("stream_gb_per_s").isJsonNull()) {
             out.println("streaming read not measured (--bandwidth-mib 0)");
         } else {

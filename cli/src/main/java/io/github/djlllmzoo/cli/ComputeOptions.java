@@ -3,12 +3,13 @@ package io.github.djlllmzoo.cli;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.types.DataType;
+import io.github.djlllmzoo.blocks.WeightFormat;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-/** Where a model runs and the element type of its weights and KV cache: {@code --device}, {@code --dtype}. */
+/** Where a model runs and the form of its weights: {@code --device}, {@code --dtype}. */
 final class ComputeOptions {
 
     @Spec(Spec.Target.MIXEE)
@@ -20,8 +21,10 @@ final class ComputeOptions {
     @Option(
             names = "--dtype",
             defaultValue = "float32",
-            paramLabel = "float32|float16",
-            description = "Element type of weights and KV cache (default: ${DEFAULT-VALUE}); float16 needs --device gpu.")
+            paramLabel = "float32|bfloat16|float16|int8",
+            description = "Form of the weights (default: ${DEFAULT-VALUE}). On the CPU bfloat16, float16 and int8"
+                    + " (per 32 inputs, as llama.cpp's Q8_0) hold the projection weights compressed and compute in"
+                    + " float32, for inference only; with --device gpu float16 computes in half precision.")
     String dtype;
 
     /**
@@ -59,38 +62,47 @@ final class ComputeOptions {
     }
 
     /**
-     * @return the element type
-     * @throws ParameterException for an unknown type, float16 without {@code --device gpu}, or
-     *     bfloat16, which DJL 0.35.1 cannot hold on any device (refused with its own reason, as
-     *     checkpoints and Hugging Face name it)
+     * @return the element type of the computation and the KV cache: float32 on the CPU (whatever
+     *     form {@link #weightFormat} holds the weights in), float32 or float16 on a GPU
+     * @throws ParameterException for an unknown form, int8 on a GPU, or bfloat16 on a GPU, which DJL
+     *     0.35.1 cannot hold (refused with its own reason)
      */
     DataType dataType() {
-        switch (dtype) {
-            case "float32":
+        WeightFormat format = weightFormat();
+        if (!"gpu".equals(device)) {
+            return DataType.FLOAT32;
+        }
+        switch (format) {
+            case FLOAT32:
                 return DataType.FLOAT32;
-            case "float16":
-                requireGpu();
+            case FLOAT16:
                 return DataType.FLOAT16;
-            case "bfloat16":
+            case BFLOAT16:
                 // DJL 0.35.1's JNI maps no DJL type to torch.bfloat16: creating or casting to it
                 // ends in std::terminate, which kills the JVM, on every device.
                 throw new ParameterException(
                         spec.commandLine(),
-                        "--dtype bfloat16: DJL 0.35.1's PyTorch engine aborts the JVM on bfloat16"
-                                + " tensors (its JNI has no bfloat16 mapping); use float32, or float16 with"
-                                + " --device gpu (bfloat16 checkpoints load in either)");
+                        "--dtype bfloat16 with --device gpu: DJL 0.35.1's PyTorch engine aborts the JVM on"
+                                + " bfloat16 tensors (its JNI has no bfloat16 mapping); use float16 there, or"
+                                + " bfloat16 on the CPU (compressed weights)");
             default:
                 throw new ParameterException(
-                        spec.commandLine(),
-                        "--dtype must be float32 or float16, not '" + dtype + "'");
+                        spec.commandLine(), "--dtype int8 is for the CPU (compressed weights), not --device gpu");
         }
     }
 
-    private void requireGpu() {
-        if (!"gpu".equals(device)) {
-            throw new ParameterException(
-                    spec.commandLine(),
-                    "--dtype " + dtype + " is for --device gpu; on the CPU use float32 (the default)");
+    /**
+     * @return the form of the projection weights on the CPU; float32 on a GPU, which computes in
+     *     {@link #dataType}
+     * @throws ParameterException for an unknown form
+     */
+    WeightFormat weightFormat() {
+        WeightFormat format;
+        try {
+            format = WeightFormat.parse(dtype);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), "--" + e.getMessage());
         }
+        return "gpu".equals(device) ? WeightFormat.FLOAT32 : format;
     }
 }

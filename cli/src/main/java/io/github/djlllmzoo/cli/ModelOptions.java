@@ -67,6 +67,6 @@ final class ModelOptions {
     }
 
     LocalModel load() throws Exception {
-        return LocalModel.load(directory(), compute.device(), compute.dataType());
+        return LocalModel.load(directory(), compute.device(), compute.dataType(), compute.weightFormat());
     }
 }

@@ -158,18 +158,34 @@ class BenchCommandTest {
         assertTrue(r.get("stream_gb_per_s").isJsonNull(), "bandwidth not measured with --bandwidth-mib 0");
     }
 
+    /** Float32 holds 4 bytes a projection weight, bfloat16 2 and int8 1 plus a 4-byte scale per 32. */
     @Test
-    void bfloat16IsRefusedBeforeItCanAbortTheJvm() {
-        CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", "bfloat16", "--device", "cpu");
-        assertEquals(2, run.exitCode);
-        assertTrue(run.err.contains("bfloat16") && run.err.contains("aborts the JVM"), run.err);
+    void compressedDtypesOnTheCpuReadAndHoldFewerWeightBytesAndSayWhichTheyAre() {
+        java.util.Map<String, JsonObject> results = new java.util.HashMap<>();
+        for (String dtype : List.of("float32", "bfloat16", "int8")) {
+            CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", dtype, "--runs", "1",
+                    "--prompt-tokens", "8", "--new-tokens", "2", "--long-positions", "0", "--bandwidth-mib", "0",
+                    "--compute-size", "0", "--output", "json");
+            assertEquals(0, run.exitCode, run.err);
+            JsonObject r = JsonParser.parseString(run.out).getAsJsonObject();
+            assertEquals(dtype, r.get("dtype").getAsString());
+            results.put(dtype, r);
+        }
+        long float32 = results.get("float32").get("resident_weight_bytes").getAsLong();
+        long bf16 = results.get("bfloat16").get("resident_weight_bytes").getAsLong();
+        long int8 = results.get("int8").get("resident_weight_bytes").getAsLong();
+        assertTrue(bf16 < float32 && int8 < bf16, float32 + " " + bf16 + " " + int8);
+        long projections = 2 * (float32 - bf16) / 4; // elements of the projection weights: 4 - 2 bytes each
+        assertEquals(float32 - projections * 4 + projections + projections / 32 * 4, int8, "int8 holds 1 + 4/32 bytes");
+        assertTrue(results.get("int8").get("weight_bytes").getAsLong()
+                < results.get("float32").get("weight_bytes").getAsLong(), "a step reads fewer bytes");
     }
 
     @Test
-    void halfPrecisionOnTheCpuIsAUsageError() {
-        CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", "float16");
+    void anUnknownDtypeIsAUsageErrorNamingTheValue() {
+        CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", "int4");
         assertEquals(2, run.exitCode);
-        assertTrue(run.err.contains("--dtype float16 is for --device gpu"), run.err);
+        assertTrue(run.err.contains("--dtype must be float32, bfloat16, float16 or int8, not 'int4'"), run.err);
     }
 
     @Test

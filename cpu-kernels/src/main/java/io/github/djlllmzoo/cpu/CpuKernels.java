@@ -3,7 +3,10 @@ package io.github.djlllmzoo.cpu;
 import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
+import io.github.djlllmzoo.blocks.CompressedWeight;
+import io.github.djlllmzoo.blocks.EngineKernels;
 import io.github.djlllmzoo.blocks.KeyValues;
 import io.github.djlllmzoo.blocks.Kernels;
 import io.github.djlllmzoo.blocks.ProjectionWeight;
@@ -16,7 +19,9 @@ import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
  * SplitProjection}), the products of a few rows by {@link FewRowProduct}'s AVX-512 kernel, a decode
  * step's attention by {@link DecodeAttention}'s kernel straight from the cache's buffers, other
  * inference attention split across the cores ({@link SplitAttention}), and a finished step's arrays
- * freed by a worker thread ({@link CoreWorkers}).
+ * freed by a worker thread ({@link CoreWorkers}); a compressed weight's decode products by {@link
+ * CompressedProduct}'s kernel, and its other products by the engine's over the weight widened to
+ * float32.
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
@@ -29,6 +34,7 @@ public final class CpuKernels implements Kernels {
 
     private final boolean fewRowProduct;
     private final boolean decodeAttention;
+    private final boolean compressedProduct = NativeKernels.enabled(CompressedProduct.SWITCH);
 
     /** The kernels the system properties and the loaded library allow. */
     CpuKernels() {
@@ -47,6 +53,24 @@ public final class CpuKernels implements Kernels {
     @Override
     public NDArray project(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training) {
         Device device = x.getDevice();
+        CompressedWeight compressed = weight.compressed();
+        if (compressed != null) {
+            NDArray b = weight.bias(store, device, training);
+            Shape shape = x.getShape();
+            long rows = shape.size() / shape.get(shape.dimension() - 1);
+            if (compressedProduct
+                    && CoreWorkers.inferenceOnCpu(x, training)
+                    && CompressedProduct.applies(x, compressed, b, rows)) {
+                return CompressedProduct.multiply(x, compressed, b, rows);
+            }
+            if (compressedProduct && CoreWorkers.inferenceOnCpu(x, training) && CompressedProduct.widens(compressed)) {
+                NDArray w = CompressedProduct.widened(compressed, x.getManager()); // (out, in)
+                NDArray product = EngineKernels.product(x, w, b, Layout.OUT_IN);
+                w.close();
+                return product;
+            }
+            return EngineKernels.INSTANCE.project(x, weight, store, training);
+        }
         NDArray w = weight.weight(store, device, training);
         NDArray b = weight.bias(store, device, training);
         SplitProjection split = split(weight);
@@ -58,7 +82,10 @@ public final class CpuKernels implements Kernels {
     @Override
     public NDArray[] projectPair(
             NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
-        if (first.layout() != Layout.OUT_IN || second.layout() != Layout.OUT_IN) {
+        if (first.layout() != Layout.OUT_IN
+                || second.layout() != Layout.OUT_IN
+                || first.compressed() != null
+                || second.compressed() != null) {
             return new NDArray[] {project(x, first, store, training), project(x, second, store, training)};
         }
         Device device = x.getDevice();
@@ -127,6 +154,7 @@ public final class CpuKernels implements Kernels {
     @Override
     public String toString() {
         return "CPU kernels (" + CoreWorkers.PARALLELISM + " threads, few-row product "
-                + (fewRowProduct ? "on" : "off") + ", decode attention " + (decodeAttention ? "on" : "off") + ")";
+                + (fewRowProduct ? "on" : "off") + ", decode attention " + (decodeAttention ? "on" : "off")
+                + ", compressed product " + (compressedProduct ? "on" : "off") + ")";
     }
 }

@@ -26,8 +26,10 @@ import java.util.Map;
  * its weights, and attaches the translator for the criteria's input and output types.
  *
  * <p>Criteria arguments: {@code model} (hub id, directory or {@code file://} URL), {@code
- * revision} (hub branch, tag or commit; default "main"), {@code dtype} ({@code float32} default,
- * {@code float16}/{@code bfloat16} on GPU), and any Hugging Face hub variable ({@code HF_ENDPOINT},
+ * revision} (hub branch, tag or commit; default "main"), {@code dtype} ({@code float32} default;
+ * on the CPU {@code bfloat16}, {@code float16} or {@code int8} hold the projection weights
+ * compressed and compute in float32; on a GPU {@code float16}/{@code bfloat16} compute in that
+ * type), and any Hugging Face hub variable ({@code HF_ENDPOINT},
  * {@code HF_HUB_CACHE}, {@code HF_TOKEN}, {@code HF_HUB_OFFLINE}, ...) to override the environment
  * for this load. {@code optDevice} picks CPU or GPU.
  */
@@ -76,7 +78,12 @@ public final class LlmModelLoader implements ModelLoader {
         Map<String, Object> arguments = ZooArguments.of(criteria);
         Path dir = resolve(arguments, false);
         Device device = criteria.getDevice() != null ? criteria.getDevice() : Engine.getEngine("PyTorch").defaultDevice();
-        Model model = LocalModel.loadModel(dir, device, ZooArguments.dataType(arguments, device));
+        Model model =
+                LocalModel.loadModel(
+                        dir,
+                        device,
+                        ZooArguments.dataType(arguments, device),
+                        ZooArguments.weightFormat(arguments, device));
         try {
             TranslatorFactory factory =
                     criteria.getTranslatorFactory() != null

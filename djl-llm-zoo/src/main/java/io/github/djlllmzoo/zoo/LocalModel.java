@@ -8,6 +8,7 @@ import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.DecoderModels;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.Configs;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
@@ -83,6 +84,37 @@ public final class LocalModel implements AutoCloseable {
     }
 
     /**
+     * Loads a checkpoint directory on the CPU with its projection weights held as {@code weights}
+     * ({@link CausalLmBlock#compressWeights}); it computes in float32 and runs inference only.
+     *
+     * @param dir the directory ({@code config.json}, safetensors weights, tokenizer files)
+     * @param weights the form of the projection weights
+     * @return the loaded model
+     * @throws IOException if a file cannot be read
+     * @throws InvalidCheckpointException naming the file and field or tensor at fault
+     */
+    public static LocalModel load(Path dir, WeightFormat weights) throws IOException, InvalidCheckpointException {
+        return load(dir, Device.cpu(), DataType.FLOAT32, weights);
+    }
+
+    /**
+     * Loads a checkpoint directory with its projection weights held as {@code weights}.
+     *
+     * @param dir the directory ({@code config.json}, safetensors weights, tokenizer files)
+     * @param device where to run
+     * @param dataType the element type of the computation, the other weights and the cache
+     * @param weights the form of the projection weights ({@link WeightFormat#FLOAT32}: as {@code
+     *     dataType})
+     * @return the loaded model
+     * @throws IOException if a file cannot be read
+     * @throws InvalidCheckpointException naming the file and field or tensor at fault
+     */
+    public static LocalModel load(Path dir, Device device, DataType dataType, WeightFormat weights)
+            throws IOException, InvalidCheckpointException {
+        return withTokenizer(dir, loadModel(dir, device, dataType, weights));
+    }
+
+    /**
      * Wraps a model holding a block with the directory's generation defaults and tokenizer, checking
      * that the tokenizer's ids fit the model; closes the model on failure.
      */
@@ -121,9 +153,27 @@ public final class LocalModel implements AutoCloseable {
      */
     public static Model loadModel(Path dir, Device device, DataType dataType)
             throws IOException, InvalidCheckpointException {
+        return loadModel(dir, device, dataType, WeightFormat.FLOAT32);
+    }
+
+    /**
+     * {@link #loadModel(Path, Device, DataType)} with the projection weights held as {@code
+     * weights}.
+     *
+     * @param dir the checkpoint directory
+     * @param device where to run
+     * @param dataType the element type of the computation, the other weights and the cache
+     * @param weights the form of the projection weights
+     * @return the model; the caller closes it
+     * @throws IOException if a file cannot be read
+     * @throws InvalidCheckpointException naming the file and field or tensor at fault
+     */
+    public static Model loadModel(Path dir, Device device, DataType dataType, WeightFormat weights)
+            throws IOException, InvalidCheckpointException {
         Model model = withoutWeights(dir, device, dataType);
         try {
             CheckpointWeights.load((CausalLmBlock) model.getBlock(), dir, model.getNDManager(), dataType);
+            ((CausalLmBlock) model.getBlock()).compressWeights(weights);
             // The block already holds its weights: this only records the model directory.
             model.load(dir, null, Map.of("hasParameter", "false"));
             return model;

@@ -3,6 +3,7 @@ package io.github.djlllmzoo.zoo;
 import ai.djl.Device;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.repository.zoo.Criteria;
+import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.zoo.hub.HubClient;
 import io.github.djlllmzoo.zoo.hub.HubConfig;
 import java.util.HashMap;
@@ -52,32 +53,40 @@ final class ZooArguments {
     }
 
     /**
-     * The element type of weights and cache: the {@code dtype} argument, float32 by default.
+     * The element type of the computation and the cache: the {@code dtype} argument on a GPU
+     * (float32, float16, bfloat16), float32 on the CPU, where {@code dtype} names the form of the projection
+     * weights instead ({@link #weightFormat}).
      *
-     * @throws IllegalArgumentException for an unknown name, or bfloat16 on the CPU
+     * @throws IllegalArgumentException for an unknown name, or int8 on a GPU
      */
     static DataType dataType(Map<String, ?> arguments, Device device) {
-        String dtype = string(arguments, "dtype");
-        if (dtype == null) {
+        WeightFormat format = parsed(arguments);
+        if (!device.isGpu() || format == WeightFormat.FLOAT32) {
             return DataType.FLOAT32;
         }
-        switch (dtype.toLowerCase(Locale.ROOT)) {
-            case "float32":
-            case "fp32":
-                return DataType.FLOAT32;
-            case "float16":
-            case "fp16":
+        switch (format) {
+            case FLOAT16:
                 return DataType.FLOAT16;
-            case "bfloat16":
-            case "bf16":
-                if (!device.isGpu()) {
-                    throw new IllegalArgumentException(
-                            "dtype bfloat16 needs a GPU: DJL 0.35.1's PyTorch engine cannot hold bfloat16 on CPU");
-                }
+            case BFLOAT16:
                 return DataType.BFLOAT16;
             default:
-                throw new IllegalArgumentException(
-                        "dtype must be float32, float16 or bfloat16, not '" + dtype + "'");
+                throw new IllegalArgumentException("dtype int8 is for the CPU (compressed weights), not " + device);
         }
+    }
+
+    /**
+     * The form of the projection weights: the {@code dtype} argument on the CPU (float32, bfloat16,
+     * float16, int8), float32 on a GPU, which computes in {@link #dataType}.
+     *
+     * @throws IllegalArgumentException for an unknown name
+     */
+    static WeightFormat weightFormat(Map<String, ?> arguments, Device device) {
+        WeightFormat format = parsed(arguments);
+        return device.isGpu() ? WeightFormat.FLOAT32 : format;
+    }
+
+    private static WeightFormat parsed(Map<String, ?> arguments) {
+        String dtype = string(arguments, "dtype");
+        return dtype == null ? WeightFormat.FLOAT32 : WeightFormat.parse(dtype);
     }
 }

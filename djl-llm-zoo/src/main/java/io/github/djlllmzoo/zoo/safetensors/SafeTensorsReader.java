@@ -15,6 +15,7 @@ import com.google.gson.Strictness;
 import com.google.gson.stream.JsonReader;
 import com.google.gson.stream.JsonToken;
 
+import io.github.djlllmzoo.blocks.HalfPrecision;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 
 import java.io.EOFException;

@@ -14,6 +14,7 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 
+import io.github.djlllmzoo.blocks.HalfPrecision;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 
 import org.junit.jupiter.api.AfterAll;

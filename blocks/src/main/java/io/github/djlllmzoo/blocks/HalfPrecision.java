@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.zoo.safetensors;
+package io.github.djlllmzoo.blocks;
 
 /**
  * Bit-level conversions between {@code float} and the 16-bit float formats IEEE 754 binary16

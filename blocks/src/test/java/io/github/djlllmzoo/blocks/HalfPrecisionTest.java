@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.zoo.safetensors;
+package io.github.djlllmzoo.blocks;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,0 +1,64 @@
+package io.github.djlllmzoo.blocks;
+
+import java.util.Locale;
+
+/**
+ * The form a model's projection weights are held in on the CPU: float32 parameters, or compressed
+ * ({@link CompressedWeight}) with activations, norms and the KV cache still float32.
+ */
+public enum WeightFormat {
+    /** Float32 parameters, as loaded: what training needs. */
+    FLOAT32(4),
+    /** The upper 16 bits of each float32 (a bfloat16 checkpoint's values unchanged). */
+    BFLOAT16(2),
+    /** IEEE half precision bits. */
+    FLOAT16(2),
+    /**
+     * Symmetric int8 per group of {@link CompressedWeight#GROUP} input elements with one float32
+     * scale per group (llama.cpp's Q8_0 layout, its scale kept as float32).
+     */
+    INT8(1);
+
+    private final int bytesPerElement;
+
+    WeightFormat(int bytesPerElement) {
+        this.bytesPerElement = bytesPerElement;
+    }
+
+    /** @return bytes of one weight element's code (int8's scales not counted) */
+    public int bytesPerElement() {
+        return bytesPerElement;
+    }
+
+    /** @return the name as {@code --dtype} spells it: float32, bfloat16, float16, int8 */
+    public String dtypeName() {
+        return name().toLowerCase(Locale.ROOT);
+    }
+
+    /**
+     * The format a {@code dtype} name means.
+     *
+     * @param name float32 (fp32), bfloat16 (bf16), float16 (fp16) or int8 (q8_0), any case
+     * @return the format
+     * @throws IllegalArgumentException naming the value for any other name
+     */
+    public static WeightFormat parse(String name) {
+        switch (name.toLowerCase(Locale.ROOT)) {
+            case "float32":
+            case "fp32":
+                return FLOAT32;
+            case "bfloat16":
+            case "bf16":
+                return BFLOAT16;
+            case "float16":
+            case "fp16":
+                return FLOAT16;
+            case "int8":
+            case "q8_0":
+                return INT8;
+            default:
+                throw new IllegalArgumentException(
+                        "dtype must be float32, bfloat16, float16 or int8, not '" + name + "'");
+        }
+    }
+}

@@ -1,0 +1,74 @@
+package io.github.djlllmzoo.blocks;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+class CompressedWeightTest {
+
+    @Test
+    void int8CodesAreWithinHalfAScaleOfTheWeightPerGroupOfThirtyTwoInputs() {
+        int out = 3;
+        int in = 70; // two whole groups and one of 6
+        float[] w = new float[out * in];
+        Random random = new Random(3);
+        for (int i = 0; i < w.length; i++) {
+            w[i] = (float) random.nextGaussian() * (1 + i / 32); // each group of another scale
+        }
+        CompressedWeight c = CompressedWeight.compress(w, out, in, WeightFormat.INT8);
+        assertEquals(out * in + out * 3 * Float.BYTES, c.bytes(), "one byte a weight, one float a group");
+        ByteBuffer scales = c.directBuffers()[1];
+        float[] back = c.toFloatArray();
+        for (int row = 0; row < out; row++) {
+            for (int group = 0; group < 3; group++) {
+                float scale = scales.getFloat(Float.BYTES * (row * 3 + group));
+                float largest = 0;
+                for (int k = group * 32; k < Math.min(in, group * 32 + 32); k++) {
+                    int i = row * in + k;
+                    largest = Math.max(largest, Math.abs(w[i]));
+                    // half a scale of rounding, and the float32 rounding of code * scale
+                    assertEquals(w[i], back[i], scale / 2 + Math.ulp(Math.abs(w[i]) + scale), "element " + i);
+                }
+                assertEquals(largest / 127f, scale, "scale of group " + group + " of row " + row);
+            }
+        }
+        byte[] codes = new byte[out * in];
+        c.codes().get(codes);
+        int extremes = 0;
+        for (byte b : codes) {
+            assertTrue(b >= -127, "codes are symmetric");
+            extremes += Math.abs(b) == 127 ? 1 : 0;
+        }
+        assertTrue(extremes >= out * 3, "each group's largest weight is +-127");
+    }
+
+    @Test
+    void sixteenBitWeightsWidenToTheirRoundedValuesAndFloat32IsNoCompression() {
+        float[] w = {1f, -2.5f, 3.14159f, 1e-3f, 0f, -7e4f};
+        float[] b = CompressedWeight.compress(w, 2, 3, WeightFormat.BFLOAT16).toFloatArray();
+        float[] h = CompressedWeight.compress(w, 2, 3, WeightFormat.FLOAT16).toFloatArray();
+        for (int i = 0; i < w.length; i++) {
+            assertEquals(HalfPrecision.bfloat16ToFloat(HalfPrecision.floatToBfloat16(w[i])), b[i]);
+            assertEquals(HalfPrecision.float16ToFloat(HalfPrecision.floatToFloat16(w[i])), h[i]);
+        }
+        assertEquals(Float.NEGATIVE_INFINITY, h[5], "past float16's range");
+        assertArrayEquals(new float[] {1f, -2.5f, 0f}, new float[] {b[0], b[1], b[4]});
+        assertThrows(IllegalArgumentException.class, () -> CompressedWeight.compress(w, 2, 3, WeightFormat.FLOAT32));
+        assertThrows(IllegalArgumentException.class, () -> CompressedWeight.compress(w, 2, 4, WeightFormat.INT8));
+    }
+
+    @Test
+    void dtypeNamesParseToTheirFormatAndOthersAreRefusedByValue() {
+        for (WeightFormat f : WeightFormat.values()) {
+            assertEquals(f, WeightFormat.parse(f.dtypeName().toUpperCase()));
+        }
+        assertEquals(WeightFormat.INT8, WeightFormat.parse("q8_0"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> WeightFormat.parse("int4"));
+        assertTrue(e.getMessage().contains("'int4'"), e.getMessage());
+    }
+}

@@ -1,0 +1,155 @@
+package io.github.djlllmzoo.cpu;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.CompressedWeight;
+import io.github.djlllmzoo.blocks.WeightFormat;
+import java.nio.ByteBuffer;
+
+/**
+ * The product of 1 to {@link #MAX_ROWS} rows (a decode step) with a {@link CompressedWeight} by a
+ * native AVX-512 kernel ({@code cpu-kernels/src/main/native/compressed_product.c}) that reads each
+ * weight code once for all rows and widens it to float32 in registers, so a decode step reads 1
+ * (int8) or 2 (bfloat16, float16) bytes per weight instead of float32's 4. Each core fills its own
+ * columns of one output.
+ *
+ * <p>It is used where {@link NativeKernels} are loaded, for inference on float32 CPU inputs with an
+ * input width that is a multiple of {@link CompressedWeight#GROUP}; a prefill takes the engine's
+ * product of the weight widened to float32 by {@link #widened} (one weight at a time, freed after
+ * its product), and other widths or CPUs without AVX-512 the reference's.
+ */
+final class CompressedProduct {
+
+    /** The switch that turns the kernel off: {@code -Dllmzoo.compressedProduct=false}. */
+    static final String SWITCH = "llmzoo.compressedProduct";
+
+    /** The most rows the kernel multiplies in one pass over the weight. */
+    static final int MAX_ROWS = 8;
+
+    private CompressedProduct() {}
+
+    /**
+     * Whether the kernel computes the product of {@code x} and {@code weight} plus {@code bias}
+     * (inference is the caller's to check).
+     *
+     * @param x input (..., in)
+     * @param weight the compressed weight
+     * @param bias (out), or {@code null}
+     * @param rows the rows of {@code x}
+     * @return whether {@link #multiply} may be called with these arrays
+     */
+    static boolean applies(NDArray x, CompressedWeight weight, NDArray bias, long rows) {
+        Shape in = x.getShape();
+        return NativeKernels.loaded()
+                && rows >= 1
+                && rows <= MAX_ROWS
+                && weight.inFeatures() % CompressedWeight.GROUP == 0
+                && in.get(in.dimension() - 1) == weight.inFeatures()
+                && (bias == null
+                        || bias.getShape().dimension() == 1 && bias.getShape().get(0) == weight.outFeatures())
+                && NativeKernels.denseFloat32OnCpu(x)
+                && (bias == null || NativeKernels.denseFloat32OnCpu(bias));
+    }
+
+    /**
+     * {@code x @ weight^T + bias} for arrays {@link #applies} accepts.
+     *
+     * @param x input (..., in); the result is attached to its manager
+     * @param weight the compressed weight (out, in)
+     * @param bias (out), or {@code null}
+     * @param rows the rows of {@code x}
+     * @return (..., out)
+     */
+    static NDArray multiply(NDArray x, CompressedWeight weight, NDArray bias, long rows) {
+        int columns = weight.outFeatures();
+        NDArray out = x.getManager().create(new Shape(rows, columns), DataType.FLOAT32); // (N, out)
+        ByteBuffer xs = NativeKernels.buffer(x);
+        ByteBuffer bs = bias == null ? null : NativeKernels.buffer(bias);
+        ByteBuffer os = NativeKernels.buffer(out);
+        ByteBuffer[] held = weight.directBuffers();
+        int format = format(weight.format());
+        int n = Math.toIntExact(rows);
+        int in = weight.inFeatures();
+        boolean done = false;
+        if (CoreWorkers.PARALLELISM > 1 && (long) columns * in >= SplitProjection.MIN_ELEMENTS) {
+            long[] bounds = CoreWorkers.bounds(columns, CoreWorkers.PARALLELISM);
+            done = CoreWorkers.run(
+                            bounds.length + 1,
+                            i -> {
+                                int from = i == 0 ? 0 : (int) bounds[i - 1];
+                                int to = i == bounds.length ? columns : (int) bounds[i];
+                                multiply(xs, held[0], held[1], bs, os, format, n, in, columns, from, to);
+                                return out;
+                            })
+                    != null;
+        }
+        if (!done) { // one core, or the workers busy with another caller
+            multiply(xs, held[0], held[1], bs, os, format, n, in, columns, 0, columns);
+        }
+        Shape shape = x.getShape();
+        return out.reshape(shape.slice(0, shape.dimension() - 1).add(columns)); // (..., out)
+    }
+
+    /**
+     * Whether {@link #widened} can widen the weight: the library is loaded and {@code in} is whole
+     * groups.
+     *
+     * @param weight the compressed weight
+     * @return whether the native widening applies
+     */
+    static boolean widens(CompressedWeight weight) {
+        return NativeKernels.loaded() && weight.inFeatures() % CompressedWeight.GROUP == 0;
+    }
+
+    /**
+     * The weight widened to float32 by the native kernel (each core its own rows), for a product of
+     * many rows (a prefill) by the engine; exactly {@link CompressedWeight#toFloatArray}'s values.
+     *
+     * @param weight a weight {@link #widens} accepts
+     * @param manager the manager of the result; the caller closes it after the product
+     * @return (out, in) float32
+     */
+    static NDArray widened(CompressedWeight weight, NDManager manager) {
+        int rows = weight.outFeatures();
+        NDArray out = manager.create(new Shape(rows, weight.inFeatures()), DataType.FLOAT32);
+        ByteBuffer os = NativeKernels.buffer(out);
+        ByteBuffer[] held = weight.directBuffers();
+        int format = format(weight.format());
+        long[] bounds = CoreWorkers.bounds(rows, CoreWorkers.PARALLELISM);
+        NDArray[] done = CoreWorkers.run(
+                bounds.length + 1,
+                i -> {
+                    int from = i == 0 ? 0 : (int) bounds[i - 1];
+                    int to = i == bounds.length ? rows : (int) bounds[i];
+                    widen(held[0], held[1], os, format, weight.inFeatures(), from, to);
+                    return out;
+                });
+        if (done == null) { // the workers busy with another caller
+            widen(held[0], held[1], os, format, weight.inFeatures(), 0, rows);
+        }
+        return out;
+    }
+
+    /** The kernel's number for a format (compressed_product.c's enum). */
+    private static int format(WeightFormat format) {
+        switch (format) {
+            case BFLOAT16:
+                return 0;
+            case FLOAT16:
+                return 1;
+            case INT8:
+                return 2;
+            default:
+                throw new IllegalArgumentException(format + " is not a compressed format");
+        }
+    }
+
+    private static native void widen(
+            ByteBuffer codes, ByteBuffer scales, ByteBuffer out, int format, int in, int from, int to);
+
+    private static native void multiply(
+            ByteBuffer x, ByteBuffer codes, ByteBuffer scales, ByteBuffer bias, ByteBuffer out, int format,
+            int rows, int in, int outFeatures, int from, int to);
+}

@@ -1,0 +1,189 @@
+package io.github.djlllmzoo.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.DecoderModels;
+import io.github.djlllmzoo.blocks.EngineKernels;
+import io.github.djlllmzoo.blocks.Gpt2Model;
+import io.github.djlllmzoo.blocks.KvCache;
+import io.github.djlllmzoo.blocks.RoundingBound;
+import io.github.djlllmzoo.blocks.WeightFormat;
+import io.github.djlllmzoo.blocks.config.ConfigJson;
+import io.github.djlllmzoo.blocks.config.Gpt2Config;
+import io.github.djlllmzoo.blocks.config.LlamaConfig;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.EnumSource;
+
+class CompressedModelTest extends ManagedArraysTest {
+
+    private static final int TEXT = 256;
+    private static final int VOCAB = 512;
+
+    /** A Llama of 4 layers whose projections are initialized as checkpoints' are, std 0.02. */
+    private CausalLmBlock llama() throws Exception {
+        JsonObject json = JsonParser.parseString(
+                        "{\"model_type\": \"llama\", \"num_hidden_layers\": 4, \"hidden_size\": 256,"
+                                + " \"intermediate_size\": 704, \"num_attention_heads\": 8,"
+                                + " \"num_key_value_heads\": 4, \"max_position_embeddings\": 320,"
+                                + " \"tie_word_embeddings\": false}")
+                .getAsJsonObject();
+        json.addProperty("vocab_size", VOCAB);
+        CausalLmBlock model = DecoderModels.create(LlamaConfig.parse(ConfigJson.of(null, json)));
+        model.initialize(manager, DataType.FLOAT32, new Shape(1, 4));
+        return model;
+    }
+
+    private static long[] text() {
+        Random random = new Random(256);
+        long[] ids = new long[TEXT];
+        for (int i = 0; i < TEXT; i++) {
+            ids[i] = random.nextInt(VOCAB);
+        }
+        return ids;
+    }
+
+    /** Log-probabilities of each next token of {@code ids} from logits (T, V), T = ids.length - 1. */
+    private static double[] nextTokenLogProbs(float[] logits, long[] ids) {
+        double[] logProbs = new double[ids.length - 1];
+        for (int t = 0; t < logProbs.length; t++) {
+            double max = Double.NEGATIVE_INFINITY;
+            for (int v = 0; v < VOCAB; v++) {
+                max = Math.max(max, logits[t * VOCAB + v]);
+            }
+            double sum = 0;
+            for (int v = 0; v < VOCAB; v++) {
+                sum += Math.exp(logits[t * VOCAB + v] - max);
+            }
+            logProbs[t] = logits[t * VOCAB + (int) ids[t + 1]] - max - Math.log(sum);
+        }
+        return logProbs;
+    }
+
+    /** The whole text in one cache-free pass: prefill products, the engine's over widened weights. */
+    private static float[] prefillLogits(CausalLmBlock model, NDManager manager, long[] ids) {
+        try (NDManager step = manager.newSubManager()) {
+            NDArray input = step.create(ids, new Shape(1, ids.length));
+            return model.forward(null, input, null, null, null, false, false).toFloatArray();
+        }
+    }
+
+    /** The text one token a step over a KV cache: decode products, the compressed kernel's. */
+    private static float[] decodeLogits(CausalLmBlock model, NDManager manager, long[] ids) {
+        float[] logits = new float[ids.length * VOCAB];
+        try (KvCache cache = model.newCache(manager, 1, ids.length)) {
+            for (int t = 0; t < ids.length; t++) {
+                NDManager step = manager.newSubManager();
+                NDArray input = step.create(new long[] {ids[t]}, new Shape(1, 1));
+                float[] row = model.forward(null, input, null, null, cache, true, false).toFloatArray();
+                System.arraycopy(row, 0, logits, t * VOCAB, VOCAB);
+                model.kernels().closeStep(step);
+            }
+        }
+        return logits;
+    }
+
+    private static double meanAbsoluteDifference(double[] a, double[] b) {
+        double sum = 0;
+        for (int i = 0; i < a.length; i++) {
+            sum += Math.abs(a[i] - b[i]);
+        }
+        return sum / a.length;
+    }
+
+    /**
+     * The bounds are issue 21's: what a compressed checkpoint may cost in next-token log-probability
+     * against its float32 weights, over a 256-token text, both by the prefill path and by decode
+     * steps through the compressed kernel.
+     */
+    @ParameterizedTest
+    @CsvSource({"INT8, 0.01", "BFLOAT16, 0.002", "FLOAT16, 0.002"})
+    void aCompressedModelsNextTokenLogProbsStayWithinTheFormatsBoundOfFloat32(WeightFormat format, double bound)
+            throws Exception {
+        CausalLmBlock model = llama();
+        long[] ids = text();
+        double[] float32 = nextTokenLogProbs(prefillLogits(model, manager, ids), ids);
+        model.compressWeights(format);
+        double prefill = meanAbsoluteDifference(float32, nextTokenLogProbs(prefillLogits(model, manager, ids), ids));
+        double decode = meanAbsoluteDifference(float32, nextTokenLogProbs(decodeLogits(model, manager, ids), ids));
+        assertTrue(prefill < bound, format + " prefill: mean |logprob difference| " + prefill + " nats");
+        assertTrue(decode < bound, format + " decode: mean |logprob difference| " + decode + " nats");
+        assertTrue(prefill > 0 && decode > 0, "the weights were compressed");
+    }
+
+    /**
+     * Decode steps through the compressed kernel give the logits of the reference (the engine's
+     * products of the widened weights) to float32 rounding along the model's path.
+     */
+    @ParameterizedTest
+    @EnumSource(value = WeightFormat.class, names = {"INT8", "BFLOAT16", "FLOAT16"})
+    void decodeStepsThroughTheCompressedKernelGiveTheReferencesLogits(WeightFormat format) throws Exception {
+        NativeKernelsAssumption.assumeKernelsLoaded();
+        CausalLmBlock model = llama();
+        model.compressWeights(format);
+        long[] ids = java.util.Arrays.copyOf(text(), 24);
+        model.useKernels(EngineKernels.INSTANCE);
+        float[] reference = decodeLogits(model, manager, ids);
+        model.useKernels(new CpuKernels(true, true));
+        float[] kernel = decodeLogits(model, manager, ids);
+        assertArrayEquals(reference, kernel, RoundingBound.ofLogits(model.config(), ids.length, reference));
+    }
+
+    @Test
+    void aGpt2ModelsConv1DWeightsCompressAsOutInAndGiveTheFloatModelsLogitsToRounding() {
+        Gpt2Config config = new Gpt2Config(97, 40, 64, 2, 4, 256, 1e-5f, 0f, 0f, 0f, 0, List.of(0), true);
+        Gpt2Model model = new Gpt2Model(config);
+        model.initialize(manager, DataType.FLOAT32, new Shape(1, 4));
+        long[] ids = {5, 17, 3, 90, 41, 8};
+        float[] float32 = decodeLogits97(model, ids);
+        model.compressWeights(WeightFormat.BFLOAT16);
+        float[] bf16 = decodeLogits97(model, ids);
+        for (int i = 0; i < float32.length; i++) {
+            // bfloat16 keeps 8 significant bits: each weight within 2^-9 relative, the logits of
+            // this small model far closer than their spread
+            assertTrue(Math.abs(float32[i] - bf16[i]) < 0.05, "logit " + i + ": " + float32[i] + " vs " + bf16[i]);
+        }
+    }
+
+    private float[] decodeLogits97(CausalLmBlock model, long[] ids) {
+        try (NDManager step = manager.newSubManager()) {
+            return model.forward(null, step.create(ids, new Shape(1, ids.length)), null, null, null, false, false)
+                    .toFloatArray();
+        }
+    }
+
+    @Test
+    void trainingAModelHeldCompressedIsRefusedNamingItsFormatAndTheWayOut() throws Exception {
+        CausalLmBlock model = llama();
+        model.compressWeights(WeightFormat.INT8);
+        try (NDManager step = manager.newSubManager()) {
+            NDArray input = step.create(new long[] {1, 2, 3}, new Shape(1, 3));
+            UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
+                    () -> model.forward(null, input, null, null, null, false, true));
+            assertTrue(e.getMessage().contains("int8") && e.getMessage().contains("float32"), e.getMessage());
+        }
+    }
+
+    @Test
+    void compressingFreesTheFloatParametersOfTheProjectionsOnly() throws Exception {
+        CausalLmBlock model = llama();
+        model.compressWeights(WeightFormat.BFLOAT16);
+        assertFalse(model.namedParameters().get("layers.0.mlp.down_proj.weight").isInitialized(), "projection freed");
+        assertFalse(model.namedParameters().get("lm_head.weight").isInitialized(), "untied head freed");
+        assertTrue(model.namedParameters().get("embed_tokens.weight").isInitialized(), "the embedding kept");
+        assertTrue(model.namedParameters().get("norm.weight").isInitialized(), "the norms kept");
+    }
+}
