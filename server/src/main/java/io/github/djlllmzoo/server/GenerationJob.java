@@ -182,7 +182,9 @@ public final class GenerationJob implements GenerationListener {
     public void onFinish(int sequence, FinishReason reason) {
         reasons[sequence] = reason;
         finished++;
-        if (streamed) {
+        // A generation that stops because the job was cancelled ends its sequences too; its reader
+        // must get the Failed event cancel() adds, not a normal end that could overtake it.
+        if (streamed && !cancelled.get()) {
             events.add(new Finished(sequence, reason, tokenCounts[sequence]));
         }
         if (finished == sequences && !waitsForBatch) {

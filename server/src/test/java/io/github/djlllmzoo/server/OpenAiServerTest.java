@@ -528,7 +528,7 @@ class OpenAiServerTest {
             small.close();
         }
         String rest = new String(running.body().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(rest.contains("\"error\""), "the running stream ends with an error event");
+        assertTrue(rest.contains("\"error\""), "the running stream ends with an error event: " + rest);
         assertFalse(rest.contains("[DONE]"));
         String queued = waiting.get(20, java.util.concurrent.TimeUnit.SECONDS).body();
         assertTrue(queued.startsWith("data: {\"error\""), queued);
