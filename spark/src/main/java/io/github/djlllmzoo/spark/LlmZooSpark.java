@@ -67,6 +67,10 @@ public final class LlmZooSpark implements Callable<Integer> {
     @Option(names = "--batch-size", paramLabel = "B", defaultValue = "8", description = "Rows per batch on an executor (default: ${DEFAULT-VALUE}).")
     int batchSize;
 
+    @Option(names = "--partitions", paramLabel = "P",
+            description = "Spread the rows over P partitions first (default: as read; a small file is one partition, which one task runs).")
+    Integer partitions;
+
     @Option(names = "--dtype", defaultValue = "float32", paramLabel = "float32|float16", description = "Element type of weights and KV cache (default: ${DEFAULT-VALUE}).")
     String dtype;
 
@@ -79,6 +83,9 @@ public final class LlmZooSpark implements Callable<Integer> {
         if (!format.equals("jsonl") && !format.equals("parquet")) {
             throw new ParameterException(spec.commandLine(), "--format must be jsonl or parquet, not '" + format + "'");
         }
+        if (partitions != null && partitions < 1) {
+            throw new ParameterException(spec.commandLine(), "--partitions must be at least 1, got " + partitions);
+        }
         String inputFormat = inputFormat();
         SparkSession.Builder builder = SparkSession.builder().appName("llmzoo-spark " + task);
         if (master != null) {
@@ -88,7 +95,11 @@ public final class LlmZooSpark implements Callable<Integer> {
         }
         SparkSession spark = builder.getOrCreate();
         try {
-            Dataset<Row> result = transformer.transform(read(spark, inputFormat));
+            Dataset<Row> rows = read(spark, inputFormat);
+            if (partitions != null) {
+                rows = rows.repartition(partitions);
+            }
+            Dataset<Row> result = transformer.transform(rows);
             if (format.equals("jsonl")) {
                 result.write().option("ignoreNullFields", "false").json(output);
             } else {

@@ -30,7 +30,7 @@ class LlmZooSparkTest {
         StringWriter err = new StringWriter();
         int code = LlmZooSpark.execute(new String[] {
             "generate", "--master", "local[2]", "--model", MODEL, "--input", input.toString(), "--output", output.toString(),
-            "--format", "jsonl", "--greedy", "--max-new-tokens", "4", "--batch-size", "2"
+            "--format", "jsonl", "--greedy", "--max-new-tokens", "4", "--batch-size", "2", "--partitions", "2"
         }, new PrintWriter(new StringWriter()), new PrintWriter(err));
         assertEquals(0, code, err.toString());
 
@@ -43,6 +43,9 @@ class LlmZooSparkTest {
             }
         }
         assertEquals(3, rows.size());
+        try (Stream<Path> files = Files.list(output)) {
+            assertEquals(2, files.filter(f -> f.getFileName().toString().endsWith(".json")).count(), "one file per partition");
+        }
         for (JsonObject row : rows) {
             assertTrue(row.has("prompt") && row.has("text") && row.has("finish_reason") && row.has("error"), row.toString());
             if (row.get("id").getAsInt() == 2) {
