@@ -12,10 +12,10 @@ import java.util.List;
 import org.apache.spark.sql.Row;
 
 /**
- * {@link LlmGenerator}'s work on one partition: the rows of a batch whose prompts are valid go
- * through {@code Predictor.batchPredict} together (left-padded, as the server batches); a row
- * whose prompt is empty or over the context window gets its {@code error}. Should a batch fail as
- * a whole, its rows are generated one by one, so only the row at fault gets the error.
+ * {@link LlmGenerator}'s work on one partition: the rows of a batch with a prompt go through
+ * {@code Predictor.batchPredict} together (left-padded, as the server batches); a row without one
+ * gets its {@code error}. When the batch is refused (a prompt over the context window refuses the
+ * whole batch), its rows are generated one by one, so only the row at fault gets the error.
  */
 final class GeneratePartition extends RowBatches {
 
@@ -53,21 +53,15 @@ final class GeneratePartition extends RowBatches {
         Object[][] out = new Object[rows.size()][];
         List<GenerationRequest> requests = new ArrayList<>();
         List<Integer> positions = new ArrayList<>();
-        int window = model.config().maxPositions();
         for (int i = 0; i < rows.size(); i++) {
             String prompt = prompts.get(i);
             if (prompt == null || prompt.isEmpty()) {
                 out[i] = error("the prompt is empty");
                 continue;
             }
-            long[] ids = model.tokenizer().encode(prompt);
-            if (ids.length > window) {
-                out[i] = error("prompt of " + ids.length + " tokens exceeds the model's context window of " + window);
-                continue;
-            }
             Row row = rows.get(i);
             String key = idIndex < 0 ? prompt : String.valueOf(row.get(idIndex));
-            requests.add(GenerationRequest.ofIds(ids, config.toBuilder().seed(settings.rowSeed(key)).build()));
+            requests.add(GenerationRequest.of(prompt, config.toBuilder().seed(settings.rowSeed(key)).build()));
             positions.add(i);
         }
         List<Object[]> results = generate(requests);

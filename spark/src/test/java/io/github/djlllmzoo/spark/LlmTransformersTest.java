@@ -95,7 +95,7 @@ class LlmTransformersTest {
 
     @Test
     void greedyGenerationEqualsTheSingleProcessGenerateCommand() throws Exception {
-        List<Row> input = prompts(40);
+        List<Row> input = prompts(200);
         LlmGenerator generator = new LlmGenerator().setModel(MODEL.toString()).setGreedy().setMaxNewTokens(MAX_NEW_TOKENS);
         generator.setBatchSize(4);
         Map<Integer, Row> out = byId(generator.transform(frame(input, promptSchema(), 4)));
