@@ -1,6 +1,9 @@
 package io.github.djlllmzoo.spark;
 
 import ai.djl.inference.Predictor;
+import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.server.ChatMessage;
+import io.github.djlllmzoo.server.ChatTemplate;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
@@ -12,7 +15,8 @@ import java.util.List;
 import org.apache.spark.sql.Row;
 
 /**
- * {@link LlmGenerator}'s work on one partition: the rows of a batch with a prompt go through
+ * {@link LlmGenerator}'s work on one partition: chat messages are rendered with the checkpoint's
+ * chat template and tokenized as the server does; the rows of a batch with a prompt go through
  * {@code Predictor.batchPredict} together (left-padded, as the server batches); a row without one
  * gets its {@code error}. When the batch is refused (a prompt over the context window refuses the
  * whole batch), its rows are generated one by one, so only the row at fault gets the error.
@@ -28,6 +32,7 @@ final class GeneratePartition extends RowBatches {
     private transient LocalModel model;
     private transient GenerationConfig config;
     private transient Predictor<GenerationRequest, GenerationResult> predictor;
+    private transient ChatTemplate chatTemplate;
 
     GeneratePartition(ModelSpec spec, GenerationSettings settings, int inputIndex, int idIndex, int batchSize) {
         super(inputIndex, batchSize);
@@ -48,20 +53,48 @@ final class GeneratePartition extends RowBatches {
         return predictor;
     }
 
+    /** The checkpoint's chat template, read the first time a row holds messages. */
+    private ChatTemplate chatTemplate() {
+        if (chatTemplate == null) {
+            try {
+                chatTemplate = ChatTemplate.forCheckpoint(model.dir());
+            } catch (InvalidCheckpointException e) {
+                throw new IllegalStateException("model " + spec.reference() + ": " + e.getMessage(), e);
+            }
+        }
+        return chatTemplate;
+    }
+
     @Override
-    List<Object[]> outputs(List<String> prompts, List<Row> rows) {
+    List<Object[]> outputs(List<Object> prompts, List<Row> rows) {
         Object[][] out = new Object[rows.size()][];
         List<GenerationRequest> requests = new ArrayList<>();
         List<Integer> positions = new ArrayList<>();
         for (int i = 0; i < rows.size(); i++) {
-            String prompt = prompts.get(i);
-            if (prompt == null || prompt.isEmpty()) {
+            Object input = prompts.get(i);
+            GenerationRequest request;
+            String key;
+            if (input instanceof List<?> messages) {
+                try {
+                    String rendered = chatTemplate().render(chatMessages(messages));
+                    request = GenerationRequest.ofIds(chatTemplate().encode(rendered, model.tokenizer()), config);
+                    key = rendered;
+                } catch (IllegalArgumentException e) {
+                    out[i] = error(e.getMessage());
+                    continue;
+                }
+            } else if (input == null || ((String) input).isEmpty()) {
                 out[i] = error("the prompt is empty");
                 continue;
+            } else {
+                request = GenerationRequest.of((String) input, config);
+                key = (String) input;
             }
-            Row row = rows.get(i);
-            String key = idIndex < 0 ? prompt : String.valueOf(row.get(idIndex));
-            requests.add(GenerationRequest.of(prompt, config.toBuilder().seed(settings.rowSeed(key)).build()));
+            if (idIndex >= 0) {
+                key = String.valueOf(rows.get(i).get(idIndex));
+            }
+            requests.add(new GenerationRequest(
+                    request.prompt(), request.promptIds(), config.toBuilder().seed(settings.rowSeed(key)).build(), null));
             positions.add(i);
         }
         List<Object[]> results = generate(requests);
@@ -92,6 +125,15 @@ final class GeneratePartition extends RowBatches {
             }
             return out;
         }
+    }
+
+    private static List<ChatMessage> chatMessages(List<?> rows) {
+        List<ChatMessage> messages = new ArrayList<>(rows.size());
+        for (Object message : rows) {
+            Row row = (Row) message;
+            messages.add(new ChatMessage(row.getAs("role"), row.getAs("content")));
+        }
+        return messages;
     }
 
     private static Object[] columns(GenerationResult result) {

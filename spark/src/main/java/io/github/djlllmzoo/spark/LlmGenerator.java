@@ -11,13 +11,17 @@ import org.apache.spark.ml.param.StringArrayParam;
 import org.apache.spark.ml.util.DefaultParamsReader;
 import org.apache.spark.ml.util.Identifiable$;
 import org.apache.spark.ml.util.MLReader;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import io.github.djlllmzoo.translators.GenerationConfig;
 
 /**
- * A Spark ML {@code Transformer} that continues each row's prompt with a djl-llm-zoo model, on the
+ * A Spark ML {@code Transformer} that continues each row's prompt (text, or chat messages as an
+ * array of {@code role}/{@code content} structs, rendered with the checkpoint's chat template as the
+ * server renders them) with a djl-llm-zoo model, on the
  * executors, in batches through {@code Predictor.batchPredict}. Appends {@code text}, {@code
  * finish_reason}, {@code prompt_tokens}, {@code completion_tokens} and {@code error} (null when the
  * row went well; a row whose prompt is empty or over the context window gets its error and the job
@@ -252,6 +256,27 @@ public final class LlmGenerator extends LlmTransformer {
 
     private Object valueOrNull(Param<?> param) {
         return isDefined(param) ? getOrDefault(param) : null;
+    }
+
+    /** Prompts as text, or as chat messages: an array of structs with string {@code role} and {@code content}. */
+    @Override
+    protected boolean acceptsInput(DataType type) {
+        return super.acceptsInput(type) || isChat(type);
+    }
+
+    @Override
+    protected String inputDescription() {
+        return "a string or an array<struct<role: string, content: string>>";
+    }
+
+    private static boolean isChat(DataType type) {
+        if (!(type instanceof ArrayType array) || !(array.elementType() instanceof StructType message)) {
+            return false;
+        }
+        List<String> names = Arrays.asList(message.fieldNames());
+        return names.contains("role") && names.contains("content")
+                && message.apply("role").dataType().equals(DataTypes.StringType)
+                && message.apply("content").dataType().equals(DataTypes.StringType);
     }
 
     @Override

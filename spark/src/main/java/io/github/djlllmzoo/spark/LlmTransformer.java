@@ -11,6 +11,7 @@ import org.apache.spark.ml.util.DefaultParamsWritable;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -167,6 +168,19 @@ public abstract class LlmTransformer extends Transformer implements DefaultParam
         return new ModelSpec(getOrDefault(model), getOrDefault(dtype), getOrDefault(device));
     }
 
+    /**
+     * @param type the input column's type
+     * @return whether this transformer reads it (a string, unless overridden)
+     */
+    protected boolean acceptsInput(DataType type) {
+        return type.equals(DataTypes.StringType);
+    }
+
+    /** @return what {@link #acceptsInput} accepts, for the error message */
+    protected String inputDescription() {
+        return "a string";
+    }
+
     /** @return the columns this transformer appends, the error column last */
     protected abstract List<StructField> outputFields();
 
@@ -189,9 +203,10 @@ public abstract class LlmTransformer extends Transformer implements DefaultParam
             throw new IllegalArgumentException(
                     "inputCol: no column '" + input + "' in the input (columns: " + String.join(", ", schema.fieldNames()) + ")");
         }
-        if (!schema.apply(input).dataType().equals(DataTypes.StringType)) {
+        if (!acceptsInput(schema.apply(input).dataType())) {
             throw new IllegalArgumentException(
-                    "inputCol: column '" + input + "' must be a string, not " + schema.apply(input).dataType().simpleString());
+                    "inputCol: column '" + input + "' must be " + inputDescription() + ", not "
+                            + schema.apply(input).dataType().simpleString());
         }
         List<StructField> fields = new ArrayList<>(Arrays.asList(schema.fields()));
         for (StructField field : outputFields()) {

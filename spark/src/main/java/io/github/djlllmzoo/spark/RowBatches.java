@@ -42,11 +42,12 @@ abstract class RowBatches implements MapPartitionsFunction<Row, Row> {
     /**
      * Computes one batch.
      *
-     * @param inputs the input column of each row (null where the row has none)
+     * @param inputs the input column of each row (null where the row has none): a {@code String}, or
+     *     for an array column a {@code java.util.List}
      * @param rows the rows
      * @return per row, its output columns in {@link LlmTransformer#outputFields()} order
      */
-    abstract List<Object[]> outputs(List<String> inputs, List<Row> rows);
+    abstract List<Object[]> outputs(List<Object> inputs, List<Row> rows);
 
     @Override
     public Iterator<Row> call(Iterator<Row> input) throws Exception {
@@ -78,11 +79,11 @@ abstract class RowBatches implements MapPartitionsFunction<Row, Row> {
 
     private Iterator<Row> nextBatch(Iterator<Row> input) {
         List<Row> rows = new ArrayList<>(batchSize);
-        List<String> inputs = new ArrayList<>(batchSize);
+        List<Object> inputs = new ArrayList<>(batchSize);
         while (rows.size() < batchSize && input.hasNext()) {
             Row row = input.next();
             rows.add(row);
-            inputs.add(row.isNullAt(inputIndex) ? null : row.getString(inputIndex));
+            inputs.add(row.isNullAt(inputIndex) ? null : row.get(inputIndex) instanceof String ? row.getString(inputIndex) : row.getList(inputIndex));
         }
         List<Object[]> outputs = outputs(inputs, rows);
         List<Row> out = new ArrayList<>(rows.size());

@@ -34,10 +34,10 @@ final class ScorePartition extends RowBatches {
     }
 
     @Override
-    List<Object[]> outputs(List<String> texts, List<Row> rows) {
+    List<Object[]> outputs(List<Object> texts, List<Row> rows) {
         List<Object[]> out = new ArrayList<>(texts.size());
-        for (String text : texts) {
-            out.add(score(text));
+        for (Object text : texts) {
+            out.add(score((String) text));
         }
         return out;
     }

@@ -4,9 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.inference.Predictor;
+import io.github.djlllmzoo.server.ChatMessage;
+import io.github.djlllmzoo.server.ChatTemplate;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
@@ -118,6 +121,49 @@ class LlmTransformersTest {
                 assertEquals(row.getString(1), actual.getAs("prompt"));
             }
         }
+    }
+
+    @Test
+    void chatMessagesAreRenderedWithTheCheckpointsChatTemplateAsTheServerDoes() throws Exception {
+        StructType message = new StructType().add("role", DataTypes.StringType).add("content", DataTypes.StringType);
+        StructType schema = new StructType().add("id", DataTypes.IntegerType)
+                .add("messages", DataTypes.createArrayType(message));
+        List<Row> input = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            input.add(RowFactory.create(i, List.of(
+                    RowFactory.create("system", "You tell short stories."),
+                    RowFactory.create("user", OPENINGS[i]))));
+        }
+        input.add(RowFactory.create(100, List.of()));
+        LlmGenerator generator = new LlmGenerator().setModel(MODEL.toString()).setGreedy().setMaxNewTokens(MAX_NEW_TOKENS);
+        generator.setInputColumn("messages");
+        Map<Integer, Row> out = byId(generator.transform(frame(input, schema, 2)));
+
+        assertEquals("the conversation has no messages", out.get(100).getAs("error"));
+        ChatTemplate template = ChatTemplate.forCheckpoint(MODEL);
+        GenerationConfig config = GenerationConfig.forCheckpoint(model.dir(), model.config())
+                .greedy().maxNewTokens(MAX_NEW_TOKENS).build();
+        try (Predictor<GenerationRequest, GenerationResult> predictor =
+                model.model().newPredictor(new GenerationTranslator(model.tokenizer(), config))) {
+            for (int i = 0; i < 6; i++) {
+                String rendered = template.render(List.of(
+                        new ChatMessage("system", "You tell short stories."), new ChatMessage("user", OPENINGS[i])));
+                GenerationResult expected = predictor.predict(
+                        GenerationRequest.ofIds(template.encode(rendered, model.tokenizer()), config));
+                assertNull(out.get(i).getAs("error"));
+                assertEquals(expected.text(), out.get(i).getAs("text"));
+                assertEquals(expected.promptTokens(), (int) out.get(i).getAs("prompt_tokens"));
+            }
+        }
+    }
+
+    @Test
+    void aColumnOfAnotherTypeIsRefusedNamingIt() {
+        StructType schema = new StructType().add("id", DataTypes.IntegerType).add("prompt", DataTypes.IntegerType);
+        LlmGenerator generator = new LlmGenerator().setModel(MODEL.toString());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> generator.transformSchema(schema));
+        assertEquals("inputCol: column 'prompt' must be a string or an array<struct<role: string, content: string>>, not int",
+                e.getMessage());
     }
 
     private static LlmGenerator sampler() {
