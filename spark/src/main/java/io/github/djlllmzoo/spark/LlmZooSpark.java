@@ -67,6 +67,11 @@ public final class LlmZooSpark implements Callable<Integer> {
     @Option(names = "--batch-size", paramLabel = "B", defaultValue = "8", description = "Rows per batch on an executor (default: ${DEFAULT-VALUE}).")
     int batchSize;
 
+    @Option(names = "--input-col", paramLabel = "NAME",
+            description = "The input column (default: prompt for generate, text for score); for generate, text or chat"
+                    + " messages (an array of {role, content}).")
+    String inputCol;
+
     @Option(names = "--partitions", paramLabel = "P",
             description = "Spread the rows over P partitions first (default: as read; a small file is one partition, which one task runs).")
     Integer partitions;
@@ -147,6 +152,9 @@ public final class LlmZooSpark implements Callable<Integer> {
 
     private LlmTransformer configure(LlmTransformer transformer) {
         transformer.setBatchSize(batchSize).setDtype(dtype).setDevice(device);
+        if (inputCol != null) {
+            transformer.setInputColumn(inputCol);
+        }
         return transformer;
     }
 

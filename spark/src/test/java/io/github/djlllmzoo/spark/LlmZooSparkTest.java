@@ -34,14 +34,7 @@ class LlmZooSparkTest {
         }, new PrintWriter(new StringWriter()), new PrintWriter(err));
         assertEquals(0, code, err.toString());
 
-        List<JsonObject> rows = new ArrayList<>();
-        try (Stream<Path> files = Files.list(output)) {
-            for (Path file : files.filter(f -> f.getFileName().toString().endsWith(".json")).toList()) {
-                for (String line : Files.readAllLines(file)) {
-                    rows.add(JsonParser.parseString(line).getAsJsonObject());
-                }
-            }
-        }
+        List<JsonObject> rows = readJsonLines(output);
         assertEquals(3, rows.size());
         try (Stream<Path> files = Files.list(output)) {
             assertEquals(2, files.filter(f -> f.getFileName().toString().endsWith(".json")).count(), "one file per partition");
@@ -55,6 +48,35 @@ class LlmZooSparkTest {
                 assertEquals(4, row.get("completion_tokens").getAsInt());
             }
         }
+    }
+
+    @Test
+    void inputColNamesTheColumnOfChatMessages(@TempDir Path dir) throws Exception {
+        Path input = dir.resolve("chats.jsonl");
+        Files.writeString(input, "{\"id\": 1, \"messages\": [{\"role\": \"user\", \"content\": \"Tell me about a dog\"}]}\n");
+        Path output = dir.resolve("out");
+        StringWriter err = new StringWriter();
+        int code = LlmZooSpark.execute(new String[] {
+            "generate", "--master", "local[1]", "--model", MODEL, "--input", input.toString(), "--output", output.toString(),
+            "--format", "jsonl", "--greedy", "--max-new-tokens", "3", "--input-col", "messages"
+        }, new PrintWriter(new StringWriter()), new PrintWriter(err));
+        assertEquals(0, code, err.toString());
+        List<JsonObject> rows = readJsonLines(output);
+        assertEquals(1, rows.size());
+        assertTrue(rows.get(0).get("error").isJsonNull(), rows.toString());
+        assertEquals(3, rows.get(0).get("completion_tokens").getAsInt());
+    }
+
+    private static List<JsonObject> readJsonLines(Path output) throws Exception {
+        List<JsonObject> rows = new ArrayList<>();
+        try (Stream<Path> files = Files.list(output)) {
+            for (Path file : files.filter(f -> f.getFileName().toString().endsWith(".json")).toList()) {
+                for (String line : Files.readAllLines(file)) {
+                    rows.add(JsonParser.parseString(line).getAsJsonObject());
+                }
+            }
+        }
+        return rows;
     }
 
     @Test
