@@ -1,0 +1,102 @@
+package io.github.djlllmzoo.spark;
+
+import io.github.djlllmzoo.translators.GenerationConfig;
+import java.io.Serializable;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
+/**
+ * The generation controls an {@link LlmGenerator} sets, shipped to the executors, where they
+ * override the checkpoint's {@code generation_config.json} defaults as {@code bin/llmzoo
+ * generate}'s options do. {@code null} leaves the checkpoint's value. Any sampling control turns
+ * sampling on unless {@code doSample} says otherwise.
+ *
+ * @param maxNewTokens the most tokens to generate per row
+ * @param doSample whether to sample (false: greedy)
+ * @param temperature the sampling temperature
+ * @param topK top-k
+ * @param topP top-p
+ * @param minP min-p
+ * @param repetitionPenalty the repetition penalty
+ * @param stopStrings texts that end a row's generation (empty: none)
+ * @param seed the job's seed, from which each row's sampler seed derives
+ */
+record GenerationSettings(
+        Integer maxNewTokens,
+        Boolean doSample,
+        Float temperature,
+        Integer topK,
+        Float topP,
+        Float minP,
+        Float repetitionPenalty,
+        List<String> stopStrings,
+        long seed)
+        implements Serializable {
+
+    private static final long serialVersionUID = 1L;
+
+    GenerationSettings {
+        stopStrings = List.copyOf(stopStrings);
+    }
+
+    /**
+     * Applies the settings to a checkpoint's defaults.
+     *
+     * @param defaults the checkpoint's defaults
+     * @return the config of the job (the seed is per row: {@link #rowSeed})
+     * @throws IllegalArgumentException naming the field whose value is out of range
+     */
+    GenerationConfig apply(GenerationConfig.Builder defaults) {
+        boolean samplingControl = temperature != null || topK != null || topP != null || minP != null;
+        if (doSample != null) {
+            defaults.doSample(doSample);
+        } else if (samplingControl) {
+            defaults.doSample(true);
+        }
+        if (maxNewTokens != null) {
+            defaults.maxNewTokens(maxNewTokens);
+        }
+        if (temperature != null) {
+            defaults.temperature(temperature);
+        }
+        if (topK != null) {
+            defaults.topK(topK);
+        }
+        if (topP != null) {
+            defaults.topP(topP);
+        }
+        if (minP != null) {
+            defaults.minP(minP);
+        }
+        if (repetitionPenalty != null) {
+            defaults.repetitionPenalty(repetitionPenalty);
+        }
+        if (!stopStrings.isEmpty()) {
+            defaults.stopStrings(stopStrings);
+        }
+        return defaults.build();
+    }
+
+    /**
+     * A row's sampler seed: the job's seed mixed with a 64-bit FNV-1a hash of the row's key (its id,
+     * or its prompt), so a retried or speculative task samples every row as the first attempt did,
+     * whatever partition or batch the row lands in.
+     *
+     * @param key the row's id or prompt
+     * @return the seed
+     */
+    long rowSeed(String key) {
+        long hash = 0xcbf29ce484222325L;
+        for (byte b : key.getBytes(StandardCharsets.UTF_8)) {
+            hash = (hash ^ (b & 0xff)) * 0x100000001b3L;
+        }
+        return mix(seed ^ mix(hash));
+    }
+
+    /** SplitMix64's finalizer: nearby inputs give unrelated seeds. */
+    private static long mix(long z) {
+        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+        return z ^ (z >>> 31);
+    }
+}
