@@ -60,7 +60,7 @@ final class Gpt2Small {
      * @return the cache, {@code position} long
      */
     static KvCache filledCache(NDManager manager, int batch, int position, int capacity) {
-        KvCache cache = new KvCache(manager, CONFIG.nLayer(), batch, CONFIG.nHead(), CONFIG.headDim(), capacity,
+        KvCache cache = new KvCache(manager, new int[CONFIG.nLayer()], batch, CONFIG.nHead(), CONFIG.headDim(), capacity,
                 CONFIG.nPositions(), DataType.FLOAT32);
         if (position > 0) {
             Shape shape = new Shape(batch, CONFIG.nHead(), position, CONFIG.headDim());

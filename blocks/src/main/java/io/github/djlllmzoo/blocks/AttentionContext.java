@@ -12,11 +12,26 @@ import ai.djl.ndarray.types.DataType;
  * @param mask additive mask (B, 1, T, S) with 0 where a query may attend and a large negative
  *     value where it may not; {@code null} when every query may see every key (a single decode step
  *     without padding)
+ * @param windowMask the additive mask of the layers that attend over a sliding window (over the
+ *     keys their cache returns), or {@code null} when nothing is masked or no layer has a window
  * @param cache the KV cache to update, or {@code null} for a cache-free pass
  * @param modelManager the manager that holds the model's parameters on the pass's device: what
  *     layers derive once from the config and keep (RoPE tables) lives there, as long as the weights
  */
-public record AttentionContext(NDArray positionIds, NDArray mask, KvCache cache, NDManager modelManager) {
+public record AttentionContext(
+        NDArray positionIds, NDArray mask, NDArray windowMask, KvCache cache, NDManager modelManager) {
+
+    /**
+     * A context for layers without a sliding window.
+     *
+     * @param positionIds (B or 1, T) int64 absolute positions of the new tokens
+     * @param mask additive mask (B, 1, T, S), or {@code null}
+     * @param cache the KV cache to update, or {@code null}
+     * @param modelManager the manager that holds the model's parameters
+     */
+    public AttentionContext(NDArray positionIds, NDArray mask, KvCache cache, NDManager modelManager) {
+        this(positionIds, mask, null, cache, modelManager);
+    }
 
     /**
      * What a layer attends over: its new keys and values stored in the cache, with everything the

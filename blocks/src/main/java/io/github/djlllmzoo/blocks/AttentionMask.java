@@ -2,7 +2,9 @@ package io.github.djlllmzoo.blocks;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 
 /** Builds the additive causal (and padding) mask once per forward pass, shared by all layers. */
 public final class AttentionMask {
@@ -35,6 +37,54 @@ public final class AttentionMask {
             allowed = allowed.logicalAnd(real); // (B, 1, T, S)
         }
         return allowed.toType(dataType, false).subi(1).muli(maskValue(dataType));
+    }
+
+    /**
+     * The mask of a layer with a sliding window of {@code window} positions, for {@code t} new
+     * queries at {@code past .. past+t-1} over keys at the given absolute positions (as Hugging
+     * Face's sliding-window mask, which drops key {@code j} from query {@code i} when {@code i - j
+     * >= window}): query {@code i} may attend key {@code j} iff {@code i - window < j <= i} and key
+     * {@code j} is not padding.
+     *
+     * @param manager where to create it (the forward pass's manager)
+     * @param t new positions
+     * @param past cached positions
+     * @param keyPositions the absolute position of each key, in the order the layer attends them
+     * @param window the positions a query sees, itself included
+     * @param paddingMask (B, past + t) with 1 for real tokens and 0 for padding, or {@code null}
+     * @param dataType the compute type
+     * @return the additive mask (B or 1, 1, t, keys), or {@code null} when nothing is masked
+     */
+    public static NDArray window(
+            NDManager manager,
+            int t,
+            int past,
+            long[] keyPositions,
+            int window,
+            NDArray paddingMask,
+            DataType dataType) {
+        int s = keyPositions.length;
+        boolean[] allowed = new boolean[t * s];
+        boolean all = true;
+        for (int i = 0; i < t; i++) {
+            long query = past + i;
+            for (int j = 0; j < s; j++) {
+                long distance = query - keyPositions[j];
+                allowed[i * s + j] = distance >= 0 && distance < window;
+                all &= allowed[i * s + j];
+            }
+        }
+        if (all && paddingMask == null) {
+            return null;
+        }
+        NDArray mask = manager.create(allowed, new Shape(1, 1, t, s)); // (1, 1, T, S)
+        if (paddingMask != null) {
+            long b = paddingMask.getShape().get(0);
+            NDArray keys = manager.create(keyPositions); // (S)
+            NDArray real = paddingMask.get(new NDIndex(":, {}", keys)).neq(0).reshape(b, 1, 1, s); // (B, 1, 1, S)
+            mask = mask.logicalAnd(real); // (B, 1, T, S)
+        }
+        return mask.toType(dataType, false).subi(1).muli(maskValue(dataType));
     }
 
     /**

@@ -225,10 +225,29 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
      * @return an empty cache
      */
     public KvCache newCache(NDManager manager, int batchSize, int capacity) {
+        return newCache(manager, batchSize, capacity, true);
+    }
+
+    /**
+     * Allocates a KV cache for this model on {@code manager}'s device.
+     *
+     * @param manager the parent manager of the cache
+     * @param batchSize sequences in the batch
+     * @param capacity positions to allocate up front (capped at the context window)
+     * @param bounded whether sliding-window layers keep only their window; {@code false} keeps every
+     *     position (for callers that hand the whole cache on as arrays), the masks still applying the
+     *     window
+     * @return an empty cache
+     */
+    public KvCache newCache(NDManager manager, int batchSize, int capacity, boolean bounded) {
         int max = config.maxPositions();
+        int[] windows = new int[config.numLayers()];
+        for (int i = 0; bounded && i < windows.length; i++) {
+            windows[i] = config.slidingWindow(i);
+        }
         return new KvCache(
                 manager,
-                config.numLayers(),
+                windows,
                 batchSize,
                 config.numKvHeads(),
                 config.headDim(),
@@ -303,14 +322,29 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
                         : manager.arange(past, past + t, 1, DataType.INT64).expandDims(0); // (1, T)
         NDArray h = embed(store, inputIds, positions, training); // (B, T, E)
         NDArray mask = AttentionMask.build(manager, t, past, attentionMask, h.getDataType());
-        AttentionContext context = new AttentionContext(positions, mask, cache, placed.manager());
+        NDArray windowMask = null;
+        int window = config.slidingWindow(0);
+        if (window > 0) {
+            long[] keys =
+                    cache == null
+                            ? WindowLayerCache.keyPositions(0, t, Integer.MAX_VALUE)
+                            : cache.windowKeyPositions(window, t);
+            windowMask =
+                    AttentionMask.window(manager, t, past, keys, window, attentionMask, h.getDataType());
+        }
+        AttentionContext context =
+                new AttentionContext(positions, mask, windowMask, cache, placed.manager());
         try {
             for (DecoderLayer layer : layers) {
                 h = layer.forward(store, h, context, training);
             }
         } catch (RuntimeException e) {
             if (cache != null) {
-                cache.truncate(past); // the layers before the failure stored this pass's positions
+                try {
+                    cache.truncate(past); // the layers before the failure stored this pass's positions
+                } catch (IllegalStateException lost) {
+                    e.addSuppressed(lost);
+                }
             }
             throw e;
         }

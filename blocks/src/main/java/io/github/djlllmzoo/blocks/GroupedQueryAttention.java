@@ -9,7 +9,8 @@ import io.github.djlllmzoo.blocks.config.LlamaConfig;
  * Llama-family causal self-attention with {@code num_key_value_heads <= num_attention_heads}
  * (multi-head, grouped-query or, with one key/value head, multi-query attention): projections
  * {@code q_proj, k_proj, v_proj} (Phi-3: one {@code qkv_proj} whose rows are q's, then k's, then
- * v's) and {@code o_proj}, with biases as the config says; Qwen3's per-head RMSNorm {@code q_norm},
+ * v's) and {@code o_proj}, with biases as the config says; a sliding window (Mistral) where the config
+ * gives the layer one, its keys those its cache returns and its mask {@link AttentionContext#windowMask()}; Qwen3's per-head RMSNorm {@code q_norm},
  * {@code k_norm} over {@code head_dim}; rotary position embedding on queries and keys; attention
  * scaled by 1/sqrt(head_dim). The KV cache stores only the key/value heads; attention ({@link
  * Kernels#attend}) groups the query heads over them without copying.
@@ -17,6 +18,7 @@ import io.github.djlllmzoo.blocks.config.LlamaConfig;
 public final class GroupedQueryAttention extends AttentionBlock {
 
     private final int layerIndex;
+    private final boolean windowed;
     private final int numHeads;
     private final int numKvHeads;
     private final int headDim;
@@ -45,6 +47,7 @@ public final class GroupedQueryAttention extends AttentionBlock {
                             + config.headDim());
         }
         this.layerIndex = layerIndex;
+        this.windowed = config.slidingWindow(layerIndex) > 0;
         this.numHeads = config.numAttentionHeads();
         this.numKvHeads = config.numKeyValueHeads();
         this.headDim = config.headDim();
@@ -96,7 +99,13 @@ public final class GroupedQueryAttention extends AttentionBlock {
         q = RotaryEmbedding.rotate(q, cosSin);
         k = RotaryEmbedding.rotate(k, cosSin);
         KeyValues kv = context.update(layerIndex, k, v); // (B, H_kv, S, D)
-        NDArray y = kernels().attend(q, kv, context.mask(), attentionDropout, training); // (B, H, T, D)
+        NDArray mask = windowed ? context.windowMask() : context.mask();
+        if (windowed && mask == null && context.mask() != null) {
+            // a window mask is never absent where the full one is present (it is causal too)
+            throw new IllegalStateException(
+                    "layer " + layerIndex + " has a sliding window but its context carries no window mask");
+        }
+        NDArray y = kernels().attend(q, kv, mask, attentionDropout, training); // (B, H, T, D)
         y = y.transpose(0, 2, 1, 3).reshape(b, t, (long) numHeads * headDim); // (B, T, H*D)
         return oProj.forward(store, y, training); // (B, T, E)
     }

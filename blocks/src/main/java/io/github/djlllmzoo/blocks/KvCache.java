@@ -14,8 +14,9 @@ import ai.djl.ndarray.types.Shape;
  * <p>Each layer's part ({@code LayerCache}) is preallocated as (B, H_kv, capacity, D) and written
  * in place: a decode step writes one position and attention reads the filled part where it lies,
  * never copying the cache. Only key/value heads are stored, so grouped-query models keep a cache
- * {@code H / H_kv} times smaller. The cache owns its arrays through its own manager; {@link
- * #close()} frees them.
+ * {@code H / H_kv} times smaller. A layer given a sliding window keeps only the window ({@code
+ * WindowLayerCache}), so its memory stays bounded however long the sequence grows. The cache owns
+ * its arrays through its own manager; {@link #close()} frees them.
  */
 public final class KvCache implements AutoCloseable {
 
@@ -25,10 +26,10 @@ public final class KvCache implements AutoCloseable {
     private final LayerCache[] layers;
 
     /**
-     * Allocates an empty cache.
+     * Allocates an empty cache whose layers may keep only a sliding window.
      *
      * @param parent the manager whose device holds the cache; the cache makes a sub-manager
-     * @param numLayers decoder layers
+     * @param windows per layer, the positions its queries see (itself included), or 0 to keep all
      * @param batchSize sequences in the batch
      * @param numKvHeads key/value heads per layer
      * @param headDim width of one head
@@ -38,13 +39,14 @@ public final class KvCache implements AutoCloseable {
      */
     public KvCache(
             NDManager parent,
-            int numLayers,
+            int[] windows,
             int batchSize,
             int numKvHeads,
             int headDim,
             int capacity,
             int maxCapacity,
             DataType dataType) {
+        int numLayers = windows.length;
         if (numLayers < 1) {
             throw new IllegalArgumentException("a KV cache needs at least one layer, got " + numLayers);
         }
@@ -58,7 +60,10 @@ public final class KvCache implements AutoCloseable {
         this.layers = new LayerCache[numLayers];
         Shape shape = new Shape(batchSize, numKvHeads, capacity, headDim);
         for (int i = 0; i < numLayers; i++) {
-            layers[i] = new LayerCache(manager, shape, maxCapacity, dataType);
+            layers[i] =
+                    windows[i] > 0
+                            ? new WindowLayerCache(manager, shape, windows[i], maxCapacity, dataType)
+                            : new LayerCache(manager, shape, maxCapacity, dataType);
         }
     }
 
@@ -106,6 +111,34 @@ public final class KvCache implements AutoCloseable {
         return capacity;
     }
 
+    /**
+     * @param layer the layer index
+     * @return positions allocated in that layer's buffers (at most its window, if it has one)
+     */
+    public int layerCapacity(int layer) {
+        return layers[layer].capacity();
+    }
+
+    /**
+     * The absolute position of each key a layer with a sliding window attends over in a pass of
+     * {@code t} new positions, in the order its {@link #update} returns them: the mask of such a
+     * layer is built from these.
+     *
+     * @param window the layer's window
+     * @param t new positions
+     * @return the positions; {@code 0 .. length + t - 1} where no layer of this cache keeps a
+     *     window
+     */
+    public long[] windowKeyPositions(int window, int t) {
+        int past = length();
+        for (LayerCache layer : layers) {
+            if (layer instanceof WindowLayerCache) {
+                return WindowLayerCache.keyPositions(past, t, window);
+            }
+        }
+        return WindowLayerCache.keyPositions(past, t, Integer.MAX_VALUE);
+    }
+
     /** @return the most positions this cache can hold */
     public int maxCapacity() {
         return maxCapacity;
@@ -122,11 +155,23 @@ public final class KvCache implements AutoCloseable {
      *
      * @param newLength the positions to keep
      * @throws IllegalArgumentException if it is negative or more than {@link #length()}
+     * @throws IllegalStateException if a sliding-window layer has already overwritten positions
+     *     the next ones would need
      */
     public void truncate(int newLength) {
         int length = length();
         if (newLength < 0 || newLength > length) {
             throw new IllegalArgumentException("cannot truncate cache of " + length + " to " + newLength);
+        }
+        for (LayerCache layer : layers) {
+            if (!layer.canTruncate(newLength)) {
+                throw new IllegalStateException(
+                        "cannot truncate cache of "
+                                + length
+                                + " to "
+                                + newLength
+                                + ": a sliding-window layer no longer holds the positions before it");
+            }
         }
         for (LayerCache layer : layers) {
             layer.truncate(newLength);

@@ -12,15 +12,15 @@ import ai.djl.ndarray.types.Shape;
  * capacity the buffers grow by doubling (amortized, up to the context window).
  *
  * <p>This is the per-layer policy of what a layer keeps: a layer that attends over a sliding window
- * would keep only the window's positions in a cache of its own kind, chosen per layer.
+ * keeps only the window's positions ({@link WindowLayerCache}).
  */
-final class LayerCache {
+class LayerCache {
 
     private final NDManager manager;
     private final int maxCapacity;
     private final DataType dataType;
-    private NDArray keys;
-    private NDArray values;
+    NDArray keys;
+    NDArray values;
     private int length;
 
     /**
@@ -56,7 +56,8 @@ final class LayerCache {
      */
     KeyValues update(NDArray k, NDArray v) {
         int end = length + Math.toIntExact(k.getShape().get(2));
-        ensureCapacity(end);
+        checkContextWindow(end);
+        ensureCapacity(end, maxCapacity, length);
         NDIndex write = new NDIndex().addAllDim(2).addSliceDim(length, end); // [:, :, length:end]
         keys.set(write, k);
         values.set(write, v);
@@ -73,6 +74,14 @@ final class LayerCache {
     }
 
     /**
+     * @param newLength positions to keep, at most {@link #length()}
+     * @return whether {@link #truncate} to it keeps everything the next positions need
+     */
+    boolean canTruncate(int newLength) {
+        return true;
+    }
+
+    /**
      * Forgets positions past {@code newLength}.
      *
      * @param newLength the positions to keep, at most {@link #length()}
@@ -81,28 +90,36 @@ final class LayerCache {
         length = newLength;
     }
 
-    private void ensureCapacity(int needed) {
+    /**
+     * Makes room for {@code needed} slots, growing the buffers by doubling up to {@code limit}; the
+     * first {@code filled} slots are kept.
+     */
+    void ensureCapacity(int needed, int limit, int filled) {
         int capacity = capacity();
         if (needed <= capacity) {
             return;
         }
-        if (needed > maxCapacity) {
-            throw new IllegalStateException(
-                    "sequence of " + needed + " positions exceeds the context window of " + maxCapacity);
-        }
-        int grown = Math.min(maxCapacity, Math.max(needed, capacity * 2));
+        int grown = Math.min(limit, Math.max(needed, capacity * 2));
         Shape shape = keys.getShape();
         Shape bigger = new Shape(shape.get(0), shape.get(1), grown, shape.get(3));
-        NDIndex filled = new NDIndex(":, :, :{}", length);
         keys = regrow(keys, bigger, filled);
         values = regrow(values, bigger, filled);
     }
 
-    private NDArray regrow(NDArray previous, Shape shape, NDIndex filled) {
+    /** @throws IllegalStateException if {@code positions} exceed the context window */
+    void checkContextWindow(int positions) {
+        if (positions > maxCapacity) {
+            throw new IllegalStateException(
+                    "sequence of " + positions + " positions exceeds the context window of " + maxCapacity);
+        }
+    }
+
+    private NDArray regrow(NDArray previous, Shape shape, int filled) {
         NDArray bigger = manager.zeros(shape, dataType);
-        if (length > 0) {
-            try (NDArray part = previous.get(filled)) {
-                bigger.set(filled, part);
+        if (filled > 0) {
+            NDIndex kept = new NDIndex(":, :, :{}", filled);
+            try (NDArray part = previous.get(kept)) {
+                bigger.set(kept, part);
             }
         }
         previous.close();

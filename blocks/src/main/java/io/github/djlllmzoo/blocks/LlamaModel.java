@@ -5,8 +5,8 @@ import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
 
 /**
- * A Llama-family model (Hugging Face {@code LlamaForCausalLM}; also Mistral without a sliding
- * window, Qwen2, Qwen3 and Phi-3, whose differences {@link GroupedQueryAttention} and {@link
+ * A Llama-family model (Hugging Face {@code LlamaForCausalLM}; also Mistral (whose sliding
+ * window {@link GroupedQueryAttention} applies), Qwen2, Qwen3 and Phi-3, whose differences {@link GroupedQueryAttention} and {@link
  * GatedMlp} take from the config): token embedding {@code embed_tokens}, {@code num_hidden_layers} pre-norm layers {@code
  * layers.i} ({@code input_layernorm, self_attn, post_attention_layernorm, mlp}) with RMSNorm,
  * rotary grouped-query attention and a SwiGLU MLP, final {@code norm}, and an {@code lm_head} of

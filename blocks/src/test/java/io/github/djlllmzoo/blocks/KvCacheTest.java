@@ -26,7 +26,7 @@ class KvCacheTest {
     @Test
     void updateReturnsViewsOfTheBuffersNotCopies() {
         try (NDManager manager = NDManager.newBaseManager("PyTorch");
-                KvCache cache = new KvCache(manager, 1, 1, HEADS, DIM, 8, 8, DataType.FLOAT32);
+                KvCache cache = new KvCache(manager, new int[1], 1, HEADS, DIM, 8, 8, DataType.FLOAT32);
                 NDManager step = manager.newSubManager()) {
             KeyValues first = cache.update(0, filled(step, 2, 1f), filled(step, 2, -1f));
             KeyValues second = cache.update(0, filled(step, 1, 7f), filled(step, 1, -7f));
@@ -49,7 +49,7 @@ class KvCacheTest {
     @Test
     void theCacheCountsThePositionsEveryLayerStored() {
         try (NDManager manager = NDManager.newBaseManager("PyTorch");
-                KvCache cache = new KvCache(manager, 2, 1, HEADS, DIM, 8, 8, DataType.FLOAT32);
+                KvCache cache = new KvCache(manager, new int[2], 1, HEADS, DIM, 8, 8, DataType.FLOAT32);
                 NDManager step = manager.newSubManager()) {
             cache.update(0, filled(step, 3, 1f), filled(step, 3, 1f));
             assertEquals(0, cache.length(), "layer 1 has stored nothing yet");
@@ -71,7 +71,7 @@ class KvCacheTest {
     @Test
     void growingKeepsWhatWasStored() {
         try (NDManager manager = NDManager.newBaseManager("PyTorch");
-                KvCache cache = new KvCache(manager, 2, 1, HEADS, DIM, 2, 16, DataType.FLOAT32);
+                KvCache cache = new KvCache(manager, new int[2], 1, HEADS, DIM, 2, 16, DataType.FLOAT32);
                 NDManager step = manager.newSubManager()) {
             for (int layer = 0; layer < 2; layer++) {
                 cache.update(layer, filled(step, 2, layer + 1), filled(step, 2, -(layer + 1)));

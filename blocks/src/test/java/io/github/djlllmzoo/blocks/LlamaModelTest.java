@@ -143,7 +143,7 @@ class LlamaModelTest {
         }
     }
 
-    private static void setRandomWeights(CausalLmBlock model, NDManager manager) {
+    static void setRandomWeights(CausalLmBlock model, NDManager manager) {
         for (Map.Entry<String, Parameter> e : model.namedParameters().entrySet()) {
             Shape shape = model.declaredShapes().get(e.getKey());
             NDArray value = manager.randomNormal(0, 0.3f, shape, DataType.FLOAT32);
@@ -154,7 +154,7 @@ class LlamaModelTest {
         }
     }
 
-    private static double maxAbsDiff(NDArray a, NDArray b) {
+    static double maxAbsDiff(NDArray a, NDArray b) {
         assertEquals(a.getShape(), b.getShape());
         return a.sub(b).abs().max().getFloat();
     }

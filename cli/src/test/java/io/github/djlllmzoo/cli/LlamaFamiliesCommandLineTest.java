@@ -18,7 +18,7 @@ import java.util.Locale;
 class LlamaFamiliesCommandLineTest {
 
     @ParameterizedTest
-    @ValueSource(strings = {"qwen2-bias", "qwen2-tied-bf16", "qwen3-qknorm", "phi3-fused"})
+    @ValueSource(strings = {"qwen2-bias", "qwen2-tied-bf16", "qwen3-qknorm", "phi3-fused", "mistral-sliding-window"})
     void generatePrintsTheGoldenGreedyIds(String name) throws Exception {
         GoldenCase golden = GoldenCase.load(name);
         CliRunner run =
@@ -32,7 +32,7 @@ class LlamaFamiliesCommandLineTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"qwen2-bias", "qwen2-tied-bf16", "qwen3-qknorm", "phi3-fused"})
+    @ValueSource(strings = {"qwen2-bias", "qwen2-tied-bf16", "qwen3-qknorm", "phi3-fused", "mistral-sliding-window"})
     void scorePrintsTheGoldenPromptLogprobs(String name) throws Exception {
         GoldenCase golden = GoldenCase.load(name);
         double[] expected = golden.numbers("prompt_logprobs");

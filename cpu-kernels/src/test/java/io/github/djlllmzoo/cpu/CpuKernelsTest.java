@@ -85,7 +85,7 @@ class CpuKernelsTest extends ManagedArraysTest {
         CpuKernels both = (CpuKernels) Kernels.forModel(pytorch, Device.cpu(), DataType.FLOAT32);
         assertTrue(both.fewRowProduct());
         NDArray q = manager.randomNormal(new Shape(2, 4, 1, 8));
-        try (KvCache cache = new KvCache(manager, 1, 2, 4, 8, 4, 8, DataType.FLOAT32)) {
+        try (KvCache cache = new KvCache(manager, new int[1], 2, 4, 8, 4, 8, DataType.FLOAT32)) {
             KeyValues kv = cache.update(0, manager.randomNormal(new Shape(2, 4, 1, 8)),
                     manager.randomNormal(new Shape(2, 4, 1, 8)));
             assertTrue(both.takesDecodeKernel(q, kv, null, false));

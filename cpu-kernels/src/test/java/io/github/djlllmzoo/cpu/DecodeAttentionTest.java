@@ -113,7 +113,7 @@ class DecodeAttentionTest extends ManagedArraysTest {
 
     @Test
     void cachedAttentionWritesTheNewPositionAndAttendsOverItAsTheEngineDoes() {
-        try (KvCache cache = new KvCache(manager, 2, 3, 2, 64, 16, 64, DataType.FLOAT32)) {
+        try (KvCache cache = new KvCache(manager, new int[2], 3, 2, 64, 16, 64, DataType.FLOAT32)) {
             NDArray prompt = manager.randomNormal(new Shape(3, 2, 10, 64));
             for (int layer = 0; layer < 2; layer++) {
                 cache.update(layer, prompt, prompt.neg());

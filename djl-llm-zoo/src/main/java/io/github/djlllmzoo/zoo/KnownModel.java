@@ -44,7 +44,7 @@ public record KnownModel(String name, String hubId, String family, String parame
                             "microsoft/Phi-3-mini-4k-instruct",
                             "phi3",
                             "3.8B",
-                            "MIT; its sliding_window 2047 is refused until sliding-window attention is"
+                            "MIT; its sliding_window 2047 is refused until Phi-3's sliding window is"
                                     + " supported"));
 
     /**

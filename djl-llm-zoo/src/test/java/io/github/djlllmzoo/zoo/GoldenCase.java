@@ -26,7 +26,8 @@ record GoldenCase(Path dir, long[] promptIds, double[] promptLogprobs, long[] gr
                 "qwen2-bias",
                 "qwen2-tied-bf16",
                 "qwen3-qknorm",
-                "phi3-fused");
+                "phi3-fused",
+                "mistral-sliding-window");
     }
 
     static Path root() {

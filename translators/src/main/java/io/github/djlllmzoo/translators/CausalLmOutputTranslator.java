@@ -71,7 +71,7 @@ public final class CausalLmOutputTranslator implements NoBatchifyTranslator<NDLi
             int b = Math.toIntExact(ids.getShape().get(0));
             int t = Math.toIntExact(ids.getShape().get(1));
             int past = input.size() == 3 ? 0 : Math.toIntExact(input.get(3).getShape().get(2));
-            KvCache cache = model.newCache(step, b, past + t);
+            KvCache cache = model.newCache(step, b, past + t, false); // hands on every position
             if (past > 0) {
                 for (int layer = 0; layer < layers; layer++) {
                     cache.update(layer, input.get(3 + 2 * layer), input.get(4 + 2 * layer));

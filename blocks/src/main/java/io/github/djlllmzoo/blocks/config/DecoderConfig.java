@@ -48,4 +48,13 @@ public interface DecoderConfig {
      * @return the prefix, ending with a dot
      */
     String checkpointPrefix();
+
+    /**
+     * @param layer a layer index
+     * @return the positions that layer's queries see, themselves included (Hugging Face's {@code
+     *     sliding_window}), or 0 when it attends over the whole sequence
+     */
+    default int slidingWindow(int layer) {
+        return 0;
+    }
 }

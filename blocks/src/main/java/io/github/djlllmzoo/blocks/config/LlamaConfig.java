@@ -6,16 +6,15 @@ import java.util.List;
 
 /**
  * The hyper-parameters of a Llama-shaped {@code config.json}, with the names Hugging Face uses:
- * {@code model_type} "llama", "mistral" without a sliding window in use, and the families that
+ * {@code model_type} "llama", "mistral" (with its sliding window), and the families that
  * differ from Llama only in where projections have biases, whether queries and keys are normalized
  * per head, and how projections are stored ({@link LlamaFamily}: "qwen2", "qwen3", "phi3"). Absent
  * optional fields take Hugging Face's defaults of the family's config class.
  *
- * <p>Mistral's sliding-window attention is not implemented. A window changes nothing while it is at
- * least {@code max_position_embeddings} long (no key is ever farther away than that), so a Mistral
- * config is accepted when {@code sliding_window} is null (Mistral 7B v0.2 and later) or not smaller
- * than {@code max_position_embeddings}, and rejected otherwise. As in Hugging Face's {@code
- * MistralConfig}, an absent {@code sliding_window} means 4096.
+ * <p>Mistral's {@code sliding_window} W applies to every layer: query {@code i} attends keys {@code
+ * i-W+1 .. i}. As in Hugging Face's {@code MistralConfig}, an absent {@code sliding_window} means
+ * 4096 and null means none; a window of at least {@code max_position_embeddings} changes nothing (no
+ * key is ever farther away) and is dropped.
  *
  * @param modelType {@code model_type}: one of {@link LlamaFamily#MODEL_TYPES}
  * @param vocabSize {@code vocab_size}
@@ -39,6 +38,7 @@ import java.util.List;
  *     MLP's gate and up as one {@code gate_up_proj} (Phi-3)
  * @param attentionDropout {@code attention_dropout} on attention probabilities (training only)
  * @param mlpBias {@code mlp_bias}: whether the MLP projections have biases
+ * @param slidingWindow {@code sliding_window} of every layer (Mistral), or 0 for none
  * @param initializerRange {@code initializer_range}, the std of weights initialized from scratch
  * @param tieWordEmbeddings {@code tie_word_embeddings}
  * @param bosTokenId {@code bos_token_id}, or {@code null}
@@ -63,6 +63,7 @@ public record LlamaConfig(
         boolean fusedProjections,
         float attentionDropout,
         boolean mlpBias,
+        int slidingWindow,
         float initializerRange,
         boolean tieWordEmbeddings,
         Integer bosTokenId,
@@ -116,6 +117,9 @@ public record LlamaConfig(
         }
         if (!(attentionDropout >= 0 && attentionDropout < 1)) {
             throw new IllegalArgumentException("attention_dropout must be in [0, 1)");
+        }
+        if (slidingWindow < 0) {
+            throw new IllegalArgumentException("sliding_window must be positive, or 0 for none");
         }
         eosTokenIds = List.copyOf(eosTokenIds);
     }
@@ -173,9 +177,8 @@ public record LlamaConfig(
             }
         }
         int maxPositions = Configs.positive(json, "max_position_embeddings");
-        if (MISTRAL_MODEL_TYPE.equals(modelType)) {
-            checkNoSlidingWindow(json, maxPositions);
-        }
+        int slidingWindow =
+                MISTRAL_MODEL_TYPE.equals(modelType) ? mistralWindow(json, maxPositions) : 0;
         family.checkUnsupported(json, maxPositions);
         String activation = json.optString("hidden_act", "silu");
         if (!"silu".equals(activation)) {
@@ -219,6 +222,7 @@ public record LlamaConfig(
                 family == LlamaFamily.PHI3,
                 Configs.probability(json, "attention_dropout", 0.0),
                 family.mlpBias(json),
+                slidingWindow,
                 (float) initializerRange,
                 json.optBoolean("tie_word_embeddings", false),
                 json.optInteger("bos_token_id"),
@@ -236,27 +240,23 @@ public record LlamaConfig(
         return parse(ConfigJson.read(file));
     }
 
-    private static void checkNoSlidingWindow(ConfigJson json, int maxPositions)
+    /** Mistral's window in use, or 0 when {@code sliding_window} is null or reaches past the context. */
+    private static int mistralWindow(ConfigJson json, int maxPositions)
             throws InvalidCheckpointException {
         boolean explicitNull = json.json().has("sliding_window") && !json.has("sliding_window");
         if (explicitNull) {
-            return;
+            return 0;
         }
-        int window = json.optInt("sliding_window", MISTRAL_DEFAULT_SLIDING_WINDOW);
-        if (window < maxPositions) {
-            throw json.invalid(
-                    "sliding_window",
-                    (json.has("sliding_window")
-                                    ? ""
-                                    : "absent, so "
-                                            + MISTRAL_DEFAULT_SLIDING_WINDOW
-                                            + " as in Hugging Face; ")
-                            + "sliding-window attention is not supported and a window of "
-                            + window
-                            + " is in use below max_position_embeddings ("
-                            + maxPositions
-                            + ")");
-        }
+        int window =
+                json.has("sliding_window")
+                        ? Configs.positive(json, "sliding_window")
+                        : MISTRAL_DEFAULT_SLIDING_WINDOW;
+        return window < maxPositions ? window : 0;
+    }
+
+    @Override
+    public int slidingWindow(int layer) {
+        return slidingWindow;
     }
 
     @Override

@@ -12,7 +12,7 @@ import java.util.List;
 public enum LlamaFamily {
     /** {@code LlamaForCausalLM}: {@code attention_bias} on q/k/v/o, {@code mlp_bias} on the MLP. */
     LLAMA(LlamaConfig.MODEL_TYPE),
-    /** {@code MistralForCausalLM} without a sliding window in use: Llama's layout, no biases. */
+    /** {@code MistralForCausalLM}: Llama's layout, no biases, a {@code sliding_window} on every layer. */
     MISTRAL(LlamaConfig.MISTRAL_MODEL_TYPE),
     /** {@code Qwen2ForCausalLM} (Qwen2, Qwen2.5): biases on q/k/v always, never on o_proj. */
     QWEN2("qwen2"),
@@ -106,7 +106,7 @@ public enum LlamaFamily {
                             "layer_types",
                             "has '"
                                     + type.getAsString()
-                                    + "' layers; sliding-window attention is not supported");
+                                    + "' layers; sliding-window attention is supported only for mistral");
                 }
             }
         }
@@ -125,7 +125,7 @@ public enum LlamaFamily {
                             + maxPositions
                             + ") on layers "
                             + firstWindowed
-                            + " and up; sliding-window attention is not supported");
+                            + " and up; sliding-window attention is supported only for mistral");
         }
     }
 
@@ -164,7 +164,7 @@ public enum LlamaFamily {
                         window
                                 + " is below max_position_embeddings ("
                                 + maxPositions
-                                + "); sliding-window attention is not supported");
+                                + "); sliding-window attention is supported only for mistral");
             }
         }
         for (String dropout : new String[] {"resid_pdrop", "embd_pdrop"}) {

@@ -161,32 +161,45 @@ class LlamaConfigTest {
     }
 
     @Test
-    void mistralIsAcceptedWhenNoSlidingWindowIsInUse() throws Exception {
+    void mistralWindowIsDroppedWhenNullOrAsLongAsTheContext() throws Exception {
         JsonObject noWindow = with("model_type", "\"mistral\"");
         noWindow.add("sliding_window", JsonNull.INSTANCE);
         noWindow.addProperty("num_key_value_heads", 2);
         LlamaConfig config = parse(noWindow);
         assertEquals("mistral", config.modelType());
         assertEquals(2, config.numKvHeads());
+        assertEquals(0, config.slidingWindow(0));
 
         JsonObject windowAsLongAsContext = with("model_type", "\"mistral\"");
         windowAsLongAsContext.addProperty("sliding_window", 64);
-        assertEquals(64, parse(windowAsLongAsContext).maxPositions());
+        assertEquals(0, parse(windowAsLongAsContext).slidingWindow(0));
     }
 
     @Test
-    void mistralIsRejectedWhenItsSlidingWindowIsShorterThanTheContext() {
+    void mistralWindowShorterThanTheContextAppliesToEveryLayer() throws Exception {
         JsonObject window = with("model_type", "\"mistral\"");
         window.addProperty("sliding_window", 32);
-        InvalidCheckpointException e =
-                assertThrows(InvalidCheckpointException.class, () -> parse(window));
-        assertEquals("sliding_window", e.getField());
+        LlamaConfig config = parse(window);
+        for (int layer = 0; layer < config.numLayers(); layer++) {
+            assertEquals(32, config.slidingWindow(layer));
+        }
 
         JsonObject absentMeans4096 = with("model_type", "\"mistral\"");
         absentMeans4096.addProperty("max_position_embeddings", 32768);
-        e = assertThrows(InvalidCheckpointException.class, () -> parse(absentMeans4096));
+        assertEquals(4096, parse(absentMeans4096).slidingWindow(0));
+
+        JsonObject llama = minimal();
+        llama.addProperty("sliding_window", 32);
+        assertEquals(0, parse(llama).slidingWindow(0));
+    }
+
+    @Test
+    void mistralNonPositiveWindowIsRejectedNamingTheField() {
+        JsonObject window = with("model_type", "\"mistral\"");
+        window.addProperty("sliding_window", 0);
+        InvalidCheckpointException e =
+                assertThrows(InvalidCheckpointException.class, () -> parse(window));
         assertEquals("sliding_window", e.getField());
-        assertTrue(e.getMessage().contains("4096"), e.getMessage());
     }
 
     @Test
