@@ -12,6 +12,7 @@ import io.github.djlllmzoo.translators.Completion;
 import io.github.djlllmzoo.translators.FinishReason;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationListener;
+import io.github.djlllmzoo.translators.GenerationOverrides;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
 import io.github.djlllmzoo.translators.GenerationTranslator;
@@ -165,39 +166,11 @@ final class GenerateCommand implements Callable<Integer> {
     }
 
     private GenerationConfig.Builder configure(GenerationConfig.Builder b) {
-        if (maxNewTokens != null) {
-            b.maxNewTokens(maxNewTokens);
-        }
-        if (greedy) {
-            b.greedy();
-        } else if (doSample || temperature != null || topK != null || topP != null || minP != null || seed != null) {
-            b.doSample(true);
-        }
-        if (temperature != null) {
-            b.temperature(temperature);
-        }
-        if (topK != null) {
-            b.topK(topK);
-        }
-        if (topP != null) {
-            b.topP(topP);
-        }
-        if (minP != null) {
-            b.minP(minP);
-        }
-        if (repetitionPenalty != null) {
-            b.repetitionPenalty(repetitionPenalty);
-        }
-        if (seed != null) {
-            b.seed(seed);
-        }
-        if (!stop.isEmpty()) {
-            b.stopStrings(stop);
-        }
-        if (numReturnSequences != null) {
-            b.numReturnSequences(numReturnSequences);
-        }
-        return b;
+        Boolean sample = greedy ? Boolean.FALSE : doSample ? Boolean.TRUE : null;
+        return new GenerationOverrides(
+                        maxNewTokens, sample, temperature, topK, topP, minP, repetitionPenalty, stop, seed,
+                        numReturnSequences)
+                .applyTo(b);
     }
 
     private static GenerationListener streamTo(PrintWriter out) {

@@ -1,43 +1,23 @@
 package io.github.djlllmzoo.spark;
 
 import io.github.djlllmzoo.translators.GenerationConfig;
+import io.github.djlllmzoo.translators.GenerationOverrides;
 import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
-import java.util.List;
 
 /**
  * The generation controls an {@link LlmGenerator} sets, shipped to the executors, where they
- * override the checkpoint's {@code generation_config.json} defaults as {@code bin/llmzoo
- * generate}'s options do. {@code null} leaves the checkpoint's value. Any sampling control turns
- * sampling on unless {@code doSample} says otherwise.
+ * override the checkpoint's {@code generation_config.json} defaults exactly as {@code bin/llmzoo
+ * generate}'s options do ({@link GenerationOverrides}), and the job's seed, from which each row's
+ * sampler seed derives.
  *
- * @param maxNewTokens the most tokens to generate per row
- * @param doSample whether to sample (false: greedy)
- * @param temperature the sampling temperature
- * @param topK top-k
- * @param topP top-p
- * @param minP min-p
- * @param repetitionPenalty the repetition penalty
- * @param stopStrings texts that end a row's generation (empty: none)
- * @param seed the job's seed, from which each row's sampler seed derives
+ * @param overrides the controls ({@code null} fields keep the checkpoint's values; no seed: it is
+ *     per row)
+ * @param seed the job's seed
  */
-record GenerationSettings(
-        Integer maxNewTokens,
-        Boolean doSample,
-        Float temperature,
-        Integer topK,
-        Float topP,
-        Float minP,
-        Float repetitionPenalty,
-        List<String> stopStrings,
-        long seed)
-        implements Serializable {
+record GenerationSettings(GenerationOverrides overrides, long seed) implements Serializable {
 
     private static final long serialVersionUID = 1L;
-
-    GenerationSettings {
-        stopStrings = List.copyOf(stopStrings);
-    }
 
     /**
      * Applies the settings to a checkpoint's defaults.
@@ -47,34 +27,7 @@ record GenerationSettings(
      * @throws IllegalArgumentException naming the field whose value is out of range
      */
     GenerationConfig apply(GenerationConfig.Builder defaults) {
-        boolean samplingControl = temperature != null || topK != null || topP != null || minP != null;
-        if (doSample != null) {
-            defaults.doSample(doSample);
-        } else if (samplingControl) {
-            defaults.doSample(true);
-        }
-        if (maxNewTokens != null) {
-            defaults.maxNewTokens(maxNewTokens);
-        }
-        if (temperature != null) {
-            defaults.temperature(temperature);
-        }
-        if (topK != null) {
-            defaults.topK(topK);
-        }
-        if (topP != null) {
-            defaults.topP(topP);
-        }
-        if (minP != null) {
-            defaults.minP(minP);
-        }
-        if (repetitionPenalty != null) {
-            defaults.repetitionPenalty(repetitionPenalty);
-        }
-        if (!stopStrings.isEmpty()) {
-            defaults.stopStrings(stopStrings);
-        }
-        return defaults.build();
+        return overrides.applyTo(defaults).build();
     }
 
     /**

@@ -17,6 +17,7 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import io.github.djlllmzoo.translators.GenerationConfig;
+import io.github.djlllmzoo.translators.GenerationOverrides;
 
 /**
  * A Spark ML {@code Transformer} that continues each row's prompt (text, or chat messages as an
@@ -241,14 +242,17 @@ public final class LlmGenerator extends LlmTransformer {
     GenerationSettings settings() {
         GenerationSettings settings =
                 new GenerationSettings(
-                        (Integer) valueOrNull(maxNewTokens),
-                        (Boolean) valueOrNull(doSample),
-                        (Float) valueOrNull(temperature),
-                        (Integer) valueOrNull(topK),
-                        (Float) valueOrNull(topP),
-                        (Float) valueOrNull(minP),
-                        (Float) valueOrNull(repetitionPenalty),
-                        Arrays.asList(getOrDefault(stopStrings)),
+                        new GenerationOverrides(
+                                (Integer) valueOrNull(maxNewTokens),
+                                (Boolean) valueOrNull(doSample),
+                                (Float) valueOrNull(temperature),
+                                (Integer) valueOrNull(topK),
+                                (Float) valueOrNull(topP),
+                                (Float) valueOrNull(minP),
+                                (Float) valueOrNull(repetitionPenalty),
+                                Arrays.asList(getOrDefault(stopStrings)),
+                                null,
+                                null),
                         (Long) getOrDefault(seed));
         settings.apply(GenerationConfig.builder());
         return settings;
