@@ -76,6 +76,36 @@ public enum ModelShape {
             c.addProperty("tie_word_embeddings", false);
             return c;
         }
+    },
+
+    /**
+     * Qwen2.5-0.5B: 24 layers, 896 hidden, 14 heads over 2 key/value heads (head_dim 64), SwiGLU
+     * intermediate 4864, biases on q/k/v, 151936 tokens, head tied to the embedding, no window.
+     */
+    QWEN2_0_5B("qwen2-0.5b", true) {
+        @Override
+        JsonObject config() {
+            JsonObject c = new JsonObject();
+            c.addProperty("model_type", "qwen2");
+            c.add("architectures", strings("Qwen2ForCausalLM"));
+            c.addProperty("vocab_size", 151936);
+            c.addProperty("hidden_size", 896);
+            c.addProperty("intermediate_size", 4864);
+            c.addProperty("num_hidden_layers", 24);
+            c.addProperty("num_attention_heads", 14);
+            c.addProperty("num_key_value_heads", 2);
+            c.addProperty("max_position_embeddings", 32768);
+            c.addProperty("hidden_act", "silu");
+            c.addProperty("rms_norm_eps", 1e-6);
+            c.addProperty("rope_theta", 1000000.0);
+            c.addProperty("use_sliding_window", false);
+            c.addProperty("sliding_window", 32768);
+            c.addProperty("max_window_layers", 24);
+            c.addProperty("bos_token_id", 151643);
+            c.addProperty("eos_token_id", 151643);
+            c.addProperty("tie_word_embeddings", true);
+            return c;
+        }
     };
 
     private final String label;

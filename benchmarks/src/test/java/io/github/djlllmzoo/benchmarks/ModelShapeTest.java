@@ -1,0 +1,28 @@
+package io.github.djlllmzoo.benchmarks;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
+import io.github.djlllmzoo.blocks.config.Configs;
+import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** Every benchmark shape is a config.json its family's parser accepts, with the architecture it names. */
+class ModelShapeTest {
+
+    @TempDir Path dir;
+
+    @ParameterizedTest
+    @EnumSource(ModelShape.class)
+    void eachShapesConfigReadsAsItsFamily(ModelShape shape) throws Exception {
+        Files.writeString(dir.resolve(CheckpointFiles.CONFIG), shape.config().toString());
+        DecoderConfig config = Configs.read(dir);
+        assertEquals(shape.config().get("model_type").getAsString(), config.modelType());
+        assertEquals(shape.config().get("vocab_size").getAsInt(), config.vocabSize());
+        assertEquals(shape, ModelShape.of(shape.label()));
+    }
+}
