@@ -1,0 +1,40 @@
+# Shared by bin/llmzoo and bin/llmzoo-spark (sourced, not run): build a module on first use or when
+# sources changed, and the process settings both launchers run Java with.
+
+# build_if_needed NAME MODULE STAMP: (re)builds MODULE and what it depends on with Maven when STAMP
+# is missing or older than a source (Java, pom, resources, native kernels), then writes the
+# module's run-time class path to STAMP.
+build_if_needed() {
+  local name="$1" module="$2" stamp="$3"
+  if [ -f "$stamp" ] && [ -z "$(find "$root" -name target -prune -o \( -name '*.java' -o -name 'pom.xml' -o -path '*/src/main/resources/*' -o -path '*/src/main/native/*' \) -newer "$stamp" -print -quit)" ]; then
+    return 0
+  fi
+  echo "$name: building the project (first use or sources changed)..." >&2
+  # Plain text: -Dstyle.color=never turns colours off; Maven 3.8 still resets the terminal's
+  # attributes (ESC[0m) when it exits unless jansi is told not to, which only a JVM option does.
+  (cd "$root" && MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true" mvn -q -B -Dstyle.color=never install -DskipTests -pl "$module" -am) >&2
+  { echo "$root/$module/target/classes"; ls "$root/$module"/target/lib/*.jar; } | paste -sd: - > "$stamp.tmp"
+  mv "$stamp.tmp" "$stamp"
+}
+
+# export_runtime_settings: the environment PyTorch and glibc read at start-up. Each keeps a value
+# the caller already set.
+export_runtime_settings() {
+  # With more than one PyTorch intra-op thread, its OpenMP threads sleep at barriers instead of
+  # spinning: on a machine whose cores other processes share, spinning threads hold a core while
+  # the thread they wait for cannot run, which made decoding up to ten times slower (see
+  # docs/PERFORMANCE.md).
+  export OMP_WAIT_POLICY="${OMP_WAIT_POLICY-PASSIVE}"
+  # glibc hands freed blocks over 128 KiB back to the kernel, so every step's larger temporaries
+  # (logits, activations) came back as fresh pages the kernel had to zero: a fifth of a batch-8
+  # decode step, and prefill ran at a third of its speed. Keep freed memory in the process instead
+  # (the heap still stops growing once a step's working set is reached).
+  export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_-268435456}"
+  export MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_-1073741824}"
+  # One PyTorch intra-op thread: decode steps split their projections across the cores themselves
+  # (see cpu-kernels' SplitProjection); LLMZOO_TORCH_THREADS=2 gives prefills and batches MKL's two
+  # threads. OMP_NUM_THREADS gives every other thread that calls PyTorch (a server's request
+  # threads, Spark's tasks) the same count; PyTorch keeps it per thread and DJL sets it on the
+  # engine's first thread only.
+  export OMP_NUM_THREADS="${OMP_NUM_THREADS-${LLMZOO_TORCH_THREADS:-1}}"
+}
