@@ -38,3 +38,30 @@ export_runtime_settings() {
   # engine's first thread only.
   export OMP_NUM_THREADS="${OMP_NUM_THREADS-${LLMZOO_TORCH_THREADS:-1}}"
 }
+
+# mkl_cpu_fix: oneMKL inside PyTorch runs generic kernels on CPUs not made by Intel; a one-function
+# library preloaded ahead of it (built with cc on first use, exported in LD_PRELOAD, so the JVM the
+# launcher starts loads it) lets it use the AVX2/AVX-512 kernels the CPU has (matrix products up to
+# 4x faster on AMD EPYC; see cli/src/main/native/llmzoo_mkl_cpu.c and docs/PERFORMANCE.md).
+# LLMZOO_MKL_CPU_FIX=off leaves MKL alone, =on preloads it on any x86-64 Linux CPU.
+mkl_cpu_fix() {
+  local mode="${LLMZOO_MKL_CPU_FIX:-auto}"
+  case "$mode" in
+    off) return 0 ;;
+    on) ;;
+    auto) grep -q -m1 AuthenticAMD /proc/cpuinfo 2>/dev/null || return 0 ;;
+    *) echo "error: LLMZOO_MKL_CPU_FIX must be auto, on or off, not '$mode'" >&2; exit 2 ;;
+  esac
+  [ "$(uname -sm)" = "Linux x86_64" ] || return 0
+  local src="$root/cli/src/main/native/llmzoo_mkl_cpu.c"
+  local lib="$root/cli/target/native/libllmzoo-mkl-cpu.so"
+  if [ ! -f "$lib" ] || [ "$src" -nt "$lib" ]; then
+    if ! command -v cc > /dev/null; then
+      echo "$(basename "$0"): no C compiler (cc) to build $(basename "$lib"): MKL keeps its slower generic kernels on this CPU" >&2
+      return 0
+    fi
+    mkdir -p "$(dirname "$lib")"
+    cc -shared -fPIC -O2 -o "$lib.$$.tmp" "$src" && mv "$lib.$$.tmp" "$lib" || { rm -f "$lib.$$.tmp"; return 0; }
+  fi
+  export LD_PRELOAD="$lib${LD_PRELOAD:+:$LD_PRELOAD}"
+}
