@@ -1,5 +1,6 @@
 # Shared by bin/llmzoo and bin/llmzoo-spark (sourced, not run): build a module on first use or when
-# sources changed, and the process settings both launchers run Java with.
+# sources changed, and the process settings both launchers run Java with (threads, allocator, the
+# MKL preload).
 
 # build_if_needed NAME MODULE STAMP: (re)builds MODULE and what it depends on with Maven when STAMP
 # is missing or older than a source (Java, pom, resources, native kernels), then writes the
