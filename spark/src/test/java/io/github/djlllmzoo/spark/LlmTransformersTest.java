@@ -11,6 +11,7 @@ import ai.djl.inference.Predictor;
 import io.github.djlllmzoo.server.ChatMessage;
 import io.github.djlllmzoo.server.ChatTemplate;
 import io.github.djlllmzoo.translators.GenerationConfig;
+import io.github.djlllmzoo.translators.GenerationOverrides;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
 import io.github.djlllmzoo.translators.GenerationTranslator;
@@ -103,10 +104,11 @@ class LlmTransformersTest {
         generator.setBatchSize(4);
         Map<Integer, Row> out = byId(generator.transform(frame(input, promptSchema(), 4)));
 
-        // What 'bin/llmzoo generate --greedy --max-new-tokens 8' runs: the checkpoint's defaults,
-        // greedy, one request through the model's predictor.
-        GenerationConfig config = GenerationConfig.forCheckpoint(model.dir(), model.config())
-                .greedy().maxNewTokens(MAX_NEW_TOKENS).build();
+        // What 'bin/llmzoo generate --greedy --max-new-tokens 8' runs (GenerateCommand): its options
+        // as GenerationOverrides over the checkpoint's defaults, one request through the model's predictor.
+        GenerationConfig config = new GenerationOverrides(MAX_NEW_TOKENS, false, null, null, null, null, null, null, null, null)
+                .applyTo(GenerationConfig.forCheckpoint(model.dir(), model.config()))
+                .build();
         assertEquals(input.size(), out.size());
         try (Predictor<GenerationRequest, GenerationResult> predictor =
                 model.model().newPredictor(new GenerationTranslator(model.tokenizer(), config))) {
