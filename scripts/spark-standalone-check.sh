@@ -13,7 +13,7 @@
 #
 #   scripts/spark-standalone-check.sh [ROWS] [WORKERS]    (defaults: 48 rows, 2 workers)
 #
-# Offline once Maven has the jars; MAVEN_OPTS is passed to Maven as given. Leaves its cluster's
+# Offline once Maven has the jars; MAVEN_OPTS is passed to Maven as given. Leaves the last run's
 # logs, work folders and output under spark/target/spark-standalone.
 set -euo pipefail
 # Plain text from Maven (see bin/lib/launch.sh).
@@ -49,6 +49,8 @@ if [ ! -d "$home/jars" ] || [ "$root/scripts/spark-standalone/pom.xml" -nt "$hom
   rm -rf "$home" && mv "$home.tmp" "$home"
 fi
 
+# Only the last run is kept: each executor's work folder holds a copy of the 150 MB jar.
+rm -rf "$base"/run-*
 run="$base/run-$$"
 mkdir -p "$run"
 pids=()
