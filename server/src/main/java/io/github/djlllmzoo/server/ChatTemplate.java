@@ -75,6 +75,10 @@ public final class ChatTemplate {
                                     ChatTemplate.class,
                                     "raiseException",
                                     String.class));
+            jinjava.getGlobalContext()
+                    .registerFunction(
+                            new ELFunctionDefinition(
+                                    "", Jinja2Syntax.PRINT, PythonStr.class, "str", Object.class));
         }
     }
 

@@ -18,13 +18,17 @@ import java.util.regex.Pattern;
  *   <li>the reversing slice {@code x[::-1]}, which Jinjava's parser rejects, becomes {@code
  *       (x|reverse|list)};
  *   <li>keyword arguments of {@code namespace(...)} are parenthesized, since Jinjava binds {@code
- *       name=a - 1} as {@code (name=a) - 1}.
+ *       name=a - 1} as {@code (name=a) - 1};
+ *   <li>every output tag prints its value as Jinja2 does ({@link PythonStr}).
  * </ul>
  */
 final class Jinja2Syntax {
 
     private static final Pattern REVERSED =
             Pattern.compile("([A-Za-z_][\\w.]*(?:\\[[^\\[\\]]*\\])*)\\[\\s*:\\s*:\\s*-\\s*1\\s*\\]");
+
+    /** The function every output tag goes through: Jinja2's {@code str()} ({@link PythonStr}). */
+    static final String PRINT = "__jinja2_str";
 
     private static final Pattern NAMESPACE_CALL = Pattern.compile("\\bnamespace\\s*\\(");
 
@@ -105,7 +109,9 @@ final class Jinja2Syntax {
         for (Piece piece : pieces) {
             switch (piece.kind) {
                 case TEXT -> out.append(piece.text);
-                case VARIABLE -> out.append("{{ ").append(rewrite(piece.text)).append(" }}");
+                case VARIABLE -> out.append("{{ " + PRINT + "((")
+                        .append(rewrite(piece.text))
+                        .append(")) }}");
                 case BLOCK -> out.append("{% ").append(rewrite(piece.text)).append(" %}");
                 case COMMENT -> {}
             }
