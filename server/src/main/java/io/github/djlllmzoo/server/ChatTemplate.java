@@ -14,6 +14,7 @@ import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.ZonedDateTime;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -26,7 +27,7 @@ import jinjava.javax.el.CompositeELResolver;
  * Jinja {@code chat_template} of the checkpoint's {@code tokenizer_config.json}, rendered with
  * {@code messages}, {@code add_generation_prompt} and the special tokens ({@code bos_token},
  * {@code eos_token}, {@code unk_token}, {@code pad_token}) in scope and {@code raise_exception}
- * defined. Templates run on Jinjava with Jinja2's semantics where chat templates need them: Jinja2's
+ * and {@code strftime_now} defined. Templates run on Jinjava with Jinja2's semantics where chat templates need them: Jinja2's
  * whitespace control and {@code trim_blocks}/{@code lstrip_blocks}, {@code x[::-1]}, {@code
  * namespace(...)} ({@link Jinja2Syntax}), Python's string methods ({@link PythonStringMethods}),
  * and message content that is only ever text (never interpreted as template source). Checked
@@ -79,6 +80,14 @@ public final class ChatTemplate {
                     .registerFunction(
                             new ELFunctionDefinition(
                                     "", Jinja2Syntax.PRINT, PythonStr.class, "str", Object.class));
+            jinjava.getGlobalContext()
+                    .registerFunction(
+                            new ELFunctionDefinition(
+                                    "",
+                                    "strftime_now",
+                                    ChatTemplate.class,
+                                    "strftimeNow",
+                                    String.class));
         }
     }
 
@@ -297,7 +306,18 @@ public final class ChatTemplate {
         throw new RaisedException(message);
     }
 
-    /** What {@code raise_exception} throws. */
+    /**
+     * {@code strftime_now(format)} of Hugging Face chat templates: the local time now, formatted as
+     * Python's {@code strftime} does.
+     *
+     * @param format a Python format, e.g. {@code "%d %b %Y"}
+     * @return the formatted time
+     */
+    public static String strftimeNow(String format) {
+        return PythonStrftime.format(ZonedDateTime.now(), format);
+    }
+
+    /** What {@code raise_exception} and the other template functions throw, with their message. */
     static final class RaisedException extends RuntimeException {
         RaisedException(String message) {
             super(message);

@@ -1,10 +1,14 @@
 package io.github.djlllmzoo.server;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
+import java.time.LocalDate;
+import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.Locale;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -84,6 +88,23 @@ class Jinja2SemanticsTest {
                             }));
         }
         return tests.stream();
+    }
+
+    @Test
+    void strftimeNowFormatsTheLocalTimeAsPythonsStrftime() {
+        String format = "%Y-%m-%d %a %A %b %B %j %%";
+        DateTimeFormatter java =
+                DateTimeFormatter.ofPattern("yyyy-MM-dd EEE EEEE MMM MMMM DDD '%'", Locale.ENGLISH);
+        String before = java.format(LocalDate.now());
+        String rendered =
+                ChatTemplate.of("{{ strftime_now('" + format + "') }}", Map.of()).render(MESSAGES);
+        String after = java.format(LocalDate.now());
+        assertTrue(rendered.equals(before) || rendered.equals(after), rendered + " vs " + before);
+        IllegalArgumentException e =
+                org.junit.jupiter.api.Assertions.assertThrows(
+                        IllegalArgumentException.class,
+                        () -> ChatTemplate.of("{{ strftime_now('%Q') }}", Map.of()).render(MESSAGES));
+        assertTrue(e.getMessage().contains("%Q is not supported"), e.getMessage());
     }
 
     @Test
