@@ -27,12 +27,12 @@ import jinjava.javax.el.CompositeELResolver;
  * Jinja {@code chat_template} of the checkpoint's {@code tokenizer_config.json}, rendered with
  * {@code messages}, {@code add_generation_prompt} and the special tokens ({@code bos_token},
  * {@code eos_token}, {@code unk_token}, {@code pad_token}) in scope and {@code raise_exception}
- * and {@code strftime_now} defined. Templates run on Jinjava with Jinja2's semantics where chat templates need them: Jinja2's
- * whitespace control and {@code trim_blocks}/{@code lstrip_blocks}, {@code x[::-1]}, {@code
- * namespace(...)} ({@link Jinja2Syntax}), Python's string methods ({@link PythonStringMethods}),
- * and message content that is only ever text (never interpreted as template source). Checked
- * against Jinja2 on the templates of TinyLlama, SmolLM, Llama 2 and 3, Qwen2.5, Qwen3, Gemma 2 and
- * 3, Phi-3 and Mistral v0.3.
+ * and {@code strftime_now} defined. Templates run on Jinjava with Jinja2's semantics where chat
+ * templates need them: Jinja2's whitespace control and {@code trim_blocks}/{@code lstrip_blocks},
+ * {@code x[::-1]}, {@code namespace(...)} and printing ({@link Jinja2Syntax}, {@link PythonStr}),
+ * Python's string methods ({@link PythonStringMethods}), and message content that is only ever
+ * text (never interpreted as template source). Checked against Jinja2 on the templates of
+ * TinyLlama, SmolLM, Llama 2 and 3, Qwen2.5, Qwen3, Gemma 2 and 3, Phi-3 and Mistral v0.3.
  *
  * <p>Without a template (e.g. GPT-2) the fallback format is one line {@code role: content} per
  * message, then {@code assistant:} for the model to continue.

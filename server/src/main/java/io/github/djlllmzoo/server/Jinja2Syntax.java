@@ -24,8 +24,10 @@ import java.util.regex.Pattern;
  */
 final class Jinja2Syntax {
 
+    /** {@code name}, {@code a.b} or {@code a['k'][0]}, then {@code [::-1]}. */
     private static final Pattern REVERSED =
-            Pattern.compile("([A-Za-z_][\\w.]*(?:\\[[^\\[\\]]*\\])*)\\[\\s*:\\s*:\\s*-\\s*1\\s*\\]");
+            Pattern.compile(
+                    "([A-Za-z_][\\w.]*(?:\\[[^\\[\\]]*\\])*)\\[\\s*:\\s*:\\s*-\\s*1\\s*\\]");
 
     /** The function every output tag goes through: Jinja2's {@code str()} ({@link PythonStr}). */
     static final String PRINT = "__jinja2_str";
@@ -88,8 +90,9 @@ final class Jinja2Syntax {
                     int lineStart = before.text.lastIndexOf('\n') + 1;
                     boolean lineStarting =
                             before.start == 0 || src.charAt(before.start - 1) == '\n';
+                    String indent = before.text.substring(lineStart);
                     if ((lineStart > 0 || lineStarting)
-                            && before.text.substring(lineStart).chars().allMatch(c -> c == ' ' || c == '\t')) {
+                            && indent.chars().allMatch(c -> c == ' ' || c == '\t')) {
                         before.text = before.text.substring(0, lineStart);
                     }
                 }
@@ -168,7 +171,9 @@ final class Jinja2Syntax {
     }
 
     private static int nextTag(String src, int from) {
-        for (int i = src.indexOf('{', from); i >= 0 && i + 1 < src.length(); i = src.indexOf('{', i + 1)) {
+        for (int i = src.indexOf('{', from);
+                i >= 0 && i + 1 < src.length();
+                i = src.indexOf('{', i + 1)) {
             char c = src.charAt(i + 1);
             if (c == '{' || c == '%' || c == '#') {
                 return i;

@@ -38,7 +38,9 @@ public final class PythonStr {
         }
         if (value instanceof Double || value instanceof Float) {
             double d = ((Number) value).doubleValue();
-            return d == Math.rint(d) && !Double.isInfinite(d) ? String.format(Locale.ROOT, "%.1f", d) : Double.toString(d);
+            return d == Math.rint(d) && !Double.isInfinite(d)
+                    ? String.format(Locale.ROOT, "%.1f", d)
+                    : Double.toString(d);
         }
         if (value instanceof Map<?, ?> map) {
             StringBuilder out = new StringBuilder("{");

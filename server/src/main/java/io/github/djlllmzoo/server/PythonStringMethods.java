@@ -62,7 +62,9 @@ final class PythonStringMethods extends ELResolver {
 
     /** Python's whitespace: {@code str.isspace()} for the characters chat text holds. */
     private static boolean removable(char c, String chars) {
-        return chars == null ? Character.isWhitespace(c) || Character.isSpaceChar(c) : chars.indexOf(c) >= 0;
+        return chars == null
+                ? Character.isWhitespace(c) || Character.isSpaceChar(c)
+                : chars.indexOf(c) >= 0;
     }
 
     private static String lstrip(String s, String chars) {
