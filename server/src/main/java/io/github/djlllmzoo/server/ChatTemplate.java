@@ -4,6 +4,7 @@ import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.hubspot.jinjava.Jinjava;
 import com.hubspot.jinjava.JinjavaConfig;
+import com.hubspot.jinjava.el.JinjavaInterpreterResolver;
 import com.hubspot.jinjava.interpret.RenderResult;
 import com.hubspot.jinjava.interpret.TemplateError;
 import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
@@ -13,19 +14,25 @@ import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.ZonedDateTime;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import jinjava.javax.el.CompositeELResolver;
 
 /**
  * Turns chat messages into a prompt the way Hugging Face's {@code apply_chat_template} does: the
  * Jinja {@code chat_template} of the checkpoint's {@code tokenizer_config.json}, rendered with
- * {@code messages}, {@code add_generation_prompt = true} and the special tokens ({@code
- * bos_token}, {@code eos_token}, {@code unk_token}, {@code pad_token}) in scope, blocks trimmed as
- * Hugging Face trims them, and {@code raise_exception(message)} defined. Templates run on Jinjava,
- * which covers what the TinyLlama, SmolLM, Llama 2 and Llama 3 templates use.
+ * {@code messages}, {@code add_generation_prompt} and the special tokens ({@code bos_token},
+ * {@code eos_token}, {@code unk_token}, {@code pad_token}) in scope and {@code raise_exception}
+ * and {@code strftime_now} defined. Templates run on Jinjava with Jinja2's semantics where chat
+ * templates need them: Jinja2's whitespace control and {@code trim_blocks}/{@code lstrip_blocks},
+ * {@code x[::-1]}, {@code namespace(...)} and printing ({@link Jinja2Syntax}, {@link PythonStr}),
+ * Python's string methods ({@link PythonStringMethods}), and message content that is only ever
+ * text (never interpreted as template source). Checked against Jinja2 on the templates of
+ * TinyLlama, SmolLM, Llama 2 and 3, Qwen2.5, Qwen3, Gemma 2 and 3, Phi-3 and Mistral v0.3.
  *
  * <p>Without a template (e.g. GPT-2) the fallback format is one line {@code role: content} per
  * message, then {@code assistant:} for the model to continue.
@@ -46,16 +53,19 @@ public final class ChatTemplate {
     private final Jinjava jinjava;
 
     private ChatTemplate(String template, Map<String, String> specialTokens) {
-        this.template = template;
+        this.template = template == null ? null : Jinja2Syntax.toJinjava(template);
         this.specialTokens = Map.copyOf(specialTokens);
         if (template == null) {
             jinjava = null;
         } else {
+            CompositeELResolver resolver = new CompositeELResolver();
+            resolver.add(new PythonStringMethods());
+            resolver.add(JinjavaInterpreterResolver.DEFAULT_RESOLVER_READ_WRITE);
             jinjava =
                     new Jinjava(
                             JinjavaConfig.newBuilder()
-                                    .withTrimBlocks(true)
-                                    .withLstripBlocks(true)
+                                    .withNestedInterpretationEnabled(false)
+                                    .withElResolver(resolver)
                                     .withMaxOutputSize(MAX_OUTPUT_CHARS)
                                     .build());
             jinjava.getGlobalContext()
@@ -65,6 +75,18 @@ public final class ChatTemplate {
                                     "raise_exception",
                                     ChatTemplate.class,
                                     "raiseException",
+                                    String.class));
+            jinjava.getGlobalContext()
+                    .registerFunction(
+                            new ELFunctionDefinition(
+                                    "", Jinja2Syntax.PRINT, PythonStr.class, "str", Object.class));
+            jinjava.getGlobalContext()
+                    .registerFunction(
+                            new ELFunctionDefinition(
+                                    "",
+                                    "strftime_now",
+                                    ChatTemplate.class,
+                                    "strftimeNow",
                                     String.class));
         }
     }
@@ -103,7 +125,12 @@ public final class ChatTemplate {
                 tokens.put(name, value);
             }
         }
-        return of(templateText(config), tokens);
+        String text = templateText(config);
+        try {
+            return of(text, tokens);
+        } catch (IllegalArgumentException e) {
+            throw config.invalid("chat_template", e.getMessage());
+        }
     }
 
     private static String tokenText(ConfigJson config, String field)
@@ -152,24 +179,70 @@ public final class ChatTemplate {
     }
 
     /**
-     * Renders a conversation, ending where the assistant's reply begins.
+     * Renders a conversation, ending where the assistant's reply begins ({@code
+     * add_generation_prompt = true}).
      *
      * @param messages the conversation (at least one message)
      * @return the prompt text
-     * @throws IllegalArgumentException if the template rejects the conversation (e.g. its {@code
-     *     raise_exception}) or fails, with the template's message
+     * @throws ChatTemplateException if the template rejects the conversation (its {@code
+     *     raise_exception}) or fails, with the template's message and the request field at fault
      */
     public String render(List<ChatMessage> messages) {
+        return render(messages, true, Map.of());
+    }
+
+    /**
+     * Renders a conversation as Hugging Face's {@code apply_chat_template(messages,
+     * add_generation_prompt=..., **variables)} does.
+     *
+     * @param messages the conversation (at least one message)
+     * @param addGenerationPrompt whether to end with the header of the assistant's reply
+     * @param variables further template variables, e.g. Qwen3's {@code enable_thinking}
+     * @return the prompt text
+     * @throws ChatTemplateException if the template rejects the conversation (its {@code
+     *     raise_exception}) or fails, with the template's message and the request field at fault
+     */
+    public String render(
+            List<ChatMessage> messages, boolean addGenerationPrompt, Map<String, ?> variables) {
         if (messages.isEmpty()) {
-            throw new IllegalArgumentException("the conversation has no messages");
+            throw new ChatTemplateException("messages", "the conversation has no messages");
         }
         if (template == null) {
             StringBuilder prompt = new StringBuilder();
             for (ChatMessage message : messages) {
                 prompt.append(message.role()).append(": ").append(message.content()).append('\n');
             }
-            return prompt.append("assistant:").toString();
+            return addGenerationPrompt ? prompt.append("assistant:").toString() : prompt.toString();
         }
+        Rendering rendering = renderJinja(messages, addGenerationPrompt, variables);
+        if (rendering.error() == null) {
+            return rendering.output();
+        }
+        throw new ChatTemplateException(
+                refusesLeadingSystem(messages, addGenerationPrompt, variables)
+                        ? "messages[0].role"
+                        : "messages",
+                "the chat template rejected the messages: " + rendering.error());
+    }
+
+    /**
+     * Whether the template refuses the conversation only for its leading system message: without
+     * it, the rest renders.
+     */
+    private boolean refusesLeadingSystem(
+            List<ChatMessage> messages, boolean addGenerationPrompt, Map<String, ?> variables) {
+        return messages.size() > 1
+                && "system".equals(messages.get(0).role())
+                && renderJinja(messages.subList(1, messages.size()), addGenerationPrompt, variables)
+                                .error()
+                        == null;
+    }
+
+    /** A template's output, or its fatal errors joined (then the output is null). */
+    private record Rendering(String output, String error) {}
+
+    private Rendering renderJinja(
+            List<ChatMessage> messages, boolean addGenerationPrompt, Map<String, ?> variables) {
         List<Map<String, Object>> list = new ArrayList<>(messages.size());
         for (ChatMessage message : messages) {
             Map<String, Object> item = new HashMap<>();
@@ -181,8 +254,9 @@ public final class ChatTemplate {
         for (String name : SPECIAL_TOKENS) {
             context.putIfAbsent(name, "");
         }
+        context.putAll(variables);
         context.put("messages", list);
-        context.put("add_generation_prompt", true);
+        context.put("add_generation_prompt", addGenerationPrompt);
         RenderResult result = jinjava.renderForResult(template, context);
         List<String> errors = new ArrayList<>();
         for (TemplateError error : result.getErrors()) {
@@ -191,10 +265,9 @@ public final class ChatTemplate {
             }
         }
         if (!errors.isEmpty()) {
-            throw new IllegalArgumentException(
-                    "the chat template rejected the messages: " + String.join("; ", errors));
+            return new Rendering(null, String.join("; ", errors));
         }
-        return result.getOutput();
+        return new Rendering(result.getOutput(), null);
     }
 
     private static String errorMessage(TemplateError error) {
@@ -233,7 +306,18 @@ public final class ChatTemplate {
         throw new RaisedException(message);
     }
 
-    /** What {@code raise_exception} throws. */
+    /**
+     * {@code strftime_now(format)} of Hugging Face chat templates: the local time now, formatted as
+     * Python's {@code strftime} does.
+     *
+     * @param format a Python format, e.g. {@code "%d %b %Y"}
+     * @return the formatted time
+     */
+    public static String strftimeNow(String format) {
+        return PythonStrftime.format(ZonedDateTime.now(), format);
+    }
+
+    /** What {@code raise_exception} and the other template functions throw, with their message. */
     static final class RaisedException extends RuntimeException {
         RaisedException(String message) {
             super(message);

@@ -196,8 +196,8 @@ final class RequestParser {
         String rendered;
         try {
             rendered = template.render(messages(body));
-        } catch (IllegalArgumentException e) {
-            throw ApiException.invalid("messages", e.getMessage());
+        } catch (ChatTemplateException e) {
+            throw ApiException.invalid(e.param(), e.getMessage());
         }
         long[] prompt = template.encode(rendered, tokenizer);
         Integer maxTokens = integer(body, "max_completion_tokens", 1, Integer.MAX_VALUE);

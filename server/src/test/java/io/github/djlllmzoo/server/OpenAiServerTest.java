@@ -81,16 +81,21 @@ class OpenAiServerTest {
                         ServerOptions.DEFAULTS
                                 .withAddress("127.0.0.1", 0)
                                 .withScheduling(40, 8, 2, Duration.ofMillis(5)));
-        predictor =
-                model.model()
-                        .newPredictor(
-                                new GenerationTranslatorFactory()
-                                        .newInstance(
-                                                GenerationRequest.class,
-                                                GenerationResult.class,
-                                                model.model(),
-                                                Map.of()));
+        predictor = generationPredictor(model);
         defaults = GenerationConfig.forCheckpoint(dir, model.config()).build();
+    }
+
+    /** A DJL predictor of the model's generation translator: the server's expected answers. */
+    static Predictor<GenerationRequest, GenerationResult> generationPredictor(LocalModel model)
+            throws Exception {
+        return model.model()
+                .newPredictor(
+                        new GenerationTranslatorFactory()
+                                .newInstance(
+                                        GenerationRequest.class,
+                                        GenerationResult.class,
+                                        model.model(),
+                                        Map.of()));
     }
 
     @AfterAll
@@ -191,7 +196,8 @@ class OpenAiServerTest {
         return body;
     }
 
-    private static JsonObject chat(int maxTokens, String... roleAndContent) {
+    /** A chat request body: greedy, {@code maxTokens} at most, the messages as role, content pairs. */
+    static JsonObject chat(int maxTokens, String... roleAndContent) {
         JsonArray messages = new JsonArray();
         for (int i = 0; i < roleAndContent.length; i += 2) {
             JsonObject message = new JsonObject();

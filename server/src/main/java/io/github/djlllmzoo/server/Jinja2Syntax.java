@@ -1,0 +1,275 @@
+package io.github.djlllmzoo.server;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Rewrites a Jinja2 template into one Jinjava renders the same way, for what Jinjava's lexer and
+ * expression parser do differently from Jinja2's:
+ *
+ * <ul>
+ *   <li>whitespace control: Jinja2's {@code -} on any tag ({@code {{- x -}}} included), {@code
+ *       trim_blocks}, {@code lstrip_blocks} and the dropped final newline ({@code
+ *       keep_trailing_newline = False}) are applied here, lexically, as Jinja2's lexer applies
+ *       them; the result has no whitespace markers and comments are gone, so Jinjava renders it
+ *       with its own trimming off;
+ *   <li>the reversing slice {@code x[::-1]}, which Jinjava's parser rejects, becomes {@code
+ *       (x|reverse|list)};
+ *   <li>keyword arguments of {@code namespace(...)} are parenthesized, since Jinjava binds {@code
+ *       name=a - 1} as {@code (name=a) - 1};
+ *   <li>every output tag prints its value as Jinja2 does ({@link PythonStr}).
+ * </ul>
+ */
+final class Jinja2Syntax {
+
+    /** {@code name}, {@code a.b} or {@code a['k'][0]}, then {@code [::-1]}. */
+    private static final Pattern REVERSED =
+            Pattern.compile(
+                    "([A-Za-z_][\\w.]*(?:\\[[^\\[\\]]*\\])*)\\[\\s*:\\s*:\\s*-\\s*1\\s*\\]");
+
+    /** The function every output tag goes through: Jinja2's {@code str()} ({@link PythonStr}). */
+    static final String PRINT = "__jinja2_str";
+
+    private static final Pattern NAMESPACE_CALL = Pattern.compile("\\bnamespace\\s*\\(");
+
+    private enum Kind {
+        TEXT,
+        VARIABLE,
+        BLOCK,
+        COMMENT
+    }
+
+    /** A piece of the template: text, or a tag with its body and whitespace markers. */
+    private static final class Piece {
+        final Kind kind;
+        String text;
+        final char open;
+        final char close;
+        /** Where a text piece starts in the source, after what the tag before it consumed. */
+        int start;
+
+        Piece(Kind kind, String text, char open, char close, int start) {
+            this.kind = kind;
+            this.text = text;
+            this.open = open;
+            this.close = close;
+            this.start = start;
+        }
+    }
+
+    private Jinja2Syntax() {}
+
+    /**
+     * @param source a Jinja2 template
+     * @return the same template for Jinjava with trimming off
+     * @throws IllegalArgumentException naming an unclosed tag
+     */
+    static String toJinjava(String source) {
+        String src = source.replace("\r\n", "\n");
+        if (src.endsWith("\n")) {
+            src = src.substring(0, src.length() - 1);
+        }
+        List<Piece> pieces = lex(src);
+        for (int i = 0; i < pieces.size(); i++) {
+            Piece tag = pieces.get(i);
+            if (tag.kind == Kind.TEXT) {
+                continue;
+            }
+            Piece before = i > 0 && pieces.get(i - 1).kind == Kind.TEXT ? pieces.get(i - 1) : null;
+            Piece after =
+                    i + 1 < pieces.size() && pieces.get(i + 1).kind == Kind.TEXT
+                            ? pieces.get(i + 1)
+                            : null;
+            boolean block = tag.kind == Kind.BLOCK || tag.kind == Kind.COMMENT;
+            if (before != null) {
+                if (tag.open == '-') {
+                    before.text = before.text.stripTrailing();
+                } else if (block && tag.open != '+') {
+                    int lineStart = before.text.lastIndexOf('\n') + 1;
+                    boolean lineStarting =
+                            before.start == 0 || src.charAt(before.start - 1) == '\n';
+                    String indent = before.text.substring(lineStart);
+                    if ((lineStart > 0 || lineStarting)
+                            && indent.chars().allMatch(c -> c == ' ' || c == '\t')) {
+                        before.text = before.text.substring(0, lineStart);
+                    }
+                }
+            }
+            if (after != null) {
+                String kept =
+                        tag.close == '-'
+                                ? after.text.stripLeading()
+                                : block && tag.close != '+' && after.text.startsWith("\n")
+                                        ? after.text.substring(1)
+                                        : after.text;
+                after.start += after.text.length() - kept.length();
+                after.text = kept;
+            }
+        }
+        StringBuilder out = new StringBuilder(src.length());
+        for (Piece piece : pieces) {
+            switch (piece.kind) {
+                case TEXT -> out.append(piece.text);
+                case VARIABLE -> out.append("{{ " + PRINT + "((")
+                        .append(rewrite(piece.text))
+                        .append(")) }}");
+                case BLOCK -> out.append("{% ").append(rewrite(piece.text)).append(" %}");
+                case COMMENT -> {}
+            }
+        }
+        return out.toString();
+    }
+
+    /** Splits the source into text and tags, a tag's body without its delimiters and markers. */
+    private static List<Piece> lex(String src) {
+        List<Piece> pieces = new ArrayList<>();
+        int pos = 0;
+        while (pos < src.length()) {
+            int start = nextTag(src, pos);
+            if (start < 0) {
+                pieces.add(new Piece(Kind.TEXT, src.substring(pos), ' ', ' ', pos));
+                break;
+            }
+            if (start > pos) {
+                pieces.add(new Piece(Kind.TEXT, src.substring(pos, start), ' ', ' ', pos));
+            }
+            char type = src.charAt(start + 1);
+            Kind kind = type == '{' ? Kind.VARIABLE : type == '%' ? Kind.BLOCK : Kind.COMMENT;
+            String closer = type == '{' ? "}}" : type == '%' ? "%}" : "#}";
+            int bodyStart = start + 2;
+            char open = ' ';
+            if (bodyStart < src.length()
+                    && (src.charAt(bodyStart) == '-' || src.charAt(bodyStart) == '+')) {
+                open = src.charAt(bodyStart);
+                bodyStart++;
+            }
+            int closeAt =
+                    kind == Kind.COMMENT
+                            ? src.indexOf(closer, bodyStart)
+                            : closingOutsideStrings(src, bodyStart, closer);
+            if (closeAt < 0) {
+                throw new IllegalArgumentException(
+                        "the chat template has an unclosed '"
+                                + src.substring(start, start + 2)
+                                + "' at character "
+                                + start);
+            }
+            int bodyEnd = closeAt;
+            char close = ' ';
+            if (bodyEnd > bodyStart
+                    && (src.charAt(bodyEnd - 1) == '-' || src.charAt(bodyEnd - 1) == '+')) {
+                close = src.charAt(bodyEnd - 1);
+                bodyEnd--;
+            }
+            pieces.add(
+                    new Piece(kind, src.substring(bodyStart, bodyEnd).strip(), open, close, start));
+            pos = closeAt + 2;
+        }
+        return pieces;
+    }
+
+    private static int nextTag(String src, int from) {
+        for (int i = src.indexOf('{', from);
+                i >= 0 && i + 1 < src.length();
+                i = src.indexOf('{', i + 1)) {
+            char c = src.charAt(i + 1);
+            if (c == '{' || c == '%' || c == '#') {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private static int closingOutsideStrings(String src, int from, String closer) {
+        for (int i = from; i < src.length(); i++) {
+            char c = src.charAt(i);
+            if (c == '\'' || c == '"') {
+                i = stringEnd(src, i);
+            } else if (src.startsWith(closer, i)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** The index of the quote closing the string literal opened at {@code quoteAt}. */
+    private static int stringEnd(String s, int quoteAt) {
+        char quote = s.charAt(quoteAt);
+        for (int i = quoteAt + 1; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '\\') {
+                i++;
+            } else if (c == quote) {
+                return i;
+            }
+        }
+        return s.length();
+    }
+
+    /** The expression rewrites, outside string literals. */
+    private static String rewrite(String body) {
+        StringBuilder out = new StringBuilder(body.length());
+        int codeStart = 0;
+        for (int i = 0; i < body.length(); i++) {
+            char c = body.charAt(i);
+            if (c == '\'' || c == '"') {
+                out.append(rewriteCode(body.substring(codeStart, i)));
+                codeStart = Math.min(stringEnd(body, i) + 1, body.length());
+                out.append(body, i, codeStart);
+                i = codeStart - 1;
+            }
+        }
+        out.append(rewriteCode(body.substring(codeStart)));
+        return parenthesizeNamespaceArguments(out.toString());
+    }
+
+    private static String rewriteCode(String code) {
+        return REVERSED.matcher(code).replaceAll("($1|reverse|list)");
+    }
+
+    /** {@code namespace(a=x, b=y - 1)} becomes {@code namespace(a=(x), b=(y - 1))}. */
+    private static String parenthesizeNamespaceArguments(String body) {
+        Matcher m = NAMESPACE_CALL.matcher(body);
+        StringBuilder out = new StringBuilder();
+        int pos = 0;
+        while (m.find(pos)) {
+            out.append(body, pos, m.end());
+            int depth = 0;
+            int argStart = m.end();
+            int i = m.end();
+            for (; i < body.length(); i++) {
+                char c = body.charAt(i);
+                if (c == '\'' || c == '"') {
+                    i = stringEnd(body, i);
+                } else if (c == '(' || c == '[' || c == '{') {
+                    depth++;
+                } else if ((c == ')' || c == ',') && depth == 0) {
+                    out.append(keywordArgument(body.substring(argStart, i))).append(c);
+                    argStart = i + 1;
+                    if (c == ')') {
+                        break;
+                    }
+                } else if (c == ')' || c == ']' || c == '}') {
+                    depth--;
+                }
+            }
+            pos = Math.min(i + 1, body.length());
+            if (i >= body.length()) {
+                out.append(body, argStart, body.length());
+            }
+        }
+        return out.append(body.substring(pos)).toString();
+    }
+
+    private static String keywordArgument(String argument) {
+        int eq = argument.indexOf('=');
+        if (eq <= 0
+                || argument.startsWith("=", eq + 1)
+                || !argument.substring(0, eq).strip().matches("[A-Za-z_]\\w*")) {
+            return argument;
+        }
+        return argument.substring(0, eq + 1) + "(" + argument.substring(eq + 1).strip() + ")";
+    }
+}
