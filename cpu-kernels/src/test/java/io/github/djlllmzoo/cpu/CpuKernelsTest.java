@@ -17,6 +17,7 @@ import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.ConfiguredBlock;
 import io.github.djlllmzoo.blocks.EngineKernels;
 import io.github.djlllmzoo.blocks.Gpt2Model;
+import io.github.djlllmzoo.blocks.AttentionScores;
 import io.github.djlllmzoo.blocks.KeyValues;
 import io.github.djlllmzoo.blocks.Kernels;
 import io.github.djlllmzoo.blocks.KvCache;
@@ -88,14 +89,14 @@ class CpuKernelsTest extends ManagedArraysTest {
         try (KvCache cache = new KvCache(manager, new int[1], 2, 4, 8, 4, 8, DataType.FLOAT32)) {
             KeyValues kv = cache.update(0, manager.randomNormal(new Shape(2, 4, 1, 8)),
                     manager.randomNormal(new Shape(2, 4, 1, 8)));
-            assertTrue(both.takesDecodeKernel(q, kv, null, false));
+            assertTrue(both.takesDecodeKernel(q, kv, null, AttentionScores.standard(q.getShape().get(3)), false));
             for (String property : new String[] {FewRowProduct.SWITCH, DecodeAttention.SWITCH}) {
                 System.setProperty(property, "false");
                 try {
                     CpuKernels off = (CpuKernels) Kernels.forModel(pytorch, Device.cpu(), DataType.FLOAT32);
                     boolean fewRowsOff = property.equals(FewRowProduct.SWITCH);
                     assertEquals(!fewRowsOff, off.fewRowProduct(), property);
-                    assertEquals(fewRowsOff, off.takesDecodeKernel(q, kv, null, false), property);
+                    assertEquals(fewRowsOff, off.takesDecodeKernel(q, kv, null, AttentionScores.standard(q.getShape().get(3)), false), property);
                 } finally {
                     System.clearProperty(property);
                 }
@@ -125,9 +126,10 @@ class CpuKernelsTest extends ManagedArraysTest {
         }
 
         @Override
-        public NDArray attend(NDArray q, KeyValues kv, NDArray mask, float dropout, boolean training) {
-            decodeKernel.add(cpu.takesDecodeKernel(q, kv, mask, training));
-            return cpu.attend(q, kv, mask, dropout, training);
+        public NDArray attend(
+                NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
+            decodeKernel.add(cpu.takesDecodeKernel(q, kv, mask, scores, training));
+            return cpu.attend(q, kv, mask, scores, dropout, training);
         }
 
         @Override
