@@ -375,7 +375,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
                         : kernels().project(h, tiedHead, store, training); // (B, T, V)
         float cap = config.finalLogitSoftcapping();
         if (cap > 0) {
-            logits = logits.div(Scalars.of(cap, logits)).tanh().muli(Scalars.of(cap, logits));
+            logits = logits.div(Scalars.of(cap, logits)).tanh().mul(Scalars.of(cap, logits));
         }
         return logits;
     }

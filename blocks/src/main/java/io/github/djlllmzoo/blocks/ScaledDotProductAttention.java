@@ -61,8 +61,8 @@ public final class ScaledDotProductAttention {
         NDArray scores =
                 grouped.matMul(k.transpose(0, 1, 3, 2)).muli(Scalars.of(rule.scale(), q)); // (B, Hkv, G*T, S)
         if (rule.capped()) {
-            // tanh(s / C) * C before the mask, as Gemma 2's eager attention
-            scores = scores.div(Scalars.of(rule.softcap(), q)).tanh().muli(Scalars.of(rule.softcap(), q));
+            // tanh(s / C) * C before the mask, as Gemma 2's eager attention (tanh's output kept for autograd)
+            scores = scores.div(Scalars.of(rule.softcap(), q)).tanh().mul(Scalars.of(rule.softcap(), q));
         }
         if (mask != null) {
             if (groups == 1) {
