@@ -134,6 +134,8 @@ class LlamaFamilyConfigTest {
         assertEquals(List.of(64, 64), LlamaConfig.parse(ConfigJson.of(FILE, json)).layerWindows());
         json.addProperty("sliding_window", 2047); // Phi-3-mini-4k's, past this context of 128
         assertEquals(List.of(0, 0), LlamaConfig.parse(ConfigJson.of(FILE, json)).layerWindows());
+        json.addProperty("max_position_embeddings", 4096); // Phi-3-mini-4k's context: the window applies
+        assertEquals(List.of(2047, 2047), LlamaConfig.parse(ConfigJson.of(FILE, json)).layerWindows());
     }
 
     @Test
