@@ -97,6 +97,11 @@ public final class GroupedQueryAttention extends AttentionBlock {
                 : new RmsNorm(headDim, config.rmsNormEps());
     }
 
+    /** @return the rotary embedding this layer rotates queries and keys with */
+    public RotaryEmbedding rotaryEmbedding() {
+        return rotaryEmbedding;
+    }
+
     /** @return how this layer's products {@code q·k} become scores */
     public AttentionScores scores() {
         return scores;

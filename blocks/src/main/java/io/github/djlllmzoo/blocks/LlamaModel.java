@@ -95,6 +95,11 @@ public final class LlamaModel extends CausalLmBlock {
         return rotaryEmbedding;
     }
 
+    /** @return the rotary embedding of the sliding-window layers (Gemma 3's own base; else the global one) */
+    public RotaryEmbedding localRotaryEmbedding() {
+        return localRotaryEmbedding;
+    }
+
     @Override
     protected NDArray embed(
             ParameterStore store, NDArray inputIds, NDArray positionIds, boolean training) {
