@@ -230,8 +230,8 @@ public enum LlamaFamily {
                 sliding = uniform(layers, true);
                 break;
             case PHI3:
-                // modeling_phi3.py (transformers 4.56): every layer's mask is
-                // create_sliding_window_causal_mask whenever config.sliding_window is not None.
+                // transformers' modeling_phi3.py (main, commit 00d4b3d): Phi3Model masks every layer
+                // with create_sliding_window_causal_mask whenever config.sliding_window is not None.
                 window = json.has("sliding_window") ? Configs.positive(json, "sliding_window") : 0;
                 sliding = uniform(layers, true);
                 break;
@@ -297,8 +297,10 @@ public enum LlamaFamily {
     }
 
     /**
-     * Qwen's window ({@code configuration_qwen2.py} / {@code configuration_qwen3.py}, transformers
-     * 4.56: {@code sliding_window = sliding_window if use_sliding_window else None}).
+     * Qwen's window, as transformers' {@code configuration_qwen2.py} (main, commit 008e574; {@code
+     * configuration_qwen3.py} the same) sets it: {@code sliding_window if use_sliding_window else
+     * None}; its {@code layer_types} default slides the layers {@code i >= max_window_layers}, and
+     * {@code masking_utils.py} raises for sliding layers without a window.
      */
     private static int qwenWindow(ConfigJson json) throws InvalidCheckpointException {
         if (!json.optBoolean("use_sliding_window", false) || !json.has("sliding_window")) {
