@@ -106,6 +106,51 @@ public enum ModelShape {
             c.addProperty("tie_word_embeddings", true);
             return c;
         }
+    },
+
+    /**
+     * Gemma 3 270M ({@code gemma3_text}): 18 layers, 640 hidden, 4 heads over 1 key/value head of
+     * 256, GELU-tanh intermediate 2048, 262144 tokens, head tied; every 6th layer global, the others
+     * a 512-position window with their own rotary base, given both ways its config gives them
+     * ({@code _sliding_window_pattern} and {@code layer_types}).
+     */
+    GEMMA3_270M("gemma3-270m", true) {
+        @Override
+        JsonObject config() {
+            int layers = 18;
+            int pattern = 6;
+            JsonObject c = new JsonObject();
+            c.addProperty("model_type", "gemma3_text");
+            c.add("architectures", strings("Gemma3ForCausalLM"));
+            c.addProperty("vocab_size", 262144);
+            c.addProperty("hidden_size", 640);
+            c.addProperty("intermediate_size", 2048);
+            c.addProperty("num_hidden_layers", layers);
+            c.addProperty("num_attention_heads", 4);
+            c.addProperty("num_key_value_heads", 1);
+            c.addProperty("head_dim", 256);
+            c.addProperty("max_position_embeddings", 32768);
+            c.addProperty("hidden_activation", "gelu_pytorch_tanh");
+            c.addProperty("rms_norm_eps", 1e-6);
+            c.addProperty("query_pre_attn_scalar", 256);
+            c.addProperty("rope_theta", 1000000.0);
+            c.addProperty("rope_local_base_freq", 10000.0);
+            c.add("rope_scaling", null);
+            c.addProperty("sliding_window", 512);
+            c.addProperty("_sliding_window_pattern", pattern);
+            JsonArray types = new JsonArray();
+            for (int i = 0; i < layers; i++) {
+                types.add((i + 1) % pattern == 0 ? "full_attention" : "sliding_attention");
+            }
+            c.add("layer_types", types);
+            c.add("attn_logit_softcapping", null);
+            c.add("final_logit_softcapping", null);
+            c.addProperty("bos_token_id", 2);
+            c.addProperty("eos_token_id", 1);
+            c.addProperty("pad_token_id", 0);
+            c.addProperty("tie_word_embeddings", true);
+            return c;
+        }
     };
 
     private final String label;

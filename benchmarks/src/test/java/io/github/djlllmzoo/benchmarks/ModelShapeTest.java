@@ -5,8 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.Configs;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.blocks.config.GemmaLayout;
+import io.github.djlllmzoo.blocks.config.LlamaConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -24,5 +27,17 @@ class ModelShapeTest {
         assertEquals(shape.config().get("model_type").getAsString(), config.modelType());
         assertEquals(shape.config().get("vocab_size").getAsInt(), config.vocabSize());
         assertEquals(shape, ModelShape.of(shape.label()));
+    }
+
+    @Test
+    void gemma3ShapeSlidesOnFiveLayersOfSixWithItsRealWindow() throws Exception {
+        Files.writeString(dir.resolve(CheckpointFiles.CONFIG), ModelShape.GEMMA3_270M.config().toString());
+        LlamaConfig config = (LlamaConfig) Configs.read(dir);
+        for (int layer = 0; layer < config.numLayers(); layer++) {
+            assertEquals((layer + 1) % 6 == 0 ? 0 : 512, config.slidingWindow(layer), "layer " + layer);
+        }
+        assertEquals(new GemmaLayout(256, 0, 0, true, 10000.0), config.gemma());
+        assertEquals(256, config.headDim());
+        assertEquals(1, config.numKvHeads());
     }
 }

@@ -11,7 +11,8 @@ public final class Activations {
     private Activations() {}
 
     /**
-     * GPT-2's {@code gelu_new}: {@code 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))}, computed
+     * GPT-2's {@code gelu_new}, which is Gemma's {@code gelu_pytorch_tanh}: {@code 0.5 x (1 +
+     * tanh(sqrt(2/pi) (x + 0.044715 x^3)))}, computed
      * as the identical {@code x sigmoid(2 sqrt(2/pi) x (1 + 0.044715 x^2))} in six engine calls
      * with {@link Scalars} constants.
      *

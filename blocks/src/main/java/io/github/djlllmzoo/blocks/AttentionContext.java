@@ -3,6 +3,7 @@ package io.github.djlllmzoo.blocks;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
+import java.util.Map;
 
 /**
  * What every attention layer needs for one forward pass besides its input: the absolute position
@@ -12,14 +13,20 @@ import ai.djl.ndarray.types.DataType;
  * @param mask additive mask (B, 1, T, S) with 0 where a query may attend and a large negative
  *     value where it may not; {@code null} when every query may see every key (a single decode step
  *     without padding)
- * @param windowMask the additive mask of the layers that attend over a sliding window (over the
- *     keys their cache returns), or {@code null} when nothing is masked or no layer has a window
+ * @param windowMasks by window size, the additive mask of the layers that attend over that sliding
+ *     window (over the keys their cache returns; a {@code null} value when nothing is masked); empty
+ *     when no layer has a window
  * @param cache the KV cache to update, or {@code null} for a cache-free pass
  * @param modelManager the manager that holds the model's parameters on the pass's device: what
  *     layers derive once from the config and keep (RoPE tables) lives there, as long as the weights
  */
 public record AttentionContext(
-        NDArray positionIds, NDArray mask, NDArray windowMask, KvCache cache, NDManager modelManager) {
+        NDArray positionIds, NDArray mask, Map<Integer, NDArray> windowMasks, KvCache cache, NDManager modelManager) {
+
+    /** Copies the masks. */
+    public AttentionContext {
+        windowMasks = windowMasks.isEmpty() ? Map.of() : java.util.Collections.unmodifiableMap(new java.util.HashMap<>(windowMasks));
+    }
 
     /**
      * A context for layers without a sliding window.
@@ -30,7 +37,27 @@ public record AttentionContext(
      * @param modelManager the manager that holds the model's parameters
      */
     public AttentionContext(NDArray positionIds, NDArray mask, KvCache cache, NDManager modelManager) {
-        this(positionIds, mask, null, cache, modelManager);
+        this(positionIds, mask, Map.of(), cache, modelManager);
+    }
+
+    /**
+     * The mask of a layer.
+     *
+     * @param window the layer's sliding window, or 0 for a layer that sees the whole sequence
+     * @return its additive mask, or {@code null} when nothing is masked
+     * @throws IllegalStateException if the pass masks something but made no mask for this window
+     */
+    public NDArray mask(int window) {
+        if (window == 0) {
+            return mask;
+        }
+        if (!windowMasks.containsKey(window)) {
+            if (mask == null) {
+                return null; // nothing is masked: a window mask is causal too, so it exists wherever mask does
+            }
+            throw new IllegalStateException("this pass has no mask for a sliding window of " + window);
+        }
+        return windowMasks.get(window);
     }
 
     /**

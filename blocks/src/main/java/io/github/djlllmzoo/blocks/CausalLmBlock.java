@@ -13,6 +13,7 @@ import ai.djl.util.PairList;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
@@ -322,18 +323,22 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
                         : manager.arange(past, past + t, 1, DataType.INT64).expandDims(0); // (1, T)
         NDArray h = embed(store, inputIds, positions, training); // (B, T, E)
         NDArray mask = AttentionMask.build(manager, t, past, attentionMask, h.getDataType());
-        NDArray windowMask = null;
-        int window = config.slidingWindow(0);
-        if (window > 0) {
-            long[] keys =
-                    cache == null
-                            ? WindowLayerCache.keyPositions(0, t, Integer.MAX_VALUE)
-                            : cache.windowKeyPositions(window, t);
-            windowMask =
-                    AttentionMask.window(manager, t, past, keys, window, attentionMask, h.getDataType());
+        // One mask per distinct window: layers with the same window share it, global ones the causal mask.
+        Map<Integer, NDArray> windowMasks = new HashMap<>();
+        for (int i = 0; i < config.numLayers(); i++) {
+            int window = config.slidingWindow(i);
+            if (window > 0 && !windowMasks.containsKey(window)) {
+                long[] keys =
+                        cache == null
+                                ? WindowLayerCache.keyPositions(0, t, Integer.MAX_VALUE)
+                                : cache.windowKeyPositions(window, t);
+                windowMasks.put(
+                        window,
+                        AttentionMask.window(manager, t, past, keys, window, attentionMask, h.getDataType()));
+            }
         }
         AttentionContext context =
-                new AttentionContext(positions, mask, windowMask, cache, placed.manager());
+                new AttentionContext(positions, mask, windowMasks, cache, placed.manager());
         try {
             for (DecoderLayer layer : layers) {
                 h = layer.forward(store, h, context, training);
@@ -355,7 +360,8 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     }
 
     /**
-     * The LM head: logits from normed hidden states.
+     * The LM head: logits from normed hidden states, soft-capped where the config says ({@link
+     * DecoderConfig#finalLogitSoftcapping()}).
      *
      * @param store the parameter store, or {@code null}
      * @param h the output of {@link #hiddenStates} (B, T, E)
@@ -363,10 +369,15 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
      * @return logits (B, T, V)
      */
     public NDArray logits(ParameterStore store, NDArray h, boolean training) {
-        if (lmHead != null) {
-            return lmHead.forward(store, h, training);
+        NDArray logits =
+                lmHead != null
+                        ? lmHead.forward(store, h, training)
+                        : kernels().project(h, tiedHead, store, training); // (B, T, V)
+        float cap = config.finalLogitSoftcapping();
+        if (cap > 0) {
+            logits = logits.div(Scalars.of(cap, logits)).tanh().mul(Scalars.of(cap, logits));
         }
-        return kernels().project(h, tiedHead, store, training); // (B, T, V)
+        return logits;
     }
 
     @Override

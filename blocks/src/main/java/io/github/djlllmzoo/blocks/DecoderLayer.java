@@ -7,10 +7,12 @@ import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
 
 /**
- * The pre-norm transformer layer both families use: {@code x + attn(norm1(x))}, then
+ * The pre-norm transformer layer every family uses: {@code x + attn(norm1(x))}, then
  * {@code x + mlp(norm2(x))}. The children carry each family's checkpoint names (GPT-2:
  * {@code ln_1, attn, ln_2, mlp}; Llama: {@code input_layernorm, self_attn,
- * post_attention_layernorm, mlp}).
+ * post_attention_layernorm, mlp}). Gemma 2 and 3 also norm each sublayer's output before the
+ * residual ({@link #sandwich}): {@code x + postAttn(attn(norm1(x)))}, then {@code x +
+ * postMlp(mlp(norm2(x)))}.
  */
 public final class DecoderLayer extends ConfiguredBlock {
 
@@ -18,6 +20,8 @@ public final class DecoderLayer extends ConfiguredBlock {
     private final AttentionBlock attention;
     private final UnaryBlock norm2;
     private final UnaryBlock mlp;
+    private final UnaryBlock postAttentionNorm;
+    private final UnaryBlock postMlpNorm;
 
     /**
      * @param names the checkpoint names of the four children, in order
@@ -28,10 +32,48 @@ public final class DecoderLayer extends ConfiguredBlock {
      */
     public DecoderLayer(
             String[] names, UnaryBlock norm1, AttentionBlock attention, UnaryBlock norm2, UnaryBlock mlp) {
+        this(names, norm1, attention, null, norm2, mlp, null);
+    }
+
+    private DecoderLayer(
+            String[] names,
+            UnaryBlock norm1,
+            AttentionBlock attention,
+            UnaryBlock postAttentionNorm,
+            UnaryBlock norm2,
+            UnaryBlock mlp,
+            UnaryBlock postMlpNorm) {
         this.norm1 = addChildBlock(names[0], norm1);
         this.attention = addChildBlock(names[1], attention);
+        this.postAttentionNorm = postAttentionNorm == null ? null : addChildBlock(names[4], postAttentionNorm);
         this.norm2 = addChildBlock(names[2], norm2);
         this.mlp = addChildBlock(names[3], mlp);
+        this.postMlpNorm = postMlpNorm == null ? null : addChildBlock(names[5], postMlpNorm);
+    }
+
+    /**
+     * A layer whose sublayer outputs are normed before the residual (Gemma 2's {@code
+     * Gemma2DecoderLayer}).
+     *
+     * @param names the checkpoint names of norm1, attention, norm2, mlp, postAttentionNorm and
+     *     postMlpNorm, in that order
+     * @param norm1 the norm before attention
+     * @param attention the attention
+     * @param postAttentionNorm the norm of the attention's output
+     * @param norm2 the norm before the MLP
+     * @param mlp the feed-forward network
+     * @param postMlpNorm the norm of the MLP's output
+     * @return the layer
+     */
+    public static DecoderLayer sandwich(
+            String[] names,
+            UnaryBlock norm1,
+            AttentionBlock attention,
+            UnaryBlock postAttentionNorm,
+            UnaryBlock norm2,
+            UnaryBlock mlp,
+            UnaryBlock postMlpNorm) {
+        return new DecoderLayer(names, norm1, attention, postAttentionNorm, norm2, mlp, postMlpNorm);
     }
 
     /**
@@ -47,8 +89,16 @@ public final class DecoderLayer extends ConfiguredBlock {
             ParameterStore store, NDArray x, AttentionContext context, boolean training) {
         // The sublayer outputs are fresh arrays: adding the residual in place into them saves two
         // allocations per layer and leaves autograd nothing overwritten that it needs.
-        NDArray h = attention.forward(store, norm1.forward(store, x, training), context, training).addi(x);
-        return mlp.forward(store, norm2.forward(store, h, training), training).addi(h);
+        NDArray attended = attention.forward(store, norm1.forward(store, x, training), context, training);
+        if (postAttentionNorm != null) {
+            attended = postAttentionNorm.forward(store, attended, training);
+        }
+        NDArray h = attended.addi(x);
+        NDArray fed = mlp.forward(store, norm2.forward(store, h, training), training);
+        if (postMlpNorm != null) {
+            fed = postMlpNorm.forward(store, fed, training);
+        }
+        return fed.addi(h);
     }
 
     @Override

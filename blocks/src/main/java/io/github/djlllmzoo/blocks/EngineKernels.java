@@ -55,8 +55,9 @@ public final class EngineKernels implements Kernels {
     }
 
     @Override
-    public NDArray attend(NDArray q, KeyValues kv, NDArray mask, float dropout, boolean training) {
-        return ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), mask, dropout, training);
+    public NDArray attend(
+            NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
+        return ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), mask, scores, dropout, training);
     }
 
     @Override

@@ -3,11 +3,12 @@ package io.github.djlllmzoo.blocks;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.training.ParameterStore;
+import io.github.djlllmzoo.blocks.config.HiddenActivation;
 
 /**
- * The SwiGLU feed-forward network of Llama-family models: {@code down_proj(silu(gate_proj(x)) *
- * up_proj(x))}. Phi-3 stores gate and up as one {@code gate_up_proj}, the gate's rows first ({@link
- * #fused}).
+ * The gated feed-forward network of Llama-family models: {@code down_proj(act(gate_proj(x)) *
+ * up_proj(x))}, SwiGLU with {@code act} SiLU, Gemma's GeGLU with GELU-tanh. Phi-3 stores gate and
+ * up as one {@code gate_up_proj}, the gate's rows first ({@link #fused}).
  */
 public final class GatedMlp extends UnaryBlock {
 
@@ -15,6 +16,7 @@ public final class GatedMlp extends UnaryBlock {
     private final Linear upProj;
     private final Linear gateUpProj;
     private final Linear downProj;
+    private final HiddenActivation activation;
 
     /**
      * @param hiddenSize the residual width ({@code hidden_size})
@@ -23,11 +25,29 @@ public final class GatedMlp extends UnaryBlock {
      * @param initStd standard deviation of the weight initializer ({@code initializer_range})
      */
     public GatedMlp(int hiddenSize, int intermediateSize, boolean withBias, float initStd) {
-        this(hiddenSize, intermediateSize, withBias, initStd, false);
+        this(hiddenSize, intermediateSize, withBias, initStd, HiddenActivation.SILU);
+    }
+
+    /**
+     * @param hiddenSize the residual width ({@code hidden_size})
+     * @param intermediateSize the inner width ({@code intermediate_size})
+     * @param withBias whether the three projections have biases ({@code mlp_bias})
+     * @param initStd standard deviation of the weight initializer ({@code initializer_range})
+     * @param activation the gate's activation
+     */
+    public GatedMlp(
+            int hiddenSize, int intermediateSize, boolean withBias, float initStd, HiddenActivation activation) {
+        this(hiddenSize, intermediateSize, withBias, initStd, activation, false);
     }
 
     private GatedMlp(
-            int hiddenSize, int intermediateSize, boolean withBias, float initStd, boolean fused) {
+            int hiddenSize,
+            int intermediateSize,
+            boolean withBias,
+            float initStd,
+            HiddenActivation activation,
+            boolean fused) {
+        this.activation = activation;
         if (fused) {
             gateUpProj =
                     addChildBlock(
@@ -62,7 +82,7 @@ public final class GatedMlp extends UnaryBlock {
      */
     public static GatedMlp fused(
             int hiddenSize, int intermediateSize, boolean withBias, float initStd) {
-        return new GatedMlp(hiddenSize, intermediateSize, withBias, initStd, true);
+        return new GatedMlp(hiddenSize, intermediateSize, withBias, initStd, HiddenActivation.SILU, true);
     }
 
     @Override
@@ -79,6 +99,8 @@ public final class GatedMlp extends UnaryBlock {
             gate = halves.get(0);
             up = halves.get(1);
         }
-        return downProj.forward(store, Activations.silu(gate).mul(up), training); // (B, T, E)
+        NDArray activated =
+                activation == HiddenActivation.SILU ? Activations.silu(gate) : Activations.geluNew(gate);
+        return downProj.forward(store, activated.mul(up), training); // (B, T, E)
     }
 }

@@ -3,22 +3,26 @@ package io.github.djlllmzoo.blocks;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.training.ParameterStore;
+import io.github.djlllmzoo.blocks.config.GemmaLayout;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
 
 /**
  * Llama-family causal self-attention with {@code num_key_value_heads <= num_attention_heads}
  * (multi-head, grouped-query or, with one key/value head, multi-query attention): projections
  * {@code q_proj, k_proj, v_proj} (Phi-3: one {@code qkv_proj} whose rows are q's, then k's, then
- * v's) and {@code o_proj}, with biases as the config says; a sliding window (Mistral) where the config
- * gives the layer one, its keys those its cache returns and its mask {@link AttentionContext#windowMask()}; Qwen3's per-head RMSNorm {@code q_norm},
- * {@code k_norm} over {@code head_dim}; rotary position embedding on queries and keys; attention
- * scaled by 1/sqrt(head_dim). The KV cache stores only the key/value heads; attention ({@link
+ * v's) and {@code o_proj}, with biases as the config says; a sliding window where the config gives
+ * the layer one, its keys those its cache returns and its mask {@link AttentionContext#mask(int)};
+ * per-head RMSNorms {@code q_norm}, {@code k_norm} over {@code head_dim} (Qwen3; Gemma 3's {@code 1 +
+ * w} form); rotary position embedding on queries and keys (the rotary embedding the model hands
+ * each layer: Gemma 3's local layers have their own); attention scaled by 1/sqrt(head_dim), or as
+ * Gemma says ({@code query_pre_attn_scalar}, soft-capping: {@link AttentionScores}). The KV cache stores only the key/value heads; attention ({@link
  * Kernels#attend}) groups the query heads over them without copying.
  */
 public final class GroupedQueryAttention extends AttentionBlock {
 
     private final int layerIndex;
-    private final boolean windowed;
+    private final int window;
+    private final AttentionScores scores;
     private final int numHeads;
     private final int numKvHeads;
     private final int headDim;
@@ -35,7 +39,7 @@ public final class GroupedQueryAttention extends AttentionBlock {
     /**
      * @param config the model config
      * @param layerIndex the index of the layer this attention belongs to (its slot in the cache)
-     * @param rotaryEmbedding the model's rotary embedding, shared by all layers
+     * @param rotaryEmbedding the rotary embedding of this layer (shared by the layers of its kind)
      */
     public GroupedQueryAttention(
             LlamaConfig config, int layerIndex, RotaryEmbedding rotaryEmbedding) {
@@ -47,7 +51,12 @@ public final class GroupedQueryAttention extends AttentionBlock {
                             + config.headDim());
         }
         this.layerIndex = layerIndex;
-        this.windowed = config.slidingWindow(layerIndex) > 0;
+        this.window = config.slidingWindow(layerIndex);
+        GemmaLayout gemma = config.gemma();
+        this.scores =
+                gemma == null
+                        ? AttentionScores.standard(config.headDim())
+                        : new AttentionScores(1.0 / Math.sqrt(gemma.queryPreAttnScalar()), gemma.attnLogitSoftcapping());
         this.numHeads = config.numAttentionHeads();
         this.numKvHeads = config.numKeyValueHeads();
         this.headDim = config.headDim();
@@ -74,12 +83,28 @@ public final class GroupedQueryAttention extends AttentionBlock {
                 addChildBlock(
                         "o_proj", new Linear(numHeads * headDim, e, config.attentionBias(), std));
         if (config.qkNorm()) {
-            qNorm = addChildBlock("q_norm", new RmsNorm(headDim, config.rmsNormEps()));
-            kNorm = addChildBlock("k_norm", new RmsNorm(headDim, config.rmsNormEps()));
+            qNorm = addChildBlock("q_norm", norm(config));
+            kNorm = addChildBlock("k_norm", norm(config));
         } else {
             qNorm = null;
             kNorm = null;
         }
+    }
+
+    private RmsNorm norm(LlamaConfig config) {
+        return config.gemma() != null
+                ? RmsNorm.gemma(headDim, config.rmsNormEps())
+                : new RmsNorm(headDim, config.rmsNormEps());
+    }
+
+    /** @return the rotary embedding this layer rotates queries and keys with */
+    public RotaryEmbedding rotaryEmbedding() {
+        return rotaryEmbedding;
+    }
+
+    /** @return how this layer's products {@code q·k} become scores */
+    public AttentionScores scores() {
+        return scores;
     }
 
     @Override
@@ -99,13 +124,8 @@ public final class GroupedQueryAttention extends AttentionBlock {
         q = RotaryEmbedding.rotate(q, cosSin);
         k = RotaryEmbedding.rotate(k, cosSin);
         KeyValues kv = context.update(layerIndex, k, v); // (B, H_kv, S, D)
-        NDArray mask = windowed ? context.windowMask() : context.mask();
-        if (windowed && mask == null && context.mask() != null) {
-            // a window mask is never absent where the full one is present (it is causal too)
-            throw new IllegalStateException(
-                    "layer " + layerIndex + " has a sliding window but its context carries no window mask");
-        }
-        NDArray y = kernels().attend(q, kv, mask, attentionDropout, training); // (B, H, T, D)
+        NDArray mask = context.mask(window);
+        NDArray y = kernels().attend(q, kv, mask, scores, attentionDropout, training); // (B, H, T, D)
         y = y.transpose(0, 2, 1, 3).reshape(b, t, (long) numHeads * headDim); // (B, T, H*D)
         return oProj.forward(store, y, training); // (B, T, E)
     }

@@ -73,7 +73,25 @@ public interface Kernels {
      * @param training whether this is a training pass
      * @return the attended values (B, H, T, D)
      */
-    NDArray attend(NDArray q, KeyValues kv, NDArray mask, float dropout, boolean training);
+    default NDArray attend(NDArray q, KeyValues kv, NDArray mask, float dropout, boolean training) {
+        return attend(q, kv, mask, AttentionScores.standard(q.getShape().get(3)), dropout, training);
+    }
+
+    /**
+     * {@code softmax(cap(q k^T * scale) + mask) v}: {@link #attend(NDArray, KeyValues, NDArray,
+     * float, boolean)} with the scores a family computes its own way (Gemma's {@code
+     * query_pre_attn_scalar} and soft-capping).
+     *
+     * @param q queries (B, H, T, D); the result is attached to its manager
+     * @param kv keys and values (B, H_kv, S, D), H divisible by H_kv
+     * @param mask additive mask broadcastable to (B, 1, T, S), or {@code null}
+     * @param scores how the products {@code q·k} become scores
+     * @param dropout dropout rate on the attention probabilities (training only)
+     * @param training whether this is a training pass
+     * @return the attended values (B, H, T, D)
+     */
+    NDArray attend(
+            NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training);
 
     /**
      * Ends a decode step: closes its manager, now or off the calling thread. Use it in place of

@@ -127,12 +127,12 @@ public final class KvCache implements AutoCloseable {
      * @param window the layer's window
      * @param t new positions
      * @return the positions; {@code 0 .. length + t - 1} where no layer of this cache keeps a
-     *     window
+     *     window of that size
      */
     public long[] windowKeyPositions(int window, int t) {
         int past = length();
         for (LayerCache layer : layers) {
-            if (layer instanceof WindowLayerCache) {
+            if (layer instanceof WindowLayerCache ring && ring.window() == window) {
                 return WindowLayerCache.keyPositions(past, t, window);
             }
         }

@@ -4,7 +4,8 @@ import ai.djl.ndarray.NDArray;
 
 /**
  * {@code softmax(q k^T / sqrt(D) + mask) v}, the attention every attention block computes (the
- * reference that {@link Kernels#attend} implementations agree with). Grouped-query attention is
+ * reference that {@link Kernels#attend} implementations agree with), with other {@link
+ * AttentionScores} where a family scales or soft-caps the scores its own way. Grouped-query attention is
  * computed without repeating keys and values: the query heads of one group are folded into the
  * query-length axis, so the cache holds only key/value heads.
  */
@@ -25,6 +26,29 @@ public final class ScaledDotProductAttention {
      */
     public static NDArray attend(
             NDArray q, NDArray k, NDArray v, NDArray mask, float dropout, boolean training) {
+        return attend(q, k, v, mask, AttentionScores.standard(q.getShape().get(3)), dropout, training);
+    }
+
+    /**
+     * Attends with the given scores: {@code softmax(cap(q k^T * scale) + mask) v}.
+     *
+     * @param q queries (B, H, T, D); the result is attached to its manager
+     * @param k keys (B, H_kv, S, D), H divisible by H_kv
+     * @param v values (B, H_kv, S, D)
+     * @param mask additive mask broadcastable to (B, 1, T, S), or {@code null}
+     * @param rule how products become scores
+     * @param dropout dropout rate on the attention probabilities (training only)
+     * @param training whether this is a training pass
+     * @return the attended values (B, H, T, D)
+     */
+    public static NDArray attend(
+            NDArray q,
+            NDArray k,
+            NDArray v,
+            NDArray mask,
+            AttentionScores rule,
+            float dropout,
+            boolean training) {
         long b = q.getShape().get(0);
         long h = q.getShape().get(1);
         long t = q.getShape().get(2);
@@ -32,11 +56,14 @@ public final class ScaledDotProductAttention {
         long hKv = k.getShape().get(1);
         long s = k.getShape().get(2);
         long groups = h / hKv;
-        double scale = 1.0 / Math.sqrt(d);
 
         NDArray grouped = groups == 1 ? q : q.reshape(b, hKv, groups * t, d); // (B, Hkv, G*T, D)
         NDArray scores =
-                grouped.matMul(k.transpose(0, 1, 3, 2)).muli(Scalars.of(scale, q)); // (B, Hkv, G*T, S)
+                grouped.matMul(k.transpose(0, 1, 3, 2)).muli(Scalars.of(rule.scale(), q)); // (B, Hkv, G*T, S)
+        if (rule.capped()) {
+            // tanh(s / C) * C before the mask, as Gemma 2's eager attention (tanh's output kept for autograd)
+            scores = scores.div(Scalars.of(rule.softcap(), q)).tanh().mul(Scalars.of(rule.softcap(), q));
+        }
         if (mask != null) {
             if (groups == 1) {
                 scores = scores.add(mask); // (B, H, T, S)

@@ -82,6 +82,11 @@ final class WindowLayerCache extends LayerCache {
         return positions;
     }
 
+    /** @return the positions a query sees, itself included */
+    int window() {
+        return window;
+    }
+
     @Override
     int length() {
         return length;

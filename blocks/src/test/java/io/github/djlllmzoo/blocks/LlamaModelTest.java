@@ -143,6 +143,37 @@ class LlamaModelTest {
         }
     }
 
+    @org.junit.jupiter.api.Test
+    void gemma3LocalLayersRotateWithTheirOwnUnscaledBaseAndGlobalOnesWithRopeScaling() throws Exception {
+        JsonObject json =
+                JsonParser.parseString(
+                                "{\"model_type\": \"gemma3_text\", \"num_hidden_layers\": 4,"
+                                        + " \"vocab_size\": 50, \"hidden_size\": 32, \"intermediate_size\": 48,"
+                                        + " \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16,"
+                                        + " \"max_position_embeddings\": 64, \"sliding_window\": 8,"
+                                        + " \"sliding_window_pattern\": 2, \"rope_theta\": 1000000.0,"
+                                        + " \"rope_local_base_freq\": 10000.0,"
+                                        + " \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 8.0}}")
+                        .getAsJsonObject();
+        LlamaModel model = new LlamaModel(LlamaConfig.parse(ConfigJson.of(null, json)));
+        assertTrue(Arrays.equals(
+                RotaryEmbedding.inverseFrequencies(16, 1e6, io.github.djlllmzoo.blocks.config.RopeScaling.linear(8)),
+                model.rotaryEmbedding().inverseFrequencies()));
+        assertTrue(Arrays.equals(
+                RotaryEmbedding.inverseFrequencies(16, 1e4, null), model.localRotaryEmbedding().inverseFrequencies()));
+        for (int i = 0; i < 4; i++) {
+            GroupedQueryAttention attention =
+                    model.layers().get(i).getChildren().values().stream()
+                            .filter(GroupedQueryAttention.class::isInstance)
+                            .map(GroupedQueryAttention.class::cast)
+                            .findFirst()
+                            .orElseThrow();
+            assertTrue(
+                    attention.rotaryEmbedding() == (i % 2 == 0 ? model.localRotaryEmbedding() : model.rotaryEmbedding()),
+                    "layer " + i);
+        }
+    }
+
     static void setRandomWeights(CausalLmBlock model, NDManager manager) {
         for (Map.Entry<String, Parameter> e : model.namedParameters().entrySet()) {
             Shape shape = model.declaredShapes().get(e.getKey());

@@ -11,14 +11,16 @@ import java.util.Locale;
 
 /**
  * {@code llmzoo generate} and {@code score} on the golden checkpoints of the families that share
- * Llama's layout with their own twists: Qwen2 (q/k/v biases; tied BF16), Qwen3 (q/k norms) and
- * Phi-3 (fused projections) reproduce Hugging Face's greedy ids exactly and its prompt
- * log-probabilities within the fixtures' 1e-3.
+ * Llama's layout with their own twists: Qwen2 (q/k/v biases; tied BF16), Qwen3 (q/k norms), Phi-3
+ * (fused projections), Mistral (a sliding window) and Gemma 1/2/3 (scaled embeddings, 1 + w norms,
+ * GELU-tanh, soft-capping, local and global layers) reproduce Hugging Face's greedy ids exactly and
+ * its prompt log-probabilities within the fixtures' 1e-3.
  */
 class LlamaFamiliesCommandLineTest {
 
     @ParameterizedTest
-    @ValueSource(strings = {"qwen2-bias", "qwen2-tied-bf16", "qwen3-qknorm", "phi3-fused", "mistral-sliding-window"})
+    @ValueSource(strings = {"qwen2-bias", "qwen2-tied-bf16", "qwen3-qknorm", "phi3-fused", "mistral-sliding-window",
+        "gemma-bf16", "gemma2-softcap-window", "gemma3-local-global"})
     void generatePrintsTheGoldenGreedyIds(String name) throws Exception {
         GoldenCase golden = GoldenCase.load(name);
         CliRunner run =
@@ -32,7 +34,8 @@ class LlamaFamiliesCommandLineTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"qwen2-bias", "qwen2-tied-bf16", "qwen3-qknorm", "phi3-fused", "mistral-sliding-window"})
+    @ValueSource(strings = {"qwen2-bias", "qwen2-tied-bf16", "qwen3-qknorm", "phi3-fused", "mistral-sliding-window",
+        "gemma-bf16", "gemma2-softcap-window", "gemma3-local-global"})
     void scorePrintsTheGoldenPromptLogprobs(String name) throws Exception {
         GoldenCase golden = GoldenCase.load(name);
         double[] expected = golden.numbers("prompt_logprobs");

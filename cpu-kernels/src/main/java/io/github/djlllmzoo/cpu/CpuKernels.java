@@ -5,6 +5,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
+import io.github.djlllmzoo.blocks.AttentionScores;
 import io.github.djlllmzoo.blocks.CompressedWeight;
 import io.github.djlllmzoo.blocks.EngineKernels;
 import io.github.djlllmzoo.blocks.KeyValues;
@@ -102,31 +103,36 @@ public final class CpuKernels implements Kernels {
     }
 
     @Override
-    public NDArray attend(NDArray q, KeyValues kv, NDArray mask, float dropout, boolean training) {
-        if (takesDecodeKernel(q, kv, mask, training)) {
-            return DecodeAttention.attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask);
+    public NDArray attend(
+            NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
+        if (takesDecodeKernel(q, kv, mask, scores, training)) {
+            return DecodeAttention.attend(
+                    q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask, (float) scores.scale());
         }
         if (!training) {
-            NDArray split = SplitAttention.attend(q, kv.keys(), kv.values(), mask);
+            NDArray split = SplitAttention.attend(q, kv.keys(), kv.values(), mask, scores);
             if (split != null) {
                 return split;
             }
         }
-        return ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), mask, dropout, training);
+        return ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), mask, scores, dropout, training);
     }
 
     /**
      * Whether {@link #attend} takes {@link DecodeAttention}'s kernel: inference over a cache's
-     * buffers that the kernel can read, with the kernel on.
+     * buffers that the kernel can read, with the kernel on, and scores it computes (any scale; not
+     * soft-capped scores, which the kernel does not cap: those layers take the engine's operations).
      *
      * @param q queries (B, H, T, D)
      * @param kv keys and values
      * @param mask additive mask, or {@code null}
+     * @param scores how the products become scores
      * @param training whether this is a training pass
      * @return whether the kernel computes this attention
      */
-    boolean takesDecodeKernel(NDArray q, KeyValues kv, NDArray mask, boolean training) {
+    boolean takesDecodeKernel(NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, boolean training) {
         return decodeAttention
+                && !scores.capped()
                 && kv.keyBuffer() != null
                 && CoreWorkers.inferenceOnCpu(q, training)
                 && DecodeAttention.applies(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask);

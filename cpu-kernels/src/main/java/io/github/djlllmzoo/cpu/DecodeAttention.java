@@ -96,6 +96,22 @@ final class DecodeAttention {
      * @return the attended values (B, H, 1, D)
      */
     static NDArray attend(NDArray q, NDArray keys, NDArray values, int length, NDArray mask) {
+        return attend(q, keys, values, length, mask, (float) (1.0 / Math.sqrt(q.getShape().get(3))));
+    }
+
+    /**
+     * {@code softmax(q k^T * scale + mask) v} over the first {@code length} cached positions, for
+     * arrays {@link #applies} accepts.
+     *
+     * @param q queries (B, H, 1, D); the result is attached to its manager
+     * @param keys the cache's key buffer (B, H_kv, capacity, D)
+     * @param values the cache's value buffer
+     * @param length the cached positions to attend to
+     * @param mask the additive mask (B or 1, 1, 1, length), or {@code null}
+     * @param scale the factor on {@code q·k}
+     * @return the attended values (B, H, 1, D)
+     */
+    static NDArray attend(NDArray q, NDArray keys, NDArray values, int length, NDArray mask, float scale) {
         Shape qs = q.getShape();
         Shape cache = keys.getShape();
         NDArray out = q.getManager().create(qs, DataType.FLOAT32);
@@ -109,7 +125,6 @@ final class DecodeAttention {
         int d = Math.toIntExact(qs.get(3));
         int capacity = Math.toIntExact(cache.get(2));
         int maskStride = mask == null || mask.getShape().get(0) == 1 ? 0 : length;
-        float scale = (float) (1.0 / Math.sqrt(d));
         int units = Math.toIntExact(qs.get(0) * kvHeads);
         int parts = Math.min(CoreWorkers.PARALLELISM, units);
         boolean split = parts > 1 && 2L * Float.BYTES * units * length * d >= SPLIT_MIN_BYTES;

@@ -4,6 +4,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import io.github.djlllmzoo.blocks.AttentionScores;
 import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
 
 /**
@@ -35,6 +36,20 @@ final class SplitAttention {
      *     the workers are busy)
      */
     static NDArray attend(NDArray q, NDArray k, NDArray v, NDArray mask) {
+        return attend(q, k, v, mask, AttentionScores.standard(q.getShape().get(3)));
+    }
+
+    /**
+     * Attention with the given scores split across the cores, for inference.
+     *
+     * @param q queries (B, H, T, D); the result is attached to its manager
+     * @param k keys (B, H_kv, S, D)
+     * @param v values (B, H_kv, S, D)
+     * @param mask additive mask broadcastable to (B, 1, T, S), or {@code null}
+     * @param scores how the products become scores
+     * @return the attended values (B, H, T, D), or {@code null} where splitting does not pay
+     */
+    static NDArray attend(NDArray q, NDArray k, NDArray v, NDArray mask, AttentionScores scores) {
         if (CoreWorkers.PARALLELISM < 2
                 || q.size() * k.getShape().get(2) < SPLIT_MIN_WORK
                 || !CoreWorkers.inferenceOnCpu(q, false)) {
@@ -72,7 +87,7 @@ final class SplitAttention {
                 CoreWorkers.run(
                         parts,
                         i -> ScaledDotProductAttention.attend(
-                                qs.get(i), ks.get(i), vs.get(i), masks == null ? mask : masks.get(i), 0, false));
+                                qs.get(i), ks.get(i), vs.get(i), masks == null ? mask : masks.get(i), scores, 0, false));
         return outputs == null ? null : NDArrays.concat(new NDList(outputs), axis); // (B, H, T, D)
     }
 }

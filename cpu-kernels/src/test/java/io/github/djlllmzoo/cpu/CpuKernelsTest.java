@@ -13,18 +13,25 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
 import ai.djl.training.ParameterStore;
+import com.google.gson.JsonParser;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.ConfiguredBlock;
 import io.github.djlllmzoo.blocks.EngineKernels;
 import io.github.djlllmzoo.blocks.Gpt2Model;
+import io.github.djlllmzoo.blocks.AttentionScores;
 import io.github.djlllmzoo.blocks.KeyValues;
 import io.github.djlllmzoo.blocks.Kernels;
 import io.github.djlllmzoo.blocks.KvCache;
 import io.github.djlllmzoo.blocks.ProjectionWeight;
+import io.github.djlllmzoo.blocks.LlamaModel;
+import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
+import io.github.djlllmzoo.blocks.config.LlamaConfig;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 class CpuKernelsTest extends ManagedArraysTest {
 
@@ -88,14 +95,14 @@ class CpuKernelsTest extends ManagedArraysTest {
         try (KvCache cache = new KvCache(manager, new int[1], 2, 4, 8, 4, 8, DataType.FLOAT32)) {
             KeyValues kv = cache.update(0, manager.randomNormal(new Shape(2, 4, 1, 8)),
                     manager.randomNormal(new Shape(2, 4, 1, 8)));
-            assertTrue(both.takesDecodeKernel(q, kv, null, false));
+            assertTrue(both.takesDecodeKernel(q, kv, null, AttentionScores.standard(q.getShape().get(3)), false));
             for (String property : new String[] {FewRowProduct.SWITCH, DecodeAttention.SWITCH}) {
                 System.setProperty(property, "false");
                 try {
                     CpuKernels off = (CpuKernels) Kernels.forModel(pytorch, Device.cpu(), DataType.FLOAT32);
                     boolean fewRowsOff = property.equals(FewRowProduct.SWITCH);
                     assertEquals(!fewRowsOff, off.fewRowProduct(), property);
-                    assertEquals(fewRowsOff, off.takesDecodeKernel(q, kv, null, false), property);
+                    assertEquals(fewRowsOff, off.takesDecodeKernel(q, kv, null, AttentionScores.standard(q.getShape().get(3)), false), property);
                 } finally {
                     System.clearProperty(property);
                 }
@@ -125,9 +132,10 @@ class CpuKernelsTest extends ManagedArraysTest {
         }
 
         @Override
-        public NDArray attend(NDArray q, KeyValues kv, NDArray mask, float dropout, boolean training) {
-            decodeKernel.add(cpu.takesDecodeKernel(q, kv, mask, training));
-            return cpu.attend(q, kv, mask, dropout, training);
+        public NDArray attend(
+                NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
+            decodeKernel.add(cpu.takesDecodeKernel(q, kv, mask, scores, training));
+            return cpu.attend(q, kv, mask, scores, dropout, training);
         }
 
         @Override
@@ -157,5 +165,36 @@ class CpuKernelsTest extends ManagedArraysTest {
             }
         }
         assertEquals(List.of(true, true, true, true), recording.decodeKernel, "two decode steps of two layers");
+    }
+
+    /**
+     * Gemma's decode steps: Gemma 3's layers (scores scaled by query_pre_attn_scalar, windowed ones
+     * over their ring) take the decode kernel, Gemma 2's soft-capped layers the engine's operations.
+     */
+    @ParameterizedTest
+    @CsvSource({"gemma2, false", "gemma3_text, true"})
+    void gemmaDecodeStepsTakeTheDecodeKernelUnlessTheirScoresAreSoftCapped(String family, boolean kernel)
+            throws Exception {
+        NativeKernelsAssumption.assumeKernelsLoaded();
+        String json = "{\"model_type\": \"" + family + "\", \"num_hidden_layers\": 2, \"vocab_size\": 40,"
+                + " \"hidden_size\": 32, \"intermediate_size\": 48, \"num_attention_heads\": 4,"
+                + " \"num_key_value_heads\": 2, \"head_dim\": 16, \"max_position_embeddings\": 32,"
+                + " \"sliding_window\": 2, \"sliding_window_pattern\": 2, \"query_pre_attn_scalar\": 24}";
+        LlamaModel model = new LlamaModel(LlamaConfig.parse(ConfigJson.of(null, JsonParser.parseString(json).getAsJsonObject())));
+        model.initialize(manager, DataType.FLOAT32, new Shape(1, 4));
+        Recording recording = new Recording(new CpuKernels(true, true));
+        model.useKernels(recording);
+        try (KvCache cache = model.newCache(manager, 3, 8)) {
+            model.forward(null, manager.create(new long[] {1, 2, 3, 4, 5, 6}, new Shape(3, 2)), null, null,
+                    cache, true, false);
+            recording.decodeKernel.clear();
+            for (int i = 0; i < 2; i++) { // past the window of 2
+                NDManager step = manager.newSubManager();
+                model.forward(null, step.create(new long[] {7, 8, 9}, new Shape(3, 1)), null, null, cache, true,
+                        false);
+                model.kernels().closeStep(step);
+            }
+        }
+        assertEquals(List.of(kernel, kernel, kernel, kernel), recording.decodeKernel, "two decode steps of two layers");
     }
 }

@@ -11,6 +11,7 @@ import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.AttentionMask;
+import io.github.djlllmzoo.blocks.AttentionScores;
 import io.github.djlllmzoo.blocks.KeyValues;
 import io.github.djlllmzoo.blocks.KvCache;
 import io.github.djlllmzoo.blocks.RoundingBound;
@@ -19,6 +20,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import java.util.Arrays;
 
 class DecodeAttentionTest extends ManagedArraysTest {
 
@@ -122,7 +124,7 @@ class DecodeAttentionTest extends ManagedArraysTest {
             NDArray k = manager.randomNormal(new Shape(3, 2, 1, 64));
             NDArray v = manager.randomNormal(new Shape(3, 2, 1, 64));
             KeyValues kv = cache.update(1, k, v);
-            assertTrue(kernels.takesDecodeKernel(q, kv, null, false), "a decode step over the cache");
+            assertTrue(kernels.takesDecodeKernel(q, kv, null, AttentionScores.standard(q.getShape().get(3)), false), "a decode step over the cache");
             NDArray out = kernels.attend(q, kv, null, 0f, false);
             NDArray kernel = DecodeAttention.attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), null);
             assertArrayEquals(kernel.toFloatArray(), out.toFloatArray(), 0f, "the seam ran the kernel");
@@ -130,9 +132,9 @@ class DecodeAttentionTest extends ManagedArraysTest {
             assertArrayEquals(v.toFloatArray(), kv.values().get(":, :, 10:11, :").toFloatArray(), 0f);
             NDArray engine = ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), null, 0, false);
             assertArrayEquals(engine.toFloatArray(), out.toFloatArray(), RoundingBound.ofAttention(q, kv.keys(), kv.values()));
-            assertFalse(kernels.takesDecodeKernel(q, kv, null, true), "a training pass");
-            assertFalse(new CpuKernels(true, false).takesDecodeKernel(q, kv, null, false), "the kernel switched off");
-            assertFalse(kernels.takesDecodeKernel(q, KeyValues.of(kv.keys(), kv.values()), null, false),
+            assertFalse(kernels.takesDecodeKernel(q, kv, null, AttentionScores.standard(q.getShape().get(3)), true), "a training pass");
+            assertFalse(new CpuKernels(true, false).takesDecodeKernel(q, kv, null, AttentionScores.standard(q.getShape().get(3)), false), "the kernel switched off");
+            assertFalse(kernels.takesDecodeKernel(q, KeyValues.of(kv.keys(), kv.values()), null, AttentionScores.standard(q.getShape().get(3)), false),
                     "keys and values not in a cache");
         }
     }
@@ -163,5 +165,29 @@ class DecodeAttentionTest extends ManagedArraysTest {
                 "a mask of another rank");
         assertFalse(DecodeAttention.applies(q.toType(DataType.FLOAT64, false), keys.toType(DataType.FLOAT64, false),
                 values.toType(DataType.FLOAT64, false), 20, null), "float64");
+    }
+
+    @Test
+    void gemmaScaledScoresTakeTheKernelAndSoftCappedOnesTheEngine() {
+        try (KvCache cache = new KvCache(manager, new int[1], 2, 2, 32, 16, 64, DataType.FLOAT32)) {
+            cache.update(0, manager.randomNormal(new Shape(2, 2, 9, 32)), manager.randomNormal(new Shape(2, 2, 9, 32)));
+            NDArray q = manager.randomNormal(new Shape(2, 4, 1, 32)).muli(3); // scores large enough to cap
+            KeyValues kv = cache.update(0, manager.randomNormal(new Shape(2, 2, 1, 32)),
+                    manager.randomNormal(new Shape(2, 2, 1, 32)));
+            float bound = RoundingBound.ofAttention(q, kv.keys(), kv.values());
+
+            AttentionScores scaled = new AttentionScores(1 / Math.sqrt(24), 0); // query_pre_attn_scalar 24
+            assertTrue(kernels.takesDecodeKernel(q, kv, null, scaled, false));
+            NDArray engine = ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), null, scaled, 0, false);
+            assertArrayEquals(engine.toFloatArray(), kernels.attend(q, kv, null, scaled, 0f, false).toFloatArray(), bound);
+
+            AttentionScores capped = new AttentionScores(1 / Math.sqrt(24), 2);
+            assertFalse(kernels.takesDecodeKernel(q, kv, null, capped, false), "the kernel does not soft-cap");
+            NDArray cappedEngine = ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), null, capped, 0, false);
+            assertArrayEquals(
+                    cappedEngine.toFloatArray(), kernels.attend(q, kv, null, capped, 0f, false).toFloatArray(), bound);
+            assertFalse(
+                    Arrays.equals(engine.toFloatArray(), cappedEngine.toFloatArray()), "capping changes the result");
+        }
     }
 }

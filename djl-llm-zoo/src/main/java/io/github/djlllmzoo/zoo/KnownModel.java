@@ -9,11 +9,14 @@ import java.util.Optional;
  *
  * @param name the registry name, e.g. "gpt2"
  * @param hubId the Hugging Face repository id, e.g. "openai-community/gpt2"
- * @param family the architecture, its {@code model_type}: "gpt2", "llama", "qwen2", "qwen3" or "phi3"
+ * @param family the architecture, its {@code model_type}: "gpt2", "llama", "mistral", "qwen2", "qwen3",
+ *     "phi3", "gemma2" or "gemma3_text"
  * @param parameters a human-readable size, e.g. "124M"
  * @param note licence or access notes (e.g. gated), or an empty string
  */
 public record KnownModel(String name, String hubId, String family, String parameters, String note) {
+
+    private static final String GEMMA_TERMS = "gated: accept Google's Gemma terms on the hub and set HF_TOKEN";
 
     /** Every model the registry lists, in the order {@code llmzoo models} prints them. */
     public static final List<KnownModel> ALL =
@@ -44,8 +47,19 @@ public record KnownModel(String name, String hubId, String family, String parame
                             "microsoft/Phi-3-mini-4k-instruct",
                             "phi3",
                             "3.8B",
-                            "MIT; its sliding_window 2047 is refused until Phi-3's sliding window is"
-                                    + " supported"));
+                            "MIT"),
+                    new KnownModel(
+                            "gemma-2-2b-it", "google/gemma-2-2b-it", "gemma2", "2.6B", GEMMA_TERMS),
+                    new KnownModel(
+                            "gemma-3-270m-it", "google/gemma-3-270m-it", "gemma3_text", "270M", GEMMA_TERMS),
+                    new KnownModel(
+                            "gemma-3-1b-it", "google/gemma-3-1b-it", "gemma3_text", "1B", GEMMA_TERMS),
+                    new KnownModel(
+                            "Mistral-7B-Instruct-v0.3",
+                            "mistralai/Mistral-7B-Instruct-v0.3",
+                            "mistral",
+                            "7.2B",
+                            "Apache-2.0; gated: agree to share your contact details on the hub and set HF_TOKEN"));
 
     /**
      * Finds a registry entry by name (case-insensitive) or by its Hugging Face id.

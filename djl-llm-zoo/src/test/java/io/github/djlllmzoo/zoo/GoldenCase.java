@@ -17,7 +17,7 @@ record GoldenCase(Path dir, long[] promptIds, double[] promptLogprobs, long[] gr
     /** The absolute tolerance of log-probabilities in float32 (see the fixtures' README). */
     static final double LOGPROB_TOLERANCE = 1e-3;
 
-    /** The golden cases of the Llama-shaped families, each with rotary GQA and a SwiGLU MLP. */
+    /** The golden cases of the Llama-shaped families, each with rotary GQA and a gated MLP. */
     static List<String> llamaShaped() {
         return List.of(
                 "llama-gqa",
@@ -27,7 +27,10 @@ record GoldenCase(Path dir, long[] promptIds, double[] promptLogprobs, long[] gr
                 "qwen2-tied-bf16",
                 "qwen3-qknorm",
                 "phi3-fused",
-                "mistral-sliding-window");
+                "mistral-sliding-window",
+                "gemma-bf16",
+                "gemma2-softcap-window",
+                "gemma3-local-global");
     }
 
     static Path root() {

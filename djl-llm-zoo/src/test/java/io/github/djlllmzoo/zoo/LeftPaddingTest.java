@@ -26,7 +26,8 @@ class LeftPaddingTest {
     private static final int PAD = 3;
 
     @ParameterizedTest
-    @ValueSource(strings = {"llama-gqa", "qwen2-bias", "qwen2-tied-bf16", "qwen3-qknorm", "phi3-fused", "mistral-sliding-window"})
+    @ValueSource(strings = {"llama-gqa", "qwen2-bias", "qwen2-tied-bf16", "qwen3-qknorm", "phi3-fused", "mistral-sliding-window",
+        "gemma-bf16", "gemma2-softcap-window", "gemma3-local-global"})
     void leftPaddedRowMatchesItsUnpaddedLogitsWithAndWithoutCache(String name) throws Exception {
         GoldenCase golden = GoldenCase.load(name);
         long[] longRow = Arrays.copyOf(golden.promptIds(), 10);

@@ -42,6 +42,7 @@ class LlmModelZooTest {
                     "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "distilgpt2", "TinyLlama-1.1B",
                     "SmolLM2-135M", "SmolLM2-360M", "Llama-3.2-1B", "Qwen2.5-0.5B-Instruct",
                     "Qwen2.5-1.5B-Instruct", "Qwen3-0.6B", "Qwen3-1.7B", "Phi-3-mini-4k-instruct",
+                    "gemma-2-2b-it", "gemma-3-270m-it", "gemma-3-1b-it", "Mistral-7B-Instruct-v0.3",
                     LlmModelZoo.ANY_MODEL
                 }) {
             assertTrue(artifacts.contains(name), name);
@@ -49,6 +50,12 @@ class LlmModelZooTest {
         assertEquals("TinyLlama/TinyLlama-1.1B-Chat-v1.0", KnownModel.find("tinyllama-1.1b").orElseThrow().hubId());
         assertEquals("gpt2", KnownModel.find("openai-community/gpt2").orElseThrow().name());
         assertEquals("Qwen/Qwen3-0.6B", KnownModel.find("qwen3-0.6b").orElseThrow().hubId());
+        assertEquals("google/gemma-3-270m-it", KnownModel.find("gemma-3-270m-it").orElseThrow().hubId());
+        assertEquals("google/gemma-2-2b-it", KnownModel.find("gemma-2-2b-it").orElseThrow().hubId());
+        assertEquals("google/gemma-3-1b-it", KnownModel.find("gemma-3-1b-it").orElseThrow().hubId());
+        assertEquals(
+                "mistralai/Mistral-7B-Instruct-v0.3",
+                KnownModel.find("mistral-7b-instruct-v0.3").orElseThrow().hubId());
     }
 
     @Test

@@ -11,6 +11,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
+import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.blocks.AttentionContext;
 import io.github.djlllmzoo.blocks.Gpt2Attention;
@@ -30,6 +31,7 @@ import io.github.djlllmzoo.blocks.RotaryEmbedding;
 import io.github.djlllmzoo.blocks.UnaryBlock;
 import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
+import io.github.djlllmzoo.blocks.config.HiddenActivation;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
 import java.util.Random;
 import java.util.function.Function;
@@ -185,8 +187,34 @@ class BlockGradientTest {
         checkAttention(config);
     }
 
+    @Test
+    void gemmaRmsNormWithUnitOffsetGradientsMatchFiniteDifferences() {
+        checkUnary(RmsNorm.gemma(8, 1e-6f), HIDDEN);
+    }
+
+    @Test
+    void geluTanhGatedMlpGradientsMatchFiniteDifferences() {
+        GatedMlp mlp = new GatedMlp(8, 12, true, 0.5f, HiddenActivation.GELU_TANH);
+        mlp.initialize(manager, DataType.FLOAT64, HIDDEN);
+        check(mlp, HIDDEN, x -> mlp.forward(store, x, true));
+    }
+
+    @Test
+    void gemma2SoftCappedAttentionMatchesFiniteDifferences() throws Exception {
+        LlamaConfig config = family("gemma2");
+        assertEquals(2f, config.gemma().attnLogitSoftcapping());
+        checkAttention(config, 1); // a global layer: the causal context has no window mask
+    }
+
+    @Test
+    void gemma3AttentionWithUnitOffsetQueryKeyNormsMatchesFiniteDifferences() throws Exception {
+        LlamaConfig config = family("gemma3_text");
+        assertTrue(config.qkNorm() && config.slidingWindow(0) > 0 && config.slidingWindow(1) == 0);
+        checkAttention(config, 1);
+    }
+
     @ParameterizedTest
-    @ValueSource(strings = {"qwen2", "qwen3", "phi3"})
+    @ValueSource(strings = {"qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text"})
     void wholeModelOfEachLlamaShapedFamilyWithTheCausalLmLossMatchesFiniteDifferences(String modelType)
             throws Exception {
         LlamaModel model = new LlamaModel(family(modelType));
@@ -196,18 +224,35 @@ class BlockGradientTest {
     }
 
     private void checkAttention(LlamaConfig config) {
+        checkAttention(config, 0);
+    }
+
+    private void checkAttention(LlamaConfig config, int layer) {
         GroupedQueryAttention attention =
-                new GroupedQueryAttention(config, 0, RotaryEmbedding.of(config));
+                new GroupedQueryAttention(config, layer, RotaryEmbedding.of(config));
         Shape input = new Shape(2, 5, config.hiddenSize());
         attention.initialize(manager, DataType.FLOAT64, input);
         scaleUp(attention);
         check(attention, input, x -> attention.forward(store, x, AttentionContext.causal(x), true));
     }
 
-    /** The tiny Llama config read as another family's (head_dim 6 x 4 heads != hidden 16). */
+    /**
+     * The tiny Llama config read as another family's (head_dim 6 x 4 heads != hidden 16); Gemma 2
+     * and 3 with a window of 3 over the 5 positions and Gemma 2's soft caps small enough to bend.
+     */
     private static LlamaConfig family(String modelType) throws Exception {
         String json = TinyModels.llamaJson(11, false).replace("\"llama\"", "\"" + modelType + "\"");
-        return LlamaConfig.parse(ConfigJson.of(null, JsonParser.parseString(json).getAsJsonObject()));
+        JsonObject object = JsonParser.parseString(json).getAsJsonObject();
+        if (modelType.startsWith("gemma") && !modelType.equals("gemma")) {
+            object.addProperty("sliding_window", 3);
+            object.addProperty("query_pre_attn_scalar", 4);
+            object.addProperty("sliding_window_pattern", 2);
+        }
+        if (modelType.equals("gemma2")) {
+            object.addProperty("attn_logit_softcapping", 2.0);
+            object.addProperty("final_logit_softcapping", 3.0);
+        }
+        return LlamaConfig.parse(ConfigJson.of(null, object));
     }
 
     @Test

@@ -187,11 +187,18 @@ class FineTunerTest {
         "qwen2, model.layers.1.self_attn.k_proj.bias, model.layers.1.self_attn.o_proj.bias",
         "qwen3, model.layers.1.self_attn.k_norm.weight, model.layers.1.mlp.gate_proj.bias",
         "phi3, model.layers.1.self_attn.qkv_proj.weight, model.layers.1.mlp.up_proj.weight",
-        "phi3, model.layers.1.mlp.gate_up_proj.weight, model.layers.1.self_attn.q_proj.weight"
+        "phi3, model.layers.1.mlp.gate_up_proj.weight, model.layers.1.self_attn.q_proj.weight",
+        "gemma, model.layers.1.post_attention_layernorm.weight, model.layers.1.pre_feedforward_layernorm.weight",
+        "gemma2, model.layers.1.post_feedforward_layernorm.weight, model.layers.1.self_attn.q_norm.weight",
+        "gemma3_text, model.layers.1.self_attn.k_norm.weight, model.layers.1.mlp.gate_up_proj.weight"
     })
     void eachLlamaShapedFamilyTrainsAndItsCheckpointKeepsItsTensorNames(
             String modelType, String present, String absent) throws Exception {
         String json = TinyModels.llamaJson(12, false).replace("\"llama\"", "\"" + modelType + "\"");
+        if (modelType.startsWith("gemma")) {
+            // a window shorter than the training sequences (Gemma 2 and 3 slide, Gemma ignores it)
+            json = json.replace("\"max_position_embeddings\"", "\"sliding_window\": 4, \"max_position_embeddings\"");
+        }
         Path source = TinyModels.checkpoint(temp.resolve(modelType), json, 12);
         Path out = temp.resolve(modelType + "-out");
         PackedTextDataset data = packed(randomTokens(6 * 8 + 1, 12, 13), 8);

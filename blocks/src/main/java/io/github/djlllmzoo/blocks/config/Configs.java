@@ -7,6 +7,9 @@ import java.nio.file.Path;
 /** Reads a checkpoint's {@code config.json} into the record of its family. */
 public final class Configs {
 
+    /** The {@code model_type} of Gemma 3's image-text checkpoints, whose text part is refused. */
+    private static final String GEMMA3_MULTIMODAL = "gemma3";
+
     private Configs() {}
 
     /**
@@ -26,6 +29,12 @@ public final class Configs {
         }
         if (LlamaFamily.MODEL_TYPES.contains(modelType)) {
             return LlamaConfig.parse(json);
+        }
+        if (GEMMA3_MULTIMODAL.equals(modelType)) {
+            throw json.invalid(
+                    "model_type",
+                    "multimodal Gemma 3 checkpoints (text_config, weights under language_model.) are not"
+                            + " supported; use a gemma3_text (Gemma3ForCausalLM) checkpoint");
         }
         throw json.invalid(
                 "model_type",

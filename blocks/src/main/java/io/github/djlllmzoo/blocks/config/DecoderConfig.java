@@ -57,4 +57,12 @@ public interface DecoderConfig {
     default int slidingWindow(int layer) {
         return 0;
     }
+
+    /**
+     * @return C when the LM head's logits are soft-capped to {@code tanh(logits / C) * C}
+     *     (Gemma 2's {@code final_logit_softcapping}), or 0 for none
+     */
+    default float finalLogitSoftcapping() {
+        return 0;
+    }
 }

@@ -8,13 +8,13 @@ import java.util.List;
  * The hyper-parameters of a Llama-shaped {@code config.json}, with the names Hugging Face uses:
  * {@code model_type} "llama", "mistral" (with its sliding window), and the families that
  * differ from Llama only in where projections have biases, whether queries and keys are normalized
- * per head, and how projections are stored ({@link LlamaFamily}: "qwen2", "qwen3", "phi3"). Absent
- * optional fields take Hugging Face's defaults of the family's config class.
+ * per head, how projections are stored, and what Gemma changes ({@link LlamaFamily}: "qwen2", "qwen3",
+ * "phi3", "gemma", "gemma2", "gemma3_text"). Absent optional fields take Hugging Face's defaults of
+ * the family's config class.
  *
- * <p>Mistral's {@code sliding_window} W applies to every layer: query {@code i} attends keys {@code
- * i-W+1 .. i}. As in Hugging Face's {@code MistralConfig}, an absent {@code sliding_window} means
- * 4096 and null means none; a window of at least {@code max_position_embeddings} changes nothing (no
- * key is ever farther away) and is dropped.
+ * <p>A layer's sliding window W (query {@code i} attends keys {@code i-W+1 .. i}) is decided per
+ * layer by the family's rules ({@link LlamaFamily}); a window of at least {@code
+ * max_position_embeddings} changes nothing (no key is ever farther away) and is dropped.
  *
  * @param modelType {@code model_type}: one of {@link LlamaFamily#MODEL_TYPES}
  * @param vocabSize {@code vocab_size}
@@ -38,7 +38,10 @@ import java.util.List;
  *     MLP's gate and up as one {@code gate_up_proj} (Phi-3)
  * @param attentionDropout {@code attention_dropout} on attention probabilities (training only)
  * @param mlpBias {@code mlp_bias}: whether the MLP projections have biases
- * @param slidingWindow {@code sliding_window} of every layer (Mistral), or 0 for none
+ * @param hiddenActivation the gated MLP's activation ({@code hidden_act}, Gemma's {@code
+ *     hidden_activation})
+ * @param layerWindows each layer's sliding window, or 0 for a layer that sees the whole sequence
+ * @param gemma what Gemma changes in the layout, or {@code null} for the other families
  * @param initializerRange {@code initializer_range}, the std of weights initialized from scratch
  * @param tieWordEmbeddings {@code tie_word_embeddings}
  * @param bosTokenId {@code bos_token_id}, or {@code null}
@@ -63,7 +66,9 @@ public record LlamaConfig(
         boolean fusedProjections,
         float attentionDropout,
         boolean mlpBias,
-        int slidingWindow,
+        HiddenActivation hiddenActivation,
+        List<Integer> layerWindows,
+        GemmaLayout gemma,
         float initializerRange,
         boolean tieWordEmbeddings,
         Integer bosTokenId,
@@ -79,7 +84,7 @@ public record LlamaConfig(
     public static final String MISTRAL_MODEL_TYPE = "mistral";
 
     /** Hugging Face's {@code MistralConfig} default for an absent {@code sliding_window}. */
-    private static final int MISTRAL_DEFAULT_SLIDING_WINDOW = 4096;
+    static final int MISTRAL_DEFAULT_SLIDING_WINDOW = 4096;
 
     /** Validates the values; see {@link #parse(ConfigJson)} for file-aware messages. */
     public LlamaConfig {
@@ -118,9 +123,19 @@ public record LlamaConfig(
         if (!(attentionDropout >= 0 && attentionDropout < 1)) {
             throw new IllegalArgumentException("attention_dropout must be in [0, 1)");
         }
-        if (slidingWindow < 0) {
-            throw new IllegalArgumentException("sliding_window must be positive, or 0 for none");
+        if (hiddenActivation == null) {
+            throw new IllegalArgumentException("hidden activation is required");
         }
+        if (layerWindows.size() != numHiddenLayers) {
+            throw new IllegalArgumentException(
+                    layerWindows.size() + " layer windows for " + numHiddenLayers + " layers");
+        }
+        for (int window : layerWindows) {
+            if (window < 0) {
+                throw new IllegalArgumentException("sliding_window must be positive, or 0 for none");
+            }
+        }
+        layerWindows = List.copyOf(layerWindows);
         eosTokenIds = List.copyOf(eosTokenIds);
     }
 
@@ -153,8 +168,8 @@ public record LlamaConfig(
                             + ") so query heads form equal groups");
         }
         int headDim;
-        if (json.has("head_dim")) {
-            headDim = Configs.positive(json, "head_dim");
+        if (json.has("head_dim") || family.defaultHeadDim() > 0) {
+            headDim = json.has("head_dim") ? Configs.positive(json, "head_dim") : family.defaultHeadDim();
             if (headDim % 2 != 0) {
                 throw json.invalid("head_dim", "must be even for rotary position embeddings");
             }
@@ -177,19 +192,16 @@ public record LlamaConfig(
             }
         }
         int maxPositions = Configs.positive(json, "max_position_embeddings");
-        int slidingWindow =
-                MISTRAL_MODEL_TYPE.equals(modelType) ? mistralWindow(json, maxPositions) : 0;
-        family.checkUnsupported(json, maxPositions);
-        String activation = json.optString("hidden_act", "silu");
-        if (!"silu".equals(activation)) {
-            throw json.invalid("hidden_act", "only silu (SwiGLU MLP) is supported");
-        }
+        int layers = Configs.positive(json, "num_hidden_layers");
+        List<Integer> layerWindows = family.layerWindows(json, layers, maxPositions);
+        family.checkUnsupported(json);
+        HiddenActivation activation = family.activation(json);
         ConfigJson ropeParameters = json.optObject("rope_parameters");
         ConfigJson ropeScaling = json.optObject("rope_scaling");
         double ropeTheta =
                 ropeParameters != null && ropeParameters.has("rope_theta")
                         ? ropeParameters.requireDouble("rope_theta")
-                        : json.optDouble("rope_theta", 10000.0);
+                        : json.optDouble("rope_theta", family.defaultRopeTheta());
         if (ropeTheta <= 0) {
             throw ropeParameters != null && ropeParameters.has("rope_theta")
                     ? ropeParameters.invalid("rope_theta", "must be positive")
@@ -208,7 +220,7 @@ public record LlamaConfig(
                 Configs.positive(json, "vocab_size"),
                 hidden,
                 Configs.positive(json, "intermediate_size"),
-                Configs.positive(json, "num_hidden_layers"),
+                layers,
                 heads,
                 kvHeads,
                 headDim,
@@ -218,13 +230,15 @@ public record LlamaConfig(
                 scaling,
                 family.outputBias(json),
                 family.qkvBias(json),
-                family == LlamaFamily.QWEN3,
+                family.qkNorm(),
                 family == LlamaFamily.PHI3,
                 Configs.probability(json, "attention_dropout", 0.0),
                 family.mlpBias(json),
-                slidingWindow,
+                activation,
+                layerWindows,
+                family.gemmaLayout(json, headDim),
                 (float) initializerRange,
-                json.optBoolean("tie_word_embeddings", false),
+                family.tieWordEmbeddings(json),
                 json.optInteger("bos_token_id"),
                 json.optIntList("eos_token_id"));
     }
@@ -240,23 +254,19 @@ public record LlamaConfig(
         return parse(ConfigJson.read(file));
     }
 
-    /** Mistral's window in use, or 0 when {@code sliding_window} is null or reaches past the context. */
-    private static int mistralWindow(ConfigJson json, int maxPositions)
-            throws InvalidCheckpointException {
-        boolean explicitNull = json.json().has("sliding_window") && !json.has("sliding_window");
-        if (explicitNull) {
-            return 0;
-        }
-        int window =
-                json.has("sliding_window")
-                        ? Configs.positive(json, "sliding_window")
-                        : MISTRAL_DEFAULT_SLIDING_WINDOW;
-        return window < maxPositions ? window : 0;
+    @Override
+    public int slidingWindow(int layer) {
+        return layerWindows.get(layer);
     }
 
     @Override
-    public int slidingWindow(int layer) {
-        return slidingWindow;
+    public float finalLogitSoftcapping() {
+        return gemma == null ? 0 : gemma.finalLogitSoftcapping();
+    }
+
+    /** @return the model's family */
+    public LlamaFamily family() {
+        return LlamaFamily.of(modelType);
     }
 
     @Override

@@ -1,13 +1,15 @@
 package io.github.djlllmzoo.blocks.config;
 
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
  * The families {@link LlamaConfig} reads, and what each family's {@code config.json} means for the
- * Llama layout: which projections have biases, and which of its fields the project does not support
- * (refused by name, never ignored). The reference is each family's Hugging Face {@code
- * modeling_*.py}.
+ * Llama layout: which projections have biases, which layers attend over a sliding window, what Gemma
+ * changes ({@link GemmaLayout}), and which of its fields the project does not support (refused by
+ * name, never ignored). The reference is each family's Hugging Face {@code modeling_*.py} and {@code
+ * configuration_*.py}.
  */
 public enum LlamaFamily {
     /** {@code LlamaForCausalLM}: {@code attention_bias} on q/k/v/o, {@code mlp_bias} on the MLP. */
@@ -22,14 +24,51 @@ public enum LlamaFamily {
      */
     QWEN3("qwen3"),
     /** {@code Phi3ForCausalLM}: fused {@code qkv_proj} and {@code gate_up_proj}, no biases. */
-    PHI3("phi3");
+    PHI3("phi3"),
+    /**
+     * {@code GemmaForCausalLM}: embeddings scaled by sqrt(hidden_size), {@code x * (1 + w)}
+     * RMSNorms, a GELU-tanh gated MLP, explicit {@code head_dim}, tied head.
+     */
+    GEMMA("gemma"),
+    /**
+     * {@code Gemma2ForCausalLM}: Gemma plus attention and final logit soft-capping, normed sublayer
+     * outputs, {@code query_pre_attn_scalar}, a sliding window on the even layers.
+     */
+    GEMMA2("gemma2"),
+    /**
+     * {@code Gemma3ForCausalLM} (the text model, {@code gemma3_text}): Gemma 2's layout with {@code
+     * q_norm}/{@code k_norm}, every {@code sliding_window_pattern}-th layer global, the others local
+     * with their own rotary base.
+     */
+    GEMMA3("gemma3_text");
 
     /** The {@code model_type}s {@link LlamaConfig} reads, in the order messages list them. */
-    public static final List<String> MODEL_TYPES =
-            List.of(LLAMA.modelType, MISTRAL.modelType, QWEN2.modelType, QWEN3.modelType, PHI3.modelType);
+    public static final List<String> MODEL_TYPES = modelTypes();
 
     /** Hugging Face's {@code Qwen2Config}/{@code Qwen3Config} default for {@code max_window_layers}. */
     private static final int QWEN_DEFAULT_MAX_WINDOW_LAYERS = 28;
+
+    /** Hugging Face's {@code Gemma2Config}/{@code Gemma3TextConfig} default {@code sliding_window}. */
+    private static final int GEMMA_DEFAULT_SLIDING_WINDOW = 4096;
+
+    /** {@code Gemma3TextConfig}'s default {@code sliding_window_pattern}: five local layers, one global. */
+    private static final int GEMMA3_DEFAULT_PATTERN = 6;
+
+    /** The Gemma config classes' default {@code head_dim} and {@code query_pre_attn_scalar}. */
+    private static final int GEMMA_DEFAULT_HEAD_DIM = 256;
+
+    /** {@code Gemma2Config}'s default soft-capping of attention and final logits. */
+    private static final double GEMMA2_ATTN_SOFTCAP = 50.0;
+
+    private static final double GEMMA2_FINAL_SOFTCAP = 30.0;
+
+    private static final double GEMMA3_DEFAULT_ROPE_THETA = 1_000_000.0;
+
+    private static final double DEFAULT_ROPE_THETA = 10_000.0;
+
+    private static final String SLIDING = "sliding_attention";
+
+    private static final String FULL = "full_attention";
 
     private final String modelType;
 
@@ -37,9 +76,22 @@ public enum LlamaFamily {
         this.modelType = modelType;
     }
 
+    private static List<String> modelTypes() {
+        List<String> types = new ArrayList<>();
+        for (LlamaFamily family : values()) {
+            types.add(family.modelType);
+        }
+        return List.copyOf(types);
+    }
+
     /** @return the {@code model_type} of this family's configs */
     public String modelType() {
         return modelType;
+    }
+
+    /** @return whether this is one of the Gemma families */
+    public boolean isGemma() {
+        return this == GEMMA || this == GEMMA2 || this == GEMMA3;
     }
 
     /**
@@ -59,7 +111,7 @@ public enum LlamaFamily {
     }
 
     boolean outputBias(ConfigJson json) throws InvalidCheckpointException {
-        return (this == LLAMA || this == QWEN3) && json.optBoolean("attention_bias", false);
+        return (this == LLAMA || this == QWEN3 || isGemma()) && json.optBoolean("attention_bias", false);
     }
 
     boolean qkvBias(ConfigJson json) throws InvalidCheckpointException {
@@ -72,65 +124,259 @@ public enum LlamaFamily {
         return this == LLAMA && json.optBoolean("mlp_bias", false);
     }
 
+    boolean qkNorm() {
+        return this == QWEN3 || this == GEMMA3;
+    }
+
+    /** The config classes' default: Gemma ties the head to the embeddings, the others do not. */
+    boolean tieWordEmbeddings(ConfigJson json) throws InvalidCheckpointException {
+        return json.optBoolean("tie_word_embeddings", isGemma());
+    }
+
+    /** {@code head_dim} when the config has none: the Gemma config classes' 256, else 0 (derive it). */
+    int defaultHeadDim() {
+        return isGemma() ? GEMMA_DEFAULT_HEAD_DIM : 0;
+    }
+
+    double defaultRopeTheta() {
+        return this == GEMMA3 ? GEMMA3_DEFAULT_ROPE_THETA : DEFAULT_ROPE_THETA;
+    }
+
+    /**
+     * The MLP's activation: {@code hidden_act} (silu only) for the Llama families; {@code
+     * hidden_activation} for Gemma ({@code modeling_gemma.py} reads it first, then {@code
+     * hidden_act}, defaulting to {@code gelu_pytorch_tanh}).
+     */
+    HiddenActivation activation(ConfigJson json) throws InvalidCheckpointException {
+        if (!isGemma()) {
+            HiddenActivation activation = HiddenActivation.parse(json, "hidden_act", HiddenActivation.SILU);
+            if (activation != HiddenActivation.SILU) {
+                throw json.invalid("hidden_act", "only silu (SwiGLU MLP) is supported for " + modelType);
+            }
+            return activation;
+        }
+        if (json.has("hidden_activation") || this != GEMMA) {
+            return HiddenActivation.parse(json, "hidden_activation", HiddenActivation.GELU_TANH);
+        }
+        return HiddenActivation.parse(json, "hidden_act", HiddenActivation.GELU_TANH);
+    }
+
+    /**
+     * What Gemma changes, or {@code null} for the other families.
+     *
+     * @param json the config
+     * @param headDim its head width (Gemma 1 scales scores by its inverse square root)
+     * @return the layout
+     */
+    GemmaLayout gemmaLayout(ConfigJson json, int headDim) throws InvalidCheckpointException {
+        if (!isGemma()) {
+            return null;
+        }
+        if (this == GEMMA) {
+            return new GemmaLayout(headDim, 0, 0, false, 0);
+        }
+        double scalar = json.optDouble("query_pre_attn_scalar", GEMMA_DEFAULT_HEAD_DIM);
+        if (!(scalar > 0)) {
+            throw json.invalid("query_pre_attn_scalar", "must be positive");
+        }
+        boolean gemma2 = this == GEMMA2;
+        float attnCap = softcap(json, "attn_logit_softcapping", gemma2 ? GEMMA2_ATTN_SOFTCAP : 0);
+        float finalCap = softcap(json, "final_logit_softcapping", gemma2 ? GEMMA2_FINAL_SOFTCAP : 0);
+        double localTheta = 0;
+        if (this == GEMMA3) {
+            localTheta = json.optDouble("rope_local_base_freq", DEFAULT_ROPE_THETA);
+            if (!(localTheta > 0)) {
+                throw json.invalid("rope_local_base_freq", "must be positive");
+            }
+            if (json.optBoolean("use_bidirectional_attention", false)) {
+                throw json.invalid(
+                        "use_bidirectional_attention", "bidirectional (embedding) Gemma 3 models are not supported");
+            }
+        }
+        return new GemmaLayout(scalar, attnCap, finalCap, true, localTheta);
+    }
+
+    /** A soft-capping value: absent means the family's default, null none. */
+    private static float softcap(ConfigJson json, String field, double fallback)
+            throws InvalidCheckpointException {
+        if (json.json().has(field) && !json.has(field)) {
+            return 0;
+        }
+        double cap = json.optDouble(field, fallback);
+        if (cap < 0) {
+            throw json.invalid(field, "must be positive, or null for none");
+        }
+        return (float) cap;
+    }
+
+    /**
+     * Each layer's sliding window, 0 for a layer that attends over the whole sequence, as the
+     * family's Hugging Face config class and {@code modeling_*.py} decide it. A window of at least
+     * {@code max_position_embeddings} changes nothing (no key is ever farther away) and is dropped.
+     *
+     * @param json the config
+     * @param layers {@code num_hidden_layers}
+     * @param maxPositions {@code max_position_embeddings}
+     * @return the windows, one per layer
+     * @throws InvalidCheckpointException naming a field at fault
+     */
+    List<Integer> layerWindows(ConfigJson json, int layers, int maxPositions)
+            throws InvalidCheckpointException {
+        int window;
+        boolean[] sliding;
+        switch (this) {
+            case MISTRAL:
+                window = mistralWindow(json);
+                sliding = uniform(layers, true);
+                break;
+            case PHI3:
+                // transformers' modeling_phi3.py (main, commit 00d4b3d): Phi3Model masks every layer
+                // with create_sliding_window_causal_mask whenever config.sliding_window is not None.
+                window = json.has("sliding_window") ? Configs.positive(json, "sliding_window") : 0;
+                sliding = uniform(layers, true);
+                break;
+            case QWEN2:
+            case QWEN3:
+                window = qwenWindow(json);
+                sliding = layerTypes(json, layers);
+                if (sliding == null) {
+                    sliding = new boolean[layers];
+                    int firstWindowed = json.optInt("max_window_layers", QWEN_DEFAULT_MAX_WINDOW_LAYERS);
+                    for (int i = firstWindowed; i >= 0 && i < layers; i++) {
+                        sliding[i] = true;
+                    }
+                } else if (window == 0 && anySliding(sliding)) {
+                    throw json.invalid(
+                            "layer_types",
+                            "has sliding_attention layers but use_sliding_window is false or sliding_window null");
+                }
+                break;
+            case GEMMA2:
+                window = gemmaWindow(json);
+                sliding = layerTypes(json, layers);
+                if (sliding == null) {
+                    // modeling_gemma2.py: layer_idx % 2 == 0 slides
+                    sliding = new boolean[layers];
+                    for (int i = 0; i < layers; i += 2) {
+                        sliding[i] = true;
+                    }
+                }
+                break;
+            case GEMMA3:
+                window = gemmaWindow(json);
+                sliding = layerTypes(json, layers);
+                if (sliding == null) {
+                    String field = json.has("sliding_window_pattern") ? "sliding_window_pattern" : "_sliding_window_pattern";
+                    int pattern = json.has(field) ? Configs.positive(json, field) : GEMMA3_DEFAULT_PATTERN;
+                    // configuration_gemma3.py: layer i is global iff (i + 1) % pattern == 0
+                    sliding = new boolean[layers];
+                    for (int i = 0; i < layers; i++) {
+                        sliding[i] = (i + 1) % pattern != 0;
+                    }
+                }
+                break;
+            default:
+                window = 0;
+                sliding = uniform(layers, false);
+                break;
+        }
+        List<Integer> windows = new ArrayList<>(layers);
+        boolean inUse = window > 0 && window < maxPositions;
+        for (int i = 0; i < layers; i++) {
+            windows.add(inUse && sliding[i] ? window : 0);
+        }
+        return List.copyOf(windows);
+    }
+
+    /** Mistral's window: an absent {@code sliding_window} means 4096 ({@code MistralConfig}), null none. */
+    private static int mistralWindow(ConfigJson json) throws InvalidCheckpointException {
+        if (json.json().has("sliding_window") && !json.has("sliding_window")) {
+            return 0;
+        }
+        return json.has("sliding_window") ? Configs.positive(json, "sliding_window") : LlamaConfig.MISTRAL_DEFAULT_SLIDING_WINDOW;
+    }
+
+    /**
+     * Qwen's window, as transformers' {@code configuration_qwen2.py} (main, commit 008e574; {@code
+     * configuration_qwen3.py} the same) sets it: {@code sliding_window if use_sliding_window else
+     * None}; its {@code layer_types} default slides the layers {@code i >= max_window_layers}, and
+     * {@code masking_utils.py} raises for sliding layers without a window.
+     */
+    private static int qwenWindow(ConfigJson json) throws InvalidCheckpointException {
+        if (!json.optBoolean("use_sliding_window", false) || !json.has("sliding_window")) {
+            return 0;
+        }
+        return Configs.positive(json, "sliding_window");
+    }
+
+    private static int gemmaWindow(ConfigJson json) throws InvalidCheckpointException {
+        if (json.json().has("sliding_window") && !json.has("sliding_window")) {
+            throw json.invalid("sliding_window", "is null; Gemma's local layers need a window");
+        }
+        return json.has("sliding_window") ? Configs.positive(json, "sliding_window") : GEMMA_DEFAULT_SLIDING_WINDOW;
+    }
+
+    /** {@code layer_types} as sliding flags, or {@code null} when the config has none. */
+    private static boolean[] layerTypes(ConfigJson json, int layers) throws InvalidCheckpointException {
+        if (!json.has("layer_types")) {
+            return null;
+        }
+        if (!json.json().get("layer_types").isJsonArray()) {
+            throw json.invalid("layer_types", "expected a list of attention types");
+        }
+        var types = json.json().getAsJsonArray("layer_types");
+        if (types.size() != layers) {
+            throw json.invalid(
+                    "layer_types", "has " + types.size() + " entries for " + layers + " layers (num_hidden_layers)");
+        }
+        boolean[] sliding = new boolean[layers];
+        for (int i = 0; i < layers; i++) {
+            var type = types.get(i);
+            String name = type.isJsonPrimitive() ? type.getAsString() : type.toString();
+            if (SLIDING.equals(name)) {
+                sliding[i] = true;
+            } else if (!FULL.equals(name)) {
+                throw json.invalid(
+                        "layer_types", "has '" + name + "' at layer " + i + "; supported: " + FULL + ", " + SLIDING);
+            }
+        }
+        return sliding;
+    }
+
+    private static boolean[] uniform(int layers, boolean value) {
+        boolean[] flags = new boolean[layers];
+        java.util.Arrays.fill(flags, value);
+        return flags;
+    }
+
+    private static boolean anySliding(boolean[] sliding) {
+        for (boolean s : sliding) {
+            if (s) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /**
      * Refuses the fields of this family the project does not implement.
      *
      * @param json the config
-     * @param maxPositions its {@code max_position_embeddings}
      * @throws InvalidCheckpointException naming the field
      */
-    void checkUnsupported(ConfigJson json, int maxPositions) throws InvalidCheckpointException {
-        switch (this) {
-            case QWEN2:
-            case QWEN3:
-                checkQwenWindow(json, maxPositions);
-                break;
-            case PHI3:
-                checkPhi3(json, maxPositions);
-                break;
-            default:
-                break;
+    void checkUnsupported(ConfigJson json) throws InvalidCheckpointException {
+        if (this == PHI3) {
+            checkPhi3(json);
         }
-    }
-
-    /**
-     * Qwen's sliding window applies only when {@code use_sliding_window} is true, to the layers from
-     * {@code max_window_layers} on ({@code layer_types} "sliding_attention" in newer configs).
-     */
-    private static void checkQwenWindow(ConfigJson json, int maxPositions)
-            throws InvalidCheckpointException {
-        if (json.json().has("layer_types") && json.json().get("layer_types").isJsonArray()) {
-            for (var type : json.json().getAsJsonArray("layer_types")) {
-                if (!"full_attention".equals(type.getAsString())) {
-                    throw json.invalid(
-                            "layer_types",
-                            "has '"
-                                    + type.getAsString()
-                                    + "' layers; sliding-window attention is supported only for mistral");
-                }
-            }
-        }
-        if (!json.optBoolean("use_sliding_window", false) || !json.has("sliding_window")) {
-            return;
-        }
-        int window = Configs.positive(json, "sliding_window");
-        int layers = Configs.positive(json, "num_hidden_layers");
-        int firstWindowed = json.optInt("max_window_layers", QWEN_DEFAULT_MAX_WINDOW_LAYERS);
-        if (window < maxPositions && firstWindowed < layers) {
+        if (isGemma() && json.has("rope_parameters")) {
             throw json.invalid(
-                    "use_sliding_window",
-                    "is true with sliding_window "
-                            + window
-                            + " below max_position_embeddings ("
-                            + maxPositions
-                            + ") on layers "
-                            + firstWindowed
-                            + " and up; sliding-window attention is supported only for mistral");
+                    "rope_parameters",
+                    "per-attention-type rope parameters are not supported for " + modelType + "; give rope_theta"
+                            + (this == GEMMA3 ? ", rope_local_base_freq and rope_scaling" : ""));
         }
     }
 
-    private static void checkPhi3(ConfigJson json, int maxPositions)
-            throws InvalidCheckpointException {
+    private static void checkPhi3(ConfigJson json) throws InvalidCheckpointException {
         ConfigJson ropeScaling = json.optObject("rope_scaling");
         if (ropeScaling != null) {
             String type =
@@ -155,17 +401,6 @@ public enum LlamaFamily {
             throw json.invalid(
                     "partial_rotary_factor",
                     "rotary embeddings over part of a head are not supported; only 1.0 is");
-        }
-        if (json.has("sliding_window")) {
-            int window = Configs.positive(json, "sliding_window");
-            if (window < maxPositions) {
-                throw json.invalid(
-                        "sliding_window",
-                        window
-                                + " is below max_position_embeddings ("
-                                + maxPositions
-                                + "); sliding-window attention is supported only for mistral");
-            }
         }
         for (String dropout : new String[] {"resid_pdrop", "embd_pdrop"}) {
             if (Configs.probability(json, dropout, 0.0) != 0) {

@@ -13,13 +13,15 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import java.nio.file.Files;
+import java.util.List;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 
 /**
- * The Qwen2, Qwen3 and Phi-3 configs: what each family means for the Llama layout (biases, q/k
- * norms, fused projections), read from the golden checkpoints' own {@code config.json}s, and each
- * field the project does not implement refused by name.
+ * The Qwen2, Qwen3, Phi-3 and Gemma configs: what each family means for the Llama layout (biases,
+ * q/k norms, fused projections, which layers slide, Gemma's switches), read from the golden
+ * checkpoints' own {@code config.json}s, and each field the project does not implement refused by
+ * name.
  */
 class LlamaFamilyConfigTest {
 
@@ -87,11 +89,18 @@ class LlamaFamilyConfigTest {
                 "phi3-fused | rope_scaling | {\"type\": \"linear\", \"factor\": 2.0} | rope_scaling | linear",
                 "phi3-fused | rope_parameters | {\"rope_type\": \"longrope\", \"rope_theta\": 10000.0} | rope_parameters.rope_type | longrope",
                 "phi3-fused | partial_rotary_factor | 0.5 | partial_rotary_factor | 1.0",
-                "phi3-fused | sliding_window | 64 | sliding_window | 64",
                 "phi3-fused | resid_pdrop | 0.1 | resid_pdrop | 0",
                 "phi3-fused | embd_pdrop | 0.1 | embd_pdrop | 0",
                 "qwen2-bias | layer_types | [\"full_attention\", \"sliding_attention\"] | layer_types | sliding_attention",
                 "qwen3-qknorm | layer_types | [\"sliding_attention\", \"full_attention\"] | layer_types | sliding_attention",
+                "qwen3-qknorm | layer_types | [\"chunked_attention\", \"full_attention\"] | layer_types | chunked_attention",
+                "gemma2-softcap-window | layer_types | [\"full_attention\"] | layer_types | 4 layers",
+                "gemma-bf16 | hidden_activation | \"gelu\" | hidden_activation | gelu_pytorch_tanh",
+                "gemma2-softcap-window | hidden_activation | \"relu\" | hidden_activation | relu",
+                "gemma2-softcap-window | sliding_window | null | sliding_window | window",
+                "gemma3-local-global | use_bidirectional_attention | true | use_bidirectional_attention | bidirectional",
+                "gemma3-local-global | rope_parameters | {\"full_attention\": {\"rope_type\": \"default\"}} | rope_parameters | rope_local_base_freq",
+                "qwen2-bias | hidden_act | \"gelu_pytorch_tanh\" | hidden_act | silu",
             })
     void unsupportedFieldIsRefusedNamingIt(
             String golden, String field, String value, String expectedField, String mentioned)
@@ -104,19 +113,77 @@ class LlamaFamilyConfigTest {
     }
 
     @Test
-    void qwenSlidingWindowInUseIsRefusedNamingUseSlidingWindow() throws Exception {
+    void qwenSlidingWindowInUseWindowsTheLayersFromMaxWindowLayersOn() throws Exception {
         for (String name : new String[] {"qwen2-bias", "qwen3-qknorm"}) {
             JsonObject json = goldenJson(name);
             json.addProperty("use_sliding_window", true);
             json.addProperty("sliding_window", 32);
             json.addProperty("max_window_layers", 1);
-            InvalidCheckpointException e =
-                    assertThrows(
-                            InvalidCheckpointException.class,
-                            () -> LlamaConfig.parse(ConfigJson.of(FILE, json)));
-            assertEquals("use_sliding_window", e.getField());
-            assertTrue(e.getMessage().contains("32"), e.getMessage());
+            assertEquals(List.of(0, 32), LlamaConfig.parse(ConfigJson.of(FILE, json)).layerWindows(), name);
+
+            // layer_types, when given, say which layers slide instead of max_window_layers
+            json.add("layer_types", JsonParser.parseString("[\"sliding_attention\", \"full_attention\"]"));
+            assertEquals(List.of(32, 0), LlamaConfig.parse(ConfigJson.of(FILE, json)).layerWindows(), name);
         }
+    }
+
+    @Test
+    void phi3SlidingWindowAppliesToEveryLayer() throws Exception {
+        JsonObject json = goldenJson("phi3-fused");
+        json.addProperty("sliding_window", 64);
+        assertEquals(List.of(64, 64), LlamaConfig.parse(ConfigJson.of(FILE, json)).layerWindows());
+        json.addProperty("sliding_window", 2047); // Phi-3-mini-4k's, past this context of 128
+        assertEquals(List.of(0, 0), LlamaConfig.parse(ConfigJson.of(FILE, json)).layerWindows());
+        json.addProperty("max_position_embeddings", 4096); // Phi-3-mini-4k's context: the window applies
+        assertEquals(List.of(2047, 2047), LlamaConfig.parse(ConfigJson.of(FILE, json)).layerWindows());
+    }
+
+    @Test
+    void gemmaScalesScoresByItsHeadDimAndTiesItsHeadByDefault() throws Exception {
+        LlamaConfig config = golden("gemma-bf16");
+        assertEquals(HiddenActivation.GELU_TANH, config.hiddenActivation());
+        assertEquals(32, config.headDim());
+        assertEquals(new GemmaLayout(32, 0, 0, false, 0), config.gemma());
+        assertEquals(List.of(0, 0), config.layerWindows());
+        JsonObject untold = goldenJson("gemma-bf16");
+        untold.remove("tie_word_embeddings");
+        assertTrue(LlamaConfig.parse(ConfigJson.of(FILE, untold)).tieWordEmbeddings());
+    }
+
+    @Test
+    void gemma2SoftCapsAndSlidesOnItsEvenLayers() throws Exception {
+        LlamaConfig config = golden("gemma2-softcap-window");
+        assertEquals(new GemmaLayout(32, 20, 10, true, 0), config.gemma());
+        assertEquals(List.of(8, 0, 8, 0), config.layerWindows());
+        assertEquals(10f, config.finalLogitSoftcapping());
+
+        JsonObject defaults = goldenJson("gemma2-softcap-window");
+        defaults.remove("attn_logit_softcapping");
+        defaults.add("final_logit_softcapping", null);
+        GemmaLayout gemma = LlamaConfig.parse(ConfigJson.of(FILE, defaults)).gemma();
+        assertEquals(50f, gemma.attnLogitSoftcapping()); // Gemma2Config's default
+        assertEquals(0f, gemma.finalLogitSoftcapping()); // null: none
+    }
+
+    @Test
+    void gemma3MakesEveryPatternthLayerGlobalOrReadsLayerTypes() throws Exception {
+        LlamaConfig config = golden("gemma3-local-global");
+        assertEquals(List.of(8, 8, 8, 0), config.layerWindows());
+        assertEquals(new GemmaLayout(24, 0, 0, true, 10000.0), config.gemma());
+        assertEquals(1e6, config.ropeTheta());
+        assertTrue(config.qkNorm());
+
+        JsonObject underscored = goldenJson("gemma3-local-global");
+        underscored.remove("sliding_window_pattern");
+        underscored.addProperty("_sliding_window_pattern", 2);
+        assertEquals(List.of(8, 0, 8, 0), LlamaConfig.parse(ConfigJson.of(FILE, underscored)).layerWindows());
+
+        JsonObject typed = goldenJson("gemma3-local-global");
+        typed.add(
+                "layer_types",
+                JsonParser.parseString(
+                        "[\"full_attention\", \"sliding_attention\", \"full_attention\", \"sliding_attention\"]"));
+        assertEquals(List.of(0, 8, 0, 8), LlamaConfig.parse(ConfigJson.of(FILE, typed)).layerWindows());
     }
 
     @Test
@@ -134,12 +201,26 @@ class LlamaFamilyConfigTest {
     }
 
     @Test
+    void multimodalGemma3IsRefusedNamingModelType(@TempDir Path dir) throws Exception {
+        JsonObject json = goldenJson("gemma3-local-global");
+        JsonObject multimodal = new JsonObject();
+        multimodal.addProperty("model_type", "gemma3");
+        multimodal.add("text_config", json);
+        Path file = Files.writeString(dir.resolve("config.json"), multimodal.toString());
+        InvalidCheckpointException e =
+                assertThrows(InvalidCheckpointException.class, () -> Configs.read(file));
+        assertEquals("model_type", e.getField());
+        assertTrue(e.getMessage().contains("gemma3_text"), e.getMessage());
+    }
+
+    @Test
     void unknownModelTypeIsRefusedListingEverySupportedFamily(@TempDir Path dir) throws Exception {
         Path file = Files.writeString(dir.resolve("config.json"), "{\"model_type\": \"falcon\"}");
         InvalidCheckpointException e =
                 assertThrows(InvalidCheckpointException.class, () -> Configs.read(file));
         assertEquals("model_type", e.getField());
-        for (String family : new String[] {"gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3"}) {
+        for (String family :
+                new String[] {"gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text"}) {
             assertTrue(e.getMessage().contains(family), e.getMessage());
         }
     }
