@@ -69,7 +69,7 @@ final class BenchCommand implements Callable<Integer> {
         @Option(
                 names = "--shape",
                 paramLabel = "SHAPE",
-                description = "Benchmark a model of this shape with random weights (nothing to download): gpt2-small, gpt2-tiny, llama-110m or qwen2-0.5b.")
+                description = "Benchmark a model of this shape with random weights (nothing to download): gpt2-small, gpt2-tiny, llama-110m, tinyllama-1.1b or qwen2-0.5b.")
         String shape;
     }
 
