@@ -16,8 +16,9 @@
  * widening and multiply the codes themselves, as llama.cpp's Q8_0 and BF16 dot products do:
  *   int8 with AVX512_VNNI: each row of x is quantized once per product to int8 per group of 32
  *     (scale max|x| / 127, the weight's scheme), and vpdpbusd sums 4 code products per lane in int32,
- *     |x| (unsigned) times the weight code carrying x's sign; each group's int32 sum times both scales
- *     goes into float32 accumulators. The result is the product of the weight with x rounded to its
+ *     x's code + 128 (unsigned) times the weight code, from -128 times the weight codes' sum (one
+ *     vpdpbusd per weight row, shared by all rows of x); each group's int32 sum times both scales goes
+ *     into float32 accumulators. The result is the product of the weight with x rounded to its
  *     int8 grid (an error of at most max|x| / 254 per element of a group);
  *   bfloat16 with AVX512_BF16: x is split into bfloat16 hi + lo (hi = x rounded, lo = the rest
  *     rounded: 16 bits of x's 24) and vdpbf16ps multiplies the weight codes by both, so the result is
@@ -125,23 +126,21 @@ static inline __attribute__((always_inline)) void columns(
 
 /* ---- int8 x int8 with AVX512_VNNI ---- */
 
-/* One row of x quantized per group of 32: |code| per input, the sign bits per 64 inputs, and each 64's
-   two group scales as a lane pattern (group 2c in lanes 0-7, group 2c+1 in lanes 8-15). A ragged last
-   64 is padded with zeros. */
+/* Rows of x quantized per group of 32: each code q in [-127, 127] held as the unsigned q + 128 that
+   vpdpbusd takes, and each 64 inputs' two group scales as a lane pattern (group 2c in lanes 0-7, group
+   2c+1 in lanes 8-15). A ragged last 64 is padded with code 0. */
 typedef struct {
-    uint8_t *magnitudes; /* (rows, chunks * 64) */
-    uint64_t *signs;     /* (rows, chunks) */
-    float *scales;       /* (rows, chunks, 16) */
+    uint8_t *offset_codes; /* (rows, chunks * 64) */
+    float *scales;         /* (rows, chunks, 16) */
     int chunks;
 } QuantizedRows;
 
 static VNNI_TARGET int quantize_rows(const float *x, int rows, int in, QuantizedRows *q) {
     q->chunks = (in + 63) / 64;
     size_t cells = (size_t)rows * q->chunks;
-    q->magnitudes = aligned_alloc(64, cells * 64);
-    q->signs = aligned_alloc(64, ((cells * sizeof(uint64_t) + 63) / 64) * 64);
+    q->offset_codes = aligned_alloc(64, cells * 64);
     q->scales = aligned_alloc(64, cells * 16 * sizeof(float));
-    if (q->magnitudes == NULL || q->signs == NULL || q->scales == NULL) {
+    if (q->offset_codes == NULL || q->scales == NULL) {
         return 0;
     }
     for (int r = 0; r < rows; r++) {
@@ -172,16 +171,15 @@ static VNNI_TARGET int quantize_rows(const float *x, int rows, int in, Quantized
                     pattern[h * 8 + l] = d;
                 }
             }
-            q->signs[cell] = _mm512_movepi8_mask(codes);
-            _mm512_store_si512((__m512i *)(q->magnitudes + cell * 64), _mm512_abs_epi8(codes));
+            _mm512_store_si512((__m512i *)(q->offset_codes + cell * 64),
+                    _mm512_add_epi8(codes, _mm512_set1_epi8((char)0x80)));
         }
     }
     return 1;
 }
 
 static void free_quantized(QuantizedRows *q) {
-    free(q->magnitudes);
-    free(q->signs);
+    free(q->offset_codes);
     free(q->scales);
 }
 
@@ -191,6 +189,7 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
     const int groups = in / GROUP;
     const __m512i zero = _mm512_setzero_si512();
     const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i offset = _mm512_set1_epi8((char)0x80);
     __m512 acc[2][MAX_ROWS];
     for (int r = 0; r < rows; r++) {
         acc[0][r] = _mm512_setzero_ps();
@@ -213,11 +212,12 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
                 s = _mm_load_ss(s_at);
             }
             __m512 weight_scales = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(s));
+            /* sum (q + 128) w - 128 sum w = sum q w: start each row's sums at -128 sum w. */
+            __m512i correction = _mm512_dpbusd_epi32(zero, offset, _mm512_sub_epi8(zero, w));
             for (int r = 0; r < rows; r++) {
                 size_t cell = (size_t)r * q->chunks + c;
-                __m512i signed_w = _mm512_mask_sub_epi8(w, q->signs[cell], zero, w);
                 __m512i sums = _mm512_dpbusd_epi32(
-                        zero, _mm512_load_si512((const __m512i *)(q->magnitudes + cell * 64)), signed_w);
+                        correction, _mm512_load_si512((const __m512i *)(q->offset_codes + cell * 64)), w);
                 __m512 both = _mm512_mul_ps(weight_scales, _mm512_load_ps(q->scales + cell * 16));
                 acc[p][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), both, acc[p][r]);
             }
