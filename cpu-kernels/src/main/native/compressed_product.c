@@ -11,11 +11,24 @@
  * Two weight rows at a time, 32 inputs per step, prefetched ahead; each output's 16 lanes are summed
  * at the end of its row. Called by io.github.djlllmzoo.cpu.CompressedProduct with direct buffers it
  * has checked: x float32 (rows, in) contiguous, in a multiple of 32, the sizes below.
+ *
+ * Where the CPU has them (checked at run time, compressed_product_features), two products skip the
+ * widening and multiply the codes themselves, as llama.cpp's Q8_0 and BF16 dot products do:
+ *   int8 with AVX512_VNNI: each row of x is quantized once per product to int8 per group of 32
+ *     (scale max|x| / 127, the weight's scheme), and vpdpbusd sums 4 code products per lane in int32,
+ *     x's code + 128 (unsigned) times the weight code, from -128 times the weight codes' sum (one
+ *     vpdpbusd per weight row, shared by all rows of x); each group's int32 sum times both scales goes
+ *     into float32 accumulators. The result is the product of the weight with x rounded to its
+ *     int8 grid (an error of at most max|x| / 254 per element of a group);
+ *   bfloat16 with AVX512_BF16: x is split into bfloat16 hi + lo (hi = x rounded, lo = the rest
+ *     rounded: 16 bits of x's 24) and vdpbf16ps multiplies the weight codes by both, so the result is
+ *     the product with x to about 2^-17 of each element.
  */
 #include <immintrin.h>
 #include <jni.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #define MAX_ROWS 8
 #define GROUP 32
@@ -23,6 +36,11 @@
 #define PREFETCH_BYTES 1024
 
 enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
+/* The CPU features compressed_product_features reports (CompressedProduct's constants). */
+enum { FEATURE_VNNI = 1, FEATURE_BF16 = 2 };
+
+#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
 /* 16 codes from index on, widened to float32 (int8 not yet scaled). */
 static inline __attribute__((always_inline)) __m512 widen16(const void *codes, size_t index, int format) {
@@ -105,6 +123,248 @@ static inline __attribute__((always_inline)) void columns(
             break;                                                                           \
     }
 
+
+/* ---- int8 x int8 with AVX512_VNNI ---- */
+
+/* Rows of x quantized per group of 32: each code q in [-127, 127] held as the unsigned q + 128 that
+   vpdpbusd takes, and each 64 inputs' two group scales as a lane pattern (group 2c in lanes 0-7, group
+   2c+1 in lanes 8-15). A ragged last 64 is padded with code 0. */
+typedef struct {
+    uint8_t *offset_codes; /* (rows, chunks * 64) */
+    float *scales;         /* (rows, chunks, 16) */
+    int chunks;
+} QuantizedRows;
+
+static VNNI_TARGET int quantize_rows(const float *x, int rows, int in, QuantizedRows *q) {
+    q->chunks = (in + 63) / 64;
+    size_t cells = (size_t)rows * q->chunks;
+    q->offset_codes = aligned_alloc(64, cells * 64);
+    q->scales = aligned_alloc(64, cells * 16 * sizeof(float));
+    if (q->offset_codes == NULL || q->scales == NULL) {
+        return 0;
+    }
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < q->chunks; c++) {
+            size_t cell = (size_t)r * q->chunks + c;
+            __m512i codes = _mm512_setzero_si512();
+            float *pattern = q->scales + cell * 16;
+            for (int h = 0; h < 2; h++) {
+                int k = c * 64 + h * GROUP;
+                float d = 0.0f;
+                if (k < in) {
+                    const float *xs = x + (size_t)r * in + k;
+                    __m512 v0 = _mm512_loadu_ps(xs);
+                    __m512 v1 = _mm512_loadu_ps(xs + 16);
+                    float amax = _mm512_reduce_max_ps(
+                            _mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+                    d = amax / 127.0f;
+                    __m512 inverse = _mm512_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+                    /* Round to nearest (even), clamp to [-127, 127] as the weights are. */
+                    __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_max_epi32(_mm512_set1_epi32(-127),
+                            _mm512_cvtps_epi32(_mm512_mul_ps(v0, inverse))));
+                    __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_max_epi32(_mm512_set1_epi32(-127),
+                            _mm512_cvtps_epi32(_mm512_mul_ps(v1, inverse))));
+                    __m256i half = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
+                    codes = _mm512_inserti64x4(codes, half, h);
+                }
+                for (int l = 0; l < 8; l++) {
+                    pattern[h * 8 + l] = d;
+                }
+            }
+            _mm512_store_si512((__m512i *)(q->offset_codes + cell * 64),
+                    _mm512_add_epi8(codes, _mm512_set1_epi8((char)0x80)));
+        }
+    }
+    return 1;
+}
+
+static void free_quantized(QuantizedRows *q) {
+    free(q->offset_codes);
+    free(q->scales);
+}
+
+static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
+        const QuantizedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int n, int pair) {
+    const int groups = in / GROUP;
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i offset = _mm512_set1_epi8((char)0x80);
+    __m512 acc[2][MAX_ROWS];
+    for (int r = 0; r < rows; r++) {
+        acc[0][r] = _mm512_setzero_ps();
+        acc[1][r] = _mm512_setzero_ps();
+    }
+    for (int c = 0; c < q->chunks; c++) {
+        int k = c * 64;
+        int whole = k + 64 <= in;
+        for (int p = 0; p <= pair; p++) {
+            const int8_t *w_at = codes + (size_t)(n + p) * in + k;
+            const float *s_at = scales + (size_t)(n + p) * groups + k / GROUP;
+            _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
+            __m512i w;
+            __m128 s;
+            if (whole) {
+                w = _mm512_loadu_si512(w_at);
+                s = _mm_castpd_ps(_mm_load_sd((const double *)s_at));
+            } else {
+                w = _mm512_maskz_loadu_epi8(0xffffffffULL, w_at);
+                s = _mm_load_ss(s_at);
+            }
+            __m512 weight_scales = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(s));
+            /* sum (q + 128) w - 128 sum w = sum q w: start each row's sums at -128 sum w. */
+            __m512i correction = _mm512_dpbusd_epi32(zero, offset, _mm512_sub_epi8(zero, w));
+            for (int r = 0; r < rows; r++) {
+                size_t cell = (size_t)r * q->chunks + c;
+                __m512i sums = _mm512_dpbusd_epi32(
+                        correction, _mm512_load_si512((const __m512i *)(q->offset_codes + cell * 64)), w);
+                __m512 both = _mm512_mul_ps(weight_scales, _mm512_load_ps(q->scales + cell * 16));
+                acc[p][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), both, acc[p][r]);
+            }
+        }
+    }
+    for (int r = 0; r < rows; r++) {
+        float *o = out + (size_t)r * out_features + n;
+        for (int p = 0; p <= pair; p++) {
+            o[p] = _mm512_reduce_add_ps(acc[p][r]) + (bias ? bias[n + p] : 0.0f);
+        }
+    }
+}
+
+/* Output columns [from, to) two weight rows at a time, by CALL(R, PAIR) with the row count R fixed
+   so the loops over the rows unroll; n is the first weight row of the call. */
+#define PAIRS(R, CALL)                                                                        \
+    case R:                                                                                  \
+        for (n = from; n + 2 <= to; n += 2) {                                                \
+            CALL(R, 1);                                                                      \
+        }                                                                                    \
+        if (n < to) {                                                                        \
+            CALL(R, 0);                                                                      \
+        }                                                                                    \
+        break;
+
+#define SWITCH_ROWS(CALL)                                                                     \
+    switch (rows) {                                                                          \
+        PAIRS(1, CALL)                                                                       \
+        PAIRS(2, CALL)                                                                       \
+        PAIRS(3, CALL)                                                                       \
+        PAIRS(4, CALL)                                                                       \
+        PAIRS(5, CALL)                                                                       \
+        PAIRS(6, CALL)                                                                       \
+        PAIRS(7, CALL)                                                                       \
+        PAIRS(8, CALL)                                                                       \
+        default:                                                                             \
+            break;                                                                           \
+    }
+
+#define VNNI_CALL(R, PAIR) vnni_weight_rows(q, codes, scales, bias, out, R, in, out_features, n, PAIR)
+
+static VNNI_TARGET void vnni_columns(
+        const QuantizedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int from, int to) {
+    int n;
+    SWITCH_ROWS(VNNI_CALL)
+}
+
+/* ---- bfloat16 x (bfloat16 hi + lo) with AVX512_BF16 ---- */
+
+/* x (rows, in) as two bfloat16 arrays, hi = x rounded to nearest even and lo = x - hi rounded. */
+static BF16_TARGET void split_bf16(const float *x, int rows, int in, __m512bh *hi, __m512bh *lo) {
+    size_t blocks = (size_t)rows * in / 32;
+    for (size_t b = 0; b < blocks; b++) {
+        __m512 x0 = _mm512_loadu_ps(x + b * 32);
+        __m512 x1 = _mm512_loadu_ps(x + b * 32 + 16);
+        __m512bh h = _mm512_cvtne2ps_pbh(x1, x0);
+        __m512i wide0 = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256((__m512i)h)), 16);
+        __m512i wide1 = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64((__m512i)h, 1)), 16);
+        hi[b] = h;
+        lo[b] = _mm512_cvtne2ps_pbh(_mm512_sub_ps(x1, _mm512_castsi512_ps(wide1)),
+                _mm512_sub_ps(x0, _mm512_castsi512_ps(wide0)));
+    }
+}
+
+static inline __attribute__((always_inline)) BF16_TARGET void bf16_weight_rows(
+        const __m512bh *hi, const __m512bh *lo, const uint16_t *codes, const float *bias, float *out,
+        int rows, int in, int out_features, int n, int pair) {
+    const int blocks = in / 32;
+    __m512 acc[2][MAX_ROWS];
+    for (int r = 0; r < rows; r++) {
+        acc[0][r] = _mm512_setzero_ps();
+        acc[1][r] = _mm512_setzero_ps();
+    }
+    for (int b = 0; b < blocks; b++) {
+        for (int p = 0; p <= pair; p++) {
+            const uint16_t *w_at = codes + (size_t)(n + p) * in + (size_t)b * 32;
+            _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
+            __m512bh w = (__m512bh)_mm512_loadu_si512(w_at);
+            for (int r = 0; r < rows; r++) {
+                size_t at = (size_t)r * blocks + b;
+                acc[p][r] = _mm512_dpbf16_ps(acc[p][r], w, hi[at]);
+                acc[p][r] = _mm512_dpbf16_ps(acc[p][r], w, lo[at]);
+            }
+        }
+    }
+    for (int r = 0; r < rows; r++) {
+        float *o = out + (size_t)r * out_features + n;
+        for (int p = 0; p <= pair; p++) {
+            o[p] = _mm512_reduce_add_ps(acc[p][r]) + (bias ? bias[n + p] : 0.0f);
+        }
+    }
+}
+
+#define BF16_CALL(R, PAIR) bf16_weight_rows(hi, lo, codes, bias, out, R, in, out_features, n, PAIR)
+
+static BF16_TARGET void bf16_columns(
+        const __m512bh *hi, const __m512bh *lo, const uint16_t *codes, const float *bias, float *out,
+        int rows, int in, int out_features, int from, int to) {
+    int n;
+    SWITCH_ROWS(BF16_CALL)
+}
+
+/* Which of the dot-product instructions this CPU has: FEATURE_VNNI | FEATURE_BF16. */
+static int cpu_features(void) {
+    __builtin_cpu_init();
+    int features = 0;
+    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni")) {
+        features |= FEATURE_VNNI;
+    }
+    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16")) {
+        features |= FEATURE_BF16;
+    }
+    return features;
+}
+
+JNIEXPORT jint JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_features(JNIEnv *env, jclass cls) {
+    (void)env;
+    (void)cls;
+    return cpu_features();
+}
+
+/* The product by the dot-product instructions; returns 0 where memory for x's form ran out. */
+static int dot_multiply(const float *x, const void *codes, const float *scales, const float *bias, float *out,
+        int format, int rows, int in, int out_features, int from, int to) {
+    if (format == INT8) {
+        QuantizedRows q;
+        int ok = quantize_rows(x, rows, in, &q);
+        if (ok) {
+            vnni_columns(&q, (const int8_t *)codes, scales, bias, out, rows, in, out_features, from, to);
+        }
+        free_quantized(&q);
+        return ok;
+    }
+    size_t bytes = (size_t)rows * in * sizeof(uint16_t);
+    __m512bh *hi = aligned_alloc(64, bytes);
+    __m512bh *lo = aligned_alloc(64, bytes);
+    int ok = hi != NULL && lo != NULL;
+    if (ok) {
+        split_bf16(x, rows, in, hi, lo);
+        bf16_columns(hi, lo, (const uint16_t *)codes, bias, out, rows, in, out_features, from, to);
+    }
+    free(hi);
+    free(lo);
+    return ok;
+}
+
 static void fail(JNIEnv *env, const char *message) {
     (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"), message);
 }
@@ -113,8 +373,9 @@ static void fail(JNIEnv *env, const char *message) {
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(
         JNIEnv *env, jclass cls, jobject x_buffer, jobject codes_buffer, jobject scales_buffer,
         jobject bias_buffer, jobject out_buffer, jint format, jint rows, jint in, jint out_features,
-        jint from, jint to) {
+        jint from, jint to, jint dot_products) {
     (void)cls;
+    const int features = dot_products & cpu_features(); /* never an instruction the CPU lacks */
     const float *x = (const float *)(*env)->GetDirectBufferAddress(env, x_buffer);
     const void *codes = (*env)->GetDirectBufferAddress(env, codes_buffer);
     const float *scales =
@@ -128,6 +389,12 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(
     }
     if (rows < 1 || rows > MAX_ROWS || in % GROUP != 0) {
         fail(env, "compressed product: rows must be 1 to 8 and in a multiple of 32");
+        return;
+    }
+    if ((format == INT8 && (features & FEATURE_VNNI)) || (format == BFLOAT16 && (features & FEATURE_BF16))) {
+        if (!dot_multiply(x, codes, scales, bias, out, format, rows, in, out_features, from, to)) {
+            fail(env, "compressed product: no memory for the input's int8 or bfloat16 form");
+        }
         return;
     }
     switch (format) {

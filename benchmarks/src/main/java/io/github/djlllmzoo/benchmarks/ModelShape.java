@@ -79,6 +79,23 @@ public enum ModelShape {
     },
 
     /**
+     * TinyLlama-1.1B: 22 layers, 2048 hidden, 32 heads over 4 key/value heads (head_dim 64), SwiGLU
+     * intermediate 5632, 32000 tokens, 2048 positions, untied head.
+     */
+    TINYLLAMA_1_1B("tinyllama-1.1b", true) {
+        @Override
+        JsonObject config() {
+            JsonObject c = LLAMA_110M.config();
+            c.addProperty("hidden_size", 2048);
+            c.addProperty("intermediate_size", 5632);
+            c.addProperty("num_hidden_layers", 22);
+            c.addProperty("num_attention_heads", 32);
+            c.addProperty("num_key_value_heads", 4);
+            return c;
+        }
+    },
+
+    /**
      * Qwen2.5-0.5B: 24 layers, 896 hidden, 14 heads over 2 key/value heads (head_dim 64), SwiGLU
      * intermediate 4864, biases on q/k/v, 151936 tokens, head tied to the embedding, no window.
      */

@@ -1,6 +1,7 @@
 package io.github.djlllmzoo.benchmarks;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.Configs;
@@ -39,5 +40,19 @@ class ModelShapeTest {
         assertEquals(new GemmaLayout(256, 0, 0, true, 10000.0), config.gemma());
         assertEquals(256, config.headDim());
         assertEquals(1, config.numKvHeads());
+    }
+
+    @Test
+    void tinyLlamaShapeReadsAsTinyLlama11bsDimensions() throws Exception {
+        Files.writeString(dir.resolve(CheckpointFiles.CONFIG), ModelShape.of("tinyllama-1.1b").config().toString());
+        LlamaConfig config = (LlamaConfig) Configs.read(dir);
+        assertEquals(2048, config.hiddenSize());
+        assertEquals(22, config.numLayers());
+        assertEquals(32, config.numHeads());
+        assertEquals(4, config.numKvHeads());
+        assertEquals(64, config.headDim());
+        assertEquals(5632, config.intermediateSize());
+        assertEquals(32000, config.vocabSize());
+        assertFalse(config.tieWordEmbeddings());
     }
 }

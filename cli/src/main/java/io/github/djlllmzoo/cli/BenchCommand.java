@@ -69,7 +69,7 @@ final class BenchCommand implements Callable<Integer> {
         @Option(
                 names = "--shape",
                 paramLabel = "SHAPE",
-                description = "Benchmark a model of this shape with random weights (nothing to download): gpt2-small, gpt2-tiny, llama-110m, qwen2-0.5b or gemma3-270m.")
+                description = "Benchmark a model of this shape with random weights (nothing to download): gpt2-small, gpt2-tiny, llama-110m, tinyllama-1.1b, qwen2-0.5b or gemma3-270m.")
         String shape;
     }
 

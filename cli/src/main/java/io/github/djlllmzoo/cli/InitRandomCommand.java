@@ -20,7 +20,7 @@ final class InitRandomCommand implements Callable<Integer> {
 
     @Spec CommandSpec spec;
 
-    @Option(names = "--shape", required = true, paramLabel = "SHAPE", description = "The model shape: gpt2-small, gpt2-tiny, llama-110m, qwen2-0.5b or gemma3-270m.")
+    @Option(names = "--shape", required = true, paramLabel = "SHAPE", description = "The model shape: gpt2-small, gpt2-tiny, llama-110m, tinyllama-1.1b, qwen2-0.5b or gemma3-270m.")
     String shape;
 
     @Option(names = "--out", required = true, paramLabel = "DIR", description = "Directory to write (created if missing).")

@@ -19,14 +19,33 @@ import java.nio.ByteBuffer;
  * input width that is a multiple of {@link CompressedWeight#GROUP}; a prefill takes the engine's
  * product of the weight widened to float32 by {@link #widened} (one weight at a time, freed after
  * its product), and other widths or CPUs without AVX-512 the reference's.
+ *
+ * <p>Where the CPU has AVX512_VNNI (int8) or AVX512_BF16 (bfloat16), checked once when this class
+ * loads, the decode product multiplies the codes themselves instead of widening them: int8 codes by
+ * the input quantized per group of 32 to int8 (llama.cpp's Q8_0 dot product), bfloat16 codes by the
+ * input split into two bfloat16 halves (close to float32's). {@code -Dllmzoo.compressedProduct.dot=false}
+ * keeps the widening kernel, which other CPUs use.
  */
 final class CompressedProduct {
 
     /** The switch that turns the kernel off: {@code -Dllmzoo.compressedProduct=false}. */
     static final String SWITCH = "llmzoo.compressedProduct";
 
+    /** The switch that keeps the widening kernel on CPUs with the dot-product instructions. */
+    static final String DOT_SWITCH = "llmzoo.compressedProduct.dot";
+
     /** The most rows the kernel multiplies in one pass over the weight. */
     static final int MAX_ROWS = 8;
+
+    /** {@link #features} bit: AVX512_VNNI (with AVX512BW), for int8 weights. */
+    static final int VNNI = 1;
+
+    /** {@link #features} bit: AVX512_BF16 (with AVX512BW), for bfloat16 weights. */
+    static final int BF16 = 2;
+
+    /** The dot-product instructions the products use: those the CPU has, unless switched off. */
+    private static volatile int dotProducts =
+            NativeKernels.loaded() && Boolean.parseBoolean(System.getProperty(DOT_SWITCH, "true")) ? features() : 0;
 
     private CompressedProduct() {}
 
@@ -63,6 +82,36 @@ final class CompressedProduct {
      * @return (..., out)
      */
     static NDArray multiply(NDArray x, CompressedWeight weight, NDArray bias, long rows) {
+        return multiply(x, weight, bias, rows, dotProducts);
+    }
+
+    /** @return the {@link #VNNI} and {@link #BF16} bits the products use */
+    static int dotProducts() {
+        return dotProducts;
+    }
+
+    /**
+     * Sets the dot-product instructions every later product uses, so a test can run a whole model
+     * through either kernel (bits the CPU lacks are ignored by the kernel).
+     *
+     * @param bits {@link #VNNI} and {@link #BF16} bits; 0 for the widening kernel
+     */
+    static void useDotProducts(int bits) {
+        dotProducts = bits;
+    }
+
+    /**
+     * {@link #multiply(NDArray, CompressedWeight, NDArray, long)} with the dot-product instructions
+     * given rather than chosen, so a test can run either kernel.
+     *
+     * @param x input (..., in)
+     * @param weight the compressed weight (out, in)
+     * @param bias (out), or {@code null}
+     * @param rows the rows of {@code x}
+     * @param dotProducts {@link #VNNI} and {@link #BF16} bits, at most those {@link #features} reports
+     * @return (..., out)
+     */
+    static NDArray multiply(NDArray x, CompressedWeight weight, NDArray bias, long rows, int dotProducts) {
         int columns = weight.outFeatures();
         NDArray out = x.getManager().create(new Shape(rows, columns), DataType.FLOAT32); // (N, out)
         ByteBuffer xs = NativeKernels.buffer(x);
@@ -80,13 +129,13 @@ final class CompressedProduct {
                             i -> {
                                 int from = i == 0 ? 0 : (int) bounds[i - 1];
                                 int to = i == bounds.length ? columns : (int) bounds[i];
-                                multiply(xs, held[0], held[1], bs, os, format, n, in, columns, from, to);
+                                multiply(xs, held[0], held[1], bs, os, format, n, in, columns, from, to, dotProducts);
                                 return out;
                             })
                     != null;
         }
         if (!done) { // one core, or the workers busy with another caller
-            multiply(xs, held[0], held[1], bs, os, format, n, in, columns, 0, columns);
+            multiply(xs, held[0], held[1], bs, os, format, n, in, columns, 0, columns, dotProducts);
         }
         Shape shape = x.getShape();
         return out.reshape(shape.slice(0, shape.dimension() - 1).add(columns)); // (..., out)
@@ -146,10 +195,15 @@ final class CompressedProduct {
         }
     }
 
+    /**
+     * @return the dot-product instructions of this CPU: {@link #VNNI} and {@link #BF16} bits
+     */
+    static native int features();
+
     private static native void widen(
             ByteBuffer codes, ByteBuffer scales, ByteBuffer out, int format, int in, int from, int to);
 
     private static native void multiply(
             ByteBuffer x, ByteBuffer codes, ByteBuffer scales, ByteBuffer bias, ByteBuffer out, int format,
-            int rows, int in, int outFeatures, int from, int to);
+            int rows, int in, int outFeatures, int from, int to, int dotProducts);
 }

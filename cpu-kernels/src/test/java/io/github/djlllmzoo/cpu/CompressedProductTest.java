@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
@@ -11,6 +12,8 @@ import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CompressedWeight;
 import io.github.djlllmzoo.blocks.RoundingBound;
 import io.github.djlllmzoo.blocks.WeightFormat;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -38,19 +41,101 @@ class CompressedProductTest extends ManagedArraysTest {
         "BFLOAT16, 1, 768, 1000", "BFLOAT16, 3, 64, 3", "BFLOAT16, 8, 96, 301",
         "FLOAT16, 1, 768, 1000", "FLOAT16, 4, 64, 3", "FLOAT16, 8, 96, 301"
     })
-    void theKernelEqualsTheEnginesProductOfTheWidenedWeight(WeightFormat format, int rows, int in, int out) {
+    void theWideningKernelEqualsTheEnginesProductOfTheWidenedWeight(
+            WeightFormat format, int rows, int in, int out) {
         CompressedWeight weight = compressed(out, in, format);
         NDArray widened = weight.toFloat32(manager); // (out, in)
         NDArray bias = manager.randomNormal(new Shape(out));
         NDArray x = manager.randomNormal(new Shape(rows, 1, in)); // a decode step: (B, 1, in)
         for (NDArray b : new NDArray[] {bias, null}) {
             assertTrue(CompressedProduct.applies(x, weight, b, rows));
-            NDArray actual = CompressedProduct.multiply(x, weight, b, rows);
+            NDArray actual = CompressedProduct.multiply(x, weight, b, rows, 0); // the CPUs without VNNI/BF16
             assertEquals(new Shape(rows, 1, out), actual.getShape());
             float[] expected = x.getNDArrayInternal().linear(x, widened, b).singletonOrThrow().toFloatArray();
             assertArrayEquals(expected, actual.toFloatArray(), RoundingBound.ofProduct(x, widened, b, true),
                     format + " bias " + (b != null));
         }
+    }
+
+    /**
+     * With AVX512_VNNI, an int8 product is the engine's product of the widened weight with the input
+     * rounded to its own int8 grid (per group of 32, scale max|x| / 127, ties to even, as the kernel
+     * quantizes): the integer sums are exact, so only float32 rounding of the scaled sums is left.
+     */
+    @ParameterizedTest
+    @CsvSource({"1, 768, 1000", "2, 64, 3", "5, 96, 301", "8, 2048, 512", "3, 4096, 64"})
+    void theVnniKernelEqualsTheProductWithTheInputOnItsInt8Grid(int rows, int in, int out) {
+        assumeTrue((CompressedProduct.features() & CompressedProduct.VNNI) != 0, "no AVX512_VNNI on this CPU");
+        CompressedWeight weight = compressed(out, in, WeightFormat.INT8);
+        NDArray widened = weight.toFloat32(manager); // (out, in)
+        NDArray bias = manager.randomNormal(new Shape(out));
+        NDArray x = manager.randomNormal(new Shape(rows, 1, in));
+        NDArray onGrid = manager.create(int8Grid(x.toFloatArray()), x.getShape());
+        NDArray actual = CompressedProduct.multiply(x, weight, bias, rows, CompressedProduct.VNNI);
+        float[] expected = onGrid.getNDArrayInternal().linear(onGrid, widened, bias).singletonOrThrow().toFloatArray();
+        assertArrayEquals(expected, actual.toFloatArray(), RoundingBound.ofProduct(onGrid, widened, bias, true));
+    }
+
+    /**
+     * With AVX512_BF16, a bfloat16 product multiplies the codes by the input split into bfloat16 hi
+     * and lo: |x - hi - lo| <= 2^-9 |x - hi| <= 2^-18 |x|, so it is off the engine's product of the
+     * widened weight by at most 2^-18 sum|w x| beyond float32 rounding (hi alone would be 2^-9).
+     */
+    @ParameterizedTest
+    @CsvSource({"1, 768, 1000", "3, 64, 3", "8, 96, 301", "4, 2048, 77"})
+    void theBf16KernelEqualsTheEnginesProductToTheSplitInputsPrecision(int rows, int in, int out) {
+        assumeTrue((CompressedProduct.features() & CompressedProduct.BF16) != 0, "no AVX512_BF16 on this CPU");
+        CompressedWeight weight = compressed(out, in, WeightFormat.BFLOAT16);
+        NDArray widened = weight.toFloat32(manager); // (out, in)
+        NDArray x = manager.randomNormal(new Shape(rows, 1, in));
+        NDArray actual = CompressedProduct.multiply(x, weight, null, rows, CompressedProduct.BF16);
+        float[] expected = x.getNDArrayInternal().linear(x, widened, null).singletonOrThrow().toFloatArray();
+        float[] xs = x.toFloatArray();
+        float[] ws = widened.toFloatArray();
+        double largest = 0;
+        for (int r = 0; r < rows; r++) {
+            for (int o = 0; o < out; o++) {
+                double sum = 0;
+                for (int k = 0; k < in; k++) {
+                    sum += Math.abs((double) xs[r * in + k] * ws[o * in + k]);
+                }
+                largest = Math.max(largest, sum);
+            }
+        }
+        float bound = (float) (largest * Math.scalb(1.0, -18)) + RoundingBound.ofProduct(x, widened, null, true);
+        assertArrayEquals(expected, actual.toFloatArray(), bound);
+    }
+
+    /** The dot-product kernels are offered exactly where the CPU reports the instructions. */
+    @Test
+    void theDotProductKernelsFollowTheCpusFlags() throws Exception {
+        Path cpuinfo = Path.of("/proc/cpuinfo");
+        assumeTrue(Files.isReadable(cpuinfo), "no /proc/cpuinfo");
+        String flags = Files.readAllLines(cpuinfo).stream()
+                .filter(l -> l.startsWith("flags"))
+                .findFirst()
+                .orElse("");
+        boolean bw = flags.contains(" avx512bw");
+        int expected = (bw && flags.contains(" avx512_vnni") ? CompressedProduct.VNNI : 0)
+                | (bw && flags.contains(" avx512_bf16") ? CompressedProduct.BF16 : 0);
+        assertEquals(expected, CompressedProduct.features());
+    }
+
+    /** x rounded per group of 32 to {@code q * d}, q = rint(x / d) in [-127, 127], d = max|x| / 127. */
+    private static float[] int8Grid(float[] x) {
+        float[] out = new float[x.length];
+        for (int start = 0; start < x.length; start += CompressedWeight.GROUP) {
+            float max = 0;
+            for (int k = start; k < start + CompressedWeight.GROUP; k++) {
+                max = Math.max(max, Math.abs(x[k]));
+            }
+            float d = max / 127f;
+            float inverse = d > 0 ? 1f / d : 0f;
+            for (int k = start; k < start + CompressedWeight.GROUP; k++) {
+                out[k] = (float) Math.max(-127, Math.min(127, Math.rint(x[k] * inverse))) * d;
+            }
+        }
+        return out;
     }
 
     /** A prefill's weight, widened natively, holds exactly the values the reference widens to. */

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Side by side with llama.cpp (the kit in ../shared/peers/llamacpp): one random-weight checkpoint (written by
+# `llmzoo init-random`), converted to GGUF F32, F16, BF16 and Q8_0, measured in one run by llama-bench and by
+# `llmzoo bench --dtype` float32, float16, bfloat16 and int8; prints both, their ratios and the bytes held.
+#
+#   scripts/bench-llamacpp.sh [--shape gpt2-small|gpt2-tiny|llama-110m|tinyllama-1.1b] [--runs 3] [--threads 2]
+#                             [--prompt-tokens 128] [--new-tokens 128] [--dir DIR] [--formats f32,f16,bf16,q8_0]
+#
+# Pairs: F32 ~ float32, F16 ~ float16, BF16 ~ bfloat16, Q8_0 ~ int8 (both: symmetric int8 codes, one float
+# scale per 32 inputs; llama.cpp's scale is float16, ours float32). The formats alternate engine by engine
+# so a change of load hits both. llama-bench decodes tg from an empty context with its default F16 KV cache;
+# llmzoo decodes after the prompt with a float32 cache. llama.cpp is built once into LLAMACPP_HOME (default
+# /tmp/llamacpp-peer, outside the repository) and the checkpoint and GGUF files are kept under --dir.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+shape=llama-110m runs=3 threads=2 prompt_tokens=128 new_tokens=128 dir="" formats=f32,f16,bf16,q8_0
+while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || { echo "error: $1 needs a value" >&2; exit 2; }
+  case "$1" in
+    --shape) shape="$2";; --runs) runs="$2";; --threads) threads="$2";; --dir) dir="$2";;
+    --prompt-tokens) prompt_tokens="$2";; --new-tokens) new_tokens="$2";; --formats) formats="$2";;
+    *) echo "error: unknown option $1" >&2; exit 2;;
+  esac
+  shift 2
+done
+kit="${LLAMACPP_KIT:-$root/../shared/peers/llamacpp}"
+fixtures="${LLMZOO_FIXTURES:-$root/../shared/fixtures}"
+[ -x "$kit/build.sh" ] || { echo "error: no llama.cpp kit at $kit (set LLAMACPP_KIT)" >&2; exit 2; }
+case "$shape" in
+  gpt2-small|gpt2-tiny) tokenizer="$fixtures/gpt2-tokenizer";;
+  llama-110m|tinyllama-1.1b) tokenizer="$fixtures/llama2-tokenizer";;
+  *) echo "error: --shape must be gpt2-small, gpt2-tiny, llama-110m or tinyllama-1.1b (the families the kit converts), not '$shape'" >&2
+     exit 2;;
+esac
+dtype_of() {
+  case "$1" in
+    f32) echo float32;; f16) echo float16;; bf16) echo bfloat16;; q8_0) echo int8;;
+    *) echo "error: --formats takes f32, f16, bf16 and q8_0, not '$1'" >&2; exit 2;;
+  esac
+}
+IFS=, read -r -a format_list <<< "$formats"
+for f in "${format_list[@]}"; do dtype_of "$f" > /dev/null; done
+dir="${dir:-$root/target/bench/$shape}"
+out="$root/target/bench/results/llamacpp-$shape"
+mkdir -p "$out"
+
+echo "building llama.cpp (once) ..." >&2
+bin="$("$kit/build.sh")"
+if [ ! -f "$dir/model.safetensors" ]; then
+  echo "writing a random-weight $shape checkpoint to $dir ..." >&2
+  "$root/bin/llmzoo" init-random --shape "$shape" --out "$dir" --tokenizer "$tokenizer" >&2
+fi
+gguf="$dir/gguf"
+if [ ! -f "$gguf-q8_0.gguf" ] || [ "$dir/model.safetensors" -nt "$gguf-q8_0.gguf" ]; then
+  echo "converting to GGUF F32/F16/Q8_0 ..." >&2
+  "$kit/to-gguf.sh" "$dir" "$gguf" >&2
+fi
+if [ ! -f "$gguf-bf16.gguf" ] || [ "$gguf-f32.gguf" -nt "$gguf-bf16.gguf" ]; then
+  "$bin/llama-quantize" "$gguf-f32.gguf" "$gguf-bf16.gguf" BF16 2 > /dev/null 2>&1
+fi
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for f in "${format_list[@]}"; do
+  echo "llama.cpp $f ..." >&2
+  "$bin/llama-bench" -m "$gguf-$f.gguf" -p "$prompt_tokens" -n "$new_tokens" -t "$threads" -r "$runs" -o json \
+    > "$out/llamacpp-$f.json" 2> "$out/llamacpp-$f.log"
+  d="$(dtype_of "$f")"
+  echo "llmzoo $d ..." >&2
+  "$root/bin/llmzoo" bench --model "$dir" --dtype "$d" --prompt-tokens "$prompt_tokens" --new-tokens "$new_tokens" \
+    --runs "$runs" --long-positions 0 --bandwidth-mib 0 --compute-size 0 --output json \
+    > "$out/llmzoo-$d.json" 2> "$out/llmzoo-$d.log"
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo "$shape, random weights ($dir), $prompt_tokens-token prompt, $new_tokens new tokens, $threads threads, $runs runs; $cpu"
+python3 - "$out" "$formats" << 'EOF'
+import json, sys
+out, formats = sys.argv[1], sys.argv[2].split(",")
+dtypes = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "q8_0": "int8"}
+print("| llama.cpp | pp tok/s | tg tok/s | llmzoo | prefill tok/s | decode tok/s | prefill ratio | decode ratio"
+      " | llmzoo MB read/token | llmzoo MB held | llmzoo peak RSS MiB |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for f in formats:
+    tests = json.load(open(f"{out}/llamacpp-{f}.json"))
+    pp = next(t["avg_ts"] for t in tests if t["n_prompt"] > 0 and t["n_gen"] == 0)
+    tg = next(t["avg_ts"] for t in tests if t["n_gen"] > 0 and t["n_prompt"] == 0)
+    ours = json.load(open(f"{out}/llmzoo-{dtypes[f]}.json"))
+    prefill, decode = ours["prefill_tokens_per_s"], ours["decode_tokens_per_s"]
+    print(f"| {f.upper()} | {pp:.1f} | {tg:.1f} | {dtypes[f]} | {prefill:.1f} | {decode:.1f} | {prefill / pp:.2f}"
+          f" | {decode / tg:.2f} | {ours['weight_bytes'] / 1e6:.1f} | {ours['resident_weight_bytes'] / 1e6:.1f}"
+          f" | {ours['peak_rss_mb']:.0f} |")
+EOF
