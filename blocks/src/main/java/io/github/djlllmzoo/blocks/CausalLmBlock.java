@@ -203,7 +203,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         }
     }
 
-    private static ProjectionWeight projectionOf(Block block) {
+    static ProjectionWeight projectionOf(Block block) {
         if (block instanceof Linear) {
             return ((Linear) block).projection();
         }
