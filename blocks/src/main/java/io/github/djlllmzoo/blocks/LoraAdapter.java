@@ -165,6 +165,19 @@ public final class LoraAdapter {
         return blockName.startsWith("lm_head") ? blockName : model.config().checkpointPrefix() + blockName;
     }
 
+    /**
+     * @return whether the adapted projections store their weights (in, out), GPT-2's {@code
+     *     Conv1D}: PEFT's {@code fan_in_fan_out}
+     */
+    public boolean fanInFanOut() {
+        for (Block projection : projections.values()) {
+            if (CausalLmBlock.projectionOf(projection).layout() == ProjectionWeight.Layout.IN_OUT) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** @return every A and B under its block name, e.g. {@code layers.0.self_attn.q_proj.lora_A.weight} */
     public Map<String, Parameter> namedParameters() {
         Map<String, Parameter> out = new LinkedHashMap<>();
