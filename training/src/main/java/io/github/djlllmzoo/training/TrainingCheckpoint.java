@@ -51,21 +51,38 @@ public final class TrainingCheckpoint {
         AtomicDirectory.publish(
                 target,
                 dir -> {
-                    Files.copy(source.resolve(CheckpointFiles.CONFIG), dir.resolve(CheckpointFiles.CONFIG));
-                    CheckpointWeights.save(model, dir);
-                    for (String name : CheckpointFiles.TOKENIZER_FILES) {
-                        if (Files.isRegularFile(source.resolve(name))) {
-                            Files.copy(source.resolve(name), dir.resolve(name));
-                        }
-                    }
-                    Path generation = source.resolve(CheckpointFiles.GENERATION_CONFIG);
-                    if (Files.isRegularFile(generation)) {
-                        Files.copy(generation, dir.resolve(CheckpointFiles.GENERATION_CONFIG));
-                    } else {
-                        writeString(dir.resolve(CheckpointFiles.GENERATION_CONFIG), generationConfig(model.config()));
-                    }
+                    writeModel(dir, model, source);
                     writeTrainingState(dir, state, optimizer);
                 });
+    }
+
+    /**
+     * Publishes a model's current weights as a checkpoint directory without trainer state (a LoRA
+     * adapter merged into its base, for instance), replacing {@code target} atomically.
+     *
+     * @param target the checkpoint directory
+     * @param model the model whose current weights to save
+     * @param source the directory the model came from ({@code config.json}, tokenizer files)
+     * @throws IOException if writing fails (the target is then unchanged)
+     */
+    public static void publishModel(Path target, CausalLmBlock model, Path source) throws IOException {
+        AtomicDirectory.publish(target, dir -> writeModel(dir, model, source));
+    }
+
+    private static void writeModel(Path dir, CausalLmBlock model, Path source) throws IOException {
+        Files.copy(source.resolve(CheckpointFiles.CONFIG), dir.resolve(CheckpointFiles.CONFIG));
+        CheckpointWeights.save(model, dir);
+        for (String name : CheckpointFiles.TOKENIZER_FILES) {
+            if (Files.isRegularFile(source.resolve(name))) {
+                Files.copy(source.resolve(name), dir.resolve(name));
+            }
+        }
+        Path generation = source.resolve(CheckpointFiles.GENERATION_CONFIG);
+        if (Files.isRegularFile(generation)) {
+            Files.copy(generation, dir.resolve(CheckpointFiles.GENERATION_CONFIG));
+        } else {
+            writeString(dir.resolve(CheckpointFiles.GENERATION_CONFIG), generationConfig(model.config()));
+        }
     }
 
     /**
