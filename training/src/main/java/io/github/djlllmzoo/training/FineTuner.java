@@ -6,6 +6,7 @@ import ai.djl.TrainingDivergedException;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
@@ -195,15 +196,22 @@ public final class FineTuner {
             long inputTokens = 0;
             Device device = model.getNDManager().getDevice();
             for (Batch batch : micro) {
-                NDList inputs = batch.getData().toDevice(device, false);
-                NDList labels = batch.getLabels().toDevice(device, false);
-                try (GradientCollector collector = trainer.newGradientCollector()) {
-                    NDList logits = trainer.forward(inputs);
-                    CausalLmLoss.TokenLoss tokenLoss = loss.tokenLoss(labels, logits);
-                    collector.backward(tokenLoss.sum().div(Math.max(counted, 1)));
-                    lossSum += tokenLoss.sum().toType(DataType.FLOAT64, false).getDouble();
+                // every array of the micro-batch's forward pass is attached to its inputs' manager:
+                // a scope per micro-batch frees them once its gradients are in the parameters,
+                // rather than holding those of every micro-batch until the step ends
+                try (NDManager scope = trainer.getManager().newSubManager()) {
+                    NDList inputs = batch.getData().toDevice(device, false);
+                    NDList labels = batch.getLabels().toDevice(device, false);
+                    inputs.tempAttach(scope);
+                    labels.tempAttach(scope);
+                    try (GradientCollector collector = trainer.newGradientCollector()) {
+                        NDList logits = trainer.forward(inputs);
+                        CausalLmLoss.TokenLoss tokenLoss = loss.tokenLoss(labels, logits);
+                        collector.backward(tokenLoss.sum().div(Math.max(counted, 1)));
+                        lossSum += tokenLoss.sum().toType(DataType.FLOAT64, false).getDouble();
+                    }
+                    inputTokens += inputs.head().size();
                 }
-                inputTokens += inputs.head().size();
             }
             if (!Double.isFinite(lossSum)) {
                 throw new TrainingDivergedException("the training loss is " + lossSum);
