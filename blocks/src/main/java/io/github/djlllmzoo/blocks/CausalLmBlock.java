@@ -204,7 +204,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         }
     }
 
-    private static ProjectionWeight projectionOf(Block block) {
+    static ProjectionWeight projectionOf(Block block) {
         if (block instanceof Linear) {
             return ((Linear) block).projection();
         }
@@ -341,7 +341,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
                 new AttentionContext(positions, mask, windowMasks, cache, placed.manager());
         try {
             for (DecoderLayer layer : layers) {
-                h = layer.forward(store, h, context, training);
+                h = training ? forwardScoped(layer, store, h, context) : layer.forward(store, h, context, false);
             }
         } catch (RuntimeException e) {
             if (cache != null) {
@@ -357,6 +357,23 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
             h = h.get(new NDIndex(":, -1:, :")); // (B, 1, E)
         }
         return finalNorm.forward(store, h, training);
+    }
+
+    /**
+     * A layer's training pass whose intermediate arrays are freed as soon as it returns: results
+     * attach to their input's manager, which would otherwise hold every intermediate of every layer
+     * until the pass ends; the tensors the backward pass needs stay referenced by the engine's
+     * autograd graph.
+     */
+    private static NDArray forwardScoped(
+            DecoderLayer layer, ParameterStore store, NDArray h, AttentionContext context) {
+        NDManager parent = h.getManager();
+        try (NDManager scope = parent.newSubManager()) {
+            h.tempAttach(scope);
+            NDArray out = layer.forward(store, h, context, true); // (B, T, E)
+            out.attach(parent);
+            return out;
+        }
     }
 
     /**

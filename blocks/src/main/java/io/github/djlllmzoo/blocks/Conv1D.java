@@ -10,11 +10,13 @@ import ai.djl.training.initializer.NormalInitializer;
  * GPT-2's affine projection: {@code y = x @ weight + bias} with {@code weight} of shape (in, out),
  * exactly as Hugging Face's {@code Conv1D} stores it, so checkpoint tensors load without a
  * transpose; computed by {@link Kernels#project}.
+ * A {@link LoraAdapter} attached to it adds its update to the output.
  */
 public final class Conv1D extends UnaryBlock {
 
     private final int nf;
     private final ProjectionWeight projection;
+    private final LoraSlot lora = new LoraSlot();
 
     /**
      * @param nx input width
@@ -36,12 +38,17 @@ public final class Conv1D extends UnaryBlock {
 
     @Override
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
-        return kernels().project(x, projection, store, training); // (..., nf)
+        return lora.apply(store, x, kernels().project(x, projection, store, training), training); // (..., nf)
     }
 
     /** @return the weight and bias as the kernels take them */
     ProjectionWeight projection() {
         return projection;
+    }
+
+    /** @return the LoRA pairs attached to this projection */
+    LoraSlot loraSlot() {
+        return lora;
     }
 
     @Override

@@ -10,11 +10,13 @@ import ai.djl.training.initializer.NormalInitializer;
  * PyTorch's {@code nn.Linear}: {@code y = x @ weight^T (+ bias)} with {@code weight} of shape
  * (out, in), as Llama checkpoints store {@code q_proj}, {@code lm_head} and the others; computed by
  * {@link Kernels#project}.
+ * A {@link LoraAdapter} attached to it adds its update to the output.
  */
 public final class Linear extends UnaryBlock {
 
     private final int outFeatures;
     private final ProjectionWeight projection;
+    private final LoraSlot lora = new LoraSlot();
 
     /**
      * @param inFeatures input width
@@ -43,7 +45,7 @@ public final class Linear extends UnaryBlock {
 
     @Override
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
-        return kernels().project(x, projection, store, training); // (..., out)
+        return lora.apply(store, x, kernels().project(x, projection, store, training), training); // (..., out)
     }
 
     /**
@@ -59,12 +61,20 @@ public final class Linear extends UnaryBlock {
      */
     public static NDArray[] forwardPair(
             ParameterStore store, NDArray x, Linear first, Linear second, boolean training) {
-        return first.kernels().projectPair(x, first.projection, second.projection, store, training);
+        NDArray[] out = first.kernels().projectPair(x, first.projection, second.projection, store, training);
+        out[0] = first.lora.apply(store, x, out[0], training);
+        out[1] = second.lora.apply(store, x, out[1], training);
+        return out;
     }
 
     /** @return the weight and bias as the kernels take them */
     ProjectionWeight projection() {
         return projection;
+    }
+
+    /** @return the LoRA pairs attached to this projection */
+    LoraSlot loraSlot() {
+        return lora;
     }
 
     /** @return the weight parameter, shape (out, in) */

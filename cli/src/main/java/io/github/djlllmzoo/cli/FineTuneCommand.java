@@ -5,6 +5,10 @@ import ai.djl.engine.Engine;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.training.dataset.RandomAccessDataset;
 import com.google.gson.JsonObject;
+import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.LoraAdapter;
+import io.github.djlllmzoo.blocks.LoraConfig;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.training.FineTuneResult;
 import io.github.djlllmzoo.training.FineTuneSettings;
@@ -16,6 +20,7 @@ import io.github.djlllmzoo.training.PromptCompletionDataset;
 import io.github.djlllmzoo.training.TrainerState;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import io.github.djlllmzoo.zoo.LocalModel;
+import io.github.djlllmzoo.zoo.PeftAdapter;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -47,6 +52,12 @@ import picocli.CommandLine.Model.CommandSpec;
                     + "save leaves no DIR. Load it with --model DIR; continue it with --resume DIR, which "
                     + "restores the weights, the step, the data position and the AdamW moments (unless "
                     + "saved with --no-optimizer-state, in which case the moments restart from zero).",
+            "",
+            "With --lora-rank it trains a LoRA adapter instead: the model's weights stay frozen and --out holds a "
+                    + "Hugging Face PEFT adapter (adapter_config.json, adapter_model.safetensors) with "
+                    + "trainer_state.json and the adapter's AdamW moments. Use it with --adapter DIR "
+                    + "(generate, score, serve), fold it into a full checkpoint with merge-adapter, load it in "
+                    + "Python with PeftModel.from_pretrained; --resume DIR continues it on the base model it names.",
             ""
         })
 final class FineTuneCommand implements Callable<Integer> {
@@ -112,6 +123,18 @@ final class FineTuneCommand implements Callable<Integer> {
     @Option(names = "--freeze-embeddings", description = "Keep the embeddings (and so a tied LM head) frozen.")
     Boolean freezeEmbeddings;
 
+    @Option(names = "--lora-rank", paramLabel = "R", description = "Train a LoRA adapter of rank R instead of the model (PEFT's r; " + LoraConfig.DEFAULT_RANK + " is usual).")
+    Integer loraRank;
+
+    @Option(names = "--lora-alpha", paramLabel = "A", description = "LoRA's scale numerator: the update is (A/R) B A x (default: " + LoraConfig.DEFAULT_ALPHA + ").")
+    Float loraAlpha;
+
+    @Option(names = "--lora-dropout", paramLabel = "P", description = "Dropout on the adapter's input in training (default: " + LoraConfig.DEFAULT_DROPOUT + ").")
+    Float loraDropout;
+
+    @Option(names = "--lora-targets", split = ",", paramLabel = "LIST", description = "Modules to adapt by checkpoint name, e.g. q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj or c_attn,c_proj,c_fc (default: the attention projections).")
+    List<String> loraTargets;
+
     @Option(names = "--eval-every", paramLabel = "N", description = "Evaluate held-out perplexity every N steps, 0 for start and end only (default: " + FineTuneSettings.DEFAULT_EVAL_EVERY + ").")
     Integer evalEvery;
 
@@ -144,15 +167,19 @@ final class FineTuneCommand implements Callable<Integer> {
         if (evalData != null) {
             requireFiles("--eval-data", evalData);
         }
-        Path source = start.resume != null ? start.resume : ModelOptions.resolve(start.model);
+        Path adapterResume = start.resume != null && PeftAdapter.isAdapter(start.resume) ? start.resume : null;
+        String baseModel = adapterResume != null ? adapterBase(adapterResume) : start.model;
+        Path source = start.resume != null && adapterResume == null ? start.resume : ModelOptions.resolve(baseModel);
         TrainerState resumed = start.resume != null ? TrainerState.read(start.resume) : null;
         checkOutput();
+        checkLoraOptions(adapterResume != null);
         Device target = ComputeOptions.parseDevice(spec, device);
         PrintWriter err = spec.commandLine().getErr();
         int seedValue = seed != null ? seed : resumed != null ? resumed.settings().seed() : FineTuneSettings.DEFAULT_SEED;
         Engine.getEngine("PyTorch").setRandomSeed(seedValue);
         try (LocalModel model = open(source, target)) {
             FineTuneSettings settings = settings(resumed, model.config());
+            LoraConfig lora = lora(model.block(), adapterResume);
             TextTokenizer tokenizer = model.tokenizer();
             DecoderConfig config = model.config();
             long eos = model.documentSeparatorId();
@@ -165,7 +192,7 @@ final class FineTuneCommand implements Callable<Integer> {
                 train = split.train();
                 eval = split.eval();
             }
-            FineTuneResult result =
+            FineTuner.Builder tuner =
                     FineTuner.builder()
                             .setModel(model.model())
                             .setTrainData(train)
@@ -173,12 +200,73 @@ final class FineTuneCommand implements Callable<Integer> {
                             .optSettings(settings)
                             .optCheckpoints(out, source)
                             .optResumeFrom(start.resume)
-                            .optProgress(err)
-                            .build()
-                            .run();
+                            .optProgress(err);
+            if (lora != null) {
+                tuner.optLora(lora, recordedName(baseModel));
+            }
+            FineTuneResult result = tuner.build().run();
             printSummary(summaryFormat, result);
         }
         return 0;
+    }
+
+    /** The base model a LoRA checkpoint names, which a resumed LoRA run trains on. */
+    private String adapterBase(Path adapter) throws InvalidCheckpointException {
+        String base = PeftAdapter.baseModel(adapter);
+        if (base == null) {
+            throw new ParameterException(
+                    spec.commandLine(), "--resume " + adapter + ": its adapter_config.json names no base_model_name_or_path");
+        }
+        return base;
+    }
+
+    /** A directory as an absolute path, so that resuming elsewhere finds it; a name or hub id as given. */
+    private static String recordedName(String model) {
+        Path path = Path.of(model);
+        return Files.isDirectory(path) ? path.toAbsolutePath().normalize().toString() : model;
+    }
+
+    private boolean anyLoraOption() {
+        return loraRank != null || loraAlpha != null || loraDropout != null || loraTargets != null;
+    }
+
+    private void checkLoraOptions(boolean resumingAdapter) {
+        boolean lora = resumingAdapter || anyLoraOption();
+        if (!lora) {
+            return;
+        }
+        if (!resumingAdapter && loraRank == null) {
+            throw new ParameterException(spec.commandLine(), "--lora-alpha, --lora-dropout and --lora-targets need --lora-rank");
+        }
+        if (fromScratch) {
+            throw new ParameterException(spec.commandLine(), "--lora-rank adapts a trained model; drop --from-scratch");
+        }
+        if (trainLastLayers != null || freezeEmbeddings != null) {
+            throw new ParameterException(
+                    spec.commandLine(), "--train-last-layers and --freeze-embeddings choose what a full fine-tuning trains; a LoRA run trains only its adapter");
+        }
+    }
+
+    /** The adapter to train: the options over the resumed adapter's config, or over the defaults; {@code null} for a full fine-tuning. */
+    private LoraConfig lora(CausalLmBlock block, Path adapterResume) throws InvalidCheckpointException {
+        if (adapterResume == null && !anyLoraOption()) {
+            return null;
+        }
+        LoraConfig saved = adapterResume == null ? null : PeftAdapter.readConfig(adapterResume);
+        int rank = loraRank != null ? loraRank : saved.rank();
+        float alpha = loraAlpha != null ? loraAlpha : saved != null ? saved.alpha() : LoraConfig.DEFAULT_ALPHA;
+        float dropout = loraDropout != null ? loraDropout : saved != null ? saved.dropout() : LoraConfig.DEFAULT_DROPOUT;
+        try {
+            if (loraTargets == null && saved != null) {
+                return new LoraConfig(rank, alpha, dropout, saved.targetModules(), saved.targetPattern());
+            }
+            List<String> targets = loraTargets != null ? loraTargets : LoraAdapter.attentionTargets(block);
+            LoraConfig config = new LoraConfig(rank, alpha, dropout, targets);
+            LoraAdapter.declare(block, config, false);
+            return config;
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
     }
 
     /** Checks the data files before the model loads, naming the option of a missing one. */

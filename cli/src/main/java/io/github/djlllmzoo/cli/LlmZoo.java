@@ -30,7 +30,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
             MakeDefaultModelCommand.class,
             ServeCommand.class,
             BenchCommand.class,
-            InitRandomCommand.class
+            InitRandomCommand.class,
+            MergeAdapterCommand.class
         })
 public final class LlmZoo implements Runnable {
 

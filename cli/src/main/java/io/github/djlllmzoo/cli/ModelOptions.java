@@ -1,6 +1,7 @@
 package io.github.djlllmzoo.cli;
 
 import ai.djl.repository.zoo.ModelNotFoundException;
+import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.zoo.LocalModel;
 import io.github.djlllmzoo.zoo.ModelReference;
@@ -8,6 +9,10 @@ import io.github.djlllmzoo.zoo.hub.HubClient;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
@@ -20,6 +25,14 @@ final class ModelOptions {
             description = "A registry name (see 'llmzoo models'), a Hugging Face id (org/name) or a checkpoint directory "
                     + "(default: the project's story model in models/default).")
     String model;
+
+    @Option(
+            names = "--adapter",
+            paramLabel = "[NAME=]DIR",
+            description = "A Hugging Face PEFT LoRA adapter of --model (adapter_config.json, adapter_model.safetensors) "
+                    + "to compute with. serve takes several, NAME=DIR each (NAME defaults to DIR's name), and serves "
+                    + "each as the model NAME beside the base, whose weights they share.")
+    List<String> adapters = new ArrayList<>();
 
     @Mixin ComputeOptions compute;
 
@@ -66,7 +79,48 @@ final class ModelOptions {
         return model;
     }
 
+    /** Loads {@code --model}, computing with its one {@code --adapter} if given. */
     LocalModel load() throws Exception {
+        Map<String, Path> named = namedAdapters();
+        if (named.size() > 1) {
+            throw new IllegalArgumentException("--adapter: this command computes with one adapter, not " + named.size());
+        }
+        LocalModel model = loadBase();
+        try {
+            for (Path dir : named.values()) {
+                model.attachAdapter(dir, LoraAdapter.DEFAULT);
+            }
+        } catch (Exception e) {
+            model.close();
+            throw e;
+        }
+        return model;
+    }
+
+    /** Loads {@code --model} alone. */
+    LocalModel loadBase() throws Exception {
         return LocalModel.load(directory(), compute.device(), compute.dataType(), compute.weightFormat());
+    }
+
+    /**
+     * The {@code --adapter} values by name, in order.
+     *
+     * @throws IllegalArgumentException for an empty name or directory, or a name given twice
+     */
+    Map<String, Path> namedAdapters() {
+        Map<String, Path> out = new LinkedHashMap<>();
+        for (String value : adapters) {
+            int eq = value.indexOf('=');
+            Path dir = Path.of(eq < 0 ? value : value.substring(eq + 1));
+            Path fileName = dir.toAbsolutePath().normalize().getFileName();
+            String name = eq < 0 ? (fileName == null ? "" : fileName.toString()) : value.substring(0, eq);
+            if (name.isEmpty() || dir.toString().isEmpty()) {
+                throw new IllegalArgumentException("--adapter " + value + ": expected NAME=DIR or DIR");
+            }
+            if (out.put(name, dir) != null) {
+                throw new IllegalArgumentException("--adapter: two adapters are named '" + name + "'");
+            }
+        }
+        return out;
     }
 }

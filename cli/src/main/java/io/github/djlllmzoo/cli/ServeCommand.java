@@ -4,7 +4,9 @@ import io.github.djlllmzoo.server.OpenAiServer;
 import io.github.djlllmzoo.server.ServerOptions;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.PrintWriter;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
@@ -21,7 +23,10 @@ import picocli.CommandLine.Spec;
         description = {
             "Serve the model over an OpenAI-compatible HTTP API:",
             "POST /v1/completions, POST /v1/chat/completions (both with \"stream\": true), GET"
-                + " /v1/models, GET /health."
+                + " /v1/models, GET /health.",
+            "With --adapter NAME=DIR (repeatable) it also serves each PEFT LoRA adapter as the model NAME on"
+                + " the one copy of the base weights; a request's \"model\" picks it. Requests for different"
+                + " adapters are batched apart."
         })
 final class ServeCommand implements Callable<Integer> {
 
@@ -98,11 +103,17 @@ final class ServeCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
+        Map<String, Path> adapters;
+        try {
+            adapters = modelOptions.namedAdapters();
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
         options.checkCanListen();
-        LocalModel model = modelOptions.load();
+        LocalModel model = modelOptions.loadBase();
         OpenAiServer server;
         try {
-            server = OpenAiServer.start(model, options);
+            server = OpenAiServer.start(model, adapters, options);
         } catch (Exception e) {
             model.close();
             throw e;
@@ -123,6 +134,7 @@ final class ServeCommand implements Callable<Integer> {
                         + server.modelId()
                         + "' on "
                         + server.uri()
+                        + (adapters.isEmpty() ? "" : ", adapters '" + String.join("', '", adapters.keySet()) + "'")
                         + " (Ctrl-C stops)");
         err.flush();
         stopped.await();

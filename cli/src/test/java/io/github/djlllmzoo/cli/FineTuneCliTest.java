@@ -6,11 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
-import java.util.Random;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -19,36 +16,14 @@ import org.junit.jupiter.api.io.TempDir;
 /** Drives {@code llmzoo finetune} on a tiny GPT-2 trained from scratch with a word-level tokenizer. */
 class FineTuneCliTest {
 
-    private static final List<String> WORDS =
-            List.of("<eos>", "<unk>", "the", "cat", "dog", "sat", "ran", "on", "mat", "rug", ".");
-
     @TempDir Path temp;
     private Path model;
     private Path text;
 
     @BeforeEach
     void setUp() throws Exception {
-        model = Files.createDirectories(temp.resolve("model"));
-        Files.writeString(
-                model.resolve("config.json"),
-                "{\"model_type\": \"gpt2\", \"vocab_size\": " + WORDS.size() + ", \"n_positions\": 32,"
-                        + " \"n_embd\": 16, \"n_layer\": 2, \"n_head\": 2, \"bos_token_id\": 0, \"eos_token_id\": 0}\n");
-        StringBuilder vocab = new StringBuilder();
-        for (int i = 0; i < WORDS.size(); i++) {
-            vocab.append(i == 0 ? "" : ", ").append('"').append(WORDS.get(i)).append("\": ").append(i);
-        }
-        Files.writeString(
-                model.resolve("tokenizer.json"),
-                "{\"version\": \"1.0\", \"added_tokens\": [{\"id\": 0, \"content\": \"<eos>\", \"single_word\": false,"
-                        + " \"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": true}],"
-                        + " \"pre_tokenizer\": {\"type\": \"Whitespace\"},"
-                        + " \"model\": {\"type\": \"WordLevel\", \"vocab\": {" + vocab + "}, \"unk_token\": \"<unk>\"}}\n");
-        Random random = new Random(1);
-        StringBuilder words = new StringBuilder();
-        for (int i = 0; i < 600; i++) {
-            words.append(WORDS.get(2 + random.nextInt(WORDS.size() - 2))).append(' ');
-        }
-        text = Files.writeString(temp.resolve("train.txt"), words, StandardCharsets.UTF_8);
+        model = TinyWordModel.write(temp.resolve("model"));
+        text = TinyWordModel.text(temp.resolve("train.txt"), 600);
     }
 
     private CliRunner finetune(String... extra) {

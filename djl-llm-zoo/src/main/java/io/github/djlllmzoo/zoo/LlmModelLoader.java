@@ -14,6 +14,8 @@ import ai.djl.repository.zoo.ZooModel;
 import ai.djl.translate.TranslateException;
 import ai.djl.translate.Translator;
 import ai.djl.translate.TranslatorFactory;
+import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.translators.GenerationTranslatorFactory;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -31,7 +33,8 @@ import java.util.Map;
  * compressed and compute in float32; on a GPU {@code float16}/{@code bfloat16} compute in that
  * type), and any Hugging Face hub variable ({@code HF_ENDPOINT},
  * {@code HF_HUB_CACHE}, {@code HF_TOKEN}, {@code HF_HUB_OFFLINE}, ...) to override the environment
- * for this load. {@code optDevice} picks CPU or GPU.
+ * for this load; {@code adapter}, the directory of a Hugging Face PEFT LoRA adapter of the model
+ * ({@link PeftAdapter}) to compute with. {@code optDevice} picks CPU or GPU.
  */
 public final class LlmModelLoader implements ModelLoader {
 
@@ -85,6 +88,11 @@ public final class LlmModelLoader implements ModelLoader {
                         ZooArguments.dataType(arguments, device),
                         ZooArguments.weightFormat(arguments, device));
         try {
+            String adapter = ZooArguments.string(arguments, "adapter");
+            if (adapter != null) {
+                PeftAdapter.load((CausalLmBlock) model.getBlock(), Path.of(adapter), model.getNDManager(), false)
+                        .attach(LoraAdapter.DEFAULT);
+            }
             TranslatorFactory factory =
                     criteria.getTranslatorFactory() != null
                             ? criteria.getTranslatorFactory()
@@ -101,7 +109,7 @@ public final class LlmModelLoader implements ModelLoader {
         } catch (TranslateException e) {
             model.close();
             throw new MalformedModelException("cannot create the translator: " + e.getMessage(), e);
-        } catch (RuntimeException | ModelNotFoundException e) {
+        } catch (RuntimeException | ModelNotFoundException | MalformedModelException | IOException e) {
             model.close();
             throw e;
         }

@@ -8,6 +8,7 @@ import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.DecoderModels;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.Configs;
@@ -296,6 +297,26 @@ public final class LocalModel implements AutoCloseable {
     public CausalLmBlock block() {
         ensureOpen();
         return block;
+    }
+
+    /**
+     * Loads a Hugging Face PEFT LoRA adapter of this model ({@link PeftAdapter}) and attaches it
+     * under {@code name}: {@link LoraAdapter#DEFAULT} makes every pass compute with it; another
+     * name only the passes that {@linkplain LoraAdapter#select select} it. The base weights are
+     * shared, not copied.
+     *
+     * @param adapterDir the adapter directory ({@code adapter_config.json}, {@code
+     *     adapter_model.safetensors})
+     * @param name the name to attach it under
+     * @return the attached adapter
+     * @throws IOException if a file cannot be read
+     * @throws InvalidCheckpointException if the adapter does not fit this model, naming file and field
+     * @throws IllegalStateException if an adapter is already attached under {@code name}, or this
+     *     model has been closed
+     */
+    public LoraAdapter attachAdapter(Path adapterDir, String name) throws IOException, InvalidCheckpointException {
+        ensureOpen();
+        return PeftAdapter.load(block, adapterDir, model.getNDManager(), false).attach(name);
     }
 
     /**

@@ -58,6 +58,7 @@ public final class GenerationJob implements GenerationListener {
 
     private final GenerationScheduler scheduler;
     private final GenerationRequest request;
+    private final String adapter;
     private final int promptTokens;
     private final int sequences;
     private final boolean streamed;
@@ -80,8 +81,10 @@ public final class GenerationJob implements GenerationListener {
             GenerationScheduler scheduler,
             long[] promptIds,
             GenerationConfig config,
-            boolean streamed) {
+            boolean streamed,
+            String adapter) {
         this.scheduler = scheduler;
+        this.adapter = adapter;
         this.request = GenerationRequest.ofIds(promptIds, config).withListener(this);
         this.promptTokens = promptIds.length;
         this.sequences = config.numReturnSequences();
@@ -100,6 +103,11 @@ public final class GenerationJob implements GenerationListener {
 
     GenerationRequest request() {
         return request;
+    }
+
+    /** @return the name of the LoRA adapter the job computes with, or {@code null} for the model's own */
+    String adapter() {
+        return adapter;
     }
 
     /** @return the rows this job takes in a batch (its number of sequences) */

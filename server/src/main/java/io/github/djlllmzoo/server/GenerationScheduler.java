@@ -4,12 +4,14 @@ import ai.djl.Model;
 import ai.djl.inference.Predictor;
 import ai.djl.translate.TranslateException;
 import ai.djl.translate.Translator;
+import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
@@ -37,6 +39,9 @@ import org.slf4j.LoggerFactory;
  *       Predictor.batchPredict}: left-padded, each row computing what it would alone.
  *   <li>Workers: {@code workers} predictors, each running one batch at a time on its own thread.
  * </ul>
+ *
+ * <p>A job may name a LoRA adapter attached to the model; a batch holds the jobs of one adapter
+ * (or none) only, the oldest waiting job's, and ends at the first waiting job of another.
  *
  * <p>Jobs end on their own within a batch (EOS, stop string, budget, cancellation) and free their
  * slot then; a batch's predictor becomes idle when its last row ends.
@@ -132,6 +137,24 @@ public final class GenerationScheduler implements AutoCloseable {
      * @throws IllegalStateException if the scheduler is closed
      */
     public GenerationJob trySubmit(long[] promptIds, GenerationConfig config, boolean streamed) {
+        return trySubmit(promptIds, config, streamed, null);
+    }
+
+    /**
+     * Admits a job that computes with one of the model's LoRA adapters, if a slot is free. Jobs of
+     * different adapters never share a batch: a forward pass adds one adapter's update ({@link
+     * LoraAdapter#select}).
+     *
+     * @param promptIds the prompt token ids (validated by the caller)
+     * @param config how to generate; {@code numReturnSequences} at most {@code maxBatch}
+     * @param streamed whether the caller reads events ({@link GenerationJob#nextEvent()})
+     * @param adapter the name the adapter is attached to the model under, or {@code null} for the
+     *     model as it computes without a selection
+     * @return the admitted job, or {@code null} when all {@code maxConcurrency} slots are taken
+     * @throws IllegalArgumentException if the job has more sequences than a batch holds
+     * @throws IllegalStateException if the scheduler is closed
+     */
+    public GenerationJob trySubmit(long[] promptIds, GenerationConfig config, boolean streamed, String adapter) {
         if (config.numReturnSequences() > maxBatch) {
             throw new IllegalArgumentException(
                     "a request may ask for at most "
@@ -146,7 +169,7 @@ public final class GenerationScheduler implements AutoCloseable {
             rejected.increment();
             return null;
         }
-        GenerationJob job = new GenerationJob(this, promptIds, config, streamed);
+        GenerationJob job = new GenerationJob(this, promptIds, config, streamed, adapter);
         live.add(job);
         if (!queue.offerLast(job)) {
             // cannot happen: the queue holds at most the admitted jobs; refuse rather than block
@@ -258,7 +281,7 @@ public final class GenerationScheduler implements AutoCloseable {
             if (next.isCancelled()) {
                 continue;
             }
-            if (rows + next.sequences() > maxBatch) {
+            if (rows + next.sequences() > maxBatch || !Objects.equals(next.adapter(), first.adapter())) {
                 // back to the head for the next batch; the queue can only be full if this job was
                 // cancelled meanwhile (its slot went to a newer job), and then it may be dropped
                 queue.offerFirst(next);
@@ -277,7 +300,14 @@ public final class GenerationScheduler implements AutoCloseable {
             for (GenerationJob job : batch) {
                 requests.add(job.request());
             }
-            List<GenerationResult> results = predictor.batchPredict(requests);
+            List<GenerationResult> results;
+            if (batch.get(0).adapter() == null) {
+                results = predictor.batchPredict(requests);
+            } else {
+                try (LoraAdapter.Selection selection = LoraAdapter.select(batch.get(0).adapter())) {
+                    results = predictor.batchPredict(requests);
+                }
+            }
             for (int i = 0; i < batch.size(); i++) {
                 batch.get(i).complete(results.get(i));
             }

@@ -152,11 +152,13 @@ final class OpenAiResponses {
         return model;
     }
 
-    static JsonObject models(String id, long created) {
+    static JsonObject models(List<String> ids, long created) {
         JsonObject body = new JsonObject();
         body.addProperty("object", "list");
         JsonArray data = new JsonArray();
-        data.add(model(id, created));
+        for (String id : ids) {
+            data.add(model(id, created));
+        }
         body.add("data", data);
         return body;
     }

@@ -2,6 +2,7 @@ package io.github.djlllmzoo.server;
 
 import com.google.gson.JsonObject;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationResult;
 import io.github.djlllmzoo.translators.GenerationTranslator;
@@ -12,10 +13,17 @@ import io.javalin.http.HttpResponseException;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.net.BindException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.ExecutionException;
@@ -32,6 +40,9 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code GET /v1/models}, {@code GET /v1/models/{id}} and {@code GET /health} (with the
  *       scheduler's counters).
  * </ul>
+ *
+ * <p>Besides the model it may serve LoRA adapters of it, each under its own name, on the one copy
+ * of the base weights; a request's {@code model} picks one.
  *
  * <p>Requests are parsed, validated and tokenized on the HTTP thread, then run by a {@link
  * GenerationScheduler}: a bounded pool of DJL predictors with dynamic batching. When all its slots
@@ -50,13 +61,15 @@ public final class OpenAiServer implements AutoCloseable {
     private final LocalModel model;
     private final ServerOptions options;
     private final String modelId;
+    private final List<String> modelIds;
+    private final Map<String, LoraAdapter> adapters = new LinkedHashMap<>();
     private final long created = Instant.now().getEpochSecond();
     private final RequestParser parser;
     private final GenerationScheduler scheduler;
     private final Javalin app;
 
-    private OpenAiServer(LocalModel model, ServerOptions options)
-            throws InvalidCheckpointException {
+    private OpenAiServer(LocalModel model, Map<String, Path> adapterDirs, ServerOptions options)
+            throws IOException, InvalidCheckpointException {
         if (!model.hasTokenizer()) {
             throw new IllegalArgumentException(
                     model.dir()
@@ -69,11 +82,25 @@ public final class OpenAiServer implements AutoCloseable {
                 options.modelId() != null
                         ? options.modelId()
                         : model.dir().toAbsolutePath().getFileName().toString();
+        List<String> ids = new ArrayList<>(List.of(modelId));
+        ids.addAll(adapterDirs.keySet());
+        if (Set.copyOf(ids).size() != ids.size()) {
+            throw new IllegalArgumentException("an adapter is named as the model or another adapter: " + ids);
+        }
+        this.modelIds = List.copyOf(ids);
+        try {
+            for (Map.Entry<String, Path> e : adapterDirs.entrySet()) {
+                adapters.put(e.getKey(), model.attachAdapter(e.getValue(), e.getKey()));
+            }
+        } catch (IOException | InvalidCheckpointException | RuntimeException e) {
+            detachAdapters();
+            throw e;
+        }
         GenerationConfig defaults =
                 GenerationConfig.forCheckpoint(model.dir(), model.config()).build();
         this.parser =
                 new RequestParser(
-                        modelId,
+                        modelIds,
                         model.tokenizer(),
                         ChatTemplate.forCheckpoint(model.dir()),
                         model.config(),
@@ -96,7 +123,7 @@ public final class OpenAiServer implements AutoCloseable {
                         });
         app.post("/v1/completions", ctx -> generate(ctx, Endpoint.COMPLETIONS));
         app.post("/v1/chat/completions", ctx -> generate(ctx, Endpoint.CHAT));
-        app.get("/v1/models", ctx -> json(ctx, 200, OpenAiResponses.models(modelId, created)));
+        app.get("/v1/models", ctx -> json(ctx, 200, OpenAiResponses.models(modelIds, created)));
         // <model>, not {model}: Hugging Face ids have a slash
         app.get("/v1/models/<model>", this::describeModel);
         app.get("/health", this::health);
@@ -119,12 +146,42 @@ public final class OpenAiServer implements AutoCloseable {
      */
     public static OpenAiServer start(LocalModel model, ServerOptions options)
             throws InvalidCheckpointException, BindException {
-        OpenAiServer server = new OpenAiServer(model, options);
+        try {
+            return start(model, Map.of(), options);
+        } catch (BindException | InvalidCheckpointException e) {
+            throw e;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e); // no adapter to read
+        }
+    }
+
+    /**
+     * Starts serving a loaded model and LoRA adapters of it ({@code serve --adapter NAME=DIR}):
+     * each adapter is attached to the model under its name ({@link LocalModel#attachAdapter}),
+     * sharing its weights, and served as the model of that name; {@code /v1/models} lists the
+     * model and then the adapters. Requests for different adapters are batched apart ({@link
+     * GenerationScheduler#trySubmit(long[], GenerationConfig, boolean, String)}). Closing the server
+     * detaches them; the caller keeps ownership of the model.
+     *
+     * @param model the model, with its tokenizer
+     * @param adapters adapter directories by the name clients use for them
+     * @param options where to listen and how to schedule
+     * @return the running server
+     * @throws IOException if an adapter cannot be read
+     * @throws InvalidCheckpointException if an adapter does not fit the model, or the checkpoint's
+     *     generation or tokenizer config is malformed
+     * @throws IllegalArgumentException if the model has no tokenizer, or a name is used twice
+     * @throws BindException if the address cannot be listened on
+     */
+    public static OpenAiServer start(LocalModel model, Map<String, Path> adapters, ServerOptions options)
+            throws IOException, InvalidCheckpointException {
+        OpenAiServer server = new OpenAiServer(model, adapters, options);
         try {
             server.app.start(options.host(), options.port());
         } catch (RuntimeException e) {
             server.scheduler.close();
             server.app.stop();
+            server.detachAdapters();
             for (Throwable cause = e; cause != null; cause = cause.getCause()) {
                 if (cause instanceof BindException bind) {
                     throw options.cannotListen(bind);
@@ -150,6 +207,11 @@ public final class OpenAiServer implements AutoCloseable {
         return modelId;
     }
 
+    /** @return the names clients may ask for: the model's, then its adapters' */
+    public List<String> modelIds() {
+        return modelIds;
+    }
+
     /** @return the scheduler's counters */
     public GenerationScheduler.Stats stats() {
         return scheduler.stats();
@@ -164,15 +226,24 @@ public final class OpenAiServer implements AutoCloseable {
         // Here it lets answers in flight finish (their jobs are cancelled).
         app.jettyServer().server().setStopTimeout(STOP_TIMEOUT_MILLIS);
         app.stop();
+        detachAdapters();
+    }
+
+    private void detachAdapters() {
+        adapters.forEach((name, adapter) -> adapter.detach(name));
+        adapters.clear();
     }
 
     private void generate(Context ctx, Endpoint endpoint) {
         JsonObject body = RequestParser.body(ctx.body());
         CompletionCall call =
                 endpoint == Endpoint.CHAT ? parser.chat(body) : parser.completion(body);
+        // the parser has checked that "model", when given, is one of modelIds
+        String served = body.has("model") && !body.get("model").isJsonNull() ? body.get("model").getAsString() : modelId;
         GenerationJob job;
         try {
-            job = scheduler.trySubmit(call.promptIds(), call.config(), call.stream());
+            job = scheduler.trySubmit(
+                    call.promptIds(), call.config(), call.stream(), served.equals(modelId) ? null : served);
         } catch (IllegalStateException e) {
             throw new ApiException(503, "server_error", null, null, "the server is shutting down");
         }
@@ -197,7 +268,7 @@ public final class OpenAiServer implements AutoCloseable {
         String id = endpoint.idPrefix() + UUID.randomUUID().toString().replace("-", "");
         long now = Instant.now().getEpochSecond();
         if (call.stream()) {
-            stream(ctx, call, job, id, now);
+            stream(ctx, call, job, id, now, served);
             return;
         }
         GenerationResult result;
@@ -225,11 +296,12 @@ public final class OpenAiServer implements AutoCloseable {
         json(
                 ctx,
                 200,
-                OpenAiResponses.answer(endpoint, id, now, modelId, result, model.tokenizer()));
+                OpenAiResponses.answer(endpoint, id, now, served, result, model.tokenizer()));
     }
 
     /** Writes the job's events as server-sent events; a failed write means the client left. */
-    private void stream(Context ctx, CompletionCall call, GenerationJob job, String id, long now) {
+    private void stream(
+            Context ctx, CompletionCall call, GenerationJob job, String id, long now, String served) {
         HttpServletResponse res = ctx.res();
         res.setStatus(200);
         res.setContentType("text/event-stream");
@@ -246,7 +318,7 @@ public final class OpenAiServer implements AutoCloseable {
                     send(
                             out,
                             OpenAiResponses.chunk(
-                                    endpoint, id, now, modelId, n, "", "assistant", null, usage));
+                                    endpoint, id, now, served, n, "", "assistant", null, usage));
                 }
             }
             int finished = 0;
@@ -260,7 +332,7 @@ public final class OpenAiServer implements AutoCloseable {
                                     endpoint,
                                     id,
                                     now,
-                                    modelId,
+                                    served,
                                     text.sequence(),
                                     text.piece(),
                                     null,
@@ -276,7 +348,7 @@ public final class OpenAiServer implements AutoCloseable {
                                     endpoint,
                                     id,
                                     now,
-                                    modelId,
+                                    served,
                                     end.sequence(),
                                     null,
                                     null,
@@ -298,7 +370,7 @@ public final class OpenAiServer implements AutoCloseable {
                 send(
                         out,
                         OpenAiResponses.usageChunk(
-                                endpoint, id, now, modelId, job.promptTokens(), completionTokens));
+                                endpoint, id, now, served, job.promptTokens(), completionTokens));
             }
             out.write(DONE);
             out.flush();
@@ -323,7 +395,7 @@ public final class OpenAiServer implements AutoCloseable {
 
     private void describeModel(Context ctx) {
         String requested = ctx.pathParam("model");
-        if (!requested.equals(modelId)) {
+        if (!modelIds.contains(requested)) {
             throw new ApiException(
                     404,
                     "invalid_request_error",
@@ -331,7 +403,7 @@ public final class OpenAiServer implements AutoCloseable {
                     "model_not_found",
                     "The model '" + requested + "' does not exist");
         }
-        json(ctx, 200, OpenAiResponses.model(modelId, created));
+        json(ctx, 200, OpenAiResponses.model(requested, created));
     }
 
     private void health(Context ctx) {

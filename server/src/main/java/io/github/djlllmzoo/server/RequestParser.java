@@ -51,7 +51,7 @@ final class RequestParser {
     private static final Pattern JSON_ERROR =
             Pattern.compile("(.+?) at line (\\d+) column (\\d+)( path .*)?");
 
-    private final String modelId;
+    private final List<String> modelIds;
     private final TextTokenizer tokenizer;
     private final ChatTemplate template;
     private final DecoderConfig model;
@@ -59,7 +59,7 @@ final class RequestParser {
     private final int maxSequences;
 
     /**
-     * @param modelId the name clients use for the model
+     * @param modelIds the names clients may ask for: the model's, then its adapters'
      * @param tokenizer the model's tokenizer
      * @param template renders conversations
      * @param model the model config (vocabulary, context window)
@@ -67,13 +67,13 @@ final class RequestParser {
      * @param maxSequences the most sequences ({@code n}) per request
      */
     RequestParser(
-            String modelId,
+            List<String> modelIds,
             TextTokenizer tokenizer,
             ChatTemplate template,
             DecoderConfig model,
             GenerationConfig defaults,
             int maxSequences) {
-        this.modelId = modelId;
+        this.modelIds = List.copyOf(modelIds);
         this.tokenizer = tokenizer;
         this.template = template;
         this.model = model;
@@ -275,7 +275,7 @@ final class RequestParser {
 
     private void checkModel(JsonObject body) {
         String requested = string(body, "model");
-        if (requested != null && !requested.equals(modelId)) {
+        if (requested != null && !modelIds.contains(requested)) {
             throw new ApiException(
                     404,
                     "invalid_request_error",
@@ -284,7 +284,7 @@ final class RequestParser {
                     "The model '"
                             + requested
                             + "' does not exist; this server serves '"
-                            + modelId
+                            + String.join("', '", modelIds)
                             + "'");
         }
     }

@@ -4,18 +4,25 @@ import ai.djl.Device;
 import ai.djl.Model;
 import ai.djl.TrainingDivergedException;
 import ai.djl.engine.Engine;
+import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.DefaultTrainingConfig;
 import ai.djl.training.GradientCollector;
+import ai.djl.training.LocalParameterServer;
+import ai.djl.training.ParameterServer;
 import ai.djl.training.Trainer;
 import ai.djl.training.dataset.Batch;
 import ai.djl.training.dataset.RandomAccessDataset;
 import ai.djl.translate.TranslateException;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.LoraAdapter;
+import io.github.djlllmzoo.blocks.LoraConfig;
+import io.github.djlllmzoo.zoo.PeftAdapter;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsReader;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -26,6 +33,7 @@ import java.util.Collection;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * Fine-tunes (or trains) a {@link CausalLmBlock} held by a DJL {@link Model} with DJL's {@link
@@ -41,14 +49,16 @@ import java.util.Locale;
  * Progress goes to the given writer: every {@code logEvery} steps the step, the mean loss, the
  * learning rate, the gradient norm and tokens/s; every {@code evalEvery} steps the held-out loss
  * and perplexity. Every {@code saveEvery} steps and at the end a {@link TrainingCheckpoint}
- * replaces the output directory. The model trains on the single device its manager is on (CPU,
+ * replaces the output directory. With {@link Builder#optLora} it trains a LoRA adapter of the
+ * frozen model instead, and checkpoints are PEFT adapters. The model trains on the single device its manager is on (CPU,
  * or one GPU).
  */
 public final class FineTuner {
 
     private final Model model;
     private final CausalLmBlock block;
-    private final Collection<Parameter> parameters;
+    private final LoraConfig lora;
+    private final String loraBaseModel;
     private final RandomAccessDataset trainData;
     private final RandomAccessDataset evalData;
     private final FineTuneSettings settings;
@@ -60,7 +70,8 @@ public final class FineTuner {
     private FineTuner(Builder builder) {
         model = builder.model;
         block = (CausalLmBlock) builder.model.getBlock();
-        parameters = block.namedParameters().values();
+        lora = builder.lora;
+        loraBaseModel = builder.loraBaseModel;
         trainData = builder.trainData;
         evalData = builder.evalData;
         settings = builder.settings;
@@ -93,10 +104,12 @@ public final class FineTuner {
         }
         Engine engine = model.getNDManager().getEngine();
         engine.setRandomSeed(settings.seed() + startStep);
+        LoraAdapter adapter = lora == null ? null : adapter(lora);
+        Map<String, Parameter> trained = adapter == null ? block.namedParameters() : adapter.namedParameters();
         CausalLmLoss loss = new CausalLmLoss();
         ResumableAdamW optimizer =
                 ResumableAdamW.builder()
-                        .setBlock(block)
+                        .setParameters(trained, adapter == null ? block.declaredShapes() : adapter.declaredShapes())
                         .optLearningRateTracker(
                                 LearningRateSchedule.warmupCosine(
                                         settings.learningRate(), settings.warmupSteps(), settings.steps()))
@@ -106,10 +119,16 @@ public final class FineTuner {
         Device device = model.getNDManager().getDevice();
         DefaultTrainingConfig config =
                 new DefaultTrainingConfig(loss).optOptimizer(optimizer).optDevices(new Device[] {device});
+        // DJL's Trainer.step first checks that the block's own parameters received gradients; a LoRA
+        // run's block has none that train, so its adapter's parameters are updated through the
+        // same parameter server the trainer would use
+        ParameterServer adapterServer = adapter == null ? null : new LocalParameterServer(optimizer);
         long begin = System.nanoTime();
         try (Trainer trainer = model.newTrainer(config)) {
             LayerFreezing.Counts counts =
-                    LayerFreezing.apply(block, settings.trainLastLayers(), settings.freezeEmbeddings());
+                    adapter == null
+                            ? LayerFreezing.apply(block, settings.trainLastLayers(), settings.freezeEmbeddings())
+                            : LayerFreezing.onlyAdapter(block, adapter);
             trainer.initialize(new Shape(settings.batchSize(), settings.sequenceLength()));
             restoreOptimizer(optimizer, startStep);
             log("training %,d of %,d parameters; %,d training records, %s; steps %d..%d on %s",
@@ -133,7 +152,7 @@ public final class FineTuner {
             int step = startStep;
             while (step < settings.steps()) {
                 float learningRate = optimizer.learningRate(step + 1);
-                double norm = trainStep(trainer, loss, batches, window);
+                double norm = trainStep(trainer, loss, batches, window, trained.values(), adapterServer);
                 step++;
                 boolean last = step == settings.steps();
                 if (step % settings.logEvery() == 0 || last) {
@@ -148,7 +167,7 @@ public final class FineTuner {
                 }
                 boolean saveNow = settings.saveEvery() > 0 && step % settings.saveEvery() == 0;
                 if (outputDir != null && (saveNow || last)) {
-                    save(optimizer, step, trainLoss, lastEval);
+                    save(optimizer, adapter, step, trainLoss, lastEval);
                 }
             }
             double seconds = (System.nanoTime() - begin) / 1e9;
@@ -157,7 +176,13 @@ public final class FineTuner {
     }
 
     /** Runs one optimizer step and returns the gradient norm before clipping. */
-    private double trainStep(Trainer trainer, CausalLmLoss loss, Iterator<Batch> batches, Window window) {
+    private double trainStep(
+            Trainer trainer,
+            CausalLmLoss loss,
+            Iterator<Batch> batches,
+            Window window,
+            Collection<Parameter> parameters,
+            ParameterServer adapterServer) {
         long started = System.nanoTime();
         List<Batch> micro = new ArrayList<>(settings.gradAccum());
         try {
@@ -171,22 +196,35 @@ public final class FineTuner {
             long inputTokens = 0;
             Device device = model.getNDManager().getDevice();
             for (Batch batch : micro) {
-                NDList inputs = batch.getData().toDevice(device, false);
-                NDList labels = batch.getLabels().toDevice(device, false);
-                try (GradientCollector collector = trainer.newGradientCollector()) {
-                    NDList logits = trainer.forward(inputs);
-                    CausalLmLoss.TokenLoss tokenLoss = loss.tokenLoss(labels, logits);
-                    collector.backward(tokenLoss.sum().div(Math.max(counted, 1)));
-                    lossSum += tokenLoss.sum().toType(DataType.FLOAT64, false).getDouble();
+                // every array of the micro-batch's forward pass is attached to its inputs' manager:
+                // a scope per micro-batch frees them once its gradients are in the parameters,
+                // rather than holding those of every micro-batch until the step ends
+                try (NDManager scope = trainer.getManager().newSubManager()) {
+                    NDList inputs = batch.getData().toDevice(device, false);
+                    NDList labels = batch.getLabels().toDevice(device, false);
+                    inputs.tempAttach(scope);
+                    labels.tempAttach(scope);
+                    try (GradientCollector collector = trainer.newGradientCollector()) {
+                        NDList logits = trainer.forward(inputs);
+                        CausalLmLoss.TokenLoss tokenLoss = loss.tokenLoss(labels, logits);
+                        collector.backward(tokenLoss.sum().div(Math.max(counted, 1)));
+                        lossSum += tokenLoss.sum().toType(DataType.FLOAT64, false).getDouble();
+                    }
+                    inputTokens += inputs.head().size();
                 }
-                inputTokens += inputs.head().size();
             }
             if (!Double.isFinite(lossSum)) {
                 throw new TrainingDivergedException("the training loss is " + lossSum);
             }
             double norm =
                     GradientClipping.clipGlobalNorm(parameters, settings.maxGradNorm(), trainer.getManager());
-            trainer.step();
+            if (adapterServer == null) {
+                trainer.step();
+            } else {
+                for (Parameter parameter : parameters) {
+                    adapterServer.update(parameter.getId(), new NDArray[] {parameter.getArray()});
+                }
+            }
             window.add(lossSum, counted, inputTokens, System.nanoTime() - started);
             return norm;
         } finally {
@@ -194,6 +232,25 @@ public final class FineTuner {
                 batch.close();
             }
         }
+    }
+
+    /**
+     * The adapter this run trains, attached as the model's default: the resumed checkpoint's, or
+     * a fresh one (B zero, so training starts from the base model's outputs).
+     */
+    private LoraAdapter adapter(LoraConfig config) throws IOException, InvalidCheckpointException {
+        LoraAdapter adapter;
+        if (resumeDir != null) {
+            LoraConfig saved = PeftAdapter.readConfig(resumeDir);
+            if (!saved.equals(config)) {
+                throw new IllegalArgumentException(
+                        "the checkpoint's adapter is " + saved + ", not the " + config + " asked for");
+            }
+            adapter = PeftAdapter.load(block, resumeDir, model.getNDManager(), true);
+        } else {
+            adapter = LoraAdapter.declare(block, config, true).initialize(model.getNDManager(), block.dataType());
+        }
+        return adapter.attach(LoraAdapter.DEFAULT);
     }
 
     private Perplexity evaluate(Trainer trainer, int step) throws IOException, TranslateException {
@@ -221,7 +278,7 @@ public final class FineTuner {
         }
     }
 
-    private void save(ResumableAdamW optimizer, int step, double trainLoss, Perplexity eval)
+    private void save(ResumableAdamW optimizer, LoraAdapter adapter, int step, double trainLoss, Perplexity eval)
             throws IOException {
         boolean withMoments = settings.saveOptimizerState();
         TrainerState state =
@@ -231,7 +288,11 @@ public final class FineTuner {
                         Double.isFinite(trainLoss) ? trainLoss : null,
                         eval == null ? null : eval.meanLoss(),
                         TrainerState.describe(optimizer, withMoments ? TrainingCheckpoint.OPTIMIZER_FILE : null));
-        TrainingCheckpoint.save(outputDir, block, sourceDir, state, withMoments ? optimizer : null);
+        if (adapter == null) {
+            TrainingCheckpoint.save(outputDir, block, sourceDir, state, withMoments ? optimizer : null);
+        } else {
+            TrainingCheckpoint.saveAdapter(outputDir, adapter, loraBaseModel, state, withMoments ? optimizer : null);
+        }
         log("step %d/%d  saved %s", step, settings.steps(), outputDir);
     }
 
@@ -275,6 +336,8 @@ public final class FineTuner {
         private Path sourceDir;
         private Path resumeDir;
         private PrintWriter progress;
+        private LoraConfig lora;
+        private String loraBaseModel;
 
         private Builder() {}
 
@@ -345,6 +408,24 @@ public final class FineTuner {
         }
 
         /**
+         * Trains a LoRA adapter instead of the model: the base weights are frozen (they stay
+         * bit-identical), only the adapter's A and B get gradients and AdamW moments, and
+         * checkpoints are Hugging Face PEFT adapter directories ({@link PeftAdapter}) with the
+         * trainer state. The adapter stays attached to the model as {@link LoraAdapter#DEFAULT}.
+         * Resuming ({@link #optResumeFrom}) continues the adapter saved there, whose config must
+         * equal {@code config}; the model is then the base model.
+         *
+         * @param config the adapter's rank, scale, dropout and targets
+         * @param baseModel the base model's name or path, for {@code base_model_name_or_path}
+         * @return this builder
+         */
+        public Builder optLora(LoraConfig config, String baseModel) {
+            this.lora = config;
+            this.loraBaseModel = baseModel;
+            return this;
+        }
+
+        /**
          * @param progress where progress lines go, or {@code null} for none
          * @return this builder
          */
@@ -365,7 +446,7 @@ public final class FineTuner {
             if (trainData == null) {
                 throw new IllegalArgumentException("no training data: call setTrainData");
             }
-            if ((outputDir == null) != (sourceDir == null)) {
+            if (lora == null && (outputDir == null) != (sourceDir == null)) {
                 throw new IllegalArgumentException("checkpoints need both an output and a source directory");
             }
             return new FineTuner(this);

@@ -6,13 +6,15 @@ import ai.djl.nn.Parameter;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.DecoderLayer;
 import io.github.djlllmzoo.blocks.Embedding;
+import io.github.djlllmzoo.blocks.LoraAdapter;
 import java.util.List;
 import java.util.Map;
 
 /**
  * Chooses which parameters of a causal LM train, through DJL's {@link Parameter#freeze}: all of
  * them; all but the embeddings; or only the last {@code N} decoder layers plus the final norm and
- * an untied LM head (the embeddings, and so a tied head, stay frozen).
+ * an untied LM head (the embeddings, and so a tied head, stay frozen); or none, for training a
+ * LoRA adapter.
  */
 public final class LayerFreezing {
 
@@ -58,6 +60,26 @@ public final class LayerFreezing {
             if (e.getValue().requiresGradient()) {
                 trainable += size;
             }
+        }
+        return new Counts(trainable, total);
+    }
+
+    /**
+     * Freezes every parameter of the model, for training only an adapter's.
+     *
+     * @param model the model
+     * @param adapter the adapter that trains
+     * @return the adapter's parameter elements, and those of model and adapter together
+     */
+    public static Counts onlyAdapter(CausalLmBlock model, LoraAdapter adapter) {
+        model.freezeParameters(true);
+        long trainable = 0;
+        for (Shape shape : adapter.declaredShapes().values()) {
+            trainable += shape.size();
+        }
+        long total = trainable;
+        for (Shape shape : model.declaredShapes().values()) {
+            total += shape.size();
         }
         return new Counts(trainable, total);
     }

@@ -48,8 +48,8 @@ public final class ResumableAdamW extends Optimizer {
         beta1 = builder.beta1;
         beta2 = builder.beta2;
         epsilon = builder.epsilon;
-        parametersByName = builder.block.namedParameters();
-        Map<String, Shape> shapes = builder.block.declaredShapes();
+        parametersByName = builder.parameters;
+        Map<String, Shape> shapes = builder.shapes;
         for (Map.Entry<String, Parameter> e : parametersByName.entrySet()) {
             String id = e.getValue().getId();
             decayById.put(id, shapes.get(e.getKey()).dimension() >= 2);
@@ -181,7 +181,8 @@ public final class ResumableAdamW extends Optimizer {
         private float beta1 = 0.9f;
         private float beta2 = 0.999f;
         private float epsilon = 1e-8f;
-        private ConfiguredBlock block;
+        private Map<String, Parameter> parameters;
+        private Map<String, Shape> shapes;
 
         private Builder() {}
 
@@ -231,17 +232,28 @@ public final class ResumableAdamW extends Optimizer {
          * @return this builder
          */
         public Builder setBlock(ConfiguredBlock block) {
-            this.block = block;
+            return setParameters(block.namedParameters(), block.declaredShapes());
+        }
+
+        /**
+         * @param parameters the parameters this optimizer updates, by the names their moments are
+         *     saved under (a LoRA adapter's, for instance)
+         * @param shapes their shapes, by the same names (for their ranks)
+         * @return this builder
+         */
+        public Builder setParameters(Map<String, Parameter> parameters, Map<String, Shape> shapes) {
+            this.parameters = parameters;
+            this.shapes = shapes;
             return this;
         }
 
         /**
          * @return the optimizer
-         * @throws IllegalArgumentException if no block was set
+         * @throws IllegalArgumentException if no block or parameters were set
          */
         public ResumableAdamW build() {
-            if (block == null) {
-                throw new IllegalArgumentException("no block: call setBlock");
+            if (parameters == null) {
+                throw new IllegalArgumentException("no parameters: call setBlock or setParameters");
             }
             return new ResumableAdamW(this);
         }

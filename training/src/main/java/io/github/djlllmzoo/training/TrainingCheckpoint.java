@@ -4,9 +4,11 @@ import com.google.gson.Gson;
 import com.google.gson.GsonBuilder;
 import com.google.gson.JsonObject;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.zoo.CheckpointWeights;
+import io.github.djlllmzoo.zoo.PeftAdapter;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -49,27 +51,70 @@ public final class TrainingCheckpoint {
         AtomicDirectory.publish(
                 target,
                 dir -> {
-                    Files.copy(source.resolve(CheckpointFiles.CONFIG), dir.resolve(CheckpointFiles.CONFIG));
-                    CheckpointWeights.save(model, dir);
-                    for (String name : CheckpointFiles.TOKENIZER_FILES) {
-                        if (Files.isRegularFile(source.resolve(name))) {
-                            Files.copy(source.resolve(name), dir.resolve(name));
-                        }
-                    }
-                    Path generation = source.resolve(CheckpointFiles.GENERATION_CONFIG);
-                    if (Files.isRegularFile(generation)) {
-                        Files.copy(generation, dir.resolve(CheckpointFiles.GENERATION_CONFIG));
-                    } else {
-                        writeString(dir.resolve(CheckpointFiles.GENERATION_CONFIG), generationConfig(model.config()));
-                    }
-                    if (optimizer != null) {
-                        SafeTensorsWriter.write(
-                                dir.resolve(OPTIMIZER_FILE),
-                                optimizer.state(),
-                                Map.of("step", String.valueOf(state.globalStep())));
-                    }
-                    writeString(dir.resolve(TrainerState.FILE), state.toJson());
+                    writeModel(dir, model, source);
+                    writeTrainingState(dir, state, optimizer);
                 });
+    }
+
+    /**
+     * Publishes a model's current weights as a checkpoint directory without trainer state (a LoRA
+     * adapter merged into its base, for instance), replacing {@code target} atomically.
+     *
+     * @param target the checkpoint directory
+     * @param model the model whose current weights to save
+     * @param source the directory the model came from ({@code config.json}, tokenizer files)
+     * @throws IOException if writing fails (the target is then unchanged)
+     */
+    public static void publishModel(Path target, CausalLmBlock model, Path source) throws IOException {
+        AtomicDirectory.publish(target, dir -> writeModel(dir, model, source));
+    }
+
+    private static void writeModel(Path dir, CausalLmBlock model, Path source) throws IOException {
+        Files.copy(source.resolve(CheckpointFiles.CONFIG), dir.resolve(CheckpointFiles.CONFIG));
+        CheckpointWeights.save(model, dir);
+        for (String name : CheckpointFiles.TOKENIZER_FILES) {
+            if (Files.isRegularFile(source.resolve(name))) {
+                Files.copy(source.resolve(name), dir.resolve(name));
+            }
+        }
+        Path generation = source.resolve(CheckpointFiles.GENERATION_CONFIG);
+        if (Files.isRegularFile(generation)) {
+            Files.copy(generation, dir.resolve(CheckpointFiles.GENERATION_CONFIG));
+        } else {
+            writeString(dir.resolve(CheckpointFiles.GENERATION_CONFIG), generationConfig(model.config()));
+        }
+    }
+
+    /**
+     * Publishes a LoRA run's checkpoint, replacing {@code target} atomically: the adapter as
+     * Hugging Face PEFT saves it ({@link PeftAdapter}), plus {@code trainer_state.json} and,
+     * optionally, the adapter's AdamW moments. The base model is not copied.
+     *
+     * @param target the checkpoint directory
+     * @param adapter the adapter whose current weights to save
+     * @param baseModel the base model's name or path, recorded as {@code base_model_name_or_path}
+     * @param state the trainer state to record
+     * @param optimizer the optimizer whose moments to save, or {@code null}
+     * @throws IOException if writing fails (the target is then unchanged)
+     */
+    public static void saveAdapter(
+            Path target, LoraAdapter adapter, String baseModel, TrainerState state, ResumableAdamW optimizer)
+            throws IOException {
+        AtomicDirectory.publish(
+                target,
+                dir -> {
+                    PeftAdapter.write(adapter, dir, baseModel);
+                    writeTrainingState(dir, state, optimizer);
+                });
+    }
+
+    private static void writeTrainingState(Path dir, TrainerState state, ResumableAdamW optimizer)
+            throws IOException {
+        if (optimizer != null) {
+            SafeTensorsWriter.write(
+                    dir.resolve(OPTIMIZER_FILE), optimizer.state(), Map.of("step", String.valueOf(state.globalStep())));
+        }
+        writeString(dir.resolve(TrainerState.FILE), state.toJson());
     }
 
     private static String generationConfig(DecoderConfig config) {

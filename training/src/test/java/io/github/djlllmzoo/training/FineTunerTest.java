@@ -50,7 +50,7 @@ class FineTunerTest {
 
     @TempDir Path temp;
 
-    private static int[] randomTokens(int count, int vocab, long seed) {
+    static int[] randomTokens(int count, int vocab, long seed) {
         Random random = new Random(seed);
         int[] tokens = new int[count];
         for (int i = 0; i < count; i++) {
@@ -59,7 +59,7 @@ class FineTunerTest {
         return tokens;
     }
 
-    private static PackedTextDataset packed(int[] tokens, int sequenceLength) {
+    static PackedTextDataset packed(int[] tokens, int sequenceLength) {
         return PackedTextDataset.builder().setTokens(tokens).setSequenceLength(sequenceLength).build();
     }
 
@@ -74,7 +74,7 @@ class FineTunerTest {
      * rounding noise alone, which AdamW divides by its epsilon of 1e-8 into steps of any size up to
      * the bound.
      */
-    private static void assertSameWeightsUpToRounding(
+    static void assertSameWeightsUpToRounding(
             Map<String, float[]> expected, Map<String, float[]> actual, FineTuneSettings settings) {
         long tokensPerStep = (long) settings.batchSize() * settings.sequenceLength();
         double gradientRounding =
@@ -358,7 +358,7 @@ class FineTunerTest {
     }
 
     /** A dataset whose records fail after a number of reads, like a crash mid-run. */
-    private static final class FailingAfter extends RandomAccessDataset {
+    static final class FailingAfter extends RandomAccessDataset {
         private final PackedTextDataset data;
         private final int limit;
         private int reads;
