@@ -21,8 +21,8 @@ import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
  * step's attention by {@link DecodeAttention}'s kernel straight from the cache's buffers, other
  * inference attention split across the cores ({@link SplitAttention}), and a finished step's arrays
  * freed by a worker thread ({@link CoreWorkers}); a compressed weight's decode products by {@link
- * CompressedProduct}'s kernel, and its other products by the engine's over the weight widened to
- * float32.
+ * CompressedProduct}'s kernel (a pair of them, as {@link #projectPair} takes, in one hand-over to
+ * the cores), and its other products by the engine's over the weight widened to float32.
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
