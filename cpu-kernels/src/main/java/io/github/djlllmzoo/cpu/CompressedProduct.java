@@ -85,6 +85,20 @@ final class CompressedProduct {
         return multiply(x, weight, bias, rows, dotProducts);
     }
 
+    /**
+     * {@link #multiplyAll(NDArray, CompressedWeight[], NDArray[], long, int)} with the dot-product
+     * instructions chosen for this CPU.
+     *
+     * @param x input (..., in) that {@link #applies} accepts with each weight and bias
+     * @param weights compressed weights (out_i, in)
+     * @param biases their biases (out_i), or {@code null}s
+     * @param rows the rows of {@code x}
+     * @return the products (..., out_i)
+     */
+    static NDArray[] multiplyAll(NDArray x, CompressedWeight[] weights, NDArray[] biases, long rows) {
+        return multiplyAll(x, weights, biases, rows, dotProducts);
+    }
+
     /** @return the {@link #VNNI} and {@link #BF16} bits the products use */
     static int dotProducts() {
         return dotProducts;
@@ -112,33 +126,68 @@ final class CompressedProduct {
      * @return (..., out)
      */
     static NDArray multiply(NDArray x, CompressedWeight weight, NDArray bias, long rows, int dotProducts) {
-        int columns = weight.outFeatures();
-        NDArray out = x.getManager().create(new Shape(rows, columns), DataType.FLOAT32); // (N, out)
-        ByteBuffer xs = NativeKernels.buffer(x);
-        ByteBuffer bs = bias == null ? null : NativeKernels.buffer(bias);
-        ByteBuffer os = NativeKernels.buffer(out);
-        ByteBuffer[] held = weight.directBuffers();
-        int format = format(weight.format());
-        int n = Math.toIntExact(rows);
-        int in = weight.inFeatures();
-        boolean done = false;
-        if (CoreWorkers.PARALLELISM > 1 && (long) columns * in >= SplitProjection.MIN_ELEMENTS) {
-            long[] bounds = CoreWorkers.bounds(columns, CoreWorkers.PARALLELISM);
-            done = CoreWorkers.run(
-                            bounds.length + 1,
-                            i -> {
-                                int from = i == 0 ? 0 : (int) bounds[i - 1];
-                                int to = i == bounds.length ? columns : (int) bounds[i];
-                                multiply(xs, held[0], held[1], bs, os, format, n, in, columns, from, to, dotProducts);
-                                return out;
-                            })
-                    != null;
-        }
-        if (!done) { // one core, or the workers busy with another caller
-            multiply(xs, held[0], held[1], bs, os, format, n, in, columns, 0, columns, dotProducts);
-        }
+        return multiplyAll(x, new CompressedWeight[] {weight}, new NDArray[] {bias}, rows, dotProducts)[0];
+    }
+
+    /**
+     * The products of one input with several weights (a layer's key and value, gate and up) at
+     * once: each core fills its own columns of every output, so they take one hand-over to the
+     * other cores instead of one each. Each output is made in its final shape, and each product is
+     * exactly {@link #multiply}'s.
+     *
+     * @param x input (..., in) that {@link #applies} accepts with each weight and bias
+     * @param weights compressed weights (out_i, in)
+     * @param biases their biases (out_i), or {@code null}s
+     * @param rows the rows of {@code x}
+     * @param dotProducts {@link #VNNI} and {@link #BF16} bits, at most those {@link #features} reports
+     * @return the products (..., out_i) in the order of the weights
+     */
+    static NDArray[] multiplyAll(
+            NDArray x, CompressedWeight[] weights, NDArray[] biases, long rows, int dotProducts) {
         Shape shape = x.getShape();
-        return out.reshape(shape.slice(0, shape.dimension() - 1).add(columns)); // (..., out)
+        Shape lead = shape.slice(0, shape.dimension() - 1);
+        ByteBuffer xs = NativeKernels.buffer(x);
+        int n = Math.toIntExact(rows);
+        int count = weights.length;
+        NDArray[] outs = new NDArray[count];
+        ByteBuffer[] os = new ByteBuffer[count];
+        ByteBuffer[] bs = new ByteBuffer[count];
+        long elements = 0;
+        for (int i = 0; i < count; i++) {
+            outs[i] = x.getManager().create(lead.add(weights[i].outFeatures()), DataType.FLOAT32); // (..., out_i)
+            os[i] = NativeKernels.buffer(outs[i]);
+            bs[i] = biases[i] == null ? null : NativeKernels.buffer(biases[i]);
+            elements += (long) weights[i].outFeatures() * weights[i].inFeatures();
+        }
+        int parts = CoreWorkers.PARALLELISM > 1 && elements >= SplitProjection.MIN_ELEMENTS ? CoreWorkers.PARALLELISM : 1;
+        boolean done = parts > 1
+                && CoreWorkers.run(
+                                parts,
+                                part -> {
+                                    for (int i = 0; i < count; i++) {
+                                        columns(xs, weights[i], bs[i], os[i], n, part, parts, dotProducts);
+                                    }
+                                    return outs[0];
+                                })
+                        != null;
+        if (!done) { // one core, small weights, or the workers busy with another caller
+            for (int i = 0; i < count; i++) {
+                columns(xs, weights[i], bs[i], os[i], n, 0, 1, dotProducts);
+            }
+        }
+        return outs;
+    }
+
+    /** Part {@code part} of {@code parts} nearly equal runs of the weight's output columns. */
+    private static void columns(
+            ByteBuffer xs, CompressedWeight weight, ByteBuffer bs, ByteBuffer os, int rows, int part, int parts,
+            int dotProducts) {
+        int columns = weight.outFeatures();
+        int from = (int) ((long) columns * part / parts);
+        int to = (int) ((long) columns * (part + 1) / parts);
+        ByteBuffer[] held = weight.directBuffers();
+        multiply(xs, held[0], held[1], bs, os, format(weight.format()), rows, weight.inFeatures(), columns, from, to,
+                dotProducts);
     }
 
     /**

@@ -21,8 +21,8 @@ import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
  * step's attention by {@link DecodeAttention}'s kernel straight from the cache's buffers, other
  * inference attention split across the cores ({@link SplitAttention}), and a finished step's arrays
  * freed by a worker thread ({@link CoreWorkers}); a compressed weight's decode products by {@link
- * CompressedProduct}'s kernel, and its other products by the engine's over the weight widened to
- * float32.
+ * CompressedProduct}'s kernel (a pair of them, as {@link #projectPair} takes, in one hand-over to
+ * the cores), and its other products by the engine's over the weight widened to float32.
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
@@ -83,6 +83,12 @@ public final class CpuKernels implements Kernels {
     @Override
     public NDArray[] projectPair(
             NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
+        if (first.compressed() != null && second.compressed() != null) {
+            NDArray[] both = compressedPair(x, first, second, store, training);
+            if (both != null) {
+                return both;
+            }
+        }
         if (first.layout() != Layout.OUT_IN
                 || second.layout() != Layout.OUT_IN
                 || first.compressed() != null
@@ -100,6 +106,28 @@ public final class CpuKernels implements Kernels {
             split(first).linear(x, weights[0], biases[0], training),
             split(second).linear(x, weights[1], biases[1], training)
         };
+    }
+
+    /**
+     * Both products of a decode step by {@link CompressedProduct}'s kernel in one hand-over to the
+     * cores, or {@code null} where the kernel does not take one of them.
+     */
+    private NDArray[] compressedPair(
+            NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
+        if (!compressedProduct || !CoreWorkers.inferenceOnCpu(x, training)) {
+            return null;
+        }
+        Device device = x.getDevice();
+        CompressedWeight[] weights = {first.compressed(), second.compressed()};
+        NDArray[] biases = {first.bias(store, device, training), second.bias(store, device, training)};
+        Shape shape = x.getShape();
+        long rows = shape.size() / shape.get(shape.dimension() - 1);
+        for (int i = 0; i < weights.length; i++) {
+            if (!CompressedProduct.applies(x, weights[i], biases[i], rows)) {
+                return null;
+            }
+        }
+        return CompressedProduct.multiplyAll(x, weights, biases, rows);
     }
 
     @Override

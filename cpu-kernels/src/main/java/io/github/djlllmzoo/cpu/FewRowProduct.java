@@ -64,16 +64,18 @@ final class FewRowProduct {
     }
 
     /**
-     * An uninitialized product for {@link #multiply} to fill: (rows, out) in {@code x}'s manager.
+     * An uninitialized product for {@link #multiply} to fill, in {@code x}'s manager and already in
+     * the product's shape (..., out), its rows in {@code x}'s order: no reshape after the kernel.
      *
      * @param x input (..., in)
      * @param weight the weight
-     * @param rows the rows of {@code x}
      * @param layout how {@code weight} is stored
-     * @return (rows, out)
+     * @return (..., out)
      */
-    static NDArray output(NDArray x, NDArray weight, long rows, Layout layout) {
-        return x.getManager().create(new Shape(rows, layout.out(weight.getShape())), DataType.FLOAT32);
+    static NDArray output(NDArray x, NDArray weight, Layout layout) {
+        Shape in = x.getShape();
+        return x.getManager()
+                .create(in.slice(0, in.dimension() - 1).add(layout.out(weight.getShape())), DataType.FLOAT32);
     }
 
     /**
@@ -84,7 +86,7 @@ final class FewRowProduct {
      * @param x input (..., in) for which {@link #applies} holds
      * @param weight (out, in) or (in, out)
      * @param bias (out), or {@code null}
-     * @param out (rows, out) from {@link #output}
+     * @param out (..., out) from {@link #output}
      * @param from first column
      * @param to past the last column
      * @param layout how {@code weight} is stored
@@ -96,9 +98,9 @@ final class FewRowProduct {
         ByteBuffer ws = NativeKernels.buffer(weight);
         ByteBuffer bs = bias == null ? null : NativeKernels.buffer(bias);
         ByteBuffer os = NativeKernels.buffer(out);
-        int rows = Math.toIntExact(out.getShape().get(0));
         int in = Math.toIntExact(layout.in(w));
         int outFeatures = Math.toIntExact(layout.out(w));
+        int rows = Math.toIntExact(out.size() / outFeatures);
         int first = Math.toIntExact(from);
         int last = Math.toIntExact(to);
         if (layout == Layout.OUT_IN) {

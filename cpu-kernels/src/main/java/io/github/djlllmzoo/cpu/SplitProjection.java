@@ -80,7 +80,7 @@ final class SplitProjection {
             return engineLinear(x, weight, bias);
         }
         if (fewRowKernel && FewRowProduct.applies(x, weight, bias, rows, Layout.OUT_IN)) {
-            return fewRows(x, weight, bias, rows, splittable(weight), Layout.OUT_IN);
+            return fewRows(x, weight, bias, splittable(weight), Layout.OUT_IN);
         }
         if (splittable(weight)) {
             Slices s = slices(weight, bias, 0);
@@ -138,7 +138,7 @@ final class SplitProjection {
      */
     private static NDArray product(NDArray x, NDArray weight, NDArray bias, long rows, boolean fewRowKernel) {
         if (fewRowKernel && FewRowProduct.applies(x, weight, bias, rows, Layout.OUT_IN)) {
-            return fewRows(x, weight, bias, rows, false, Layout.OUT_IN);
+            return fewRows(x, weight, bias, false, Layout.OUT_IN);
         }
         if (!transposed(rows)) {
             return engineLinear(x, weight, bias);
@@ -151,9 +151,8 @@ final class SplitProjection {
      * The product by {@link FewRowProduct}'s kernel, its output columns split across the cores
      * where {@code split} (each core fills its own columns of one output: nothing to join).
      */
-    private static NDArray fewRows(
-            NDArray x, NDArray weight, NDArray bias, long rows, boolean split, Layout layout) {
-        NDArray out = FewRowProduct.output(x, weight, rows, layout); // (N, out)
+    private static NDArray fewRows(NDArray x, NDArray weight, NDArray bias, boolean split, Layout layout) {
+        NDArray out = FewRowProduct.output(x, weight, layout); // (..., out)
         long columns = layout.out(weight.getShape());
         boolean done = false;
         if (split) {
@@ -171,8 +170,7 @@ final class SplitProjection {
         if (!done) { // not split, or the workers busy with another caller
             FewRowProduct.multiply(x, weight, bias, out, 0, columns, layout);
         }
-        Shape shape = x.getShape();
-        return out.reshape(shape.slice(0, shape.dimension() - 1).add(columns)); // (..., out)
+        return out;
     }
 
     /** Whether a product of this many rows is computed as {@code weight @ x^T}. */
@@ -239,7 +237,7 @@ final class SplitProjection {
         long rows = rows(x);
         boolean inference = CoreWorkers.inferenceOnCpu(x, training);
         if (inference && fewRowKernel && FewRowProduct.applies(x, weight, bias, rows, Layout.IN_OUT)) {
-            return fewRows(x, weight, bias, rows, splittable(weight), Layout.IN_OUT);
+            return fewRows(x, weight, bias, splittable(weight), Layout.IN_OUT);
         }
         Slices s =
                 inference && splitsRows(rows) && splittable(weight)

@@ -10,6 +10,8 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CompressedWeight;
+import io.github.djlllmzoo.blocks.ProjectionWeight;
+import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import io.github.djlllmzoo.blocks.RoundingBound;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import java.nio.file.Files;
@@ -104,6 +106,49 @@ class CompressedProductTest extends ManagedArraysTest {
         }
         float bound = (float) (largest * Math.scalb(1.0, -18)) + RoundingBound.ofProduct(x, widened, null, true);
         assertArrayEquals(expected, actual.toFloatArray(), bound);
+    }
+
+    /**
+     * Weights multiplied in one pass (a layer's key and value, gate and up: one hand-over to the
+     * cores) give each weight's own product bit for bit, each in the input's leading shape; the
+     * pair is split across the cores even where one of its weights alone would not be.
+     */
+    @ParameterizedTest
+    @CsvSource({"INT8, 1", "INT8, 3", "BFLOAT16, 1", "BFLOAT16, 8", "FLOAT16, 2"})
+    void weightsMultipliedTogetherGiveEachWeightsOwnProduct(WeightFormat format, int rows) {
+        CompressedWeight large = compressed(1024, 256, format); // over SplitProjection.MIN_ELEMENTS
+        CompressedWeight small = compressed(97, 256, format); // under it, an odd column count
+        NDArray bias = manager.randomNormal(new Shape(97));
+        NDArray x = manager.randomNormal(new Shape(rows, 1, 256)); // (B, 1, in)
+        for (int dots : new int[] {0, CompressedProduct.dotProducts()}) {
+            NDArray[] both = CompressedProduct.multiplyAll(
+                    x, new CompressedWeight[] {large, small}, new NDArray[] {null, bias}, rows, dots);
+            assertEquals(new Shape(rows, 1, 1024), both[0].getShape());
+            assertEquals(new Shape(rows, 1, 97), both[1].getShape());
+            assertArrayEquals(CompressedProduct.multiply(x, large, null, rows, dots).toFloatArray(),
+                    both[0].toFloatArray(), 0f, format + " large, dot products " + dots);
+            assertArrayEquals(CompressedProduct.multiply(x, small, bias, rows, dots).toFloatArray(),
+                    both[1].toFloatArray(), 0f, format + " small, dot products " + dots);
+        }
+    }
+
+    /** The CPU kernels' pair of compressed projections is each projection's own product. */
+    @ParameterizedTest
+    @CsvSource({"INT8", "BFLOAT16", "FLOAT16"})
+    void aPairOfCompressedProjectionsEqualsEachProjection(WeightFormat format) {
+        ProjectionWeight first = Projections.of(
+                Layout.OUT_IN, manager.randomNormal(0, 0.02f, new Shape(512, 256), DataType.FLOAT32),
+                manager.randomNormal(new Shape(512)));
+        ProjectionWeight second = Projections.of(
+                Layout.OUT_IN, manager.randomNormal(0, 0.02f, new Shape(512, 256), DataType.FLOAT32), null);
+        first.compress(format);
+        second.compress(format);
+        NDArray x = manager.randomNormal(new Shape(2, 1, 256));
+        CpuKernels kernels = new CpuKernels(true, true);
+        NDArray[] pair = kernels.projectPair(x, first, second, null, false);
+        assertArrayEquals(kernels.project(x, first, null, false).toFloatArray(), pair[0].toFloatArray(), 0f);
+        assertArrayEquals(kernels.project(x, second, null, false).toFloatArray(), pair[1].toFloatArray(), 0f);
+        assertEquals(new Shape(2, 1, 512), pair[1].getShape());
     }
 
     /** The dot-product kernels are offered exactly where the CPU reports the instructions. */

@@ -55,10 +55,10 @@ class FewRowProductTest extends ManagedArraysTest {
         NDArray x = manager.randomNormal(new Shape(rows, 1, in)); // a decode step: (B, 1, in)
         for (NDArray b : new NDArray[] {bias, null}) {
             assertTrue(FewRowProduct.applies(x, weight, b, rows, layout));
-            NDArray actual = FewRowProduct.output(x, weight, rows, layout);
+            NDArray actual = FewRowProduct.output(x, weight, layout);
             FewRowProduct.multiply(x, weight, b, actual, 0, out, layout);
-            assertEquals(new Shape(rows, out), actual.getShape());
-            float[] expected = engine(x, weight, b, layout).reshape(rows, out).toFloatArray();
+            assertEquals(new Shape(rows, 1, out), actual.getShape());
+            float[] expected = engine(x, weight, b, layout).toFloatArray();
             assertArrayEquals(expected, actual.toFloatArray(),
                     RoundingBound.ofProduct(x, weight, b, layout == Layout.OUT_IN), "bias " + (b != null));
         }
@@ -70,7 +70,7 @@ class FewRowProductTest extends ManagedArraysTest {
         NDArray weight = weight(layout, 64, 301);
         NDArray bias = manager.randomNormal(new Shape(301));
         NDArray x = manager.randomNormal(new Shape(8, 64));
-        NDArray out = FewRowProduct.output(x, weight, 8, layout);
+        NDArray out = FewRowProduct.output(x, weight, layout);
         out.set(new float[8 * 301]); // zeros: every column must be written over
         FewRowProduct.multiply(x, weight, bias, out, 150, 301, layout);
         FewRowProduct.multiply(x, weight, bias, out, 0, 150, layout);
@@ -82,7 +82,7 @@ class FewRowProductTest extends ManagedArraysTest {
     void aColumnRangeLeavesTheOtherColumnsAsTheyWere() {
         NDArray weight = weight(Layout.IN_OUT, 40, 100);
         NDArray x = manager.randomNormal(new Shape(3, 40));
-        NDArray out = FewRowProduct.output(x, weight, 3, Layout.IN_OUT);
+        NDArray out = FewRowProduct.output(x, weight, Layout.IN_OUT);
         out.set(new float[3 * 100]);
         FewRowProduct.multiply(x, weight, null, out, 20, 37, Layout.IN_OUT);
         NDArray expected = engine(x, weight, null, Layout.IN_OUT);
@@ -146,7 +146,7 @@ class FewRowProductTest extends ManagedArraysTest {
         assertArrayEquals(engine(x, weight, bias, layout).toFloatArray(), actual.toFloatArray(),
                 RoundingBound.ofProduct(x, weight, bias, layout == Layout.OUT_IN));
         if (FewRowProduct.applies(x, weight, bias, rows, layout)) {
-            NDArray kernel = FewRowProduct.output(x, weight, rows, layout);
+            NDArray kernel = FewRowProduct.output(x, weight, layout);
             FewRowProduct.multiply(x, weight, bias, kernel, 0, 1024, layout);
             assertArrayEquals(kernel.toFloatArray(), actual.toFloatArray(), 0f, "the kernel's own product");
         } else {
