@@ -32,8 +32,9 @@ import jinjava.javax.el.CompositeELResolver;
  * {@code x[::-1]}, {@code namespace(...)}, {@code for ... if ...}, {@code raw} blocks and printing
  * ({@link Jinja2Syntax}, {@link PythonStr}), Python's string methods and string indexing ({@link
  * PythonStringMethods}), transformers' {@code tojson} ({@link PythonJson}), and message content
- * that is only ever text (never interpreted as template source). Checked against Jinja2 on the templates of
- * TinyLlama, SmolLM, Llama 2 and 3, Qwen2.5, Qwen3, Gemma 2 and 3, Phi-3 and Mistral v0.3.
+ * that is only ever text (never interpreted as template source). Checked against Jinja2 on the
+ * templates of TinyLlama, SmolLM, Llama 2 and 3, Qwen2.5, Qwen3, Gemma 2 and 3, Phi-3 and Mistral
+ * v0.3.
  *
  * <p>Without a template (e.g. GPT-2) the fallback format is one line {@code role: content} per
  * message, then {@code assistant:} for the model to continue.

@@ -186,9 +186,10 @@ final class Jinja2Syntax {
             return null;
         }
         String item = targets.contains(",") ? "[" + targets + "]" : targets;
-        return "{% set " + list + " = [] %}{% for " + targets + " in " + items + " %}{% if " + test
-                + " %}{% do " + list + ".append(" + item + ") %}{% endif %}{% endfor %}{% for " + targets
-                + " in " + list + " %}";
+        return "{% set " + list + " = [] %}"
+                + "{% for " + targets + " in " + items + " %}{% if " + test + " %}"
+                + "{% do " + list + ".append(" + item + ") %}{% endif %}{% endfor %}"
+                + "{% for " + targets + " in " + list + " %}";
     }
 
     /** Whether the expression holds a dict literal: a brace outside strings. */
@@ -204,7 +205,7 @@ final class Jinja2Syntax {
         return false;
     }
 
-    /** Where the word {@code keyword} starts outside strings and brackets, from {@code from}, or -1. */
+    /** Where the word {@code keyword} starts outside strings and brackets, from {@code from}. */
     private static int topLevelKeyword(String body, int from, String keyword) {
         int depth = 0;
         for (int i = from; i < body.length(); i++) {
@@ -278,7 +279,8 @@ final class Jinja2Syntax {
                 Matcher end = END_RAW.matcher(src);
                 if (!end.find(pos)) {
                     throw new IllegalArgumentException(
-                            "the chat template has a '{% raw %}' without '{% endraw %}' at character "
+                            "the chat template has a '{% raw %}' without '{% endraw %}' at"
+                                    + " character "
                                     + start);
                 }
                 pieces.add(new Piece(Kind.TEXT, src.substring(pos, end.start()), ' ', ' ', pos));
@@ -303,7 +305,7 @@ final class Jinja2Syntax {
         return -1;
     }
 
-    /** Where the tag closes: the first closer outside strings and brackets, as Jinja2's lexer balances them. */
+    /** The tag's closer: the first outside strings and brackets, balanced as in Jinja2. */
     private static int closingOutsideStrings(String src, int from, String closer) {
         int depth = 0;
         for (int i = from; i < src.length(); i++) {
@@ -354,7 +356,10 @@ final class Jinja2Syntax {
 
     private static String rewriteCode(String code) {
         // Jinjava's lexer ends a tag at the first closer outside strings, a nested dict's "}}" too
-        return REVERSED.matcher(code).replaceAll("($1|reverse|list)").replace("}}", "} }").replace("}}", "} }");
+        return REVERSED.matcher(code)
+                .replaceAll("($1|reverse|list)")
+                .replace("}}", "} }")
+                .replace("}}", "} }");
     }
 
     /** {@code namespace(a=x, b=y - 1)} becomes {@code namespace(a=(x), b=(y - 1))}. */

@@ -38,7 +38,8 @@ final class PythonJson implements Filter {
         for (int i = 0; i < args.length; i++) {
             if (i >= settings.length) {
                 throw new IllegalArgumentException(
-                        "tojson takes at most " + settings.length + " arguments, got " + args.length);
+                        "tojson takes at most " + settings.length + " arguments, got "
+                                + args.length);
             }
             settings[i] = args[i];
         }
@@ -65,7 +66,11 @@ final class PythonJson implements Filter {
         }
         Writer writer =
                 new Writer(
-                        truthy(settings[0]), indent, itemSeparator, keySeparator, truthy(settings[3]));
+                        truthy(settings[0]),
+                        indent,
+                        itemSeparator,
+                        keySeparator,
+                        truthy(settings[3]));
         StringBuilder out = new StringBuilder();
         writer.write(var, 0, out);
         return out.toString();
@@ -132,13 +137,20 @@ final class PythonJson implements Filter {
                 container('[', ']', null, values, level, out);
             } else {
                 throw new IllegalArgumentException(
-                        "Object of type " + value.getClass().getSimpleName() + " is not JSON serializable");
+                        "Object of type "
+                                + value.getClass().getSimpleName()
+                                + " is not JSON serializable");
             }
         }
 
         /** An object ({@code keys} given, one per value) or an array ({@code keys} null). */
         private void container(
-                char open, char close, List<String> keys, List<?> items, int level, StringBuilder out) {
+                char open,
+                char close,
+                List<String> keys,
+                List<?> items,
+                int level,
+                StringBuilder out) {
             if (items.isEmpty()) {
                 out.append(open).append(close);
                 return;

@@ -44,8 +44,12 @@ public final class PythonStr {
         int exponent = digits.length() - 1 - exact.scale(); // of the first digit
         String sign = d < 0 ? "-" : "";
         if (exponent < -4 || exponent >= 16) {
-            String mantissa = digits.length() == 1 ? digits : digits.charAt(0) + "." + digits.substring(1);
-            return sign + mantissa + String.format(Locale.ROOT, "e%s%02d", exponent < 0 ? "-" : "+", Math.abs(exponent));
+            String mantissa =
+                    digits.length() == 1 ? digits : digits.charAt(0) + "." + digits.substring(1);
+            return sign
+                    + mantissa
+                    + String.format(
+                            Locale.ROOT, "e%s%02d", exponent < 0 ? "-" : "+", Math.abs(exponent));
         }
         String plain = exact.abs().toPlainString();
         return sign + (plain.contains(".") ? plain : plain + ".0");
@@ -63,7 +67,10 @@ public final class PythonStr {
         }
         if (value instanceof Double || value instanceof Float) {
             double d = ((Number) value).doubleValue();
-            return Double.isNaN(d) ? "nan" : Double.isInfinite(d) ? (d > 0 ? "inf" : "-inf") : floatRepr(d);
+            if (Double.isNaN(d) || Double.isInfinite(d)) {
+                return Double.isNaN(d) ? "nan" : d > 0 ? "inf" : "-inf";
+            }
+            return floatRepr(d);
         }
         if (value instanceof Map<?, ?> map) {
             StringBuilder out = new StringBuilder("{");
