@@ -1,7 +1,8 @@
 /*
  * Attention of one new token per sequence (a decode step) over the KV cache, with AVX-512:
- * softmax(q k^T * scale + mask) v for each sequence and key/value head, the G query heads of a
- * group sharing the group's keys and values.
+ * softmax(cap(q k^T * scale) + mask) v for each sequence and key/value head, the G query heads of a
+ * group sharing the group's keys and values; cap(s) is s, or tanh(s / C) * C where a soft cap C is
+ * given (Gemma 2's attn_logit_softcapping).
  *
  * PyTorch computes it as a batched product for the scores, a scaling, a softmax and a second
  * batched product, each a separate pass with its own output array, and reads the cache more
@@ -49,6 +50,41 @@ static inline __m512 exp_nonpositive(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
+/* tanh(x), within about 2 ulp: for |x| <= 0.625 Cephes' tanhf polynomial (x + x z P(z), z = x^2),
+   above it 1 - 2 / (e^{2|x|} + 1) = (1 - e) / (1 + e) with e = e^{-2|x|} <= e^{-1.25}, where the
+   numerator does not cancel; negated for negative x. Large |x| gives e = 0 and +-1. */
+static inline __m512 tanh_ps(__m512 x) {
+    __m512 a = _mm512_abs_ps(x);
+    __m512 z = _mm512_mul_ps(x, x);
+    __m512 p = _mm512_set1_ps(-5.70498872745e-3f);
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(2.06390887954e-2f));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-5.37397155531e-2f));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.33314422036e-1f));
+    p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.33332819422e-1f));
+    __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), a, a);
+    __m512 e = exp_nonpositive(_mm512_mul_ps(a, _mm512_set1_ps(-2.0f)));
+    __m512 one = _mm512_set1_ps(1.0f);
+    __m512 large = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
+    __mmask16 is_large = _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.625f), _CMP_GT_OQ);
+    __m512 magnitude = _mm512_mask_blend_ps(is_large, small, large);
+    __mmask16 negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    return _mm512_mask_sub_ps(magnitude, negative, _mm512_setzero_ps(), magnitude);
+}
+
+/* row[t] = tanh(row[t] / cap) * cap + mask[t] for t < s (mask NULL: no mask): the scores soft-capped
+   before the mask, as Gemma 2's eager attention does. */
+static void soft_cap(float *row, const float *mask, int s, float cap) {
+    __m512 c = _mm512_set1_ps(cap);
+    for (int t = 0; t < s; t += 16) {
+        __mmask16 m = tail_mask(s, t / 16);
+        __m512 capped = _mm512_mul_ps(tanh_ps(_mm512_div_ps(_mm512_maskz_loadu_ps(m, row + t), c)), c);
+        if (mask != NULL) {
+            capped = _mm512_add_ps(capped, _mm512_maskz_loadu_ps(m, mask + t));
+        }
+        _mm512_mask_storeu_ps(row + t, m, capped);
+    }
+}
+
 /* scores[t] = exp(scores[t] - max) for t < s; returns their sum. */
 static float softmax_numerators(float *scores, int s) {
     __m512 top = _mm512_set1_ps(-__builtin_inff());
@@ -70,11 +106,13 @@ static float softmax_numerators(float *scores, int s) {
 /*
  * One sequence and key/value head: q and out hold the group's G query rows of d floats, k and v
  * the s cached rows, mask (or NULL) the s additive mask values of the sequence, scores G * s
- * floats of scratch.
+ * floats of scratch, cap the soft cap (0: none).
  */
 static inline __attribute__((always_inline)) void attend_group(
         const float *q, const float *k, const float *v, const float *mask, float *out, int groups,
-        int d, int s, float scale, float *scores) {
+        int d, int s, float scale, float cap, float *scores) {
+    /* Capped scores take the mask after the cap, in soft_cap's pass over the whole row. */
+    const float *inline_mask = cap > 0.0f ? NULL : mask;
     int chunks = (d + 15) / 16;
     for (int tile = 0; tile < s; tile += TILE) {
         int end = tile + TILE < s ? tile + TILE : s;
@@ -91,12 +129,15 @@ static inline __attribute__((always_inline)) void attend_group(
                 for (int c = 1; c < chunks; c++) {
                     acc = _mm512_fmadd_ps(qv[c], _mm512_maskz_loadu_ps(tail_mask(d, c), kt + c * 16), acc);
                 }
-                row[t] = _mm512_reduce_add_ps(acc) * scale + (mask == NULL ? 0.0f : mask[t]);
+                row[t] = _mm512_reduce_add_ps(acc) * scale + (inline_mask == NULL ? 0.0f : inline_mask[t]);
             }
         }
     }
     float inverse[groups];
     for (int g = 0; g < groups; g++) {
+        if (cap > 0.0f) {
+            soft_cap(scores + (size_t)g * s, mask, s, cap);
+        }
         inverse[g] = 1.0f / softmax_numerators(scores + (size_t)g * s, s);
         for (int c = 0; c < chunks; c++) {
             _mm512_mask_storeu_ps(out + (size_t)g * d + c * 16, tail_mask(d, c), _mm512_setzero_ps());
@@ -135,12 +176,13 @@ static inline __attribute__((always_inline)) void attend_group(
 /*
  * Units [from, to) of (sequence, key/value head), unit u = b * kv_heads + h. q and out: (B, H, 1,
  * D); keys and values: (B, kv_heads, capacity, D) of which the first length positions are read;
- * mask: NULL or the additive mask rows, sequence b's at b * mask_stride (0: one row for all).
+ * mask: NULL or the additive mask rows, sequence b's at b * mask_stride (0: one row for all);
+ * cap: the soft cap of the scores, 0 for none.
  * Returns 0 when the scratch could not be allocated.
  */
 static int attend_units(const float *q, const float *keys, const float *values, const float *mask,
         float *out, int heads, int kv_heads, int d, int capacity, int length, int mask_stride,
-        float scale, int from, int to) {
+        float scale, float cap, int from, int to) {
     int groups = heads / kv_heads;
     float *scores = malloc(sizeof(float) * (size_t)groups * length);
     if (scores == NULL) {
@@ -154,15 +196,15 @@ static int attend_units(const float *q, const float *keys, const float *values, 
         switch (d) {
             case 64:
                 attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, 64, length,
-                        scale, scores);
+                        scale, cap, scores);
                 break;
             case 128:
                 attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, 128, length,
-                        scale, scores);
+                        scale, cap, scores);
                 break;
             default:
                 attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, d, length,
-                        scale, scores);
+                        scale, cap, scores);
                 break;
         }
     }
@@ -177,7 +219,7 @@ static void *address(JNIEnv *env, jobject buffer) {
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(JNIEnv *env, jclass cls,
         jobject q_buffer, jobject keys_buffer, jobject values_buffer, jobject mask_buffer,
         jobject out_buffer, jint heads, jint kv_heads, jint head_dim, jint capacity, jint length,
-        jint mask_stride, jfloat scale, jint from, jint to) {
+        jint mask_stride, jfloat scale, jfloat softcap, jint from, jint to) {
     (void)cls;
     const float *q = address(env, q_buffer);
     const float *keys = address(env, keys_buffer);
@@ -190,13 +232,14 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(JNIEn
         return;
     }
     if (head_dim < 1 || head_dim > MAX_HEAD_DIM || kv_heads < 1 || heads % kv_heads != 0 || length < 1
-            || length > capacity) {
+            || length > capacity || !(softcap >= 0.0f)) {
         (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
-                "decode attention: head_dim must be 1 to 256, heads a multiple of kv_heads, length 1 to capacity");
+                "decode attention: head_dim must be 1 to 256, heads a multiple of kv_heads, length 1 to capacity,"
+                " softcap non-negative");
         return;
     }
     if (!attend_units(q, keys, values, mask, out, heads, kv_heads, head_dim, capacity, length, mask_stride,
-                scale, from, to)) {
+                scale, softcap, from, to)) {
         (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/OutOfMemoryError"),
                 "decode attention: no memory for the scores");
     }

@@ -4,6 +4,7 @@ import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.AttentionScores;
 import io.github.djlllmzoo.blocks.Kernels;
 import io.github.djlllmzoo.blocks.KvCache;
 import java.util.concurrent.TimeUnit;
@@ -27,7 +28,8 @@ import org.openjdk.jmh.infra.Blackhole;
  * through all 12 GPT-2 small layers: {@code kernel} as a decode step computes it (the CPU kernels,
  * which take the native kernel where it is loaded), {@code engine} by PyTorch's products over
  * views of the cache (the CPU kernels with {@code -Dllmzoo.decodeAttention=false}). The cache is
- * truncated back after each call.
+ * truncated back after each call. {@code softcap} above 0 soft-caps the scores as Gemma 2 does
+ * (e.g. {@code -p softcap=0,50}).
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -45,6 +47,9 @@ public class CachedAttentionBenchmark {
 
     @Param({"64", "512"})
     int position;
+
+    @Param({"0"})
+    double softcap;
 
     private NDManager manager;
     private KvCache cache;
@@ -77,11 +82,12 @@ public class CachedAttentionBenchmark {
     public void step(Blackhole blackhole) {
         int layers = Gpt2Small.CONFIG.nLayer();
         Shape shape = new Shape(batch, Gpt2Small.CONFIG.nHead(), 1, Gpt2Small.CONFIG.headDim());
+        AttentionScores scores = new AttentionScores(1 / Math.sqrt(Gpt2Small.CONFIG.headDim()), softcap);
         try (NDManager step = manager.newSubManager()) {
             NDArray q = Gpt2Small.activations(step, shape, position);
             NDArray kv = Gpt2Small.activations(step, shape, position + 1L);
             for (int layer = 0; layer < layers; layer++) {
-                blackhole.consume(kernels.attend(q, cache.update(layer, kv, kv), null, 0f, false));
+                blackhole.consume(kernels.attend(q, cache.update(layer, kv, kv), null, scores, 0f, false));
             }
         }
         cache.truncate(position);

@@ -28,6 +28,13 @@ public final class RoundingBound {
     /** Rounding scales allowed (standard deviations of a sum of independent roundings). */
     public static final double MARGIN = 8;
 
+    /**
+     * How far one float32 evaluation of {@code tanh(s / C) * C} may be from the exact value, in ulps
+     * of {@code C}: the division and the product round by half an ulp each, tanh (glibc's, Sleef's,
+     * the decode kernel's) is within 2 ulp, and its result rounds by half an ulp more.
+     */
+    public static final double SOFTCAP_ULPS = 4;
+
     private RoundingBound() {}
 
     /**
@@ -82,6 +89,22 @@ public final class RoundingBound {
      * @return how far two float32 evaluations of the attention may differ
      */
     public static float ofAttention(NDArray q, NDArray keys, NDArray values) {
+        return ofAttention(q, keys, values, AttentionScores.standard(q.getShape().get(3)));
+    }
+
+    /**
+     * {@link #ofAttention(NDArray, NDArray, NDArray)} for scores {@code q.k * scale}, soft-capped to
+     * {@code tanh(s / C) * C} where {@code scores} caps them. The cap's slope is at most 1, so it
+     * passes a score's error on undiminished, and adds its own: each evaluation of it is within
+     * {@link #SOFTCAP_ULPS} ulps of {@code C} of the exact value.
+     *
+     * @param q the queries, {@code (B, H, T, D)}
+     * @param keys the keys attended over, {@code (B, H_kv, S, D)}, {@code H} a multiple of {@code H_kv}
+     * @param values the values, {@code (B, H_kv, S, D)}
+     * @param scores the scale and soft cap of the scores
+     * @return how far two float32 evaluations of the attention may differ
+     */
+    public static float ofAttention(NDArray q, NDArray keys, NDArray values, AttentionScores scores) {
         int d = Math.toIntExact(q.getShape().get(3));
         int s = Math.toIntExact(keys.getShape().get(2));
         float[] qs = q.toFloatArray();
@@ -106,7 +129,9 @@ public final class RoundingBound {
         for (float v : values.toFloatArray()) {
             maxValue = Math.max(maxValue, Math.abs(v));
         }
-        return (float) (2 * ofSums(d, Math.sqrt(largest / d)) * maxValue + ofSums(s, maxValue));
+        double scoreError = ofSums(d, scores.scale() * Math.sqrt(largest))
+                + (scores.capped() ? 2 * SOFTCAP_ULPS * EPSILON * scores.softcap() : 0);
+        return (float) (2 * scoreError * maxValue + ofSums(s, maxValue));
     }
 
     /**

@@ -133,9 +133,8 @@ public final class CpuKernels implements Kernels {
     @Override
     public NDArray attend(
             NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
-        if (takesDecodeKernel(q, kv, mask, scores, training)) {
-            return DecodeAttention.attend(
-                    q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask, (float) scores.scale());
+        if (takesDecodeKernel(q, kv, mask, training)) {
+            return DecodeAttention.attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask, scores);
         }
         if (!training) {
             NDArray split = SplitAttention.attend(q, kv.keys(), kv.values(), mask, scores);
@@ -148,19 +147,16 @@ public final class CpuKernels implements Kernels {
 
     /**
      * Whether {@link #attend} takes {@link DecodeAttention}'s kernel: inference over a cache's
-     * buffers that the kernel can read, with the kernel on, and scores it computes (any scale; not
-     * soft-capped scores, which the kernel does not cap: those layers take the engine's operations).
+     * buffers that the kernel can read, with the kernel on (any scale, soft-capped scores too).
      *
      * @param q queries (B, H, T, D)
      * @param kv keys and values
      * @param mask additive mask, or {@code null}
-     * @param scores how the products become scores
      * @param training whether this is a training pass
      * @return whether the kernel computes this attention
      */
-    boolean takesDecodeKernel(NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, boolean training) {
+    boolean takesDecodeKernel(NDArray q, KeyValues kv, NDArray mask, boolean training) {
         return decodeAttention
-                && !scores.capped()
                 && kv.keyBuffer() != null
                 && CoreWorkers.inferenceOnCpu(q, training)
                 && DecodeAttention.applies(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask);

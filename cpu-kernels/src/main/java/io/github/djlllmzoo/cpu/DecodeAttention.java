@@ -3,6 +3,7 @@ package io.github.djlllmzoo.cpu;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import io.github.djlllmzoo.blocks.AttentionScores;
 import java.nio.ByteBuffer;
 
 /**
@@ -96,22 +97,26 @@ final class DecodeAttention {
      * @return the attended values (B, H, 1, D)
      */
     static NDArray attend(NDArray q, NDArray keys, NDArray values, int length, NDArray mask) {
-        return attend(q, keys, values, length, mask, (float) (1.0 / Math.sqrt(q.getShape().get(3))));
+        return attend(q, keys, values, length, mask, AttentionScores.standard(q.getShape().get(3)));
     }
 
     /**
-     * {@code softmax(q k^T * scale + mask) v} over the first {@code length} cached positions, for
-     * arrays {@link #applies} accepts.
+     * {@code softmax(cap(q k^T * scale) + mask) v} over the first {@code length} cached positions,
+     * for arrays {@link #applies} accepts, where {@code cap(s)} is {@code tanh(s / C) * C} for
+     * soft-capped scores (the kernel's tanh is within about 2 ulp), else {@code s}.
      *
      * @param q queries (B, H, 1, D); the result is attached to its manager
      * @param keys the cache's key buffer (B, H_kv, capacity, D)
      * @param values the cache's value buffer
      * @param length the cached positions to attend to
      * @param mask the additive mask (B or 1, 1, 1, length), or {@code null}
-     * @param scale the factor on {@code q·k}
+     * @param scores the scale on {@code q·k} and the soft cap C (0: none)
      * @return the attended values (B, H, 1, D)
      */
-    static NDArray attend(NDArray q, NDArray keys, NDArray values, int length, NDArray mask, float scale) {
+    static NDArray attend(
+            NDArray q, NDArray keys, NDArray values, int length, NDArray mask, AttentionScores scores) {
+        float scale = (float) scores.scale();
+        float softcap = (float) scores.softcap();
         Shape qs = q.getShape();
         Shape cache = keys.getShape();
         NDArray out = q.getManager().create(qs, DataType.FLOAT32);
@@ -135,18 +140,20 @@ final class DecodeAttention {
                     i -> {
                         int from = i == 0 ? 0 : (int) bounds[i - 1];
                         int to = i == bounds.length ? units : (int) bounds[i];
-                        attend(qb, kb, vb, mb, ob, heads, kvHeads, d, capacity, length, maskStride, scale, from, to);
+                        attend(qb, kb, vb, mb, ob, heads, kvHeads, d, capacity, length, maskStride, scale, softcap,
+                                from, to);
                         return out;
                     });
             if (done != null) {
                 return out;
             }
         }
-        attend(qb, kb, vb, mb, ob, heads, kvHeads, d, capacity, length, maskStride, scale, 0, units);
+        attend(qb, kb, vb, mb, ob, heads, kvHeads, d, capacity, length, maskStride, scale, softcap, 0, units);
         return out;
     }
 
     private static native void attend(
             ByteBuffer q, ByteBuffer keys, ByteBuffer values, ByteBuffer mask, ByteBuffer out, int heads,
-            int kvHeads, int headDim, int capacity, int length, int maskStride, float scale, int from, int to);
+            int kvHeads, int headDim, int capacity, int length, int maskStride, float scale, float softcap,
+            int from, int to);
 }

@@ -31,7 +31,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class CpuKernelsTest extends ManagedArraysTest {
 
@@ -95,14 +95,14 @@ class CpuKernelsTest extends ManagedArraysTest {
         try (KvCache cache = new KvCache(manager, new int[1], 2, 4, 8, 4, 8, DataType.FLOAT32)) {
             KeyValues kv = cache.update(0, manager.randomNormal(new Shape(2, 4, 1, 8)),
                     manager.randomNormal(new Shape(2, 4, 1, 8)));
-            assertTrue(both.takesDecodeKernel(q, kv, null, AttentionScores.standard(q.getShape().get(3)), false));
+            assertTrue(both.takesDecodeKernel(q, kv, null, false));
             for (String property : new String[] {FewRowProduct.SWITCH, DecodeAttention.SWITCH}) {
                 System.setProperty(property, "false");
                 try {
                     CpuKernels off = (CpuKernels) Kernels.forModel(pytorch, Device.cpu(), DataType.FLOAT32);
                     boolean fewRowsOff = property.equals(FewRowProduct.SWITCH);
                     assertEquals(!fewRowsOff, off.fewRowProduct(), property);
-                    assertEquals(fewRowsOff, off.takesDecodeKernel(q, kv, null, AttentionScores.standard(q.getShape().get(3)), false), property);
+                    assertEquals(fewRowsOff, off.takesDecodeKernel(q, kv, null, false), property);
                 } finally {
                     System.clearProperty(property);
                 }
@@ -134,7 +134,7 @@ class CpuKernelsTest extends ManagedArraysTest {
         @Override
         public NDArray attend(
                 NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
-            decodeKernel.add(cpu.takesDecodeKernel(q, kv, mask, scores, training));
+            decodeKernel.add(cpu.takesDecodeKernel(q, kv, mask, training));
             return cpu.attend(q, kv, mask, scores, dropout, training);
         }
 
@@ -168,13 +168,12 @@ class CpuKernelsTest extends ManagedArraysTest {
     }
 
     /**
-     * Gemma's decode steps: Gemma 3's layers (scores scaled by query_pre_attn_scalar, windowed ones
-     * over their ring) take the decode kernel, Gemma 2's soft-capped layers the engine's operations.
+     * Gemma's decode steps take the decode kernel: Gemma 3's layers (scores scaled by
+     * query_pre_attn_scalar, windowed ones over their ring) and Gemma 2's soft-capped layers.
      */
     @ParameterizedTest
-    @CsvSource({"gemma2, false", "gemma3_text, true"})
-    void gemmaDecodeStepsTakeTheDecodeKernelUnlessTheirScoresAreSoftCapped(String family, boolean kernel)
-            throws Exception {
+    @ValueSource(strings = {"gemma2", "gemma3_text"})
+    void gemmaDecodeStepsTakeTheDecodeKernel(String family) throws Exception {
         NativeKernelsAssumption.assumeKernelsLoaded();
         String json = "{\"model_type\": \"" + family + "\", \"num_hidden_layers\": 2, \"vocab_size\": 40,"
                 + " \"hidden_size\": 32, \"intermediate_size\": 48, \"num_attention_heads\": 4,"
@@ -195,6 +194,6 @@ class CpuKernelsTest extends ManagedArraysTest {
                 model.kernels().closeStep(step);
             }
         }
-        assertEquals(List.of(kernel, kernel, kernel, kernel), recording.decodeKernel, "two decode steps of two layers");
+        assertEquals(List.of(true, true, true, true), recording.decodeKernel, "two decode steps of two layers");
     }
 }

@@ -124,7 +124,7 @@ class DecodeAttentionTest extends ManagedArraysTest {
             NDArray k = manager.randomNormal(new Shape(3, 2, 1, 64));
             NDArray v = manager.randomNormal(new Shape(3, 2, 1, 64));
             KeyValues kv = cache.update(1, k, v);
-            assertTrue(kernels.takesDecodeKernel(q, kv, null, AttentionScores.standard(q.getShape().get(3)), false), "a decode step over the cache");
+            assertTrue(kernels.takesDecodeKernel(q, kv, null, false), "a decode step over the cache");
             NDArray out = kernels.attend(q, kv, null, 0f, false);
             NDArray kernel = DecodeAttention.attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), null);
             assertArrayEquals(kernel.toFloatArray(), out.toFloatArray(), 0f, "the seam ran the kernel");
@@ -132,9 +132,9 @@ class DecodeAttentionTest extends ManagedArraysTest {
             assertArrayEquals(v.toFloatArray(), kv.values().get(":, :, 10:11, :").toFloatArray(), 0f);
             NDArray engine = ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), null, 0, false);
             assertArrayEquals(engine.toFloatArray(), out.toFloatArray(), RoundingBound.ofAttention(q, kv.keys(), kv.values()));
-            assertFalse(kernels.takesDecodeKernel(q, kv, null, AttentionScores.standard(q.getShape().get(3)), true), "a training pass");
-            assertFalse(new CpuKernels(true, false).takesDecodeKernel(q, kv, null, AttentionScores.standard(q.getShape().get(3)), false), "the kernel switched off");
-            assertFalse(kernels.takesDecodeKernel(q, KeyValues.of(kv.keys(), kv.values()), null, AttentionScores.standard(q.getShape().get(3)), false),
+            assertFalse(kernels.takesDecodeKernel(q, kv, null, true), "a training pass");
+            assertFalse(new CpuKernels(true, false).takesDecodeKernel(q, kv, null, false), "the kernel switched off");
+            assertFalse(kernels.takesDecodeKernel(q, KeyValues.of(kv.keys(), kv.values()), null, false),
                     "keys and values not in a cache");
         }
     }
@@ -167,25 +167,66 @@ class DecodeAttentionTest extends ManagedArraysTest {
                 values.toType(DataType.FLOAT64, false), 20, null), "float64");
     }
 
+    /**
+     * Soft-capped scores (Gemma 2's attn_logit_softcapping): caps from one that bends every score
+     * hard to one that leaves them nearly linear, so both of the kernel's tanh branches (|s / C|
+     * below and above 0.625) and its saturation are taken; with a padding mask, which comes after
+     * the cap.
+     */
+    @ParameterizedTest(name = "B={0} H={1} H_kv={2} D={3} length={4} cap={5}")
+    @CsvSource({
+        "1, 8, 4, 256, 1, 50", // gemma-2-2b's heads, the first position
+        "2, 8, 4, 256, 90, 50", // gemma-2-2b's heads and cap, past a tile
+        "3, 4, 2, 64, 70, 2", // a cap well below the scores: most saturate
+        "2, 6, 3, 24, 33, 0.5", // a head width not a multiple of 16, every score saturated
+        "2, 4, 4, 128, 40, 400", // a cap far above the scores: tanh's small-argument branch
+    })
+    void softCappedScoresEqualTheEnginesCappedAttention(
+            long b, long heads, long kvHeads, long d, int length, double cap) {
+        NDArray q = manager.randomNormal(new Shape(b, heads, 1, d)).muli(4); // scores of tens
+        AttentionScores scores = new AttentionScores(1 / Math.sqrt(d), cap);
+        float[] padding = new float[(int) b * length];
+        for (int row = 0; row < b; row++) {
+            for (int j = 0; j < Math.min(3 * row, length - 1); j++) {
+                padding[row * length + j] = -AttentionMask.maskValue(DataType.FLOAT32);
+            }
+        }
+        NDArray mask = manager.create(padding, new Shape(b, 1, 1, length)); // (B, 1, T, S)
+        NDArray keys = buffer(b, kvHeads, length + 5, length, d);
+        NDArray values = buffer(b, kvHeads, length + 5, length, d);
+        assertTrue(DecodeAttention.applies(q, keys, values, length, mask));
+        NDArray kernel = DecodeAttention.attend(q, keys, values, length, mask, scores);
+        NDArray engine = ScaledDotProductAttention.attend(
+                q, filled(keys, length), filled(values, length), mask, scores, 0, false);
+        assertArrayEquals(engine.toFloatArray(), kernel.toFloatArray(),
+                RoundingBound.ofAttention(q, filled(keys, length), filled(values, length), scores));
+    }
+
     @Test
-    void gemmaScaledScoresTakeTheKernelAndSoftCappedOnesTheEngine() {
+    void gemmaScaledAndSoftCappedScoresTakeTheKernel() {
         try (KvCache cache = new KvCache(manager, new int[1], 2, 2, 32, 16, 64, DataType.FLOAT32)) {
             cache.update(0, manager.randomNormal(new Shape(2, 2, 9, 32)), manager.randomNormal(new Shape(2, 2, 9, 32)));
             NDArray q = manager.randomNormal(new Shape(2, 4, 1, 32)).muli(3); // scores large enough to cap
             KeyValues kv = cache.update(0, manager.randomNormal(new Shape(2, 2, 1, 32)),
                     manager.randomNormal(new Shape(2, 2, 1, 32)));
-            float bound = RoundingBound.ofAttention(q, kv.keys(), kv.values());
+            assertTrue(kernels.takesDecodeKernel(q, kv, null, false));
 
             AttentionScores scaled = new AttentionScores(1 / Math.sqrt(24), 0); // query_pre_attn_scalar 24
-            assertTrue(kernels.takesDecodeKernel(q, kv, null, scaled, false));
             NDArray engine = ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), null, scaled, 0, false);
-            assertArrayEquals(engine.toFloatArray(), kernels.attend(q, kv, null, scaled, 0f, false).toFloatArray(), bound);
+            NDArray kernel = DecodeAttention.attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), null, scaled);
+            assertArrayEquals(kernel.toFloatArray(), kernels.attend(q, kv, null, scaled, 0f, false).toFloatArray(), 0f,
+                    "the seam ran the kernel");
+            assertArrayEquals(engine.toFloatArray(), kernel.toFloatArray(),
+                    RoundingBound.ofAttention(q, kv.keys(), kv.values(), scaled));
 
             AttentionScores capped = new AttentionScores(1 / Math.sqrt(24), 2);
-            assertFalse(kernels.takesDecodeKernel(q, kv, null, capped, false), "the kernel does not soft-cap");
             NDArray cappedEngine = ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), null, capped, 0, false);
-            assertArrayEquals(
-                    cappedEngine.toFloatArray(), kernels.attend(q, kv, null, capped, 0f, false).toFloatArray(), bound);
+            NDArray cappedKernel =
+                    DecodeAttention.attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), null, capped);
+            assertArrayEquals(cappedKernel.toFloatArray(), kernels.attend(q, kv, null, capped, 0f, false).toFloatArray(),
+                    0f, "the seam ran the kernel");
+            assertArrayEquals(cappedEngine.toFloatArray(), cappedKernel.toFloatArray(),
+                    RoundingBound.ofAttention(q, kv.keys(), kv.values(), capped));
             assertFalse(
                     Arrays.equals(engine.toFloatArray(), cappedEngine.toFloatArray()), "capping changes the result");
         }

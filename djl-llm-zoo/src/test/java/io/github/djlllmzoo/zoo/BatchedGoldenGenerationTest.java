@@ -8,6 +8,8 @@ import io.github.djlllmzoo.translators.BatchGenerator;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
+import java.nio.file.Path;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import java.util.Arrays;
@@ -20,18 +22,47 @@ import java.util.List;
  */
 class BatchedGoldenGenerationTest {
 
+    /** Shorter than either prompt. */
+    private static final int WINDOW = 4;
+
+    @TempDir Path temp;
+
     @ParameterizedTest
     @MethodSource("io.github.djlllmzoo.zoo.GoldenCase#llamaShaped")
     void leftPaddedBatchGeneratesWhatEachPromptGeneratesAlone(String name) throws Exception {
         GoldenCase golden = GoldenCase.load(name);
-        long[] full = golden.promptIds();
+        List<GenerationResult> batch = generateBatchAndAlone(name, golden.dir(), golden);
+        assertArrayEquals(golden.greedyIds(), batch.get(1).tokenIds(), name + ": full prompt");
+    }
+
+    /**
+     * The same with a sliding window of {@value #WINDOW} tokens, shorter than both prompts, on the
+     * families whose golden configs have none; both rows are compared with their prompts alone.
+     */
+    @ParameterizedTest
+    @MethodSource("io.github.djlllmzoo.zoo.GoldenCase#windowless")
+    void leftPaddedBatchGeneratesWhatEachPromptGeneratesAloneUnderAWindow(String name)
+            throws Exception {
+        Path dir = GoldenCase.withWindow(name, WINDOW, temp.resolve(name));
+        generateBatchAndAlone(name + " window " + WINDOW, dir, GoldenCase.load(name));
+    }
+
+    /**
+     * Greedy generation of {@code prompt}'s ids and their first half in one batch; asserts each row
+     * generates what its prompt generates alone.
+     *
+     * @return the batch's results, short prompt first
+     */
+    private static List<GenerationResult> generateBatchAndAlone(
+            String name, Path dir, GoldenCase prompt) throws Exception {
+        long[] full = prompt.promptIds();
         long[] shorter = Arrays.copyOf(full, full.length / 2);
         GenerationConfig config =
                 GenerationConfig.builder()
-                        .maxNewTokens(golden.greedyIds().length)
+                        .maxNewTokens(prompt.greedyIds().length)
                         .eosTokenIds(List.of())
                         .build();
-        try (LocalModel model = LocalModel.load(golden.dir());
+        try (LocalModel model = LocalModel.load(dir);
                 NDManager manager = model.model().getNDManager().newSubManager()) {
             List<GenerationResult> batch =
                     new BatchGenerator(model.block(), manager, null)
@@ -45,7 +76,11 @@ class BatchedGoldenGenerationTest {
                     model.generator().generateGreedy(shorter, config).tokenIds(),
                     batch.get(0).tokenIds(),
                     name + ": padded short prompt");
-            assertArrayEquals(golden.greedyIds(), batch.get(1).tokenIds(), name + ": full prompt");
+            assertArrayEquals(
+                    model.generator().generateGreedy(full, config).tokenIds(),
+                    batch.get(1).tokenIds(),
+                    name + ": full prompt");
+            return batch;
         }
     }
 }

@@ -1,6 +1,8 @@
 package io.github.djlllmzoo.zoo;
 
 import com.google.gson.JsonArray;
+import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.config.LlamaConfig;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import java.io.IOException;
@@ -31,6 +33,48 @@ record GoldenCase(Path dir, long[] promptIds, double[] promptLogprobs, long[] gr
                 "gemma-bf16",
                 "gemma2-softcap-window",
                 "gemma3-local-global");
+    }
+
+    /**
+     * The golden cases whose configs use no sliding window although their family can: {@link
+     * #withWindow} gives them one.
+     */
+    static List<String> windowless() {
+        return List.of("qwen2-bias", "qwen3-qknorm", "phi3-fused");
+    }
+
+    /**
+     * A copy of a golden checkpoint (its random weights) whose config turns on a sliding window of
+     * {@code window} tokens: for Qwen2/Qwen3 ({@code use_sliding_window}) on the layers from {@code
+     * max_window_layers} = 1, so a full layer precedes a windowed one; for Phi-3 on every layer. The
+     * golden answers do not hold for the copy, only its comparisons with itself do.
+     *
+     * @param name one of {@link #windowless()}
+     * @param window the window, in tokens
+     * @param dir an empty directory to write the copy into
+     * @return the copy's directory
+     */
+    static Path withWindow(String name, int window, Path dir)
+            throws IOException, InvalidCheckpointException {
+        Path source = root().resolve(name);
+        JsonObject config;
+        try (Reader reader =
+                Files.newBufferedReader(source.resolve("config.json"), StandardCharsets.UTF_8)) {
+            config = JsonParser.parseReader(reader).getAsJsonObject();
+        }
+        config.addProperty("sliding_window", window);
+        if (config.get("model_type").getAsString().startsWith("qwen")) {
+            config.addProperty("use_sliding_window", true);
+            config.addProperty("max_window_layers", 1);
+        }
+        Files.createDirectories(dir);
+        Files.writeString(dir.resolve("config.json"), config.toString(), StandardCharsets.UTF_8);
+        Files.copy(source.resolve("model.safetensors"), dir.resolve("model.safetensors"));
+        LlamaConfig parsed = LlamaConfig.read(dir.resolve("config.json"));
+        if (parsed.slidingWindow(parsed.numLayers() - 1) != window) {
+            throw new IllegalStateException(name + ": the copy's last layer has no window " + window);
+        }
+        return dir;
     }
 
     static Path root() {

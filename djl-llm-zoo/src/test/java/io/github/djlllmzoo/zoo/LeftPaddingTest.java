@@ -12,7 +12,10 @@ import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.KvCache;
 import io.github.djlllmzoo.blocks.RoundingBound;
+import java.nio.file.Path;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import java.util.Arrays;
 import java.util.Locale;
@@ -25,15 +28,38 @@ class LeftPaddingTest {
 
     private static final int PAD = 3;
 
+    /** Shorter than the short row, so that padded and unpadded windows start differently. */
+    private static final int WINDOW = 4;
+
+    @TempDir Path temp;
+
     @ParameterizedTest
     @ValueSource(strings = {"llama-gqa", "qwen2-bias", "qwen2-tied-bf16", "qwen3-qknorm", "phi3-fused", "mistral-sliding-window",
         "gemma-bf16", "gemma2-softcap-window", "gemma3-local-global"})
     void leftPaddedRowMatchesItsUnpaddedLogitsWithAndWithoutCache(String name) throws Exception {
         GoldenCase golden = GoldenCase.load(name);
-        long[] longRow = Arrays.copyOf(golden.promptIds(), 10);
-        long[] shortRow = Arrays.copyOfRange(golden.promptIds(), 0, 10 - PAD);
-        long[] next = Arrays.copyOf(golden.greedyIds(), 2);
-        try (LocalModel model = LocalModel.load(golden.dir());
+        assertPaddedRowsMatchAlone(name, golden.dir(), golden);
+    }
+
+    /**
+     * The same with a window shorter than both rows (the short row's {@code 10 - PAD} real tokens
+     * included), so the window's start counts real tokens, not padding, in the mask and the cache.
+     */
+    @ParameterizedTest
+    @MethodSource("io.github.djlllmzoo.zoo.GoldenCase#windowless")
+    void leftPaddedRowMatchesItsUnpaddedLogitsUnderAWindowShorterThanThePrompt(String name)
+            throws Exception {
+        Path dir = GoldenCase.withWindow(name, WINDOW, temp.resolve(name));
+        assertPaddedRowsMatchAlone(name + " window " + WINDOW, dir, GoldenCase.load(name));
+    }
+
+    /** Rows of {@code prompt}'s first 10 and {@code 10 - PAD} ids, then its first 2 greedy ids. */
+    private static void assertPaddedRowsMatchAlone(String name, Path dir, GoldenCase prompt)
+            throws Exception {
+        long[] longRow = Arrays.copyOf(prompt.promptIds(), 10);
+        long[] shortRow = Arrays.copyOfRange(prompt.promptIds(), 0, 10 - PAD);
+        long[] next = Arrays.copyOf(prompt.greedyIds(), 2);
+        try (LocalModel model = LocalModel.load(dir);
                 NDManager manager = model.model().getNDManager().newSubManager()) {
             CausalLmBlock block = model.block();
             long[][] batch = new long[2][10];

@@ -29,10 +29,12 @@ import jinjava.javax.el.CompositeELResolver;
  * {@code eos_token}, {@code unk_token}, {@code pad_token}) in scope and {@code raise_exception}
  * and {@code strftime_now} defined. Templates run on Jinjava with Jinja2's semantics where chat
  * templates need them: Jinja2's whitespace control and {@code trim_blocks}/{@code lstrip_blocks},
- * {@code x[::-1]}, {@code namespace(...)} and printing ({@link Jinja2Syntax}, {@link PythonStr}),
- * Python's string methods ({@link PythonStringMethods}), and message content that is only ever
- * text (never interpreted as template source). Checked against Jinja2 on the templates of
- * TinyLlama, SmolLM, Llama 2 and 3, Qwen2.5, Qwen3, Gemma 2 and 3, Phi-3 and Mistral v0.3.
+ * {@code x[::-1]}, {@code namespace(...)}, {@code for ... if ...}, {@code raw} blocks and printing
+ * ({@link Jinja2Syntax}, {@link PythonStr}), Python's string methods and string indexing ({@link
+ * PythonStringMethods}), transformers' {@code tojson} ({@link PythonJson}), and message content
+ * that is only ever text (never interpreted as template source). Checked against Jinja2 on the
+ * templates of TinyLlama, SmolLM, Llama 2 and 3, Qwen2.5, Qwen3, Gemma 2 and 3, Phi-3 and Mistral
+ * v0.3.
  *
  * <p>Without a template (e.g. GPT-2) the fallback format is one line {@code role: content} per
  * message, then {@code assistant:} for the model to continue.
@@ -68,6 +70,7 @@ public final class ChatTemplate {
                                     .withElResolver(resolver)
                                     .withMaxOutputSize(MAX_OUTPUT_CHARS)
                                     .build());
+            jinjava.getGlobalContext().registerFilter(new PythonJson());
             jinjava.getGlobalContext()
                     .registerFunction(
                             new ELFunctionDefinition(
@@ -245,7 +248,7 @@ public final class ChatTemplate {
             List<ChatMessage> messages, boolean addGenerationPrompt, Map<String, ?> variables) {
         List<Map<String, Object>> list = new ArrayList<>(messages.size());
         for (ChatMessage message : messages) {
-            Map<String, Object> item = new HashMap<>();
+            Map<String, Object> item = new LinkedHashMap<>(); // in order, as tojson writes it
             item.put("role", message.role());
             item.put("content", message.content());
             list.add(item);

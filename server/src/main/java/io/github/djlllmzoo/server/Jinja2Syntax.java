@@ -19,7 +19,15 @@ import java.util.regex.Pattern;
  *       (x|reverse|list)};
  *   <li>keyword arguments of {@code namespace(...)} are parenthesized, since Jinjava binds {@code
  *       name=a - 1} as {@code (name=a) - 1};
- *   <li>every output tag prints its value as Jinja2 does ({@link PythonStr}).
+ *   <li>{@code {% for x in items if condition %}}, whose condition Jinjava ignores, first
+ *       collects the items that pass into a list of its own, then loops over that list, so that
+ *       {@code loop.index}, {@code loop.last} and {@code else} count only those, as in Jinja2;
+ *   <li>{@code {% raw %}} blocks are kept verbatim, with Jinja2's whitespace control around
+ *       them (no {@code trim_blocks} after {@code raw}, as Jinja2's lexer does);
+ *   <li>{@code }}} closing nested dicts becomes {@code } }}, which Jinjava's lexer would take for
+ *       the end of the tag;
+ *   <li>every output tag prints its value as Jinja2 does ({@link PythonStr}), one holding a dict
+ *       literal through a variable, since Jinjava reads {@code ({'a': 1, 'b': 2})} as a tuple.
  * </ul>
  */
 final class Jinja2Syntax {
@@ -33,6 +41,21 @@ final class Jinja2Syntax {
     static final String PRINT = "__jinja2_str";
 
     private static final Pattern NAMESPACE_CALL = Pattern.compile("\\bnamespace\\s*\\(");
+
+    /** The head of a for tag: its targets and where the iterable starts. */
+    private static final Pattern FOR_HEAD =
+            Pattern.compile("for\\s+([A-Za-z_]\\w*(?:\\s*,\\s*[A-Za-z_]\\w*)*)\\s+in\\s");
+
+    /** The tag closing a raw block, with its whitespace markers. */
+    private static final Pattern END_RAW = Pattern.compile("\\{%([-+]?)\\s*endraw\\s*([-+]?)%\\}");
+
+    /** The prefix of the lists {@code for ... if} loops collect their items in. */
+    private static final String FILTERED = "__jinja2_for_";
+
+    private static final String RAW = "raw";
+
+    /** The variable an output tag holding a dict literal is evaluated into. */
+    private static final String VALUE = "__jinja2_value";
 
     private enum Kind {
         TEXT,
@@ -101,7 +124,10 @@ final class Jinja2Syntax {
                 String kept =
                         tag.close == '-'
                                 ? after.text.stripLeading()
-                                : block && tag.close != '+' && after.text.startsWith("\n")
+                                : block
+                                                && tag.close != '+'
+                                                && !(tag.kind == Kind.BLOCK && RAW.equals(tag.text))
+                                                && after.text.startsWith("\n")
                                         ? after.text.substring(1)
                                         : after.text;
                 after.start += after.text.length() - kept.length();
@@ -109,17 +135,100 @@ final class Jinja2Syntax {
             }
         }
         StringBuilder out = new StringBuilder(src.length());
+        int filteredLoops = 0;
         for (Piece piece : pieces) {
             switch (piece.kind) {
                 case TEXT -> out.append(piece.text);
-                case VARIABLE -> out.append("{{ " + PRINT + "((")
-                        .append(rewrite(piece.text))
-                        .append(")) }}");
-                case BLOCK -> out.append("{% ").append(rewrite(piece.text)).append(" %}");
+                case VARIABLE -> {
+                    String body = rewrite(piece.text);
+                    if (dictLiteral(body)) {
+                        // Jinjava reads a parenthesized dict of several keys as a one-item tuple
+                        out.append("{% set " + VALUE + " = ").append(body).append(" %}")
+                                .append("{{ " + PRINT + "(" + VALUE + ") }}");
+                    } else {
+                        out.append("{{ " + PRINT + "((").append(body).append(")) }}");
+                    }
+                }
+                case BLOCK -> {
+                    String body = rewrite(piece.text);
+                    String filtered = filteredFor(body, FILTERED + filteredLoops);
+                    if (filtered != null) {
+                        filteredLoops++;
+                        out.append(filtered);
+                    } else {
+                        out.append("{% ").append(body).append(" %}");
+                    }
+                }
                 case COMMENT -> {}
             }
         }
         return out.toString();
+    }
+
+    /**
+     * {@code for x in items if condition} as two loops, the first collecting the items that pass
+     * into {@code list}, the second (left open for the body) over them; {@code null} for any other
+     * tag. A loop over several targets collects them as a list, which Jinjava unpacks again.
+     */
+    private static String filteredFor(String body, String list) {
+        Matcher head = FOR_HEAD.matcher(body);
+        if (!head.lookingAt()) {
+            return null;
+        }
+        int condition = topLevelKeyword(body, head.end(), "if");
+        if (condition < 0) {
+            return null;
+        }
+        String targets = head.group(1).strip();
+        String items = body.substring(head.end(), condition).strip();
+        String test = body.substring(condition + 2).strip();
+        if (test.endsWith(" recursive") || test.isEmpty()) {
+            return null;
+        }
+        String item = targets.contains(",") ? "[" + targets + "]" : targets;
+        return "{% set " + list + " = [] %}"
+                + "{% for " + targets + " in " + items + " %}{% if " + test + " %}"
+                + "{% do " + list + ".append(" + item + ") %}{% endif %}{% endfor %}"
+                + "{% for " + targets + " in " + list + " %}";
+    }
+
+    /** Whether the expression holds a dict literal: a brace outside strings. */
+    private static boolean dictLiteral(String body) {
+        for (int i = 0; i < body.length(); i++) {
+            char c = body.charAt(i);
+            if (c == '\'' || c == '"') {
+                i = stringEnd(body, i);
+            } else if (c == '{') {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Where the word {@code keyword} starts outside strings and brackets, from {@code from}. */
+    private static int topLevelKeyword(String body, int from, String keyword) {
+        int depth = 0;
+        for (int i = from; i < body.length(); i++) {
+            char c = body.charAt(i);
+            if (c == '\'' || c == '"') {
+                i = stringEnd(body, i);
+            } else if (c == '(' || c == '[' || c == '{') {
+                depth++;
+            } else if (c == ')' || c == ']' || c == '}') {
+                depth--;
+            } else if (depth == 0
+                    && body.startsWith(keyword, i)
+                    && (i == 0 || !isNameChar(body.charAt(i - 1)))
+                    && (i + keyword.length() == body.length()
+                            || !isNameChar(body.charAt(i + keyword.length())))) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private static boolean isNameChar(char c) {
+        return Character.isLetterOrDigit(c) || c == '_' || c == '.';
     }
 
     /** Splits the source into text and tags, a tag's body without its delimiters and markers. */
@@ -163,9 +272,23 @@ final class Jinja2Syntax {
                 close = src.charAt(bodyEnd - 1);
                 bodyEnd--;
             }
-            pieces.add(
-                    new Piece(kind, src.substring(bodyStart, bodyEnd).strip(), open, close, start));
+            String body = src.substring(bodyStart, bodyEnd).strip();
+            pieces.add(new Piece(kind, body, open, close, start));
             pos = closeAt + 2;
+            if (kind == Kind.BLOCK && RAW.equals(body)) {
+                Matcher end = END_RAW.matcher(src);
+                if (!end.find(pos)) {
+                    throw new IllegalArgumentException(
+                            "the chat template has a '{% raw %}' without '{% endraw %}' at"
+                                    + " character "
+                                    + start);
+                }
+                pieces.add(new Piece(Kind.TEXT, src.substring(pos, end.start()), ' ', ' ', pos));
+                char endOpen = end.group(1).isEmpty() ? ' ' : end.group(1).charAt(0);
+                char endClose = end.group(2).isEmpty() ? ' ' : end.group(2).charAt(0);
+                pieces.add(new Piece(Kind.BLOCK, "endraw", endOpen, endClose, end.start()));
+                pos = end.end();
+            }
         }
         return pieces;
     }
@@ -182,13 +305,19 @@ final class Jinja2Syntax {
         return -1;
     }
 
+    /** The tag's closer: the first outside strings and brackets, balanced as in Jinja2. */
     private static int closingOutsideStrings(String src, int from, String closer) {
+        int depth = 0;
         for (int i = from; i < src.length(); i++) {
             char c = src.charAt(i);
             if (c == '\'' || c == '"') {
                 i = stringEnd(src, i);
-            } else if (src.startsWith(closer, i)) {
+            } else if (depth == 0 && src.startsWith(closer, i)) {
                 return i;
+            } else if (c == '(' || c == '[' || c == '{') {
+                depth++;
+            } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
+                depth--;
             }
         }
         return -1;
@@ -226,7 +355,11 @@ final class Jinja2Syntax {
     }
 
     private static String rewriteCode(String code) {
-        return REVERSED.matcher(code).replaceAll("($1|reverse|list)");
+        // Jinjava's lexer ends a tag at the first closer outside strings, a nested dict's "}}" too
+        return REVERSED.matcher(code)
+                .replaceAll("($1|reverse|list)")
+                .replace("}}", "} }")
+                .replace("}}", "} }");
     }
 
     /** {@code namespace(a=x, b=y - 1)} becomes {@code namespace(a=(x), b=(y - 1))}. */

@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.server;
 
+import java.math.BigDecimal;
 import java.util.Iterator;
 import java.util.Locale;
 import java.util.Map;
@@ -26,6 +27,34 @@ public final class PythonStr {
         return value instanceof String s ? s : repr(value);
     }
 
+    /**
+     * Python's {@code repr} of a finite float: the shortest digits that read back as the value,
+     * positional from 1e-4 to below 1e16 ({@code 0.0001}, {@code 2.5}, {@code 1e+16}, {@code
+     * 1e-05}), always with a fraction or an exponent.
+     *
+     * @param d a finite value
+     * @return its text
+     */
+    static String floatRepr(double d) {
+        if (d == 0) {
+            return 1 / d < 0 ? "-0.0" : "0.0";
+        }
+        BigDecimal exact = new BigDecimal(Double.toString(d)).stripTrailingZeros();
+        String digits = exact.unscaledValue().abs().toString();
+        int exponent = digits.length() - 1 - exact.scale(); // of the first digit
+        String sign = d < 0 ? "-" : "";
+        if (exponent < -4 || exponent >= 16) {
+            String mantissa =
+                    digits.length() == 1 ? digits : digits.charAt(0) + "." + digits.substring(1);
+            return sign
+                    + mantissa
+                    + String.format(
+                            Locale.ROOT, "e%s%02d", exponent < 0 ? "-" : "+", Math.abs(exponent));
+        }
+        String plain = exact.abs().toPlainString();
+        return sign + (plain.contains(".") ? plain : plain + ".0");
+    }
+
     private static String repr(Object value) {
         if (value == null) {
             return "None";
@@ -38,9 +67,10 @@ public final class PythonStr {
         }
         if (value instanceof Double || value instanceof Float) {
             double d = ((Number) value).doubleValue();
-            return d == Math.rint(d) && !Double.isInfinite(d)
-                    ? String.format(Locale.ROOT, "%.1f", d)
-                    : Double.toString(d);
+            if (Double.isNaN(d) || Double.isInfinite(d)) {
+                return Double.isNaN(d) ? "nan" : d > 0 ? "inf" : "-inf";
+            }
+            return floatRepr(d);
         }
         if (value instanceof Map<?, ?> map) {
             StringBuilder out = new StringBuilder("{");

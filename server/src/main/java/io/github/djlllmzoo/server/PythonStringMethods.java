@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
+import java.util.regex.Pattern;
 import jinjava.javax.el.ELContext;
 import jinjava.javax.el.ELResolver;
 
@@ -12,9 +13,13 @@ import jinjava.javax.el.ELResolver;
  * Python's {@code str} methods on strings in a template, as chat templates call them ({@code
  * content.strip('\n')}, {@code content.split('</think>')}, {@code role.startswith('x')}), with
  * Python's semantics where Java's same-named methods differ ({@code split} takes a separator, not
- * a regular expression; {@code strip} takes the characters to remove). Resolves nothing else.
+ * a regular expression; {@code strip} takes the characters to remove), and indexing a string by
+ * character ({@code s[0]}, {@code s[-1]}; out of range is undefined, printing nothing), which
+ * Jinjava does not do. Resolves nothing else.
  */
 final class PythonStringMethods extends ELResolver {
+
+    private static final Pattern INDEX = Pattern.compile("-?\\d{1,18}");
 
     @Override
     public Object invoke(
@@ -117,7 +122,21 @@ final class PythonStringMethods extends ELResolver {
 
     @Override
     public Object getValue(ELContext context, Object base, Object property) {
-        return null;
+        // Jinjava hands the index over as text ("0", "-1")
+        if (!(base instanceof String s)
+                || property == null
+                || !INDEX.matcher(property.toString()).matches()) {
+            return null;
+        }
+        context.setPropertyResolved(true);
+        int length = s.codePointCount(0, s.length());
+        long index = Long.parseLong(property.toString());
+        long at = index < 0 ? index + length : index;
+        if (at < 0 || at >= length) {
+            return null;
+        }
+        int start = s.offsetByCodePoints(0, (int) at);
+        return s.substring(start, s.offsetByCodePoints(start, 1));
     }
 
     @Override

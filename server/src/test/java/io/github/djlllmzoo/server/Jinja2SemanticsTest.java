@@ -48,7 +48,15 @@ class Jinja2SemanticsTest {
                     new String[] {"namespace with computed values", "{% set ns = namespace(n=messages|length - 1, seen=false) %}{% for m in messages %}{% if m.role == 'user' %}{% set ns.seen = true %}{% set ns.n = loop.index0 %}{% endif %}{% endfor %}{{ ns.n }}{{ ns.seen }}"},
                     new String[] {"reversed slice", "{% for m in messages[::-1] %}{{ loop.index0 }}{{ m.role }}{% endfor %}"},
                     new String[] {"content is never template source", "{{ messages[1].content }}{{ '{{ 1 }}' }}"},
-                    new String[] {"values print as Python's str()", "{{ true }} {{ false }} {{ [1, 'a', true] }} {{ {'k': 'v'} }} {{ 3 }} {{ missing }}"});
+                    new String[] {"values print as Python's str()", "{{ true }} {{ false }} {{ [1, 'a', true] }} {{ {'k': 'v'} }} {{ 3 }} {{ missing }}"},
+                    new String[] {"for with a condition counts only the items that pass", "{% for m in messages if m.role != 'system' %}{{ loop.index }}{{ m.role }}{{ loop.first }}{{ loop.last }}{{ loop.length }},{% endfor %}"},
+                    new String[] {"for with a condition that nothing passes", "[{% for m in messages if m.role == 'tool' %}x{% endfor %}]{% for c in ' a  c '.split(' ') if c %}{{ c }}{{ loop.index }}{% endfor %}"},
+                    new String[] {"for with a condition over several targets", "{% for k, v in {'a': 1, 'b': 2, 'c': 3}.items() if v != 2 %}{{ loop.index }}{{ k }}{{ v }}{% endfor %}"},
+                    new String[] {"for with a condition holding a conditional and strings", "{% for m in messages if (m.role if m.content else 'x') in ['user', 'assistant'] and ' if ' not in m.role %}{{ m.role }}{% endfor %}"},
+                    new String[] {"string indexing by character", "[{{ messages[0].content[0] }}][{{ messages[2].content[-1] }}][{{ 'h\u00e9llo'[1] }}][{{ 'ab'[5] }}]{% if messages[1].content[0] == 'a' %}yes{% endif %}"},
+                    new String[] {"tojson as transformers' filter", "{{ messages[0] | tojson }} {{ {'a': [1, 2.5, true, none, 1e-05, 1e20], 'b': 'h\u00e9 \"q\" \\\\ \n \t'} | tojson }} {{ [] | tojson }}{{ {} | tojson }}"},
+                    new String[] {"tojson with its arguments", "{{ {'b': [1, {'c': 2}], 'a': {}} | tojson(indent=2) }}|{{ {'b': 1, 'a': 2} | tojson(sort_keys=true) }}|{{ [1, 2] | tojson(separators=[',', ':']) }}|{{ 'h\u00e9' | tojson(ensure_ascii=true) }}|{{ [1, [2]] | tojson(none, 1) }}"},
+                    new String[] {"raw blocks are kept verbatim", "a\n  {% raw %}\n{{ x }}{% if %}\n  {% endraw %}\nb{%- raw -%}  {{ y }}  {%- endraw -%}  z{% raw %}{# c #}{% endraw %}"});
 
     @TestFactory
     Stream<DynamicTest> eachConstructRendersAsJinja2Does() throws Exception {
@@ -113,5 +121,16 @@ class Jinja2SemanticsTest {
                 org.junit.jupiter.api.Assertions.assertThrows(
                         IllegalArgumentException.class, () -> ChatTemplate.of("ab{{ x", Map.of()));
         assertEquals("the chat template has an unclosed '{{' at character 2", e.getMessage());
+    }
+
+    @Test
+    void aRawBlockWithoutEndrawIsRefusedNamingWhere() {
+        IllegalArgumentException e =
+                org.junit.jupiter.api.Assertions.assertThrows(
+                        IllegalArgumentException.class,
+                        () -> ChatTemplate.of("ab{% raw %}{{ x }}", Map.of()));
+        assertEquals(
+                "the chat template has a '{% raw %}' without '{% endraw %}' at character 2",
+                e.getMessage());
     }
 }

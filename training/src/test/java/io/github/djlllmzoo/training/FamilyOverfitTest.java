@@ -47,7 +47,20 @@ class FamilyOverfitTest {
                         "qwen3",
                         config("qwen3", ", \"head_dim\": 8, \"attention_bias\": false,"
                                 + " \"use_sliding_window\": false")),
-                Arguments.of("phi3", config("phi3", ", \"pad_token_id\": 0, \"rope_scaling\": null")));
+                Arguments.of("phi3", config("phi3", ", \"pad_token_id\": 0, \"rope_scaling\": null")),
+                Arguments.of(
+                        "gemma",
+                        config("gemma", ", \"head_dim\": 8, \"hidden_activation\": \"gelu_pytorch_tanh\"")),
+                Arguments.of(
+                        "gemma2",
+                        config("gemma2", ", \"head_dim\": 4, \"hidden_activation\": \"gelu_pytorch_tanh\","
+                                + " \"query_pre_attn_scalar\": 4, \"sliding_window\": 4,"
+                                + " \"attn_logit_softcapping\": 5.0, \"final_logit_softcapping\": 10.0")),
+                Arguments.of(
+                        "gemma3",
+                        config("gemma3_text", ", \"head_dim\": 8, \"hidden_activation\": \"gelu_pytorch_tanh\","
+                                + " \"query_pre_attn_scalar\": 8, \"sliding_window\": 4,"
+                                + " \"sliding_window_pattern\": 2, \"rope_local_base_freq\": 10000.0")));
     }
 
     /**
