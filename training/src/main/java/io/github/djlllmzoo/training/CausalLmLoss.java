@@ -64,6 +64,9 @@ public final class CausalLmLoss extends Loss {
         NDArray safeTargets = targets.mul(counted.toType(targets.getDataType(), false)); // -100 -> 0
         NDArray logProbs = logits.logSoftmax(-1); // (B, T, V)
         NDArray picked = logProbs.gather(safeTargets.expandDims(-1), -1).squeeze(-1); // (B, T)
+        // (B, T, V), the largest array of a training step: autograd keeps its own reference for the
+        // backward pass and frees it there, where the manager would hold it to the step's end
+        logProbs.close();
         NDArray weights = counted.toType(logits.getDataType(), false);
         return new TokenLoss(picked.mul(weights).sum().neg(), weights.sum());
     }

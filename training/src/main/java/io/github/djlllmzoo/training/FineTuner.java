@@ -207,6 +207,8 @@ public final class FineTuner {
                     try (GradientCollector collector = trainer.newGradientCollector()) {
                         NDList logits = trainer.forward(inputs);
                         CausalLmLoss.TokenLoss tokenLoss = loss.tokenLoss(labels, logits);
+                        // the loss's backward needs its log-probabilities, not the (B, T, V) logits
+                        logits.close();
                         collector.backward(tokenLoss.sum().div(Math.max(counted, 1)));
                         lossSum += tokenLoss.sum().toType(DataType.FLOAT64, false).getDouble();
                     }

@@ -8,6 +8,7 @@ import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.training.GradientCollector;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -75,6 +76,29 @@ class CausalLmLossTest {
         assertEquals(true, e.getMessage().contains("(2, 5)"), e.getMessage());
     }
 
+    @Test
+    void theLossHoldsNoArrayOfTheLogitsSizeButTheLogitsAndItsGradientIsStillSoftmaxMinusTarget() {
+        long[] targets = {3, IGNORE, 6, 0, 1, IGNORE, 2, 5};
+        Shape full = new Shape(B, T, V);
+        logitArray.setRequiresGradient(true);
+        try (GradientCollector collector = manager.getEngine().newGradientCollector()) {
+            CausalLmLoss.TokenLoss loss =
+                    new CausalLmLoss().tokenLoss(new NDList(manager.create(targets, new Shape(B, T))), new NDList(logitArray));
+            long held = manager.getManagedArrays().stream().filter(a -> a.getShape().equals(full)).count();
+            assertEquals(1, held, "(B, T, V) arrays the manager holds: the logits alone");
+            collector.backward(loss.sum());
+        }
+        double[] gradient = logitArray.getGradient().toDoubleArray();
+        double tolerance = float64Tolerance(logits, V, 1) + Math.ulp(1.0);
+        for (int p = 0; p < B * T; p++) {
+            double logZ = logSumExp(p);
+            for (int v = 0; v < V; v++) {
+                double expected = targets[p] == IGNORE ? 0 : Math.exp(logits[p * V + v] - logZ) - (v == targets[p] ? 1 : 0);
+                assertEquals(expected, gradient[p * V + v], tolerance, "d loss / d logits[" + p + ", " + v + "]");
+            }
+        }
+    }
+
     private double evaluate(NDList labels) {
         return new CausalLmLoss().evaluate(labels, new NDList(logitArray)).getDouble();
     }
@@ -102,17 +126,22 @@ class CausalLmLossTest {
             if (targets[p] == IGNORE || (mask != null && mask[p] == 0)) {
                 continue;
             }
-            double max = Double.NEGATIVE_INFINITY;
-            for (int v = 0; v < V; v++) {
-                max = Math.max(max, logits[p * V + v]);
-            }
-            double z = 0;
-            for (int v = 0; v < V; v++) {
-                z += Math.exp(logits[p * V + v] - max);
-            }
-            sum += max + Math.log(z) - logits[p * V + (int) targets[p]];
+            sum += logSumExp(p) - logits[p * V + (int) targets[p]];
             count++;
         }
         return sum / count;
+    }
+
+    /** log(sum exp(logits)) at position {@code p}. */
+    private double logSumExp(int p) {
+        double max = Double.NEGATIVE_INFINITY;
+        for (int v = 0; v < V; v++) {
+            max = Math.max(max, logits[p * V + v]);
+        }
+        double z = 0;
+        for (int v = 0; v < V; v++) {
+            z += Math.exp(logits[p * V + v] - max);
+        }
+        return max + Math.log(z);
     }
 }
