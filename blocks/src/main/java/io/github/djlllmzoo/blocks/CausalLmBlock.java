@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -172,34 +173,41 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
      * @param format the form to hold the weights in
      */
     public void compressWeights(WeightFormat format) {
-        compressProjections(this, format);
+        for (ProjectionWeight projection : compressibleWeights().values()) {
+            projection.compress(format);
+        }
+    }
+
+    /**
+     * The weights {@link #compressWeights} holds compressed, by their parameter, so that a loader
+     * can compress each straight from a checkpoint ({@link ProjectionWeight#hold}).
+     *
+     * @return the holder of each such weight, in declaration order
+     */
+    public Map<Parameter, ProjectionWeight> compressibleWeights() {
+        Map<Parameter, ProjectionWeight> weights = new LinkedHashMap<>();
+        collectCompressible(this, weights);
+        return weights;
     }
 
     /** @return the compressed weights by the parameter each replaces (empty while float32) */
     public Map<Parameter, CompressedWeight> compressedWeights() {
         Map<Parameter, CompressedWeight> weights = new IdentityHashMap<>();
-        collectCompressed(this, weights);
+        for (Map.Entry<Parameter, ProjectionWeight> e : compressibleWeights().entrySet()) {
+            if (e.getValue().compressed() != null) {
+                weights.put(e.getKey(), e.getValue().compressed());
+            }
+        }
         return weights;
     }
 
-    private static void compressProjections(Block block, WeightFormat format) {
+    private static void collectCompressible(Block block, Map<Parameter, ProjectionWeight> weights) {
         for (Block child : block.getChildren().values()) {
             ProjectionWeight projection = projectionOf(child);
             if (projection != null) {
-                projection.compress(format);
+                weights.put(projection.weightParameter(), projection);
             } else {
-                compressProjections(child, format);
-            }
-        }
-    }
-
-    private static void collectCompressed(Block block, Map<Parameter, CompressedWeight> weights) {
-        for (Block child : block.getChildren().values()) {
-            ProjectionWeight projection = projectionOf(child);
-            if (projection != null && projection.compressed() != null) {
-                weights.put(projection.weightParameter(), projection.compressed());
-            } else if (projection == null) {
-                collectCompressed(child, weights);
+                collectCompressible(child, weights);
             }
         }
     }

@@ -6,6 +6,8 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import java.util.function.Supplier;
 
 /**
@@ -118,7 +120,8 @@ public final class ProjectionWeight {
 
     /**
      * Holds the weight as {@code format} from now on and frees the float parameter's array (a
-     * float32 {@code format} leaves it as it is). Once compressed a weight stays so.
+     * float32 {@code format} leaves it as it is). Once compressed a weight stays so. The array is
+     * read in place where the engine allows, row by row: no float copy of the whole weight is made.
      *
      * @param format the form to hold it in
      * @throws IllegalStateException if the parameter has no array or the weight is already compressed
@@ -127,9 +130,7 @@ public final class ProjectionWeight {
         if (format == WeightFormat.FLOAT32) {
             return;
         }
-        if (compressed != null) {
-            throw new IllegalStateException("weight " + weight.getName() + " is already " + compressed.format().dtypeName());
-        }
+        checkNotCompressed();
         NDArray array = weight.getArray();
         if (array == null) {
             throw new IllegalStateException("weight " + weight.getName() + " has no values to compress");
@@ -138,22 +139,54 @@ public final class ProjectionWeight {
         int out = Math.toIntExact(layout.out(shape));
         int in = Math.toIntExact(layout.in(shape));
         NDArray floats = array.toType(DataType.FLOAT32, false);
-        float[] values = floats.toFloatArray();
-        if (floats != array) {
-            floats.close();
-        }
-        if (layout == Layout.IN_OUT) {
-            float[] transposed = new float[values.length];
-            for (int i = 0; i < in; i++) {
-                for (int o = 0; o < out; o++) {
-                    transposed[o * in + i] = values[i * out + o];
-                }
+        try {
+            FloatBuffer values = floats.toByteBuffer(true).order(ByteOrder.nativeOrder()).asFloatBuffer();
+            hold(CompressedWeight.compress(rows(layout, values, out, in), out, in, format));
+        } finally {
+            if (floats != array) {
+                floats.close();
             }
-            values = transposed;
         }
-        compressed = CompressedWeight.compress(values, out, in, format);
+    }
+
+    /**
+     * Holds the weight as {@code compressed} from now on (a loader that compressed it straight from
+     * a checkpoint), freeing the float parameter's array if it has one.
+     *
+     * @param compressed the weight, (out, in)
+     * @throws IllegalStateException if the weight is already compressed
+     */
+    public synchronized void hold(CompressedWeight compressed) {
+        checkNotCompressed();
+        this.compressed = compressed;
         prepared = null;
         weight.close();
+    }
+
+    private void checkNotCompressed() {
+        if (compressed != null) {
+            throw new IllegalStateException("weight " + weight.getName() + " is already " + compressed.format().dtypeName());
+        }
+    }
+
+    /**
+     * The rows (out, in) of a weight whose values are stored as {@code layout} says.
+     *
+     * @param layout how {@code stored} holds the weight
+     * @param stored the values, row major in {@code layout}'s shape; read with absolute indices
+     * @param out output width
+     * @param in input width
+     * @return a reader of its (out, in) rows
+     */
+    public static CompressedWeight.Rows rows(Layout layout, FloatBuffer stored, int out, int in) {
+        if (layout == Layout.OUT_IN) {
+            return (row, values) -> stored.get(row * in, values, 0, in);
+        }
+        return (row, values) -> {
+            for (int i = 0; i < in; i++) {
+                values[i] = stored.get(i * out + row); // (in, out): row is a column
+            }
+        };
     }
 
     /**
