@@ -94,7 +94,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     protected final void setFinalNormAndHead(String name, UnaryBlock norm) {
         finalNorm = addChildBlock(name, norm);
         if (config.tieWordEmbeddings()) {
-            tiedHead = new ProjectionWeight(ProjectionWeight.Layout.OUT_IN, tokenEmbedding.weight(), null);
+            tiedHead = tokenEmbedding.projection();
         } else {
             lmHead =
                     addChildBlock(
@@ -150,7 +150,10 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         synchronized (this) {
             p = placement;
             if (p == null || !p.manager().isOpen()) {
-                NDArray weights = tokenEmbedding.weight().getArray();
+                NDArray weights = heldArray();
+                if (weights == null) {
+                    throw new IllegalStateException("the model's parameters have no values yet");
+                }
                 NDManager manager = weights.getManager();
                 Kernels kernels =
                         chosenKernels != null
@@ -165,10 +168,10 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     }
 
     /**
-     * Holds every projection weight (the layers' and an untied LM head) as {@code format} from now
-     * on, freeing their float arrays ({@link ProjectionWeight#compress}); the embeddings (and a
-     * head tied to them), norms and biases stay float32, as does all computing. A compressed model
-     * runs inference only.
+     * Holds every weight matrix (the embedding tables, and with the token embedding a head tied to
+     * it, the layers' projections, an untied LM head) as {@code format} from now on, freeing their
+     * float arrays ({@link ProjectionWeight#compress}); norms and biases stay float32, as does all
+     * computing. A compressed model runs inference only.
      *
      * @param format the form to hold the weights in
      */
@@ -213,6 +216,9 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     }
 
     private static ProjectionWeight projectionOf(Block block) {
+        if (block instanceof Embedding) {
+            return ((Embedding) block).projection();
+        }
         if (block instanceof Linear) {
             return ((Linear) block).projection();
         }
@@ -221,8 +227,21 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
 
     /** @return the element type of the parameters (the compute type) */
     public DataType dataType() {
-        NDArray w = tokenEmbedding.weight().getArray();
+        NDArray w = heldArray();
         return w == null ? DataType.FLOAT32 : w.getDataType();
+    }
+
+    /**
+     * The array of the first parameter that holds one: compressed weights hold none (the norms
+     * always do), and the model's other arrays share its manager, device and type.
+     */
+    private NDArray heldArray() {
+        for (Parameter p : namedParameters().values()) {
+            if (p.isInitialized()) {
+                return p.getArray();
+            }
+        }
+        return null;
     }
 
     /**

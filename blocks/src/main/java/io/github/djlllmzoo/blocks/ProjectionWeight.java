@@ -105,12 +105,47 @@ public final class ProjectionWeight {
         if (c == null) {
             return weight(store, x.getDevice(), training);
         }
+        refuseTraining(c, training);
+        return c.toFloat32(x.getManager()).toDevice(x.getDevice(), false);
+    }
+
+    /**
+     * The rows {@code ids} pick of a compressed (count, width) table, each widened to float32: an
+     * embedding lookup that widens only the rows it gathers.
+     *
+     * @param ids integer ids of any shape; the result is attached to its manager
+     * @param training whether this is a training pass
+     * @return the rows, shape ids.shape + (width)
+     * @throws IllegalStateException if the weight is not compressed
+     * @throws IllegalArgumentException naming an id outside [0, count)
+     * @throws UnsupportedOperationException for a training pass
+     */
+    public NDArray rows(NDArray ids, boolean training) {
+        CompressedWeight c = compressed;
+        if (c == null) {
+            throw new IllegalStateException("weight " + weight.getName() + " is not compressed");
+        }
+        refuseTraining(c, training);
+        long[] picked = ids.toType(DataType.INT64, false).toLongArray();
+        int width = c.inFeatures();
+        float[] values = new float[Math.multiplyExact(picked.length, width)];
+        for (int i = 0; i < picked.length; i++) {
+            long id = picked[i];
+            if (id < 0 || id >= c.outFeatures()) {
+                throw new IllegalArgumentException(
+                        "id " + id + " is outside the table " + weight.getName() + " of " + c.outFeatures() + " rows");
+            }
+            c.widenRow((int) id, values, i * width);
+        }
+        return ids.getManager().create(values, ids.getShape().add(width)).toDevice(ids.getDevice(), false);
+    }
+
+    private static void refuseTraining(CompressedWeight c, boolean training) {
         if (training) {
             throw new UnsupportedOperationException(
                     "this model's weights are held as " + c.format().dtypeName()
                             + ": training needs float32 weights; load the model with dtype float32 to fine-tune it");
         }
-        return c.toFloat32(x.getManager()).toDevice(x.getDevice(), false);
     }
 
     /** @return the compressed weight, or {@code null} while the float parameter holds it */
