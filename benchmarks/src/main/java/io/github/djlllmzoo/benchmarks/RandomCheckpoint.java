@@ -6,12 +6,17 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
+import ai.djl.training.initializer.Initializer;
+import ai.djl.training.initializer.NormalInitializer;
 import com.google.gson.Gson;
 import com.google.gson.GsonBuilder;
 import com.google.gson.JsonObject;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.CompressedWeight;
 import io.github.djlllmzoo.blocks.DecoderModels;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.ProjectionWeight;
+import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.Configs;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
@@ -44,6 +49,9 @@ public final class RandomCheckpoint {
      * prompt. Speed does not depend on the values.
      */
     static final float MATRIX_SCALE = 5f;
+
+    /** Random values drawn at once for a weight made compressed (a multiple of 16). */
+    private static final int DRAWN_ELEMENTS = 1 << 18;
 
     /** Writes {@code config.json} as the command line writes JSON: compact, nulls kept, no HTML escaping. */
     private static final Gson GSON = new GsonBuilder().serializeNulls().disableHtmlEscaping().create();
@@ -90,18 +98,112 @@ public final class RandomCheckpoint {
      * @return the initialized block
      */
     public static CausalLmBlock create(DecoderConfig config, NDManager manager, DataType dataType, long seed) {
-        return create(config, manager, dataType, seed, RandomCheckpoint::scaleMatrices);
+        return create(config, manager, dataType, seed, WeightFormat.FLOAT32, RandomCheckpoint::scaleMatrices, DRAWN_ELEMENTS);
+    }
+
+    /**
+     * Creates the model block of {@code config} with random weights, those {@link
+     * CausalLmBlock#compressWeights} compresses held as {@code weights}: each is compressed as soon as
+     * it is made, so the float32 model never exists whole. The values are those of {@link
+     * #create(DecoderConfig, NDManager, DataType, long)} compressed.
+     *
+     * @param config the config
+     * @param manager the manager (and device) that will own the weights
+     * @param dataType the element type of the weights that stay arrays
+     * @param seed the seed of the engine's random generator
+     * @param weights the form of the compressible weights
+     * @return the initialized block
+     */
+    public static CausalLmBlock create(
+            DecoderConfig config, NDManager manager, DataType dataType, long seed, WeightFormat weights) {
+        return create(config, manager, dataType, seed, weights, RandomCheckpoint::scaleMatrices, DRAWN_ELEMENTS);
+    }
+
+    /** {@link #create(DecoderConfig, NDManager, DataType, long, WeightFormat)} drawing {@code drawn} values at a time. */
+    static CausalLmBlock create(
+            DecoderConfig config, NDManager manager, DataType dataType, long seed, WeightFormat weights, int drawn) {
+        return create(config, manager, dataType, seed, weights, RandomCheckpoint::scaleMatrices, drawn);
     }
 
     private static CausalLmBlock create(
-            DecoderConfig config, NDManager manager, DataType dataType, long seed, BiConsumer<String, NDArray> scale) {
+            DecoderConfig config,
+            NDManager manager,
+            DataType dataType,
+            long seed,
+            WeightFormat weights,
+            BiConsumer<String, NDArray> scale,
+            int drawn) {
         CausalLmBlock block = DecoderModels.create(config);
         Engine.getEngine(manager.getEngine().getEngineName()).setRandomSeed((int) seed);
-        block.initialize(manager, dataType, new Shape(1, 1));
+        Map<Parameter, ProjectionWeight> compressible =
+                weights == WeightFormat.FLOAT32 ? Map.of() : block.compressibleWeights();
+        Map<String, Shape> shapes = block.declaredShapes();
+        // One parameter at a time, in the order Block.initialize takes them (so the same values).
         for (Map.Entry<String, Parameter> e : block.namedParameters().entrySet()) {
-            scale.accept(e.getKey(), e.getValue().getArray());
+            Parameter parameter = e.getValue();
+            Shape shape = shapes.get(e.getKey());
+            ProjectionWeight projection = compressible.get(parameter);
+            if (projection != null && drawnByRows(parameter, projection, shape)) {
+                int out = Math.toIntExact(shape.get(0));
+                int in = Math.toIntExact(shape.get(1));
+                projection.hold(
+                        CompressedWeight.compress(
+                                randomRows(parameter.getInitializer(), manager, dataType, e.getKey(), scale, drawn, out, in),
+                                out,
+                                in,
+                                weights));
+                continue;
+            }
+            parameter.setShape(shape);
+            parameter.initialize(manager, dataType);
+            scale.accept(e.getKey(), parameter.getArray());
+            if (projection != null) {
+                projection.compress(weights);
+            }
         }
         return block;
+    }
+
+    /**
+     * Whether a weight's random values can be drawn a block of rows at a time and still be those of
+     * the whole tensor: an (out, in) weight of a normal initializer, whose draws PyTorch makes in
+     * order, transforming them in groups of 16 (so blocks of a multiple of 16 elements draw the same).
+     */
+    private static boolean drawnByRows(Parameter parameter, ProjectionWeight projection, Shape shape) {
+        return projection.layout() == ProjectionWeight.Layout.OUT_IN
+                && parameter.getInitializer() instanceof NormalInitializer
+                && shape.get(1) % 16 == 0;
+    }
+
+    /**
+     * The rows of a random (out, in) weight, drawn about {@code drawn} values at a time (whole rows): the float32
+     * weight never exists whole, and the blocks, all of one size, reuse one allocation (glibc keeps
+     * freed memory in a {@code bin/llmzoo} process, where whole weights freed between the compressed
+     * buffers stayed as holes worth a gigabyte for TinyLlama's shape).
+     */
+    private static CompressedWeight.Rows randomRows(
+            Initializer initializer,
+            NDManager manager,
+            DataType dataType,
+            String name,
+            BiConsumer<String, NDArray> scale,
+            int drawn,
+            int out,
+            int in) {
+        int block = Math.max(1, drawn / in);
+        float[][] current = {null};
+        int[] first = {0};
+        return (row, values) -> {
+            if (current[0] == null || row >= first[0] + block || row < first[0]) {
+                first[0] = row;
+                int rows = Math.min(block, out - row);
+                try (NDArray chunk = initializer.initialize(manager, new Shape(rows, in), dataType)) {
+                    scale.accept(name, chunk);
+                    current[0] = chunk.toFloatArray();
+                }
+            }
+            System.arraycopy(current[0], (row - first[0]) * in, values, 0, in);
+        };
     }
 
     /** Multiplies a matrix or embedding (two or more dimensions) by {@link #MATRIX_SCALE}. */
@@ -152,7 +254,7 @@ public final class RandomCheckpoint {
             throws IOException, InvalidCheckpointException {
         DecoderConfig parsed = writeConfig(config, dir);
         try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
-            CausalLmBlock block = create(parsed, manager, DataType.FLOAT32, seed, scale);
+            CausalLmBlock block = create(parsed, manager, DataType.FLOAT32, seed, WeightFormat.FLOAT32, scale, DRAWN_ELEMENTS);
             String prefix = prefixedNames ? parsed.checkpointPrefix() : "";
             Map<String, NDArray> tensors = new LinkedHashMap<>();
             for (Map.Entry<String, Parameter> e : block.namedParameters().entrySet()) {

@@ -14,8 +14,8 @@ import java.util.Set;
 /**
  * What one decode step does with the weights. It reads every parameter once, except embedding
  * tables, of which a step reads only the rows of its tokens, unless the table is also the (tied) LM
- * head, which reads all of it; a compressed projection weight is read once as its codes and
- * scales; and its matrix products do one multiply-add per matrix element and
+ * head, which reads all of it; a compressed weight is read once as its codes and scales (a
+ * compressed lookup table, its rows' codes and scales); and its matrix products do one multiply-add per matrix element and
  * sequence.
  */
 public final class WeightTraffic {
@@ -32,8 +32,9 @@ public final class WeightTraffic {
         Map<Parameter, CompressedWeight> compressed = model.compressedWeights();
         long total = 0;
         for (Parameter p : model.namedParameters().values()) {
-            if (compressed.containsKey(p)) {
-                total += compressed.get(p).bytes();
+            CompressedWeight c = compressed.get(p);
+            if (c != null) {
+                total += lookups.contains(p) ? batchSize * c.rowBytes() : c.bytes();
                 continue;
             }
             Shape shape = p.getArray().getShape();
@@ -77,7 +78,9 @@ public final class WeightTraffic {
         long total = 0;
         for (Parameter p : model.namedParameters().values()) {
             if (compressed.containsKey(p)) {
-                total += batchSize * (long) compressed.get(p).outFeatures() * compressed.get(p).inFeatures();
+                if (!lookups.contains(p)) {
+                    total += batchSize * (long) compressed.get(p).outFeatures() * compressed.get(p).inFeatures();
+                }
                 continue;
             }
             Shape shape = p.getArray().getShape();
@@ -94,7 +97,14 @@ public final class WeightTraffic {
         collectEmbeddingTables(model, tables);
         if (model.config().tieWordEmbeddings()) {
             int vocab = model.config().vocabSize();
-            tables.removeIf(p -> p.getArray().getShape().get(0) == vocab);
+            Map<String, Shape> shapes = model.declaredShapes();
+            Set<Parameter> tied = new HashSet<>();
+            model.namedParameters().forEach((name, p) -> {
+                if (tables.contains(p) && shapes.get(name).get(0) == vocab) {
+                    tied.add(p);
+                }
+            });
+            tables.removeAll(tied);
         }
         return tables;
     }

@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -93,7 +94,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     protected final void setFinalNormAndHead(String name, UnaryBlock norm) {
         finalNorm = addChildBlock(name, norm);
         if (config.tieWordEmbeddings()) {
-            tiedHead = new ProjectionWeight(ProjectionWeight.Layout.OUT_IN, tokenEmbedding.weight(), null);
+            tiedHead = tokenEmbedding.projection();
         } else {
             lmHead =
                     addChildBlock(
@@ -149,7 +150,10 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         synchronized (this) {
             p = placement;
             if (p == null || !p.manager().isOpen()) {
-                NDArray weights = tokenEmbedding.weight().getArray();
+                NDArray weights = heldArray();
+                if (weights == null) {
+                    throw new IllegalStateException("the model's parameters have no values yet");
+                }
                 NDManager manager = weights.getManager();
                 Kernels kernels =
                         chosenKernels != null
@@ -164,47 +168,57 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     }
 
     /**
-     * Holds every projection weight (the layers' and an untied LM head) as {@code format} from now
-     * on, freeing their float arrays ({@link ProjectionWeight#compress}); the embeddings (and a
-     * head tied to them), norms and biases stay float32, as does all computing. A compressed model
-     * runs inference only.
+     * Holds every weight matrix (the embedding tables, and with the token embedding a head tied to
+     * it, the layers' projections, an untied LM head) as {@code format} from now on, freeing their
+     * float arrays ({@link ProjectionWeight#compress}); norms and biases stay float32, as does all
+     * computing. A compressed model runs inference only.
      *
      * @param format the form to hold the weights in
      */
     public void compressWeights(WeightFormat format) {
-        compressProjections(this, format);
+        for (ProjectionWeight projection : compressibleWeights().values()) {
+            projection.compress(format);
+        }
+    }
+
+    /**
+     * The weights {@link #compressWeights} holds compressed, by their parameter, so that a loader
+     * can compress each straight from a checkpoint ({@link ProjectionWeight#hold}).
+     *
+     * @return the holder of each such weight, in declaration order
+     */
+    public Map<Parameter, ProjectionWeight> compressibleWeights() {
+        Map<Parameter, ProjectionWeight> weights = new LinkedHashMap<>();
+        collectCompressible(this, weights);
+        return weights;
     }
 
     /** @return the compressed weights by the parameter each replaces (empty while float32) */
     public Map<Parameter, CompressedWeight> compressedWeights() {
         Map<Parameter, CompressedWeight> weights = new IdentityHashMap<>();
-        collectCompressed(this, weights);
+        for (Map.Entry<Parameter, ProjectionWeight> e : compressibleWeights().entrySet()) {
+            if (e.getValue().compressed() != null) {
+                weights.put(e.getKey(), e.getValue().compressed());
+            }
+        }
         return weights;
     }
 
-    private static void compressProjections(Block block, WeightFormat format) {
+    private static void collectCompressible(Block block, Map<Parameter, ProjectionWeight> weights) {
         for (Block child : block.getChildren().values()) {
             ProjectionWeight projection = projectionOf(child);
             if (projection != null) {
-                projection.compress(format);
+                weights.put(projection.weightParameter(), projection);
             } else {
-                compressProjections(child, format);
-            }
-        }
-    }
-
-    private static void collectCompressed(Block block, Map<Parameter, CompressedWeight> weights) {
-        for (Block child : block.getChildren().values()) {
-            ProjectionWeight projection = projectionOf(child);
-            if (projection != null && projection.compressed() != null) {
-                weights.put(projection.weightParameter(), projection.compressed());
-            } else if (projection == null) {
-                collectCompressed(child, weights);
+                collectCompressible(child, weights);
             }
         }
     }
 
     static ProjectionWeight projectionOf(Block block) {
+        if (block instanceof Embedding) {
+            return ((Embedding) block).projection();
+        }
         if (block instanceof Linear) {
             return ((Linear) block).projection();
         }
@@ -213,8 +227,21 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
 
     /** @return the element type of the parameters (the compute type) */
     public DataType dataType() {
-        NDArray w = tokenEmbedding.weight().getArray();
+        NDArray w = heldArray();
         return w == null ? DataType.FLOAT32 : w.getDataType();
+    }
+
+    /**
+     * The array of the first parameter that holds one: compressed weights hold none (the norms
+     * always do), and the model's other arrays share its manager, device and type.
+     */
+    private NDArray heldArray() {
+        for (Parameter p : namedParameters().values()) {
+            if (p.isInitialized()) {
+                return p.getArray();
+            }
+        }
+        return null;
     }
 
     /**

@@ -35,6 +35,20 @@ public final class CompressedWeight {
     }
 
     /**
+     * Fills one row of an (out, in) weight with its float values: what {@link
+     * #compress(Rows, int, int, WeightFormat)} reads, a row at a time, so that no float32 copy of
+     * the whole weight need exist.
+     */
+    @FunctionalInterface
+    public interface Rows {
+        /**
+         * @param row the output index
+         * @param values receives the row's {@code in} values
+         */
+        void read(int row, float[] values);
+    }
+
+    /**
      * Compresses a float32 weight: rounds to the nearest 16-bit value (ties to even), or quantizes
      * each group symmetrically to [-127, 127] with scale {@code max|w| / 127}.
      *
@@ -45,51 +59,95 @@ public final class CompressedWeight {
      * @return the compressed weight
      */
     public static CompressedWeight compress(float[] weight, int out, int in, WeightFormat format) {
-        if (format == WeightFormat.FLOAT32) {
-            throw new IllegalArgumentException("float32 is not a compressed format");
-        }
         if ((long) out * in != weight.length) {
             throw new IllegalArgumentException(
                     "weight has " + weight.length + " elements, not " + out + " x " + in);
         }
+        return compress((row, values) -> System.arraycopy(weight, row * in, values, 0, in), out, in, format);
+    }
+
+    /**
+     * Compresses a weight read a row at a time, as {@link #compress(float[], int, int,
+     * WeightFormat)} does the whole array.
+     *
+     * @param rows reads each row (out, in)
+     * @param out output width
+     * @param in input width
+     * @param format a compressed format
+     * @return the compressed weight
+     */
+    public static CompressedWeight compress(Rows rows, int out, int in, WeightFormat format) {
+        if (format == WeightFormat.FLOAT32) {
+            throw new IllegalArgumentException("float32 is not a compressed format");
+        }
         ByteBuffer codes = direct((long) out * in * format.bytesPerElement());
-        ByteBuffer scales = null;
-        switch (format) {
-            case BFLOAT16:
-                for (float v : weight) {
-                    codes.putShort(HalfPrecision.floatToBfloat16(v));
-                }
-                break;
-            case FLOAT16:
-                for (float v : weight) {
-                    codes.putShort(HalfPrecision.floatToFloat16(v));
-                }
-                break;
-            default:
-                int groups = groups(in);
-                scales = direct((long) out * groups * Float.BYTES);
-                for (int row = 0; row < out; row++) {
-                    for (int start = 0; start < in; start += GROUP) {
-                        int offset = row * in + start;
-                        int end = Math.min(in, start + GROUP) - start;
-                        float max = 0;
-                        for (int k = 0; k < end; k++) {
-                            max = Math.max(max, Math.abs(weight[offset + k]));
-                        }
-                        float scale = max / 127f;
-                        float inverse = scale == 0 ? 0 : 1 / scale;
-                        scales.putFloat(scale);
-                        for (int k = 0; k < end; k++) {
-                            int q = Math.round(weight[offset + k] * inverse);
-                            codes.put((byte) Math.max(-127, Math.min(127, q)));
-                        }
+        ByteBuffer scales = format == WeightFormat.INT8 ? direct((long) out * groups(in) * Float.BYTES) : null;
+        float[] row = new float[in];
+        for (int r = 0; r < out; r++) {
+            rows.read(r, row);
+            switch (format) {
+                case BFLOAT16:
+                    for (float v : row) {
+                        codes.putShort(HalfPrecision.floatToBfloat16(v));
                     }
-                }
-                scales.flip();
-                break;
+                    break;
+                case FLOAT16:
+                    for (float v : row) {
+                        codes.putShort(HalfPrecision.floatToFloat16(v));
+                    }
+                    break;
+                default:
+                    quantize(row, codes, scales);
+                    break;
+            }
         }
         codes.flip();
+        if (scales != null) {
+            scales.flip();
+        }
         return new CompressedWeight(format, out, in, codes, scales);
+    }
+
+    /** Appends one row's int8 codes and its groups' scales. */
+    private static void quantize(float[] row, ByteBuffer codes, ByteBuffer scales) {
+        for (int start = 0; start < row.length; start += GROUP) {
+            int end = Math.min(row.length, start + GROUP);
+            float max = 0;
+            for (int k = start; k < end; k++) {
+                max = Math.max(max, Math.abs(row[k]));
+            }
+            float scale = max / 127f;
+            float inverse = scale == 0 ? 0 : 1 / scale;
+            scales.putFloat(scale);
+            for (int k = start; k < end; k++) {
+                int q = Math.round(row[k] * inverse);
+                codes.put((byte) Math.max(-127, Math.min(127, q)));
+            }
+        }
+    }
+
+    /**
+     * A 16-bit weight from its codes as they are (a checkpoint's bfloat16 or float16 tensor, kept
+     * bit for bit).
+     *
+     * @param format {@link WeightFormat#BFLOAT16} or {@link WeightFormat#FLOAT16}
+     * @param out output width
+     * @param in input width
+     * @param codes a direct buffer of exactly {@code out * in} codes, (out, in) row major, native
+     *     byte order; the weight keeps it
+     * @return the compressed weight
+     * @throws IllegalArgumentException if the format is not 16-bit or the buffer does not fit
+     */
+    public static CompressedWeight ofCodes(WeightFormat format, int out, int in, ByteBuffer codes) {
+        if (format != WeightFormat.BFLOAT16 && format != WeightFormat.FLOAT16) {
+            throw new IllegalArgumentException(format.dtypeName() + " weights are not held as their codes alone");
+        }
+        if (!codes.isDirect() || codes.capacity() != (long) out * in * format.bytesPerElement()) {
+            throw new IllegalArgumentException(
+                    "codes of a " + out + " x " + in + " " + format.dtypeName() + " weight must be a direct buffer of "
+                            + (long) out * in * format.bytesPerElement() + " bytes, not " + codes.capacity());
+        }
+        return new CompressedWeight(format, out, in, codes.clear().order(ByteOrder.nativeOrder()), null);
     }
 
     /** @return the format */
@@ -126,6 +184,11 @@ public final class CompressedWeight {
         return codes.capacity() + (scales == null ? 0 : scales.capacity());
     }
 
+    /** @return the bytes one row (output) is held in: its codes and, for int8, its scales */
+    public long rowBytes() {
+        return (long) in * format.bytesPerElement() + (scales == null ? 0 : (long) groups(in) * Float.BYTES);
+    }
+
     /**
      * The weight widened to float32 exactly (int8 as {@code code * scale} in float32).
      *
@@ -133,28 +196,44 @@ public final class CompressedWeight {
      */
     public float[] toFloatArray() {
         float[] w = new float[Math.multiplyExact(out, in)];
+        for (int row = 0; row < out; row++) {
+            widenRow(row, w, row * in);
+        }
+        return w;
+    }
+
+    /**
+     * Widens one row exactly, as {@link #toFloatArray()} does every row.
+     *
+     * @param row the output index
+     * @param into receives the row's {@code in} values
+     * @param offset where in {@code into} the row starts
+     * @throws IndexOutOfBoundsException if {@code row} is not in [0, out)
+     */
+    public void widenRow(int row, float[] into, int offset) {
+        if (row < 0 || row >= out) {
+            throw new IndexOutOfBoundsException("row " + row + " of a weight of " + out + " rows");
+        }
+        int base = row * in;
         switch (format) {
             case BFLOAT16:
-                for (int i = 0; i < w.length; i++) {
-                    w[i] = HalfPrecision.bfloat16ToFloat(codes.getShort(2 * i));
+                for (int k = 0; k < in; k++) {
+                    into[offset + k] = HalfPrecision.bfloat16ToFloat(codes.getShort(2 * (base + k)));
                 }
                 break;
             case FLOAT16:
-                for (int i = 0; i < w.length; i++) {
-                    w[i] = HalfPrecision.float16ToFloat(codes.getShort(2 * i));
+                for (int k = 0; k < in; k++) {
+                    into[offset + k] = HalfPrecision.float16ToFloat(codes.getShort(2 * (base + k)));
                 }
                 break;
             default:
                 int groups = groups(in);
-                for (int row = 0; row < out; row++) {
-                    for (int k = 0; k < in; k++) {
-                        float scale = scales.getFloat(Float.BYTES * (row * groups + k / GROUP));
-                        w[row * in + k] = codes.get(row * in + k) * scale;
-                    }
+                for (int k = 0; k < in; k++) {
+                    float scale = scales.getFloat(Float.BYTES * (row * groups + k / GROUP));
+                    into[offset + k] = codes.get(base + k) * scale;
                 }
                 break;
         }
-        return w;
     }
 
     /**

@@ -9,12 +9,15 @@ import ai.djl.training.initializer.NormalInitializer;
 
 /**
  * A lookup table from ids to vectors ({@code weight} of shape (count, width)). Used for token
- * embeddings and GPT-2's learned position embeddings; a tied LM head reads the same weight.
+ * embeddings and GPT-2's learned position embeddings; a tied LM head reads the same weight, through
+ * the same {@link ProjectionWeight}, so that a table held compressed is compressed once for both: its
+ * lookup then widens only the rows it gathers.
  */
 public final class Embedding extends UnaryBlock {
 
     private final int width;
     private final Parameter weight;
+    private final ProjectionWeight table;
 
     /**
      * @param count the number of ids
@@ -29,6 +32,7 @@ public final class Embedding extends UnaryBlock {
                         Parameter.Type.WEIGHT,
                         new Shape(count, width),
                         new NormalInitializer(initStd));
+        table = new ProjectionWeight(ProjectionWeight.Layout.OUT_IN, weight, null);
     }
 
     /**
@@ -41,8 +45,16 @@ public final class Embedding extends UnaryBlock {
      */
     @Override
     public NDArray forward(ParameterStore store, NDArray ids, boolean training) {
+        if (table.compressed() != null) {
+            return table.rows(ids, training);
+        }
         NDArray w = value(store, weight, ids.getDevice(), training);
         return ex(ids).embedding(ids, w, SparseFormat.DENSE).singletonOrThrow();
+    }
+
+    /** @return the table as a (count, width) = (out, in) projection weight: a tied LM head's */
+    ProjectionWeight projection() {
+        return table;
     }
 
     /** @return the (count, width) weight parameter */

@@ -6,6 +6,8 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import java.util.function.Supplier;
 
 /**
@@ -103,12 +105,47 @@ public final class ProjectionWeight {
         if (c == null) {
             return weight(store, x.getDevice(), training);
         }
+        refuseTraining(c, training);
+        return c.toFloat32(x.getManager()).toDevice(x.getDevice(), false);
+    }
+
+    /**
+     * The rows {@code ids} pick of a compressed (count, width) table, each widened to float32: an
+     * embedding lookup that widens only the rows it gathers.
+     *
+     * @param ids integer ids of any shape; the result is attached to its manager
+     * @param training whether this is a training pass
+     * @return the rows, shape ids.shape + (width)
+     * @throws IllegalStateException if the weight is not compressed
+     * @throws IllegalArgumentException naming an id outside [0, count)
+     * @throws UnsupportedOperationException for a training pass
+     */
+    public NDArray rows(NDArray ids, boolean training) {
+        CompressedWeight c = compressed;
+        if (c == null) {
+            throw new IllegalStateException("weight " + weight.getName() + " is not compressed");
+        }
+        refuseTraining(c, training);
+        long[] picked = ids.toType(DataType.INT64, false).toLongArray();
+        int width = c.inFeatures();
+        float[] values = new float[Math.multiplyExact(picked.length, width)];
+        for (int i = 0; i < picked.length; i++) {
+            long id = picked[i];
+            if (id < 0 || id >= c.outFeatures()) {
+                throw new IllegalArgumentException(
+                        "id " + id + " is outside the table " + weight.getName() + " of " + c.outFeatures() + " rows");
+            }
+            c.widenRow((int) id, values, i * width);
+        }
+        return ids.getManager().create(values, ids.getShape().add(width)).toDevice(ids.getDevice(), false);
+    }
+
+    private static void refuseTraining(CompressedWeight c, boolean training) {
         if (training) {
             throw new UnsupportedOperationException(
                     "this model's weights are held as " + c.format().dtypeName()
                             + ": training needs float32 weights; load the model with dtype float32 to fine-tune it");
         }
-        return c.toFloat32(x.getManager()).toDevice(x.getDevice(), false);
     }
 
     /** @return the compressed weight, or {@code null} while the float parameter holds it */
@@ -118,7 +155,8 @@ public final class ProjectionWeight {
 
     /**
      * Holds the weight as {@code format} from now on and frees the float parameter's array (a
-     * float32 {@code format} leaves it as it is). Once compressed a weight stays so.
+     * float32 {@code format} leaves it as it is). Once compressed a weight stays so. The array is
+     * read in place where the engine allows, row by row: no float copy of the whole weight is made.
      *
      * @param format the form to hold it in
      * @throws IllegalStateException if the parameter has no array or the weight is already compressed
@@ -127,9 +165,7 @@ public final class ProjectionWeight {
         if (format == WeightFormat.FLOAT32) {
             return;
         }
-        if (compressed != null) {
-            throw new IllegalStateException("weight " + weight.getName() + " is already " + compressed.format().dtypeName());
-        }
+        checkNotCompressed();
         NDArray array = weight.getArray();
         if (array == null) {
             throw new IllegalStateException("weight " + weight.getName() + " has no values to compress");
@@ -138,22 +174,54 @@ public final class ProjectionWeight {
         int out = Math.toIntExact(layout.out(shape));
         int in = Math.toIntExact(layout.in(shape));
         NDArray floats = array.toType(DataType.FLOAT32, false);
-        float[] values = floats.toFloatArray();
-        if (floats != array) {
-            floats.close();
-        }
-        if (layout == Layout.IN_OUT) {
-            float[] transposed = new float[values.length];
-            for (int i = 0; i < in; i++) {
-                for (int o = 0; o < out; o++) {
-                    transposed[o * in + i] = values[i * out + o];
-                }
+        try {
+            FloatBuffer values = floats.toByteBuffer(true).order(ByteOrder.nativeOrder()).asFloatBuffer();
+            hold(CompressedWeight.compress(rows(layout, values, out, in), out, in, format));
+        } finally {
+            if (floats != array) {
+                floats.close();
             }
-            values = transposed;
         }
-        compressed = CompressedWeight.compress(values, out, in, format);
+    }
+
+    /**
+     * Holds the weight as {@code compressed} from now on (a loader that compressed it straight from
+     * a checkpoint), freeing the float parameter's array if it has one.
+     *
+     * @param compressed the weight, (out, in)
+     * @throws IllegalStateException if the weight is already compressed
+     */
+    public synchronized void hold(CompressedWeight compressed) {
+        checkNotCompressed();
+        this.compressed = compressed;
         prepared = null;
         weight.close();
+    }
+
+    private void checkNotCompressed() {
+        if (compressed != null) {
+            throw new IllegalStateException("weight " + weight.getName() + " is already " + compressed.format().dtypeName());
+        }
+    }
+
+    /**
+     * The rows (out, in) of a weight whose values are stored as {@code layout} says.
+     *
+     * @param layout how {@code stored} holds the weight
+     * @param stored the values, row major in {@code layout}'s shape; read with absolute indices
+     * @param out output width
+     * @param in input width
+     * @return a reader of its (out, in) rows
+     */
+    public static CompressedWeight.Rows rows(Layout layout, FloatBuffer stored, int out, int in) {
+        if (layout == Layout.OUT_IN) {
+            return (row, values) -> stored.get(row * in, values, 0, in);
+        }
+        return (row, values) -> {
+            for (int i = 0; i < in; i++) {
+                values[i] = stored.get(i * out + row); // (in, out): row is a column
+            }
+        };
     }
 
     /**

@@ -164,8 +164,7 @@ final class BenchCommand implements Callable<Integer> {
                 deleteTree(dir);
             }
             try (NDManager manager = NDManager.newBaseManager(device, "PyTorch")) {
-                CausalLmBlock block = RandomCheckpoint.create(config, manager, dataType, seed);
-                block.compressWeights(weights);
+                CausalLmBlock block = RandomCheckpoint.create(config, manager, dataType, seed, weights);
                 result.addProperty("model", shape.label() + " (random weights)");
                 measure(block, manager, result);
             }

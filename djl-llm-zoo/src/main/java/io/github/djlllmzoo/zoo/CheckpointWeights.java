@@ -7,14 +7,21 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import com.google.gson.JsonElement;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.CompressedWeight;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.blocks.ProjectionWeight;
+import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.zoo.safetensors.SafeTensorsDtype;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsReader;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
 import io.github.djlllmzoo.zoo.safetensors.TensorInfo;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -106,8 +113,33 @@ public final class CheckpointWeights {
      */
     public static List<String> load(CausalLmBlock block, Path dir, NDManager manager, DataType dataType)
             throws IOException, InvalidCheckpointException {
+        return load(block, dir, manager, dataType, WeightFormat.FLOAT32);
+    }
+
+    /**
+     * Loads every parameter of {@code block}, the weights {@link CausalLmBlock#compressWeights}
+     * compresses straight into {@code weights}' form: each such tensor is read from the file a row at
+     * a time and compressed as it is read (a 16-bit tensor kept in its own format is copied bit for
+     * bit), so no float array of it is ever made, and the file is read, not mapped, so its pages do
+     * not count as the process's memory either. The other parameters load as arrays of {@code
+     * dataType}.
+     *
+     * @param block a freshly created (uninitialized) block
+     * @param dir the checkpoint directory
+     * @param manager the manager that will own the arrays (the model's)
+     * @param dataType the element type of the parameters that stay arrays
+     * @param weights the form of the compressible weights ({@link WeightFormat#FLOAT32}: arrays too)
+     * @return the stored names of tensors the block has no parameter for (also logged as a warning)
+     * @throws IOException if a file cannot be read
+     * @throws InvalidCheckpointException naming the file and tensor that disagree with the config
+     */
+    public static List<String> load(
+            CausalLmBlock block, Path dir, NDManager manager, DataType dataType, WeightFormat weights)
+            throws IOException, InvalidCheckpointException {
         Map<String, Parameter> parameters = block.namedParameters();
         Map<String, Shape> expected = block.declaredShapes();
+        Map<Parameter, ProjectionWeight> compressible =
+                weights == WeightFormat.FLOAT32 ? Map.of() : block.compressibleWeights();
         String prefix = block.config().checkpointPrefix();
         boolean tied = block.config().tieWordEmbeddings();
         Map<String, Path> loadedFrom = new LinkedHashMap<>();
@@ -136,8 +168,12 @@ public final class CheckpointWeights {
                                 stored,
                                 "shape " + have + " disagrees with config.json, which implies " + want);
                     }
-                    NDArray array = reader.load(stored, manager, dataType);
-                    parameter.setArray(array);
+                    ProjectionWeight projection = compressible.get(parameter);
+                    if (projection != null) {
+                        projection.hold(compress(reader, info, projection.layout(), weights));
+                    } else {
+                        parameter.setArray(reader.load(stored, manager, dataType));
+                    }
                     loadedFrom.put(name, file);
                 }
             }
@@ -156,6 +192,65 @@ public final class CheckpointWeights {
             logger.warn("{}: ignoring {} unexpected tensor(s): {}", dir, unexpected.size(), unexpected);
         }
         return List.copyOf(unexpected);
+    }
+
+    /**
+     * Compresses one stored tensor, reading it from the file: a 16-bit tensor of the asked format and
+     * (out, in) layout as its bits, an (out, in) one a row at a time, an (in, out) one (GPT-2's
+     * Conv1D, whose rows are the file's columns) as one float array of this tensor only.
+     */
+    private static CompressedWeight compress(
+            SafeTensorsReader reader, TensorInfo info, ProjectionWeight.Layout layout, WeightFormat format)
+            throws IOException, InvalidCheckpointException {
+        String name = info.name();
+        Shape shape = info.toShape();
+        int out = Math.toIntExact(layout.out(shape));
+        int in = Math.toIntExact(layout.in(shape));
+        boolean sameBits =
+                (info.dtype() == SafeTensorsDtype.BF16 && format == WeightFormat.BFLOAT16)
+                        || (info.dtype() == SafeTensorsDtype.F16 && format == WeightFormat.FLOAT16);
+        if (sameBits && layout == ProjectionWeight.Layout.OUT_IN) {
+            ByteBuffer codes = ByteBuffer.allocateDirect(Math.toIntExact(info.byteSize()));
+            reader.read(name, 0, codes);
+            if (ByteOrder.nativeOrder() != ByteOrder.LITTLE_ENDIAN) {
+                for (int i = 0; i < codes.capacity(); i += 2) {
+                    codes.putShort(i, Short.reverseBytes(codes.getShort(i)));
+                }
+            }
+            return CompressedWeight.ofCodes(format, out, in, codes.order(ByteOrder.nativeOrder()));
+        }
+        if (layout == ProjectionWeight.Layout.IN_OUT) {
+            float[] values = new float[Math.toIntExact(info.numElements())];
+            reader.readFloats(name, 0, values);
+            return CompressedWeight.compress(ProjectionWeight.rows(layout, FloatBuffer.wrap(values), out, in), out, in, format);
+        }
+        try {
+            return CompressedWeight.compress(
+                    (row, values) -> {
+                        try {
+                            reader.readFloats(name, (long) row * in, values);
+                        } catch (IOException | InvalidCheckpointException e) {
+                            throw new ReadFailure(e);
+                        }
+                    },
+                    out,
+                    in,
+                    format);
+        } catch (ReadFailure e) {
+            if (e.getCause() instanceof IOException) {
+                throw (IOException) e.getCause();
+            }
+            throw (InvalidCheckpointException) e.getCause();
+        }
+    }
+
+    /** Carries a checked failure of reading a row out of {@link CompressedWeight.Rows}. */
+    private static final class ReadFailure extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        ReadFailure(Exception cause) {
+            super(cause);
+        }
     }
 
     /**

@@ -173,8 +173,7 @@ public final class LocalModel implements AutoCloseable {
             throws IOException, InvalidCheckpointException {
         Model model = withoutWeights(dir, device, dataType);
         try {
-            CheckpointWeights.load((CausalLmBlock) model.getBlock(), dir, model.getNDManager(), dataType);
-            ((CausalLmBlock) model.getBlock()).compressWeights(weights);
+            CheckpointWeights.load((CausalLmBlock) model.getBlock(), dir, model.getNDManager(), dataType, weights);
             // The block already holds its weights: this only records the model directory.
             model.load(dir, null, Map.of("hasParameter", "false"));
             return model;

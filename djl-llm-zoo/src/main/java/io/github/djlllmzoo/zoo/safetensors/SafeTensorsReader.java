@@ -573,6 +573,46 @@ public final class SafeTensorsReader implements AutoCloseable {
         return values;
     }
 
+    /**
+     * Reads part of a tensor's bytes with a positional read of the file (no memory mapping, so the
+     * file's pages never count as this process's memory).
+     *
+     * @param name the tensor name
+     * @param byteOffset where in the tensor's bytes to start
+     * @param into receives its remaining bytes' worth, little-endian as stored
+     * @throws IOException if the data cannot be read or the range passes the tensor's end
+     * @throws InvalidCheckpointException if the file has no such tensor
+     */
+    public void read(String name, long byteOffset, ByteBuffer into) throws IOException, InvalidCheckpointException {
+        TensorInfo info = info(name);
+        long size = info.end() - info.begin();
+        if (byteOffset < 0 || byteOffset + into.remaining() > size) {
+            throw new IOException(
+                    file + ": '" + name + "': bytes [" + byteOffset + ", " + (byteOffset + into.remaining())
+                            + ") are outside the tensor's " + size);
+        }
+        readFully(channel, into, dataStart + info.begin() + byteOffset);
+    }
+
+    /**
+     * Reads consecutive elements of a tensor as floats, converting from any stored type as {@link
+     * #toFloatArray} does, with a positional read ({@link #read}).
+     *
+     * @param name the tensor name
+     * @param element the row-major index of the first element
+     * @param into receives {@code into.length} elements
+     * @throws IOException if the data cannot be read or the range passes the tensor's end
+     * @throws InvalidCheckpointException if the file has no such tensor
+     */
+    public void readFloats(String name, long element, float[] into) throws IOException, InvalidCheckpointException {
+        SafeTensorsDtype dtype = info(name).dtype();
+        ByteBuffer bytes =
+                ByteBuffer.allocate(Math.multiplyExact(into.length, dtype.byteSize())).order(ByteOrder.LITTLE_ENDIAN);
+        read(name, Math.multiplyExact(element, dtype.byteSize()), bytes);
+        bytes.flip();
+        fillFloats(dtype, bytes, FloatBuffer.wrap(into));
+    }
+
     /** Releases the file. Buffers already returned by {@link #rawData} stay valid. */
     @Override
     public void close() throws IOException {
