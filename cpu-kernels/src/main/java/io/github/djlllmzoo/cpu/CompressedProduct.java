@@ -17,8 +17,8 @@ import java.nio.ByteBuffer;
  *
  * <p>It is used where {@link NativeKernels} are loaded, for inference on float32 CPU inputs with an
  * input width that is a multiple of {@link CompressedWeight#GROUP}; a prefill takes the engine's
- * product of the weight widened to float32 by {@link #widened} (one weight at a time, freed after
- * its product), and other widths or CPUs without AVX-512 the reference's.
+ * product of the weight widened to float32 by {@link #widen} into one reused buffer ({@link
+ * WideningBuffer}), and other widths or CPUs without AVX-512 the reference's.
  *
  * <p>Where the CPU has AVX512_VNNI (int8) or AVX512_BF16 (bfloat16), checked once when this class
  * loads, the decode product multiplies the codes themselves instead of widening them: int8 codes by
@@ -210,9 +210,20 @@ final class CompressedProduct {
      * @return (out, in) float32
      */
     static NDArray widened(CompressedWeight weight, NDManager manager) {
+        NDArray out = manager.create(new Shape(weight.outFeatures(), weight.inFeatures()), DataType.FLOAT32);
+        widen(weight, NativeKernels.buffer(out));
+        return out;
+    }
+
+    /**
+     * Widens the weight to float32 into {@code out} (each core its own rows): the values {@link
+     * #widened} holds, in row-major order from the buffer's first byte.
+     *
+     * @param weight a weight {@link #widens} accepts
+     * @param out a direct buffer of at least {@code out * in} floats in native order
+     */
+    static void widen(CompressedWeight weight, ByteBuffer out) {
         int rows = weight.outFeatures();
-        NDArray out = manager.create(new Shape(rows, weight.inFeatures()), DataType.FLOAT32);
-        ByteBuffer os = NativeKernels.buffer(out);
         ByteBuffer[] held = weight.directBuffers();
         int format = format(weight.format());
         long[] bounds = CoreWorkers.bounds(rows, CoreWorkers.PARALLELISM);
@@ -221,13 +232,12 @@ final class CompressedProduct {
                 i -> {
                     int from = i == 0 ? 0 : (int) bounds[i - 1];
                     int to = i == bounds.length ? rows : (int) bounds[i];
-                    widen(held[0], held[1], os, format, weight.inFeatures(), from, to);
-                    return out;
+                    widen(held[0], held[1], out, format, weight.inFeatures(), from, to);
+                    return null;
                 });
         if (done == null) { // the workers busy with another caller
-            widen(held[0], held[1], os, format, weight.inFeatures(), 0, rows);
+            widen(held[0], held[1], out, format, weight.inFeatures(), 0, rows);
         }
-        return out;
     }
 
     /** The kernel's number for a format (compressed_product.c's enum). */

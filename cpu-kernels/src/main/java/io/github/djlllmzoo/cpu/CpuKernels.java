@@ -22,7 +22,8 @@ import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
  * inference attention split across the cores ({@link SplitAttention}), and a finished step's arrays
  * freed by a worker thread ({@link CoreWorkers}); a compressed weight's decode products by {@link
  * CompressedProduct}'s kernel (a pair of them, as {@link #projectPair} takes, in one hand-over to
- * the cores), and its other products by the engine's over the weight widened to float32.
+ * the cores), and its other products by the engine's over the weight widened to float32 in one
+ * reused buffer ({@link WideningBuffer}).
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
@@ -36,6 +37,9 @@ public final class CpuKernels implements Kernels {
     private final boolean fewRowProduct;
     private final boolean decodeAttention;
     private final boolean compressedProduct = NativeKernels.enabled(CompressedProduct.SWITCH);
+
+    /** Where a compressed weight is widened for a product of many rows. */
+    private final WideningBuffer widening = new WideningBuffer();
 
     /** The kernels the system properties and the loaded library allow. */
     CpuKernels() {
@@ -65,10 +69,7 @@ public final class CpuKernels implements Kernels {
                 return CompressedProduct.multiply(x, compressed, b, rows);
             }
             if (compressedProduct && CoreWorkers.inferenceOnCpu(x, training) && CompressedProduct.widens(compressed)) {
-                NDArray w = CompressedProduct.widened(compressed, x.getManager()); // (out, in)
-                NDArray product = EngineKernels.product(x, w, b, Layout.OUT_IN);
-                w.close();
-                return product;
+                return widening.product(x, compressed, b);
             }
             return EngineKernels.INSTANCE.project(x, weight, store, training);
         }

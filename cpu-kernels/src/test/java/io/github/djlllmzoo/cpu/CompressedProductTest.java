@@ -16,22 +16,11 @@ import io.github.djlllmzoo.blocks.RoundingBound;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-class CompressedProductTest extends ManagedArraysTest {
-
-    @BeforeEach
-    void kernelBuiltAndLoadedWhereTheCpuHasAvx512() throws Exception {
-        NativeKernelsAssumption.assumeKernelsLoaded();
-    }
-
-    private CompressedWeight compressed(int out, int in, WeightFormat format) {
-        float[] w = manager.randomNormal(0, 0.02f, new Shape(out, in), DataType.FLOAT32).toFloatArray();
-        return CompressedWeight.compress(w, out, in, format);
-    }
+class CompressedProductTest extends CompressedWeightsTest {
 
     /**
      * The kernel's product equals the engine's product of the weight widened to float32 (what the
