@@ -193,7 +193,7 @@ public record LlamaConfig(
         }
         int maxPositions = Configs.positive(json, "max_position_embeddings");
         int layers = Configs.positive(json, "num_hidden_layers");
-        List<Integer> layerWindows = family.layerWindows(json, layers, maxPositions);
+        List<Integer> layerWindows = LayerWindows.of(family, json, layers, maxPositions);
         family.checkUnsupported(json);
         HiddenActivation activation = family.activation(json);
         ConfigJson ropeParameters = json.optObject("rope_parameters");
