@@ -8,8 +8,11 @@
  * accumulators, so the product is that of the weight widened exactly to float32
  * (io.github.djlllmzoo.blocks.CompressedWeight#toFloatArray) up to the order of the sums.
  *
- * Two weight rows at a time, 32 inputs per step, prefetched ahead; each output's 16 lanes are summed
- * at the end of its row. Called by io.github.djlllmzoo.cpu.CompressedProduct with direct buffers it
+ * For up to SINGLE_STREAM_MAX_ROWS rows of x, one weight row at a time, so each core reads its columns
+ * of the weight as one sequential stream (two rows at a time interleave two streams 2 to 6 KB apart,
+ * which the hardware prefetcher follows worse: docs/PERFORMANCE.md, "One weight stream per core");
+ * for more rows of x, two weight rows at a time, so each load of x serves two outputs. 32 inputs per
+ * step, prefetched ahead; each output's 16 lanes are summed at the end of its row. Called by io.github.djlllmzoo.cpu.CompressedProduct with direct buffers it
  * has checked: x float32 (rows, in) contiguous, in a multiple of 32, the sizes below.
  *
  * Where the CPU has them (checked at run time, compressed_product_features), two products skip the
@@ -32,8 +35,13 @@
 
 #define MAX_ROWS 8
 #define GROUP 32
-/* Bytes ahead of the current codes that each weight row is prefetched. */
-#define PREFETCH_BYTES 1024
+/* Bytes ahead of the current codes that the weight is prefetched: one stream, or each of two. */
+#define PREFETCH_BYTES_SINGLE 4096
+#define PREFETCH_BYTES_PAIR 1024
+/* The most rows of x that take the weight one row at a time (more take two at a time). */
+#define SINGLE_STREAM_MAX_ROWS 4
+/* The prefetch distance of a kernel taking pair + 1 weight rows at a time. */
+#define PREFETCH_BYTES(pair) ((pair) ? PREFETCH_BYTES_PAIR : PREFETCH_BYTES_SINGLE)
 
 enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
 /* The CPU features compressed_product_features reports (CompressedProduct's constants). */
@@ -68,7 +76,7 @@ static inline __attribute__((always_inline)) void weight_rows(
     for (int k = 0; k < in; k += GROUP) {
         for (int p = 0; p <= pair; p++) {
             size_t base = (size_t)(n + p) * in + k;
-            _mm_prefetch((const char *)codes + base * element + PREFETCH_BYTES, _MM_HINT_T0);
+            _mm_prefetch((const char *)codes + base * element + PREFETCH_BYTES(pair), _MM_HINT_T0);
             __m512 lo = widen16(codes, base, format);
             __m512 hi = widen16(codes, base + 16, format);
             if (format == INT8) {
@@ -95,10 +103,12 @@ static inline __attribute__((always_inline)) void columns(
         const float *x, const void *codes, const float *scales, const float *bias, float *out,
         int rows, int in, int out_features, int from, int to, int format) {
     int n = from;
-    for (; n + 2 <= to; n += 2) {
-        weight_rows(x, codes, scales, bias, out, rows, in, out_features, n, 1, format);
+    if (rows > SINGLE_STREAM_MAX_ROWS) {
+        for (; n + 2 <= to; n += 2) {
+            weight_rows(x, codes, scales, bias, out, rows, in, out_features, n, 1, format);
+        }
     }
-    if (n < to) {
+    for (; n < to; n++) {
         weight_rows(x, codes, scales, bias, out, rows, in, out_features, n, 0, format);
     }
 }
@@ -201,7 +211,7 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
         for (int p = 0; p <= pair; p++) {
             const int8_t *w_at = codes + (size_t)(n + p) * in + k;
             const float *s_at = scales + (size_t)(n + p) * groups + k / GROUP;
-            _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
+            _mm_prefetch((const char *)w_at + PREFETCH_BYTES(pair), _MM_HINT_T0);
             __m512i w;
             __m128 s;
             if (whole) {
@@ -231,14 +241,18 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
     }
 }
 
-/* Output columns [from, to) two weight rows at a time, by CALL(R, PAIR) with the row count R fixed
-   so the loops over the rows unroll; n is the first weight row of the call. */
+/* Output columns [from, to) by CALL(R, PAIR) with the row count R fixed so the loops over the rows
+   unroll, two weight rows at a time (PAIR 1) for more than SINGLE_STREAM_MAX_ROWS rows, else one
+   (PAIR 0); n is the first weight row of the call. */
 #define PAIRS(R, CALL)                                                                        \
     case R:                                                                                  \
-        for (n = from; n + 2 <= to; n += 2) {                                                \
-            CALL(R, 1);                                                                      \
+        n = from;                                                                            \
+        if (R > SINGLE_STREAM_MAX_ROWS) {                                                    \
+            for (; n + 2 <= to; n += 2) {                                                    \
+                CALL(R, 1);                                                                  \
+            }                                                                                \
         }                                                                                    \
-        if (n < to) {                                                                        \
+        for (; n < to; n++) {                                                                \
             CALL(R, 0);                                                                      \
         }                                                                                    \
         break;
@@ -295,7 +309,7 @@ static inline __attribute__((always_inline)) BF16_TARGET void bf16_weight_rows(
     for (int b = 0; b < blocks; b++) {
         for (int p = 0; p <= pair; p++) {
             const uint16_t *w_at = codes + (size_t)(n + p) * in + (size_t)b * 32;
-            _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
+            _mm_prefetch((const char *)w_at + PREFETCH_BYTES(pair), _MM_HINT_T0);
             __m512bh w = (__m512bh)_mm512_loadu_si512(w_at);
             for (int r = 0; r < rows; r++) {
                 size_t at = (size_t)r * blocks + b;
