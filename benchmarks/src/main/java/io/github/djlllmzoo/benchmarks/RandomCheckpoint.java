@@ -22,6 +22,7 @@ import io.github.djlllmzoo.blocks.config.Configs;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
 import java.io.IOException;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -138,6 +139,7 @@ public final class RandomCheckpoint {
         Map<Parameter, ProjectionWeight> compressible =
                 weights == WeightFormat.FLOAT32 ? Map.of() : block.compressibleWeights();
         Map<String, Shape> shapes = block.declaredShapes();
+        float[][] scratch = {new float[0]}; // the drawn rows of every weight, reused
         // One parameter at a time, in the order Block.initialize takes them (so the same values).
         for (Map.Entry<String, Parameter> e : block.namedParameters().entrySet()) {
             Parameter parameter = e.getValue();
@@ -148,7 +150,7 @@ public final class RandomCheckpoint {
                 int in = Math.toIntExact(shape.get(1));
                 projection.hold(
                         CompressedWeight.compress(
-                                randomRows(parameter.getInitializer(), manager, dataType, e.getKey(), scale, drawn, out, in),
+                                randomRows(parameter.getInitializer(), manager, dataType, e.getKey(), scale, drawn, out, in, scratch),
                                 out,
                                 in,
                                 weights));
@@ -179,7 +181,11 @@ public final class RandomCheckpoint {
      * The rows of a random (out, in) weight, drawn about {@code drawn} values at a time (whole rows): the float32
      * weight never exists whole, and the blocks, all of one size, reuse one allocation (glibc keeps
      * freed memory in a {@code bin/llmzoo} process, where whole weights freed between the compressed
-     * buffers stayed as holes worth a gigabyte for TinyLlama's shape).
+     * buffers stayed as holes worth a gigabyte for TinyLlama's shape). Each block is copied from the
+     * engine's memory into {@code scratch[0]} (grown when too small), one Java array for every weight:
+     * a fresh array per block made the JVM grow its young generation to hundreds of megabytes while a
+     * large model was drawn, all of it resident (docs/PERFORMANCE.md, "Random weights drawn without
+     * Java garbage").
      */
     private static CompressedWeight.Rows randomRows(
             Initializer initializer,
@@ -189,20 +195,23 @@ public final class RandomCheckpoint {
             BiConsumer<String, NDArray> scale,
             int drawn,
             int out,
-            int in) {
+            int in,
+            float[][] scratch) {
         int block = Math.max(1, drawn / in);
-        float[][] current = {null};
-        int[] first = {0};
+        int[] first = {-1};
         return (row, values) -> {
-            if (current[0] == null || row >= first[0] + block || row < first[0]) {
+            if (first[0] < 0 || row >= first[0] + block || row < first[0]) {
                 first[0] = row;
                 int rows = Math.min(block, out - row);
+                if (scratch[0].length < rows * in) {
+                    scratch[0] = new float[block * in];
+                }
                 try (NDArray chunk = initializer.initialize(manager, new Shape(rows, in), dataType)) {
                     scale.accept(name, chunk);
-                    current[0] = chunk.toFloatArray();
+                    chunk.toByteBuffer(true).order(ByteOrder.nativeOrder()).asFloatBuffer().get(scratch[0], 0, rows * in);
                 }
             }
-            System.arraycopy(current[0], (row - first[0]) * in, values, 0, in);
+            System.arraycopy(scratch[0], (row - first[0]) * in, values, 0, in);
         };
     }
 
