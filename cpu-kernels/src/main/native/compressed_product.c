@@ -8,10 +8,9 @@
  * accumulators, so the product is that of the weight widened exactly to float32
  * (io.github.djlllmzoo.blocks.CompressedWeight#toFloatArray) up to the order of the sums.
  *
- * For up to SINGLE_STREAM_MAX_ROWS rows of x, one weight row at a time, so each core reads its columns
- * of the weight as one sequential stream (two rows at a time interleave two streams 2 to 6 KB apart,
- * which the hardware prefetcher follows worse: docs/PERFORMANCE.md, "One weight stream per core");
- * for more rows of x, two weight rows at a time, so each load of x serves two outputs. 32 inputs per
+ * One weight row at a time, so each core reads its columns of the weight as one sequential stream
+ * (two rows at a time interleave two streams 2 to 6 KB apart, which the hardware prefetcher follows
+ * worse, whatever the rows of x: docs/PERFORMANCE.md, "One weight stream per core"). 32 inputs per
  * step, prefetched ahead; each output's 16 lanes are summed at the end of its row. Called by io.github.djlllmzoo.cpu.CompressedProduct with direct buffers it
  * has checked: x float32 (rows, in) contiguous, in a multiple of 32, the sizes below.
  *
@@ -35,13 +34,8 @@
 
 #define MAX_ROWS 8
 #define GROUP 32
-/* Bytes ahead of the current codes that the weight is prefetched: one stream, or each of two. */
-#define PREFETCH_BYTES_SINGLE 4096
-#define PREFETCH_BYTES_PAIR 1024
-/* The most rows of x that take the weight one row at a time (more take two at a time). */
-#define SINGLE_STREAM_MAX_ROWS 4
-/* The prefetch distance of a kernel taking pair + 1 weight rows at a time. */
-#define PREFETCH_BYTES(pair) ((pair) ? PREFETCH_BYTES_PAIR : PREFETCH_BYTES_SINGLE)
+/* Bytes ahead of the current codes that the weight is prefetched. */
+#define PREFETCH_BYTES 4096
 
 enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
 /* The CPU features compressed_product_features reports (CompressedProduct's constants). */
@@ -65,51 +59,39 @@ static inline __attribute__((always_inline)) __m512 widen16(const void *codes, s
 
 static inline __attribute__((always_inline)) void weight_rows(
         const float *x, const void *codes, const float *scales, const float *bias, float *out,
-        int rows, int in, int out_features, int n, int pair, int format) {
+        int rows, int in, int out_features, int n, int format) {
     const int element = format == INT8 ? 1 : 2;
     const int groups = in / GROUP;
-    __m512 acc[2][MAX_ROWS];
+    __m512 acc[MAX_ROWS];
     for (int r = 0; r < rows; r++) {
-        acc[0][r] = _mm512_setzero_ps();
-        acc[1][r] = _mm512_setzero_ps();
+        acc[r] = _mm512_setzero_ps();
     }
     for (int k = 0; k < in; k += GROUP) {
-        for (int p = 0; p <= pair; p++) {
-            size_t base = (size_t)(n + p) * in + k;
-            _mm_prefetch((const char *)codes + base * element + PREFETCH_BYTES(pair), _MM_HINT_T0);
-            __m512 lo = widen16(codes, base, format);
-            __m512 hi = widen16(codes, base + 16, format);
-            if (format == INT8) {
-                __m512 s = _mm512_set1_ps(scales[(size_t)(n + p) * groups + k / GROUP]);
-                lo = _mm512_mul_ps(lo, s);
-                hi = _mm512_mul_ps(hi, s);
-            }
-            for (int r = 0; r < rows; r++) {
-                const float *xr = x + (size_t)r * in + k;
-                acc[p][r] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(xr), acc[p][r]);
-                acc[p][r] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(xr + 16), acc[p][r]);
-            }
+        size_t base = (size_t)n * in + k;
+        _mm_prefetch((const char *)codes + base * element + PREFETCH_BYTES, _MM_HINT_T0);
+        __m512 lo = widen16(codes, base, format);
+        __m512 hi = widen16(codes, base + 16, format);
+        if (format == INT8) {
+            __m512 s = _mm512_set1_ps(scales[(size_t)n * groups + k / GROUP]);
+            lo = _mm512_mul_ps(lo, s);
+            hi = _mm512_mul_ps(hi, s);
+        }
+        for (int r = 0; r < rows; r++) {
+            const float *xr = x + (size_t)r * in + k;
+            acc[r] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(xr), acc[r]);
+            acc[r] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(xr + 16), acc[r]);
         }
     }
     for (int r = 0; r < rows; r++) {
-        float *o = out + (size_t)r * out_features + n;
-        for (int p = 0; p <= pair; p++) {
-            o[p] = _mm512_reduce_add_ps(acc[p][r]) + (bias ? bias[n + p] : 0.0f);
-        }
+        out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
     }
 }
 
 static inline __attribute__((always_inline)) void columns(
         const float *x, const void *codes, const float *scales, const float *bias, float *out,
         int rows, int in, int out_features, int from, int to, int format) {
-    int n = from;
-    if (rows > SINGLE_STREAM_MAX_ROWS) {
-        for (; n + 2 <= to; n += 2) {
-            weight_rows(x, codes, scales, bias, out, rows, in, out_features, n, 1, format);
-        }
-    }
-    for (; n < to; n++) {
-        weight_rows(x, codes, scales, bias, out, rows, in, out_features, n, 0, format);
+    for (int n = from; n < to; n++) {
+        weight_rows(x, codes, scales, bias, out, rows, in, out_features, n, format);
     }
 }
 
@@ -195,83 +177,70 @@ static void free_quantized(QuantizedRows *q) {
 
 static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
         const QuantizedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
-        int rows, int in, int out_features, int n, int pair) {
+        int rows, int in, int out_features, int n) {
     const int groups = in / GROUP;
     const __m512i zero = _mm512_setzero_si512();
     const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m512i offset = _mm512_set1_epi8((char)0x80);
-    __m512 acc[2][MAX_ROWS];
+    __m512 acc[MAX_ROWS];
     for (int r = 0; r < rows; r++) {
-        acc[0][r] = _mm512_setzero_ps();
-        acc[1][r] = _mm512_setzero_ps();
+        acc[r] = _mm512_setzero_ps();
     }
     for (int c = 0; c < q->chunks; c++) {
         int k = c * 64;
         int whole = k + 64 <= in;
-        for (int p = 0; p <= pair; p++) {
-            const int8_t *w_at = codes + (size_t)(n + p) * in + k;
-            const float *s_at = scales + (size_t)(n + p) * groups + k / GROUP;
-            _mm_prefetch((const char *)w_at + PREFETCH_BYTES(pair), _MM_HINT_T0);
-            __m512i w;
-            __m128 s;
-            if (whole) {
-                w = _mm512_loadu_si512(w_at);
-                s = _mm_castpd_ps(_mm_load_sd((const double *)s_at));
-            } else {
-                w = _mm512_maskz_loadu_epi8(0xffffffffULL, w_at);
-                s = _mm_load_ss(s_at);
-            }
-            __m512 weight_scales = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(s));
-            /* sum (q + 128) w - 128 sum w = sum q w: start each row's sums at -128 sum w. */
-            __m512i correction = _mm512_dpbusd_epi32(zero, offset, _mm512_sub_epi8(zero, w));
-            for (int r = 0; r < rows; r++) {
-                size_t cell = (size_t)r * q->chunks + c;
-                __m512i sums = _mm512_dpbusd_epi32(
-                        correction, _mm512_load_si512((const __m512i *)(q->offset_codes + cell * 64)), w);
-                __m512 both = _mm512_mul_ps(weight_scales, _mm512_load_ps(q->scales + cell * 16));
-                acc[p][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), both, acc[p][r]);
-            }
+        const int8_t *w_at = codes + (size_t)n * in + k;
+        const float *s_at = scales + (size_t)n * groups + k / GROUP;
+        _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
+        __m512i w;
+        __m128 s;
+        if (whole) {
+            w = _mm512_loadu_si512(w_at);
+            s = _mm_castpd_ps(_mm_load_sd((const double *)s_at));
+        } else {
+            w = _mm512_maskz_loadu_epi8(0xffffffffULL, w_at);
+            s = _mm_load_ss(s_at);
+        }
+        __m512 weight_scales = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(s));
+        /* sum (q + 128) w - 128 sum w = sum q w: start each row's sums at -128 sum w. */
+        __m512i correction = _mm512_dpbusd_epi32(zero, offset, _mm512_sub_epi8(zero, w));
+        for (int r = 0; r < rows; r++) {
+            size_t cell = (size_t)r * q->chunks + c;
+            __m512i sums = _mm512_dpbusd_epi32(
+                    correction, _mm512_load_si512((const __m512i *)(q->offset_codes + cell * 64)), w);
+            __m512 both = _mm512_mul_ps(weight_scales, _mm512_load_ps(q->scales + cell * 16));
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), both, acc[r]);
         }
     }
     for (int r = 0; r < rows; r++) {
-        float *o = out + (size_t)r * out_features + n;
-        for (int p = 0; p <= pair; p++) {
-            o[p] = _mm512_reduce_add_ps(acc[p][r]) + (bias ? bias[n + p] : 0.0f);
-        }
+        out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
     }
 }
 
-/* Output columns [from, to) by CALL(R, PAIR) with the row count R fixed so the loops over the rows
-   unroll, two weight rows at a time (PAIR 1) for more than SINGLE_STREAM_MAX_ROWS rows, else one
-   (PAIR 0); n is the first weight row of the call. */
-#define PAIRS(R, CALL)                                                                        \
+/* Output columns [from, to) by CALL(R) with the row count R fixed so the loops over the rows
+   unroll; n is the weight row of the call. */
+#define COLUMNS(R, CALL)                                                                      \
     case R:                                                                                  \
-        n = from;                                                                            \
-        if (R > SINGLE_STREAM_MAX_ROWS) {                                                    \
-            for (; n + 2 <= to; n += 2) {                                                    \
-                CALL(R, 1);                                                                  \
-            }                                                                                \
-        }                                                                                    \
-        for (; n < to; n++) {                                                                \
-            CALL(R, 0);                                                                      \
+        for (n = from; n < to; n++) {                                                        \
+            CALL(R);                                                                         \
         }                                                                                    \
         break;
 
 #define SWITCH_ROWS(CALL)                                                                     \
     switch (rows) {                                                                          \
-        PAIRS(1, CALL)                                                                       \
-        PAIRS(2, CALL)                                                                       \
-        PAIRS(3, CALL)                                                                       \
-        PAIRS(4, CALL)                                                                       \
-        PAIRS(5, CALL)                                                                       \
-        PAIRS(6, CALL)                                                                       \
-        PAIRS(7, CALL)                                                                       \
-        PAIRS(8, CALL)                                                                       \
+        COLUMNS(1, CALL)                                                                     \
+        COLUMNS(2, CALL)                                                                     \
+        COLUMNS(3, CALL)                                                                     \
+        COLUMNS(4, CALL)                                                                     \
+        COLUMNS(5, CALL)                                                                     \
+        COLUMNS(6, CALL)                                                                     \
+        COLUMNS(7, CALL)                                                                     \
+        COLUMNS(8, CALL)                                                                     \
         default:                                                                             \
             break;                                                                           \
     }
 
-#define VNNI_CALL(R, PAIR) vnni_weight_rows(q, codes, scales, bias, out, R, in, out_features, n, PAIR)
+#define VNNI_CALL(R) vnni_weight_rows(q, codes, scales, bias, out, R, in, out_features, n)
 
 static VNNI_TARGET void vnni_columns(
         const QuantizedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
@@ -299,34 +268,28 @@ static BF16_TARGET void split_bf16(const float *x, int rows, int in, __m512bh *h
 
 static inline __attribute__((always_inline)) BF16_TARGET void bf16_weight_rows(
         const __m512bh *hi, const __m512bh *lo, const uint16_t *codes, const float *bias, float *out,
-        int rows, int in, int out_features, int n, int pair) {
+        int rows, int in, int out_features, int n) {
     const int blocks = in / 32;
-    __m512 acc[2][MAX_ROWS];
+    __m512 acc[MAX_ROWS];
     for (int r = 0; r < rows; r++) {
-        acc[0][r] = _mm512_setzero_ps();
-        acc[1][r] = _mm512_setzero_ps();
+        acc[r] = _mm512_setzero_ps();
     }
     for (int b = 0; b < blocks; b++) {
-        for (int p = 0; p <= pair; p++) {
-            const uint16_t *w_at = codes + (size_t)(n + p) * in + (size_t)b * 32;
-            _mm_prefetch((const char *)w_at + PREFETCH_BYTES(pair), _MM_HINT_T0);
-            __m512bh w = (__m512bh)_mm512_loadu_si512(w_at);
-            for (int r = 0; r < rows; r++) {
-                size_t at = (size_t)r * blocks + b;
-                acc[p][r] = _mm512_dpbf16_ps(acc[p][r], w, hi[at]);
-                acc[p][r] = _mm512_dpbf16_ps(acc[p][r], w, lo[at]);
-            }
+        const uint16_t *w_at = codes + (size_t)n * in + (size_t)b * 32;
+        _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
+        __m512bh w = (__m512bh)_mm512_loadu_si512(w_at);
+        for (int r = 0; r < rows; r++) {
+            size_t at = (size_t)r * blocks + b;
+            acc[r] = _mm512_dpbf16_ps(acc[r], w, hi[at]);
+            acc[r] = _mm512_dpbf16_ps(acc[r], w, lo[at]);
         }
     }
     for (int r = 0; r < rows; r++) {
-        float *o = out + (size_t)r * out_features + n;
-        for (int p = 0; p <= pair; p++) {
-            o[p] = _mm512_reduce_add_ps(acc[p][r]) + (bias ? bias[n + p] : 0.0f);
-        }
+        out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
     }
 }
 
-#define BF16_CALL(R, PAIR) bf16_weight_rows(hi, lo, codes, bias, out, R, in, out_features, n, PAIR)
+#define BF16_CALL(R) bf16_weight_rows(hi, lo, codes, bias, out, R, in, out_features, n)
 
 static BF16_TARGET void bf16_columns(
         const __m512bh *hi, const __m512bh *lo, const uint16_t *codes, const float *bias, float *out,
