@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
@@ -13,11 +14,18 @@ import io.github.djlllmzoo.blocks.CompressedWeight;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.Configs;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -59,6 +67,42 @@ class RandomCheckpointTest {
                     assertTrue(a.codes().equals(b.codes()), "codes of weight " + i);
                 }
             }
+        }
+    }
+
+    /**
+     * Drawing a compressed model's random weights leaves no float32 copy of them on the Java heap:
+     * each block of drawn rows goes through one reused array, so the calling thread allocates far
+     * less than the 4 bytes a weight value that a fresh array per block took (which grew the JVM's
+     * young generation by hundreds of megabytes for TinyLlama's shape, all of it resident).
+     */
+    @Test
+    void drawingACompressedModelAllocatesLessThanAFloat32CopyOfItsWeights(@TempDir Path dir) throws Exception {
+        assumeTrue(ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean);
+        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        assumeTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled());
+        JsonObject json = JsonParser.parseString(
+                        Files.readString(GOLDEN.resolve("llama-gqa").resolve("config.json"), StandardCharsets.UTF_8))
+                .getAsJsonObject();
+        json.addProperty("hidden_size", 512); // 8 heads of 64, 4 of them key/value heads
+        json.addProperty("num_attention_heads", 8);
+        json.addProperty("num_key_value_heads", 4);
+        json.addProperty("intermediate_size", 1376);
+        json.addProperty("vocab_size", 4096);
+        Files.writeString(dir.resolve("config.json"), json.toString(), StandardCharsets.UTF_8);
+        DecoderConfig config = Configs.read(dir);
+        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
+            long before = threads.getCurrentThreadAllocatedBytes();
+            CausalLmBlock made = RandomCheckpoint.create(config, manager, DataType.FLOAT32, 11, WeightFormat.INT8);
+            long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+            long values = 0;
+            for (CompressedWeight weight : made.compressedWeights().values()) {
+                values += (long) weight.outFeatures() * weight.inFeatures();
+            }
+            long float32Copy = values * Float.BYTES;
+            assertTrue(allocated < float32Copy / 2,
+                    allocated + " bytes allocated drawing " + values + " compressed values (a float32 copy: "
+                            + float32Copy + ")");
         }
     }
 }
