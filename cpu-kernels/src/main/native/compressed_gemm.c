@@ -4,6 +4,8 @@
  * out[:, from:to] = x @ weight^T + bias, weight (out, in) held as
  *   format 0: bfloat16 bits, multiplied by vdpbf16ps (AVX512_BF16) with x rounded to bfloat16 once
  *     (llama.cpp's BF16 product does the same), sums in float32;
+ *   format 1: IEEE half bits, widened to float32 in the panel (below) and multiplied by FMA: the
+ *     float32 product of the widened weight (AVX-512F has no half-precision dot product);
  *   format 2: int8 codes with one float32 scale per 32 inputs of an output (llama.cpp's Q8_0),
  *     multiplied by vpdpbusd (AVX512_VNNI) with x quantized per group of 32 to int8 (scale
  *     max|x| / 127, the weight's scheme); each group's int32 sum times both scales goes into float32
@@ -20,7 +22,8 @@
  * covers one whole group of 32 inputs of one (row, column) before it is scaled, so scaling costs
  * 3 instructions per 8 vpdpbusd. vpdpbusd multiplies unsigned by signed bytes: x's code q goes in
  * as q + 128 and each group's sum starts at -128 times the column's sum of codes in that group,
- * worked out once per panel.
+ * worked out once per panel. A float16 panel is widened to float32 ([block][input][16 columns],
+ * FLOAT_PANEL columns: 4 bytes an element) and each input of a row broadcast against it.
  */
 #include <immintrin.h>
 #include <jni.h>
@@ -32,11 +35,13 @@
 #define GROUP 32
 /* Columns of the weight repacked at a time, a multiple of BLOCKS * 16. */
 #define PANEL 96
+/* Columns of a float16 weight widened at a time: its panel holds 4 bytes an element. */
+#define FLOAT_PANEL 48
 /* Rows of x and blocks of 16 columns multiplied in registers at a time. */
 #define ROWS 4
 #define BLOCKS 3
 
-enum { BFLOAT16 = 0, INT8 = 2 };
+enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
 
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
@@ -304,6 +309,87 @@ static BF16_TARGET int bf16_multiply(const float *x, const uint16_t *weight, con
     return ok;
 }
 
+/* ---- float16 widened to float32 in the panel, multiplied by FMA ---- */
+
+/*
+ * The panel's words (two float16 codes of 16 columns, [block][word][16]) widened to float32 as
+ * [block][input][16 columns].
+ */
+static void widen_panel(const uint32_t *panel, int words, int blocks, float *widened) {
+    for (size_t at = 0; at < (size_t)blocks * words; at++) {
+        __m512i pairs = _mm512_loadu_si512(panel + at * 16);
+        _mm512_storeu_ps(widened + at * 32, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs)));
+        _mm512_storeu_ps(widened + at * 32 + 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(pairs, 16))));
+    }
+}
+
+/* R rows from m by B blocks of the widened panel from block b0. */
+INLINE void fma_tile(const float *x, const float *widened, int in, int m, int b0, int R, int B,
+        __m512 acc[ROWS][BLOCKS]) {
+    for (int r = 0; r < R; r++) {
+        for (int b = 0; b < B; b++) {
+            acc[r][b] = _mm512_setzero_ps();
+        }
+    }
+    for (int k = 0; k < in; k++) {
+        __m512 weight[BLOCKS];
+        for (int b = 0; b < B; b++) {
+            weight[b] = _mm512_loadu_ps(widened + ((size_t)(b0 + b) * in + k) * 16);
+        }
+        for (int r = 0; r < R; r++) {
+            __m512 xk = _mm512_set1_ps(x[(size_t)(m + r) * in + k]);
+            for (int b = 0; b < B; b++) {
+                acc[r][b] = _mm512_fmadd_ps(xk, weight[b], acc[r][b]);
+            }
+        }
+    }
+}
+
+#define FMA_TILE(R, B)                                                                                   \
+    do {                                                                                                 \
+        __m512 acc[ROWS][BLOCKS];                                                                        \
+        fma_tile(x, widened, in, m, b0, R, B, acc);                                                      \
+        store(acc, R, B, bias, out, out_features, to, m, n0 + b0 * 16);                                  \
+    } while (0)
+
+static void fma_panel(const float *x, const float *widened, const float *bias, float *out, int rows, int in,
+        int out_features, int to, int n0, int blocks) {
+    for (int b0 = 0; b0 < blocks; b0 += BLOCKS) {
+        int B = blocks - b0 < BLOCKS ? blocks - b0 : BLOCKS;
+        int m = 0;
+        for (; m + ROWS <= rows; m += ROWS) {
+            if (B == 3) FMA_TILE(ROWS, 3);
+            else if (B == 2) FMA_TILE(ROWS, 2);
+            else FMA_TILE(ROWS, 1);
+        }
+        for (; m < rows; m++) {
+            if (B == 3) FMA_TILE(1, 3);
+            else if (B == 2) FMA_TILE(1, 2);
+            else FMA_TILE(1, 1);
+        }
+    }
+}
+
+static int float16_multiply(const float *x, const uint16_t *weight, const float *bias, float *out, int rows, int in,
+        int out_features, int from, int to) {
+    const int words = in / 2;
+    uint32_t *panel = aligned_alloc(64, (size_t)FLOAT_PANEL * in * sizeof(uint16_t));
+    float *widened = aligned_alloc(64, (size_t)FLOAT_PANEL * in * sizeof(float));
+    int ok = panel != NULL && widened != NULL;
+    if (ok) {
+        for (int n0 = from; n0 < to; n0 += FLOAT_PANEL) {
+            int columns = to - n0 < FLOAT_PANEL ? to - n0 : FLOAT_PANEL;
+            int blocks = (columns + 15) / 16;
+            repack((const uint32_t *)weight, words, out_features, n0, columns, panel);
+            widen_panel(panel, words, blocks, widened);
+            fma_panel(x, widened, bias, out, rows, in, out_features, to, n0, blocks);
+        }
+    }
+    free(panel);
+    free(widened);
+    return ok;
+}
+
 static void fail(JNIEnv *env, const char *message) {
     (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"), message);
 }
@@ -335,8 +421,10 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(
         ok = vnni_multiply(x, (const int8_t *)codes, scales, bias, out, rows, in, out_features, from, to);
     } else if (format == BFLOAT16 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16")) {
         ok = bf16_multiply(x, (const uint16_t *)codes, bias, out, rows, in, out_features, from, to);
+    } else if (format == FLOAT16) {
+        ok = float16_multiply(x, (const uint16_t *)codes, bias, out, rows, in, out_features, from, to);
     } else {
-        fail(env, "compressed GEMM: the format's dot-product instruction is missing on this CPU");
+        fail(env, "compressed GEMM: unknown format, or its dot-product instruction is missing on this CPU");
         return;
     }
     if (!ok) {

@@ -9,16 +9,17 @@ import java.nio.ByteBuffer;
 
 /**
  * The product of many rows (a prefill) with a {@link CompressedWeight} by a native kernel ({@code
- * cpu-kernels/src/main/native/compressed_gemm.c}) that multiplies the codes themselves with the
- * CPU's dot-product instructions, compute-bound like a GEMM rather than widening the weight to
- * float32 for the engine's: int8 codes by the input quantized per group of 32 to int8 with
- * AVX512_VNNI (llama.cpp's Q8_0 product), bfloat16 codes by the input rounded to bfloat16 with
- * AVX512_BF16 (llama.cpp's BF16 product). Each core repacks its own columns of the weight a panel at
- * a time and passes every row over the panel while it stays in its L2.
+ * cpu-kernels/src/main/native/compressed_gemm.c}), compute-bound like a GEMM, instead of widening the
+ * whole weight to float32 for the engine's: int8 codes by the input quantized per group of 32 to int8
+ * with AVX512_VNNI (llama.cpp's Q8_0 product), bfloat16 codes by the input rounded to bfloat16 with
+ * AVX512_BF16 (llama.cpp's BF16 product), float16 codes widened to float32 a panel at a time and
+ * multiplied by AVX-512 FMA (the float32 product of the widened weight). Each core repacks its own
+ * columns of the weight a panel at a time and passes every row over the panel while it stays in its
+ * L2.
  *
- * <p>It takes int8 weights where the CPU has AVX512_VNNI and bfloat16 ones where it has
- * AVX512_BF16; float16 (no such instruction on these CPUs) and other CPUs keep {@link
- * WideningBuffer}'s widened product, as does every product with {@code -Dllmzoo.compressedGemm=false}.
+ * <p>It takes int8 weights where the CPU has AVX512_VNNI, bfloat16 ones where it has AVX512_BF16,
+ * and float16 ones wherever the kernels are loaded (AVX-512F); the rest keep {@link WideningBuffer}'s
+ * widened product, as does every product with {@code -Dllmzoo.compressedGemm=false}.
  */
 final class CompressedGemm {
 
@@ -47,14 +48,16 @@ final class CompressedGemm {
     }
 
     /**
-     * Whether this CPU has the instruction the kernel multiplies a format's codes with.
+     * Whether the kernel takes a format's weights on this CPU: where it has the instruction the
+     * kernel multiplies the codes with.
      *
      * @param format the weight's format
      * @return whether the kernel takes weights of that format here
      */
     static boolean takes(WeightFormat format) {
         return format == WeightFormat.INT8 && (FEATURES & CompressedProduct.VNNI) != 0
-                || format == WeightFormat.BFLOAT16 && (FEATURES & CompressedProduct.BF16) != 0;
+                || format == WeightFormat.BFLOAT16 && (FEATURES & CompressedProduct.BF16) != 0
+                || format == WeightFormat.FLOAT16 && NativeKernels.loaded();
     }
 
     /**
@@ -77,7 +80,7 @@ final class CompressedGemm {
         ByteBuffer[] held = weight.directBuffers();
         int n = Math.toIntExact(rows);
         int columns = weight.outFeatures();
-        int format = weight.format() == WeightFormat.INT8 ? 2 : 0; // compressed_gemm.c's enum
+        int format = code(weight.format());
         int blocks = (columns + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
         int parts = Math.min(CoreWorkers.PARALLELISM, blocks);
         long[] bounds = CoreWorkers.bounds(blocks, parts);
@@ -93,6 +96,20 @@ final class CompressedGemm {
             multiply(xs, held[0], held[1], bs, os, format, n, weight.inFeatures(), columns, 0, columns);
         }
         return out;
+    }
+
+    /** The kernel's number for a format (compressed_gemm.c's enum). */
+    private static int code(WeightFormat format) {
+        switch (format) {
+            case BFLOAT16:
+                return 0;
+            case FLOAT16:
+                return 1;
+            case INT8:
+                return 2;
+            default:
+                throw new IllegalArgumentException(format + " is not a compressed format");
+        }
     }
 
     /** Columns [from, to) of {@code out = x @ weight^T + bias}; {@code from} a multiple of 16. */

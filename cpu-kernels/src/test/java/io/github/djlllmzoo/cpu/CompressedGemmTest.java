@@ -22,29 +22,29 @@ import org.junit.jupiter.params.provider.CsvSource;
 class CompressedGemmTest extends CompressedWeightsTest {
 
     private static void assumeInstruction(WeightFormat format) {
-        int bit = format == WeightFormat.INT8 ? CompressedProduct.VNNI : CompressedProduct.BF16;
-        assumeTrue((CompressedProduct.features() & bit) != 0, "no " + format + " dot-product instruction on this CPU");
+        assumeTrue(CompressedGemm.takes(format), "no " + format + " dot-product instruction on this CPU");
     }
 
     /**
      * The kernel's product is the engine's product of the widened weight with the input on the
-     * kernel's own grid (int8 per group of 32, or bfloat16), plus the bias: the integer sums (int8)
-     * and the products of two bfloat16 numbers (exact in float32) leave only float32 rounding of the
-     * sums. Row counts that are no multiple of the kernel's 4 rows, column counts that are no
+     * kernel's own grid (int8 per group of 32, bfloat16, or float32 itself for float16 weights),
+     * plus the bias: the integer sums (int8) and the products of two bfloat16 numbers (exact in
+     * float32) leave only float32 rounding of the sums. Row counts that are no multiple of the kernel's 4 rows, column counts that are no
      * multiple of its 16 columns or its panel, both cores each with its own columns (out >= 32).
      */
     @ParameterizedTest
     @CsvSource({
         "INT8, 9, 64, 3", "INT8, 17, 96, 301", "INT8, 128, 768, 1000", "INT8, 130, 2048, 77", "INT8, 33, 4096, 40",
         "BFLOAT16, 9, 64, 3", "BFLOAT16, 17, 96, 301", "BFLOAT16, 128, 768, 1000", "BFLOAT16, 130, 2048, 77",
-        "BFLOAT16, 33, 4096, 40"
+        "BFLOAT16, 33, 4096, 40", "FLOAT16, 9, 64, 3", "FLOAT16, 17, 96, 301", "FLOAT16, 128, 768, 1000",
+        "FLOAT16, 130, 2048, 77", "FLOAT16, 33, 4096, 40"
     })
     void theKernelEqualsTheEnginesProductWithTheInputOnItsGrid(WeightFormat format, int rows, int in, int out) {
         assumeInstruction(format);
         CompressedWeight weight = compressed(out, in, format);
         NDArray widened = weight.toFloat32(manager); // (out, in)
         NDArray x = manager.randomNormal(new Shape(1, rows, in)); // a prefill: (B, T, in)
-        NDArray onGrid = manager.create(
+        NDArray onGrid = format == WeightFormat.FLOAT16 ? x : manager.create(
                 format == WeightFormat.INT8 ? CompressedProductTest.int8Grid(x.toFloatArray()) : bf16(x.toFloatArray()),
                 x.getShape());
         for (NDArray bias : new NDArray[] {manager.randomNormal(new Shape(out)), null}) {
@@ -60,10 +60,11 @@ class CompressedGemmTest extends CompressedWeightsTest {
     /**
      * A prefill's compressed projection takes the kernel where the CPU has the instruction, and the
      * widened weight's product with {@code -Dllmzoo.compressedGemm=false}, which differs from it by
-     * the input's rounding to the kernel's grid (so the switch is seen to change the path).
+     * the input's rounding to the kernel's grid or the order of the sums (so the switch is seen to
+     * change the path).
      */
     @ParameterizedTest
-    @CsvSource({"INT8", "BFLOAT16"})
+    @CsvSource({"INT8", "BFLOAT16", "FLOAT16"})
     void aPrefillsProjectionTakesTheKernelUnlessSwitchedOff(WeightFormat format) {
         assumeInstruction(format);
         ProjectionWeight projection = Projections.of(
@@ -87,17 +88,15 @@ class CompressedGemmTest extends CompressedWeightsTest {
                 System.setProperty(CompressedGemm.SWITCH, before);
             }
         }
-        assertFalse(java.util.Arrays.equals(kernel, widened), "the kernel's input rounding shows in its product");
+        assertFalse(java.util.Arrays.equals(kernel, widened), "the kernel's own sums show in its product");
     }
 
     @Test
-    void float16WidthsOutsideWholeGroupsViewsAndWrongBiasesAreLeftToTheWidening() {
+    void widthsOutsideWholeGroupsViewsAndWrongBiasesAreLeftToTheWidening() {
         assumeInstruction(WeightFormat.INT8);
         CompressedWeight weight = compressed(40, 64, WeightFormat.INT8);
         NDArray x = manager.randomNormal(new Shape(16, 64));
         assertTrue(CompressedGemm.applies(x, weight, null));
-        assertFalse(CompressedGemm.applies(x, compressed(40, 64, WeightFormat.FLOAT16), null),
-                "float16: no dot-product instruction");
         assertFalse(CompressedGemm.applies(manager.randomNormal(new Shape(64, 16)).transpose(), weight, null),
                 "a transposed view");
         assertFalse(CompressedGemm.applies(x, weight, manager.randomNormal(new Shape(39))), "bias size");
