@@ -91,6 +91,26 @@ INLINE void store(__m512 acc[ROWS][BLOCKS], int R, int B, const float *bias, flo
     }
 }
 
+/*
+ * Every row of x by the panel's blocks, ROWS rows by BLOCKS blocks at a time, by TILE(R, B) with both
+ * fixed so the loops over them unroll; m is the tile's first row, b0 its first block.
+ */
+#define OVER_PANEL(TILE)                                                                                 \
+    for (int b0 = 0; b0 < blocks; b0 += BLOCKS) {                                                        \
+        int B = blocks - b0 < BLOCKS ? blocks - b0 : BLOCKS;                                             \
+        int m = 0;                                                                                       \
+        for (; m + ROWS <= rows; m += ROWS) {                                                            \
+            if (B == 3) TILE(ROWS, 3);                                                                   \
+            else if (B == 2) TILE(ROWS, 2);                                                              \
+            else TILE(ROWS, 1);                                                                          \
+        }                                                                                                \
+        for (; m < rows; m++) {                                                                          \
+            if (B == 3) TILE(1, 3);                                                                      \
+            else if (B == 2) TILE(1, 2);                                                                 \
+            else TILE(1, 1);                                                                             \
+        }                                                                                                \
+    }
+
 /* ---- int8 x int8 with AVX512_VNNI ---- */
 
 /* Rows of x as unsigned codes q + 128 (rows, in) and their scales (rows, in / 32). */
@@ -180,29 +200,15 @@ INLINE VNNI_TARGET void vnni_tile(const uint8_t *codes, const float *x_scales, c
 #define VNNI_TILE(R, B)                                                                                  \
     do {                                                                                                 \
         __m512 acc[ROWS][BLOCKS];                                                                        \
-        vnni_tile(codes, x_scales, panel, scales, starts, groups, in, m, b0, R, B, acc);                  \
-        store(acc, R, B, bias, out, out_features, to, m, n0 + b0 * 16);                                      \
+        vnni_tile(codes, x_scales, panel, scales, starts, groups, in, m, b0, R, B, acc);                 \
+        store(acc, R, B, bias, out, out_features, to, m, n0 + b0 * 16);                                  \
     } while (0)
 
-/* Every row of x by the panel's blocks, ROWS by BLOCKS at a time (the loops unroll for each shape). */
 static VNNI_TARGET void vnni_panel(const uint8_t *codes, const float *x_scales, const uint32_t *panel,
         const float *scales, const int32_t *starts, const float *bias, float *out, int rows, int in,
         int out_features, int to, int n0, int blocks) {
     const int groups = in / GROUP;
-    for (int b0 = 0; b0 < blocks; b0 += BLOCKS) {
-        int B = blocks - b0 < BLOCKS ? blocks - b0 : BLOCKS;
-        int m = 0;
-        for (; m + ROWS <= rows; m += ROWS) {
-            if (B == 3) VNNI_TILE(ROWS, 3);
-            else if (B == 2) VNNI_TILE(ROWS, 2);
-            else VNNI_TILE(ROWS, 1);
-        }
-        for (; m < rows; m++) {
-            if (B == 3) VNNI_TILE(1, 3);
-            else if (B == 2) VNNI_TILE(1, 2);
-            else VNNI_TILE(1, 1);
-        }
-    }
+    OVER_PANEL(VNNI_TILE)
 }
 
 /* Returns 0 where memory ran out. */
@@ -268,25 +274,12 @@ INLINE BF16_TARGET void bf16_tile(const uint32_t *x_words, const uint32_t *panel
     do {                                                                                                 \
         __m512 acc[ROWS][BLOCKS];                                                                        \
         bf16_tile(x_words, panel, words, m, b0, R, B, acc);                                              \
-        store(acc, R, B, bias, out, out_features, to, m, n0 + b0 * 16);                                      \
+        store(acc, R, B, bias, out, out_features, to, m, n0 + b0 * 16);                                  \
     } while (0)
 
 static BF16_TARGET void bf16_panel(const uint32_t *x_words, const uint32_t *panel, const float *bias, float *out,
         int rows, int words, int out_features, int to, int n0, int blocks) {
-    for (int b0 = 0; b0 < blocks; b0 += BLOCKS) {
-        int B = blocks - b0 < BLOCKS ? blocks - b0 : BLOCKS;
-        int m = 0;
-        for (; m + ROWS <= rows; m += ROWS) {
-            if (B == 3) BF16_TILE(ROWS, 3);
-            else if (B == 2) BF16_TILE(ROWS, 2);
-            else BF16_TILE(ROWS, 1);
-        }
-        for (; m < rows; m++) {
-            if (B == 3) BF16_TILE(1, 3);
-            else if (B == 2) BF16_TILE(1, 2);
-            else BF16_TILE(1, 1);
-        }
-    }
+    OVER_PANEL(BF16_TILE)
 }
 
 static BF16_TARGET int bf16_multiply(const float *x, const uint16_t *weight, const float *bias, float *out, int rows,
@@ -354,20 +347,7 @@ INLINE void fma_tile(const float *x, const float *widened, int in, int m, int b0
 
 static void fma_panel(const float *x, const float *widened, const float *bias, float *out, int rows, int in,
         int out_features, int to, int n0, int blocks) {
-    for (int b0 = 0; b0 < blocks; b0 += BLOCKS) {
-        int B = blocks - b0 < BLOCKS ? blocks - b0 : BLOCKS;
-        int m = 0;
-        for (; m + ROWS <= rows; m += ROWS) {
-            if (B == 3) FMA_TILE(ROWS, 3);
-            else if (B == 2) FMA_TILE(ROWS, 2);
-            else FMA_TILE(ROWS, 1);
-        }
-        for (; m < rows; m++) {
-            if (B == 3) FMA_TILE(1, 3);
-            else if (B == 2) FMA_TILE(1, 2);
-            else FMA_TILE(1, 1);
-        }
-    }
+    OVER_PANEL(FMA_TILE)
 }
 
 static int float16_multiply(const float *x, const uint16_t *weight, const float *bias, float *out, int rows, int in,

@@ -80,7 +80,7 @@ final class CompressedGemm {
         ByteBuffer[] held = weight.directBuffers();
         int n = Math.toIntExact(rows);
         int columns = weight.outFeatures();
-        int format = code(weight.format());
+        int format = CompressedProduct.format(weight.format()); // compressed_gemm.c numbers them alike
         int blocks = (columns + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
         int parts = Math.min(CoreWorkers.PARALLELISM, blocks);
         long[] bounds = CoreWorkers.bounds(blocks, parts);
@@ -96,20 +96,6 @@ final class CompressedGemm {
             multiply(xs, held[0], held[1], bs, os, format, n, weight.inFeatures(), columns, 0, columns);
         }
         return out;
-    }
-
-    /** The kernel's number for a format (compressed_gemm.c's enum). */
-    private static int code(WeightFormat format) {
-        switch (format) {
-            case BFLOAT16:
-                return 0;
-            case FLOAT16:
-                return 1;
-            case INT8:
-                return 2;
-            default:
-                throw new IllegalArgumentException(format + " is not a compressed format");
-        }
     }
 
     /** Columns [from, to) of {@code out = x @ weight^T + bias}; {@code from} a multiple of 16. */

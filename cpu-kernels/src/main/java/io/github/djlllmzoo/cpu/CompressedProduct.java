@@ -265,8 +265,8 @@ final class CompressedProduct {
         widen(held[0], held[1], out, format(weight.format()), weight.inFeatures(), from, to);
     }
 
-    /** The kernel's number for a format (compressed_product.c's enum). */
-    private static int format(WeightFormat format) {
+    /** The kernels' number for a format (compressed_product.c's and compressed_gemm.c's enum). */
+    static int format(WeightFormat format) {
         switch (format) {
             case BFLOAT16:
                 return 0;
