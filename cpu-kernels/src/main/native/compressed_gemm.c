@@ -37,6 +37,11 @@
 #define PANEL 96
 /* Columns of a float16 weight widened at a time: its panel holds 4 bytes an element. */
 #define FLOAT_PANEL 48
+/*
+ * Inputs multiplied per pass over a panel: the panel's part and the rows' part of x stay in L2 (a
+ * 5632-wide input would not); each later pass adds to the sums the last one stored.
+ */
+#define SPAN 1024
 /* Rows of x and blocks of 16 columns multiplied in registers at a time. */
 #define ROWS 4
 #define BLOCKS 3
@@ -55,16 +60,17 @@ INLINE uint32_t word(const void *p) {
 }
 
 /*
- * Columns [n0, n0 + columns) of the weight's 32-bit words (words per row of the weight) as
+ * Words [w0, w0 + words) of columns [n0, n0 + columns) of the weight (row_words 32-bit words a row) as
  * [block of 16 columns][word][16 columns] into panel; columns past the weight's last are zero.
  */
-static void repack(const uint32_t *weight, int words, int out_features, int n0, int columns, uint32_t *panel) {
+static void repack(const uint32_t *weight, int row_words, int w0, int words, int out_features, int n0, int columns,
+        uint32_t *panel) {
     for (int b = 0; b < (columns + 15) / 16; b++) {
         uint32_t *block = panel + (size_t)b * words * 16;
         for (int j = 0; j < 16; j++) {
             int n = n0 + b * 16 + j;
             if (n < out_features && b * 16 + j < columns) {
-                const uint32_t *row = weight + (size_t)n * words;
+                const uint32_t *row = weight + (size_t)n * row_words + w0;
                 for (int w = 0; w < words; w++) {
                     block[(size_t)w * 16 + j] = word(row + w);
                 }
@@ -77,13 +83,30 @@ static void repack(const uint32_t *weight, int words, int out_features, int n0, 
     }
 }
 
-/* The sums of R rows by B blocks from column n stored with the bias; only the columns below to. */
+/* The mask of the columns of a block from column to write: those below to. */
+INLINE __mmask16 valid_columns(int column, int to) {
+    int valid = to - column;
+    return valid >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (valid > 0 ? valid : 0)) - 1);
+}
+
+/* The sums of R rows by B blocks from column n: zero, or those a pass over earlier inputs stored. */
+INLINE void start(__m512 acc[ROWS][BLOCKS], int R, int B, const float *stored, int out_features, int to, int m,
+        int n) {
+    for (int b = 0; b < B; b++) {
+        __mmask16 mask = valid_columns(n + b * 16, to);
+        for (int r = 0; r < R; r++) {
+            acc[r][b] = stored ? _mm512_maskz_loadu_ps(mask, stored + (size_t)(m + r) * out_features + n + b * 16)
+                    : _mm512_setzero_ps();
+        }
+    }
+}
+
+/* The sums of R rows by B blocks from column n stored, plus the bias (if any); only the columns below to. */
 INLINE void store(__m512 acc[ROWS][BLOCKS], int R, int B, const float *bias, float *out, int out_features, int to,
         int m, int n) {
     for (int b = 0; b < B; b++) {
         int column = n + b * 16;
-        int valid = to - column;
-        __mmask16 mask = valid >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (valid > 0 ? valid : 0)) - 1);
+        __mmask16 mask = valid_columns(column, to);
         __m512 add = bias ? _mm512_maskz_loadu_ps(mask, bias + column) : _mm512_setzero_ps();
         for (int r = 0; r < R; r++) {
             _mm512_mask_storeu_ps(out + (size_t)(m + r) * out_features + column, mask, _mm512_add_ps(acc[r][b], add));
@@ -93,7 +116,9 @@ INLINE void store(__m512 acc[ROWS][BLOCKS], int R, int B, const float *bias, flo
 
 /*
  * Every row of x by the panel's blocks, ROWS rows by BLOCKS blocks at a time, by TILE(R, B) with both
- * fixed so the loops over them unroll; m is the tile's first row, b0 its first block.
+ * fixed so the loops over them unroll; m is the tile's first row, b0 its first block. A tile's sums
+ * start from those stored by the pass over earlier inputs (stored, NULL on the first pass) and the
+ * last pass adds the bias (add, else NULL).
  */
 #define OVER_PANEL(TILE)                                                                                 \
     for (int b0 = 0; b0 < blocks; b0 += BLOCKS) {                                                        \
@@ -135,8 +160,8 @@ static VNNI_TARGET void quantize(const float *x, int rows, int in, uint8_t *code
  * The panel's group scales [block][group][16 columns] and starting sums -128 * (sum of the column's
  * codes in the group), same layout.
  */
-static VNNI_TARGET void group_terms(const uint32_t *panel, const float *weight_scales, int groups, int out_features,
-        int n0, int columns, float *scales, int32_t *starts) {
+static VNNI_TARGET void group_terms(const uint32_t *panel, const float *weight_scales, int row_groups, int g0,
+        int groups, int out_features, int n0, int columns, float *scales, int32_t *starts) {
     const __m512i offset = _mm512_set1_epi8((char)0x80);
     const int words = groups * GROUP / 4;
     for (int b = 0; b < (columns + 15) / 16; b++) {
@@ -151,22 +176,21 @@ static VNNI_TARGET void group_terms(const uint32_t *panel, const float *weight_s
             for (int j = 0; j < 16; j++) {
                 int n = n0 + b * 16 + j;
                 scales[at + j] = n < out_features && b * 16 + j < columns
-                        ? weight_scales[(size_t)n * groups + g] : 0.0f;
+                        ? weight_scales[(size_t)n * row_groups + g0 + g] : 0.0f;
             }
         }
     }
 }
 
-/* R rows from m by B blocks of the panel from block b0: every group's int32 sums, scaled. */
+/*
+ * R rows from m by B blocks of the panel from block b0, over the panel's groups: every group's int32
+ * sums, scaled. codes and x_scales start at the panel's first input and group; rows are in codes and
+ * row_groups scales apart.
+ */
 INLINE VNNI_TARGET void vnni_tile(const uint8_t *codes, const float *x_scales, const uint32_t *panel,
-        const float *scales, const int32_t *starts, int groups, int in, int m, int b0, int R, int B,
+        const float *scales, const int32_t *starts, int groups, int in, int row_groups, int m, int b0, int R, int B,
         __m512 acc[ROWS][BLOCKS]) {
-    const int words = in / 4;
-    for (int r = 0; r < R; r++) {
-        for (int b = 0; b < B; b++) {
-            acc[r][b] = _mm512_setzero_ps();
-        }
-    }
+    const int words = groups * GROUP / 4;
     for (int g = 0; g < groups; g++) {
         __m512i sums[ROWS][BLOCKS];
         for (int b = 0; b < B; b++) {
@@ -190,7 +214,7 @@ INLINE VNNI_TARGET void vnni_tile(const uint8_t *codes, const float *x_scales, c
         for (int b = 0; b < B; b++) {
             __m512 weight_scale = _mm512_loadu_ps(scales + ((size_t)(b0 + b) * groups + g) * 16);
             for (int r = 0; r < R; r++) {
-                __m512 both = _mm512_mul_ps(weight_scale, _mm512_set1_ps(x_scales[(size_t)(m + r) * groups + g]));
+                __m512 both = _mm512_mul_ps(weight_scale, _mm512_set1_ps(x_scales[(size_t)(m + r) * row_groups + g]));
                 acc[r][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r][b]), both, acc[r][b]);
             }
         }
@@ -200,14 +224,15 @@ INLINE VNNI_TARGET void vnni_tile(const uint8_t *codes, const float *x_scales, c
 #define VNNI_TILE(R, B)                                                                                  \
     do {                                                                                                 \
         __m512 acc[ROWS][BLOCKS];                                                                        \
-        vnni_tile(codes, x_scales, panel, scales, starts, groups, in, m, b0, R, B, acc);                 \
-        store(acc, R, B, bias, out, out_features, to, m, n0 + b0 * 16);                                  \
+        start(acc, R, B, stored, out_features, to, m, n0 + b0 * 16);                                     \
+        vnni_tile(codes, x_scales, panel, scales, starts, groups, in, row_groups, m, b0, R, B, acc);     \
+        store(acc, R, B, add, out, out_features, to, m, n0 + b0 * 16);                                   \
     } while (0)
 
 static VNNI_TARGET void vnni_panel(const uint8_t *codes, const float *x_scales, const uint32_t *panel,
-        const float *scales, const int32_t *starts, const float *bias, float *out, int rows, int in,
-        int out_features, int to, int n0, int blocks) {
-    const int groups = in / GROUP;
+        const float *scales, const int32_t *starts, int groups, const float *stored, const float *add, float *out,
+        int rows, int in, int out_features, int to, int n0, int blocks) {
+    const int row_groups = in / GROUP;
     OVER_PANEL(VNNI_TILE)
 }
 
@@ -217,18 +242,23 @@ static VNNI_TARGET int vnni_multiply(const float *x, const int8_t *weight, const
     const int groups = in / GROUP;
     uint8_t *codes = aligned_alloc(64, (size_t)rows * in);
     float *x_scales = aligned_alloc(64, (size_t)rows * groups * sizeof(float));
-    uint32_t *panel = aligned_alloc(64, (size_t)PANEL * in);
-    float *scales = aligned_alloc(64, (size_t)PANEL * groups * sizeof(float));
-    int32_t *starts = aligned_alloc(64, (size_t)PANEL * groups * sizeof(int32_t));
+    uint32_t *panel = aligned_alloc(64, (size_t)PANEL * SPAN);
+    float *scales = aligned_alloc(64, (size_t)PANEL * (SPAN / GROUP) * sizeof(float));
+    int32_t *starts = aligned_alloc(64, (size_t)PANEL * (SPAN / GROUP) * sizeof(int32_t));
     int ok = codes != NULL && x_scales != NULL && panel != NULL && scales != NULL && starts != NULL;
     if (ok) {
         quantize(x, rows, in, codes, x_scales);
         for (int n0 = from; n0 < to; n0 += PANEL) {
             int columns = to - n0 < PANEL ? to - n0 : PANEL;
-            repack((const uint32_t *)weight, in / 4, out_features, n0, columns, panel);
-            group_terms(panel, weight_scales, groups, out_features, n0, columns, scales, starts);
-            vnni_panel(codes, x_scales, panel, scales, starts, bias, out, rows, in, out_features, to, n0,
-                    (columns + 15) / 16);
+            for (int k0 = 0; k0 < in; k0 += SPAN) {
+                int span = in - k0 < SPAN ? in - k0 : SPAN;
+                repack((const uint32_t *)weight, in / 4, k0 / 4, span / 4, out_features, n0, columns, panel);
+                group_terms(panel, weight_scales, groups, k0 / GROUP, span / GROUP, out_features, n0, columns, scales,
+                        starts);
+                vnni_panel(codes + k0, x_scales + k0 / GROUP, panel, scales, starts, span / GROUP,
+                        k0 > 0 ? out : NULL, k0 + span == in ? bias : NULL, out, rows, in, out_features, to, n0,
+                        (columns + 15) / 16);
+            }
         }
     }
     free(codes);
@@ -248,21 +278,19 @@ static BF16_TARGET void round_bf16(const float *x, size_t elements, __m512bh *ro
     }
 }
 
-/* R rows from m by B blocks of the panel from block b0. */
-INLINE BF16_TARGET void bf16_tile(const uint32_t *x_words, const uint32_t *panel, int words, int m, int b0, int R,
-        int B, __m512 acc[ROWS][BLOCKS]) {
-    for (int r = 0; r < R; r++) {
-        for (int b = 0; b < B; b++) {
-            acc[r][b] = _mm512_setzero_ps();
-        }
-    }
+/*
+ * R rows from m by B blocks of the panel from block b0, over the panel's words; x_words starts at the
+ * panel's first word, rows row_words apart.
+ */
+INLINE BF16_TARGET void bf16_tile(const uint32_t *x_words, const uint32_t *panel, int words, int row_words, int m,
+        int b0, int R, int B, __m512 acc[ROWS][BLOCKS]) {
     for (int w = 0; w < words; w++) {
         __m512bh weight[BLOCKS];
         for (int b = 0; b < B; b++) {
             weight[b] = (__m512bh)_mm512_loadu_si512(panel + ((size_t)(b0 + b) * words + w) * 16);
         }
         for (int r = 0; r < R; r++) {
-            __m512bh xw = (__m512bh)_mm512_set1_epi32((int)word(x_words + (size_t)(m + r) * words + w));
+            __m512bh xw = (__m512bh)_mm512_set1_epi32((int)word(x_words + (size_t)(m + r) * row_words + w));
             for (int b = 0; b < B; b++) {
                 acc[r][b] = _mm512_dpbf16_ps(acc[r][b], xw, weight[b]);
             }
@@ -273,12 +301,13 @@ INLINE BF16_TARGET void bf16_tile(const uint32_t *x_words, const uint32_t *panel
 #define BF16_TILE(R, B)                                                                                  \
     do {                                                                                                 \
         __m512 acc[ROWS][BLOCKS];                                                                        \
-        bf16_tile(x_words, panel, words, m, b0, R, B, acc);                                              \
-        store(acc, R, B, bias, out, out_features, to, m, n0 + b0 * 16);                                  \
+        start(acc, R, B, stored, out_features, to, m, n0 + b0 * 16);                                     \
+        bf16_tile(x_words, panel, words, row_words, m, b0, R, B, acc);                                   \
+        store(acc, R, B, add, out, out_features, to, m, n0 + b0 * 16);                                   \
     } while (0)
 
-static BF16_TARGET void bf16_panel(const uint32_t *x_words, const uint32_t *panel, const float *bias, float *out,
-        int rows, int words, int out_features, int to, int n0, int blocks) {
+static BF16_TARGET void bf16_panel(const uint32_t *x_words, const uint32_t *panel, int words, const float *stored,
+        const float *add, float *out, int rows, int row_words, int out_features, int to, int n0, int blocks) {
     OVER_PANEL(BF16_TILE)
 }
 
@@ -286,15 +315,18 @@ static BF16_TARGET int bf16_multiply(const float *x, const uint16_t *weight, con
         int in, int out_features, int from, int to) {
     const int words = in / 2;
     __m512bh *rounded = aligned_alloc(64, (size_t)rows * in * sizeof(uint16_t));
-    uint32_t *panel = aligned_alloc(64, (size_t)PANEL * in * sizeof(uint16_t));
+    uint32_t *panel = aligned_alloc(64, (size_t)PANEL * SPAN * sizeof(uint16_t));
     int ok = rounded != NULL && panel != NULL;
     if (ok) {
         round_bf16(x, (size_t)rows * in, rounded);
         for (int n0 = from; n0 < to; n0 += PANEL) {
             int columns = to - n0 < PANEL ? to - n0 : PANEL;
-            repack((const uint32_t *)weight, words, out_features, n0, columns, panel);
-            bf16_panel((const uint32_t *)rounded, panel, bias, out, rows, words, out_features, to, n0,
-                    (columns + 15) / 16);
+            for (int k0 = 0; k0 < in; k0 += SPAN) {
+                int span = in - k0 < SPAN ? in - k0 : SPAN;
+                repack((const uint32_t *)weight, words, k0 / 2, span / 2, out_features, n0, columns, panel);
+                bf16_panel((const uint32_t *)rounded + k0 / 2, panel, span / 2, k0 > 0 ? out : NULL,
+                        k0 + span == in ? bias : NULL, out, rows, words, out_features, to, n0, (columns + 15) / 16);
+            }
         }
     }
     free(rounded);
@@ -316,18 +348,16 @@ static void widen_panel(const uint32_t *panel, int words, int blocks, float *wid
     }
 }
 
-/* R rows from m by B blocks of the widened panel from block b0. */
-INLINE void fma_tile(const float *x, const float *widened, int in, int m, int b0, int R, int B,
+/*
+ * R rows from m by B blocks of the widened panel from block b0, over its span inputs; x starts at the
+ * panel's first input, rows in apart.
+ */
+INLINE void fma_tile(const float *x, const float *widened, int span, int in, int m, int b0, int R, int B,
         __m512 acc[ROWS][BLOCKS]) {
-    for (int r = 0; r < R; r++) {
-        for (int b = 0; b < B; b++) {
-            acc[r][b] = _mm512_setzero_ps();
-        }
-    }
-    for (int k = 0; k < in; k++) {
+    for (int k = 0; k < span; k++) {
         __m512 weight[BLOCKS];
         for (int b = 0; b < B; b++) {
-            weight[b] = _mm512_loadu_ps(widened + ((size_t)(b0 + b) * in + k) * 16);
+            weight[b] = _mm512_loadu_ps(widened + ((size_t)(b0 + b) * span + k) * 16);
         }
         for (int r = 0; r < R; r++) {
             __m512 xk = _mm512_set1_ps(x[(size_t)(m + r) * in + k]);
@@ -341,28 +371,33 @@ INLINE void fma_tile(const float *x, const float *widened, int in, int m, int b0
 #define FMA_TILE(R, B)                                                                                   \
     do {                                                                                                 \
         __m512 acc[ROWS][BLOCKS];                                                                        \
-        fma_tile(x, widened, in, m, b0, R, B, acc);                                                      \
-        store(acc, R, B, bias, out, out_features, to, m, n0 + b0 * 16);                                  \
+        start(acc, R, B, stored, out_features, to, m, n0 + b0 * 16);                                     \
+        fma_tile(x, widened, span, in, m, b0, R, B, acc);                                                \
+        store(acc, R, B, add, out, out_features, to, m, n0 + b0 * 16);                                   \
     } while (0)
 
-static void fma_panel(const float *x, const float *widened, const float *bias, float *out, int rows, int in,
-        int out_features, int to, int n0, int blocks) {
+static void fma_panel(const float *x, const float *widened, int span, const float *stored, const float *add,
+        float *out, int rows, int in, int out_features, int to, int n0, int blocks) {
     OVER_PANEL(FMA_TILE)
 }
 
 static int float16_multiply(const float *x, const uint16_t *weight, const float *bias, float *out, int rows, int in,
         int out_features, int from, int to) {
     const int words = in / 2;
-    uint32_t *panel = aligned_alloc(64, (size_t)FLOAT_PANEL * in * sizeof(uint16_t));
-    float *widened = aligned_alloc(64, (size_t)FLOAT_PANEL * in * sizeof(float));
+    uint32_t *panel = aligned_alloc(64, (size_t)FLOAT_PANEL * SPAN * sizeof(uint16_t));
+    float *widened = aligned_alloc(64, (size_t)FLOAT_PANEL * SPAN * sizeof(float));
     int ok = panel != NULL && widened != NULL;
     if (ok) {
         for (int n0 = from; n0 < to; n0 += FLOAT_PANEL) {
             int columns = to - n0 < FLOAT_PANEL ? to - n0 : FLOAT_PANEL;
             int blocks = (columns + 15) / 16;
-            repack((const uint32_t *)weight, words, out_features, n0, columns, panel);
-            widen_panel(panel, words, blocks, widened);
-            fma_panel(x, widened, bias, out, rows, in, out_features, to, n0, blocks);
+            for (int k0 = 0; k0 < in; k0 += SPAN) {
+                int span = in - k0 < SPAN ? in - k0 : SPAN;
+                repack((const uint32_t *)weight, words, k0 / 2, span / 2, out_features, n0, columns, panel);
+                widen_panel(panel, span / 2, blocks, widened);
+                fma_panel(x + k0, widened, span, k0 > 0 ? out : NULL, k0 + span == in ? bias : NULL, out, rows, in,
+                        out_features, to, n0, blocks);
+            }
         }
     }
     free(panel);

@@ -30,14 +30,17 @@ class CompressedGemmTest extends CompressedWeightsTest {
      * kernel's own grid (int8 per group of 32, bfloat16, or float32 itself for float16 weights),
      * plus the bias: the integer sums (int8) and the products of two bfloat16 numbers (exact in
      * float32) leave only float32 rounding of the sums. Row counts that are no multiple of the kernel's 4 rows, column counts that are no
-     * multiple of its 16 columns or its panel, both cores each with its own columns (out >= 32).
+     * multiple of its 16 columns or its panel, inputs over one pass of 1024 (SPAN) and not a multiple
+     * of it, both cores each with its own columns (out >= 32).
      */
     @ParameterizedTest
     @CsvSource({
         "INT8, 9, 64, 3", "INT8, 17, 96, 301", "INT8, 128, 768, 1000", "INT8, 130, 2048, 77", "INT8, 33, 4096, 40",
+        "INT8, 13, 1056, 70",
         "BFLOAT16, 9, 64, 3", "BFLOAT16, 17, 96, 301", "BFLOAT16, 128, 768, 1000", "BFLOAT16, 130, 2048, 77",
-        "BFLOAT16, 33, 4096, 40", "FLOAT16, 9, 64, 3", "FLOAT16, 17, 96, 301", "FLOAT16, 128, 768, 1000",
-        "FLOAT16, 130, 2048, 77", "FLOAT16, 33, 4096, 40"
+        "BFLOAT16, 33, 4096, 40", "BFLOAT16, 13, 1056, 70",
+        "FLOAT16, 9, 64, 3", "FLOAT16, 17, 96, 301", "FLOAT16, 128, 768, 1000", "FLOAT16, 130, 2048, 77",
+        "FLOAT16, 33, 4096, 40", "FLOAT16, 13, 1056, 70"
     })
     void theKernelEqualsTheEnginesProductWithTheInputOnItsGrid(WeightFormat format, int rows, int in, int out) {
         assumeInstruction(format);
