@@ -1,11 +1,12 @@
 /*
- * The product of many rows of x (a prefill) with a compressed weight, computed on the codes by the
- * CPU's dot-product instructions instead of widening the weight to float32 for the engine's GEMM:
+ * The product of many rows of x (a prefill) with a compressed weight, compute-bound like a GEMM,
+ * instead of widening the whole weight to float32 for the engine's GEMM:
  * out[:, from:to] = x @ weight^T + bias, weight (out, in) held as
- *   format 0: bfloat16 bits, multiplied by vdpbf16ps (AVX512_BF16) with x rounded to bfloat16 once
- *     (llama.cpp's BF16 product does the same), sums in float32;
- *   format 1: IEEE half bits, widened to float32 in the panel (below) and multiplied by FMA: the
- *     float32 product of the widened weight (AVX-512F has no half-precision dot product);
+ *   format 0 and 1: bfloat16 or IEEE half bits, widened to float32 a panel at a time (below) and
+ *     multiplied by FMA: the float32 product of the widened weight, as the reference computes it.
+ *     (vdpbf16ps with x rounded to bfloat16, llama.cpp's BF16 product, ran 1.5x faster but moved a
+ *     model's log-probabilities by 0.0017-0.0021 nats against float32, over issue 21's 0.002;
+ *     docs/PERFORMANCE.md);
  *   format 2: int8 codes with one float32 scale per 32 inputs of an output (llama.cpp's Q8_0),
  *     multiplied by vpdpbusd (AVX512_VNNI) with x quantized per group of 32 to int8 (scale
  *     max|x| / 127, the weight's scheme); each group's int32 sum times both scales goes into float32
@@ -13,17 +14,17 @@
  * Called by io.github.djlllmzoo.cpu.CompressedGemm, each core with its own columns, on direct buffers
  * it has checked: x float32 (rows, in) contiguous, in a multiple of 32, from a multiple of 16.
  *
- * Layout. Both instructions multiply 4 bytes of one operand by 4 bytes of the other in each of 16
- * lanes (4 int8 or 2 bfloat16 inputs), so a lane is one output column and one 32-bit word of x is
- * broadcast to all lanes. The weight is therefore repacked, a panel of PANEL columns at a time, as
- * words of 16 columns side by side ([column block][word of in][16 columns]); the panel (at most
- * PANEL * in * 2 bytes, 96 KiB for in = 1024 bfloat16) stays in L2 while every row of x passes over
- * it, ROWS rows by BLOCKS blocks of 16 columns at a time in registers. For int8 a lane's int32 sum
- * covers one whole group of 32 inputs of one (row, column) before it is scaled, so scaling costs
- * 3 instructions per 8 vpdpbusd. vpdpbusd multiplies unsigned by signed bytes: x's code q goes in
- * as q + 128 and each group's sum starts at -128 times the column's sum of codes in that group,
- * worked out once per panel. A float16 panel is widened to float32 ([block][input][16 columns],
- * FLOAT_PANEL columns: 4 bytes an element) and each input of a row broadcast against it.
+ * Layout. vpdpbusd multiplies 4 bytes of one operand by 4 bytes of the other in each of 16 lanes, so
+ * a lane is one output column and one 32-bit word of x (4 inputs) is broadcast to all lanes. The
+ * weight is therefore repacked, a panel of PANEL columns at a time, as words of 16 columns side by
+ * side ([column block][word of in][16 columns]); the panel stays in L2 while every row of x passes
+ * over it, ROWS rows by BLOCKS blocks of 16 columns at a time in registers. A lane's int32 sum covers
+ * one whole group of 32 inputs of one (row, column) before it is scaled, so scaling costs 3
+ * instructions per 8 vpdpbusd. vpdpbusd multiplies unsigned by signed bytes: x's code q goes in as
+ * q + 128 and each group's sum starts at -128 times the column's sum of codes in that group, worked
+ * out once per panel. A 16-bit panel is repacked the same way (two inputs a word), widened to float32
+ * ([block][input][16 columns], FLOAT_PANEL columns: 4 bytes an element) and each input of a row
+ * broadcast against it.
  */
 #include <immintrin.h>
 #include <jni.h>
@@ -35,7 +36,7 @@
 #define GROUP 32
 /* Columns of the weight repacked at a time, a multiple of BLOCKS * 16. */
 #define PANEL 96
-/* Columns of a float16 weight widened at a time: its panel holds 4 bytes an element. */
+/* Columns of a 16-bit weight widened at a time: its panel holds 4 bytes an element. */
 #define FLOAT_PANEL 48
 /*
  * Inputs multiplied per pass over a panel: the panel's part and the rows' part of x stay in L2 (a
@@ -49,7 +50,6 @@
 enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
 
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
-#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 #define INLINE static inline __attribute__((always_inline))
 
 /* The 32-bit word at p (any alignment). */
@@ -269,82 +269,26 @@ static VNNI_TARGET int vnni_multiply(const float *x, const int8_t *weight, const
     return ok;
 }
 
-/* ---- bfloat16 x bfloat16 with AVX512_BF16 ---- */
-
-/* x (rows, in) rounded to bfloat16 (nearest even), two per 32-bit word. */
-static BF16_TARGET void round_bf16(const float *x, size_t elements, __m512bh *rounded) {
-    for (size_t b = 0; b < elements / 32; b++) {
-        rounded[b] = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + b * 32 + 16), _mm512_loadu_ps(x + b * 32));
-    }
-}
+/* ---- bfloat16 and float16 widened to float32 in the panel, multiplied by FMA ---- */
 
 /*
- * R rows from m by B blocks of the panel from block b0, over the panel's words; x_words starts at the
- * panel's first word, rows row_words apart.
+ * The panel's words (two 16-bit codes of 16 columns, [block][word][16], the first input in the low
+ * half) widened to float32 as [block][input][16 columns]: bfloat16 by a shift, float16 by vcvtph2ps.
  */
-INLINE BF16_TARGET void bf16_tile(const uint32_t *x_words, const uint32_t *panel, int words, int row_words, int m,
-        int b0, int R, int B, __m512 acc[ROWS][BLOCKS]) {
-    for (int w = 0; w < words; w++) {
-        __m512bh weight[BLOCKS];
-        for (int b = 0; b < B; b++) {
-            weight[b] = (__m512bh)_mm512_loadu_si512(panel + ((size_t)(b0 + b) * words + w) * 16);
-        }
-        for (int r = 0; r < R; r++) {
-            __m512bh xw = (__m512bh)_mm512_set1_epi32((int)word(x_words + (size_t)(m + r) * row_words + w));
-            for (int b = 0; b < B; b++) {
-                acc[r][b] = _mm512_dpbf16_ps(acc[r][b], xw, weight[b]);
-            }
-        }
-    }
-}
-
-#define BF16_TILE(R, B)                                                                                  \
-    do {                                                                                                 \
-        __m512 acc[ROWS][BLOCKS];                                                                        \
-        start(acc, R, B, stored, out_features, to, m, n0 + b0 * 16);                                     \
-        bf16_tile(x_words, panel, words, row_words, m, b0, R, B, acc);                                   \
-        store(acc, R, B, add, out, out_features, to, m, n0 + b0 * 16);                                   \
-    } while (0)
-
-static BF16_TARGET void bf16_panel(const uint32_t *x_words, const uint32_t *panel, int words, const float *stored,
-        const float *add, float *out, int rows, int row_words, int out_features, int to, int n0, int blocks) {
-    OVER_PANEL(BF16_TILE)
-}
-
-static BF16_TARGET int bf16_multiply(const float *x, const uint16_t *weight, const float *bias, float *out, int rows,
-        int in, int out_features, int from, int to) {
-    const int words = in / 2;
-    __m512bh *rounded = aligned_alloc(64, (size_t)rows * in * sizeof(uint16_t));
-    uint32_t *panel = aligned_alloc(64, (size_t)PANEL * SPAN * sizeof(uint16_t));
-    int ok = rounded != NULL && panel != NULL;
-    if (ok) {
-        round_bf16(x, (size_t)rows * in, rounded);
-        for (int n0 = from; n0 < to; n0 += PANEL) {
-            int columns = to - n0 < PANEL ? to - n0 : PANEL;
-            for (int k0 = 0; k0 < in; k0 += SPAN) {
-                int span = in - k0 < SPAN ? in - k0 : SPAN;
-                repack((const uint32_t *)weight, words, k0 / 2, span / 2, out_features, n0, columns, panel);
-                bf16_panel((const uint32_t *)rounded + k0 / 2, panel, span / 2, k0 > 0 ? out : NULL,
-                        k0 + span == in ? bias : NULL, out, rows, words, out_features, to, n0, (columns + 15) / 16);
-            }
-        }
-    }
-    free(rounded);
-    free(panel);
-    return ok;
-}
-
-/* ---- float16 widened to float32 in the panel, multiplied by FMA ---- */
-
-/*
- * The panel's words (two float16 codes of 16 columns, [block][word][16]) widened to float32 as
- * [block][input][16 columns].
- */
-static void widen_panel(const uint32_t *panel, int words, int blocks, float *widened) {
+static void widen_panel(const uint32_t *panel, int words, int blocks, int format, float *widened) {
+    const __m512i high = _mm512_set1_epi32((int)0xffff0000u);
     for (size_t at = 0; at < (size_t)blocks * words; at++) {
         __m512i pairs = _mm512_loadu_si512(panel + at * 16);
-        _mm512_storeu_ps(widened + at * 32, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs)));
-        _mm512_storeu_ps(widened + at * 32 + 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(pairs, 16))));
+        __m512 first, second;
+        if (format == BFLOAT16) {
+            first = _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16));
+            second = _mm512_castsi512_ps(_mm512_and_si512(pairs, high));
+        } else {
+            first = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs));
+            second = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(pairs, 16)));
+        }
+        _mm512_storeu_ps(widened + at * 32, first);
+        _mm512_storeu_ps(widened + at * 32 + 16, second);
     }
 }
 
@@ -381,8 +325,8 @@ static void fma_panel(const float *x, const float *widened, int span, const floa
     OVER_PANEL(FMA_TILE)
 }
 
-static int float16_multiply(const float *x, const uint16_t *weight, const float *bias, float *out, int rows, int in,
-        int out_features, int from, int to) {
+static int widened_multiply(const float *x, const uint16_t *weight, int format, const float *bias, float *out,
+        int rows, int in, int out_features, int from, int to) {
     const int words = in / 2;
     uint32_t *panel = aligned_alloc(64, (size_t)FLOAT_PANEL * SPAN * sizeof(uint16_t));
     float *widened = aligned_alloc(64, (size_t)FLOAT_PANEL * SPAN * sizeof(float));
@@ -394,7 +338,7 @@ static int float16_multiply(const float *x, const uint16_t *weight, const float 
             for (int k0 = 0; k0 < in; k0 += SPAN) {
                 int span = in - k0 < SPAN ? in - k0 : SPAN;
                 repack((const uint32_t *)weight, words, k0 / 2, span / 2, out_features, n0, columns, panel);
-                widen_panel(panel, span / 2, blocks, widened);
+                widen_panel(panel, span / 2, blocks, format, widened);
                 fma_panel(x + k0, widened, span, k0 > 0 ? out : NULL, k0 + span == in ? bias : NULL, out, rows, in,
                         out_features, to, n0, blocks);
             }
@@ -434,10 +378,8 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(
     int ok;
     if (format == INT8 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni")) {
         ok = vnni_multiply(x, (const int8_t *)codes, scales, bias, out, rows, in, out_features, from, to);
-    } else if (format == BFLOAT16 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16")) {
-        ok = bf16_multiply(x, (const uint16_t *)codes, bias, out, rows, in, out_features, from, to);
-    } else if (format == FLOAT16) {
-        ok = float16_multiply(x, (const uint16_t *)codes, bias, out, rows, in, out_features, from, to);
+    } else if (format == BFLOAT16 || format == FLOAT16) {
+        ok = widened_multiply(x, (const uint16_t *)codes, format, bias, out, rows, in, out_features, from, to);
     } else {
         fail(env, "compressed GEMM: unknown format, or its dot-product instruction is missing on this CPU");
         return;

@@ -11,15 +11,14 @@ import java.nio.ByteBuffer;
  * The product of many rows (a prefill) with a {@link CompressedWeight} by a native kernel ({@code
  * cpu-kernels/src/main/native/compressed_gemm.c}), compute-bound like a GEMM, instead of widening the
  * whole weight to float32 for the engine's: int8 codes by the input quantized per group of 32 to int8
- * with AVX512_VNNI (llama.cpp's Q8_0 product), bfloat16 codes by the input rounded to bfloat16 with
- * AVX512_BF16 (llama.cpp's BF16 product), float16 codes widened to float32 a panel at a time and
- * multiplied by AVX-512 FMA (the float32 product of the widened weight). Each core repacks its own
- * columns of the weight a panel at a time and passes every row over the panel while it stays in its
- * L2.
+ * with AVX512_VNNI (llama.cpp's Q8_0 product); bfloat16 and float16 codes widened to float32 a panel
+ * at a time and multiplied by AVX-512 FMA (the float32 product of the widened weight, as the
+ * reference's). Each core repacks its own columns of the weight a panel at a time and passes every
+ * row over the panel while it stays in its L2.
  *
- * <p>It takes int8 weights where the CPU has AVX512_VNNI, bfloat16 ones where it has AVX512_BF16,
- * and float16 ones wherever the kernels are loaded (AVX-512F); the rest keep {@link WideningBuffer}'s
- * widened product, as does every product with {@code -Dllmzoo.compressedGemm=false}.
+ * <p>It takes int8 weights where the CPU has AVX512_VNNI and 16-bit ones wherever the kernels are
+ * loaded (AVX-512F); the rest keep {@link WideningBuffer}'s widened product, as does every product
+ * with {@code -Dllmzoo.compressedGemm=false}.
  */
 final class CompressedGemm {
 
@@ -56,8 +55,7 @@ final class CompressedGemm {
      */
     static boolean takes(WeightFormat format) {
         return format == WeightFormat.INT8 && (FEATURES & CompressedProduct.VNNI) != 0
-                || format == WeightFormat.BFLOAT16 && (FEATURES & CompressedProduct.BF16) != 0
-                || format == WeightFormat.FLOAT16 && NativeKernels.loaded();
+                || (format == WeightFormat.BFLOAT16 || format == WeightFormat.FLOAT16) && NativeKernels.loaded();
     }
 
     /**

@@ -27,9 +27,9 @@ class CompressedGemmTest extends CompressedWeightsTest {
 
     /**
      * The kernel's product is the engine's product of the widened weight with the input on the
-     * kernel's own grid (int8 per group of 32, bfloat16, or float32 itself for float16 weights),
-     * plus the bias: the integer sums (int8) and the products of two bfloat16 numbers (exact in
-     * float32) leave only float32 rounding of the sums. Row counts that are no multiple of the kernel's 4 rows, column counts that are no
+     * kernel's own grid (int8 per group of 32; the float32 input itself for 16-bit weights), plus
+     * the bias: the integer sums (int8) and the widening (16-bit) are exact, so only float32
+     * rounding of the sums is left. Row counts that are no multiple of the kernel's 4 rows, column counts that are no
      * multiple of its 16 columns or its panel, inputs over one pass of 1024 (SPAN) and not a multiple
      * of it, both cores each with its own columns (out >= 32).
      */
@@ -47,9 +47,9 @@ class CompressedGemmTest extends CompressedWeightsTest {
         CompressedWeight weight = compressed(out, in, format);
         NDArray widened = weight.toFloat32(manager); // (out, in)
         NDArray x = manager.randomNormal(new Shape(1, rows, in)); // a prefill: (B, T, in)
-        NDArray onGrid = format == WeightFormat.FLOAT16 ? x : manager.create(
-                format == WeightFormat.INT8 ? CompressedProductTest.int8Grid(x.toFloatArray()) : bf16(x.toFloatArray()),
-                x.getShape());
+        NDArray onGrid = format == WeightFormat.INT8
+                ? manager.create(CompressedProductTest.int8Grid(x.toFloatArray()), x.getShape())
+                : x;
         for (NDArray bias : new NDArray[] {manager.randomNormal(new Shape(out)), null}) {
             assertTrue(CompressedGemm.applies(x, weight, bias));
             NDArray actual = CompressedGemm.multiply(x, weight, bias, rows);
@@ -106,15 +106,5 @@ class CompressedGemmTest extends CompressedWeightsTest {
         assertFalse(CompressedGemm.applies(x.toType(DataType.FLOAT64, false), weight, null), "float64");
         assertFalse(CompressedGemm.applies(manager.randomNormal(new Shape(16, 48)), compressed(40, 48,
                 WeightFormat.INT8), null), "48 inputs: not whole groups of 32");
-    }
-
-    /** x rounded to bfloat16, to nearest even (finite values). */
-    private static float[] bf16(float[] x) {
-        float[] out = new float[x.length];
-        for (int i = 0; i < x.length; i++) {
-            int bits = Float.floatToRawIntBits(x[i]);
-            out[i] = Float.intBitsToFloat((bits + 0x7fff + ((bits >>> 16) & 1)) & 0xffff0000);
-        }
-        return out;
     }
 }
