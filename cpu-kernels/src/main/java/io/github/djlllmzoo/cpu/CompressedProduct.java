@@ -60,11 +60,22 @@ final class CompressedProduct {
      * @return whether {@link #multiply} may be called with these arrays
      */
     static boolean applies(NDArray x, CompressedWeight weight, NDArray bias, long rows) {
+        return NativeKernels.loaded() && rows >= 1 && rows <= MAX_ROWS && readable(x, weight, bias);
+    }
+
+    /**
+     * Whether a native kernel can read the arrays of {@code x @ weight^T + bias}: the input width is
+     * the weight's, in whole groups of {@link CompressedWeight#GROUP}, the bias (out), and the input
+     * and bias dense float32 on the CPU.
+     *
+     * @param x input (..., in)
+     * @param weight the compressed weight
+     * @param bias (out), or {@code null}
+     * @return whether the kernels may read them in place
+     */
+    static boolean readable(NDArray x, CompressedWeight weight, NDArray bias) {
         Shape in = x.getShape();
-        return NativeKernels.loaded()
-                && rows >= 1
-                && rows <= MAX_ROWS
-                && weight.inFeatures() % CompressedWeight.GROUP == 0
+        return weight.inFeatures() % CompressedWeight.GROUP == 0
                 && in.get(in.dimension() - 1) == weight.inFeatures()
                 && (bias == null
                         || bias.getShape().dimension() == 1 && bias.getShape().get(0) == weight.outFeatures())
@@ -240,8 +251,22 @@ final class CompressedProduct {
         }
     }
 
-    /** The kernel's number for a format (compressed_product.c's enum). */
-    private static int format(WeightFormat format) {
+    /**
+     * Widens rows {@code [from, to)} of the weight to float32 on the calling thread, into the same
+     * places of {@code out} as {@link #widen(CompressedWeight, ByteBuffer)} puts them.
+     *
+     * @param weight a weight {@link #widens} accepts
+     * @param out a direct buffer of at least {@code to * in} floats in native order
+     * @param from the first row
+     * @param to the row after the last
+     */
+    static void widen(CompressedWeight weight, ByteBuffer out, int from, int to) {
+        ByteBuffer[] held = weight.directBuffers();
+        widen(held[0], held[1], out, format(weight.format()), weight.inFeatures(), from, to);
+    }
+
+    /** The kernels' number for a format (compressed_product.c's and compressed_gemm.c's enum). */
+    static int format(WeightFormat format) {
         switch (format) {
             case BFLOAT16:
                 return 0;

@@ -22,8 +22,9 @@ import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
  * inference attention split across the cores ({@link SplitAttention}), and a finished step's arrays
  * freed by a worker thread ({@link CoreWorkers}); a compressed weight's decode products by {@link
  * CompressedProduct}'s kernel (a pair of them, as {@link #projectPair} takes, in one hand-over to
- * the cores), and its other products by the engine's over the weight widened to float32 in one
- * reused buffer ({@link WideningBuffer}).
+ * the cores), its other products (a prefill) by {@link CompressedGemm}'s kernel where the CPU has
+ * the format's dot-product instruction, else by the engine's over the weight widened to float32 in
+ * one reused buffer ({@link WideningBuffer}).
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
@@ -37,6 +38,7 @@ public final class CpuKernels implements Kernels {
     private final boolean fewRowProduct;
     private final boolean decodeAttention;
     private final boolean compressedProduct = NativeKernels.enabled(CompressedProduct.SWITCH);
+    private final boolean compressedGemm = compressedProduct && NativeKernels.enabled(CompressedGemm.SWITCH);
 
     /** Where a compressed weight is widened for a product of many rows. */
     private final WideningBuffer widening = new WideningBuffer();
@@ -67,6 +69,11 @@ public final class CpuKernels implements Kernels {
                     && CoreWorkers.inferenceOnCpu(x, training)
                     && CompressedProduct.applies(x, compressed, b, rows)) {
                 return CompressedProduct.multiply(x, compressed, b, rows);
+            }
+            if (compressedGemm
+                    && CoreWorkers.inferenceOnCpu(x, training)
+                    && CompressedGemm.applies(x, compressed, b)) {
+                return CompressedGemm.multiply(x, compressed, b, rows);
             }
             if (compressedProduct && CoreWorkers.inferenceOnCpu(x, training) && CompressedProduct.widens(compressed)) {
                 return widening.product(x, compressed, b);
@@ -186,6 +193,7 @@ public final class CpuKernels implements Kernels {
     public String toString() {
         return "CPU kernels (" + CoreWorkers.PARALLELISM + " threads, few-row product "
                 + (fewRowProduct ? "on" : "off") + ", decode attention " + (decodeAttention ? "on" : "off")
-                + ", compressed product " + (compressedProduct ? "on" : "off") + ")";
+                + ", compressed product " + (compressedProduct ? "on" : "off")
+                + ", compressed GEMM " + (compressedGemm ? "on" : "off") + ")";
     }
 }

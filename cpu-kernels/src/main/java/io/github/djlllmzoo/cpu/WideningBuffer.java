@@ -1,6 +1,8 @@
 package io.github.djlllmzoo.cpu;
 
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CompressedWeight;
@@ -22,6 +24,12 @@ import java.util.concurrent.locks.ReentrantLock;
  * (oneMKL's products may depend on alignment), so a product is bit for bit the one over a fresh
  * widened array. The array over it is closed before the buffer is handed to the next product; a
  * caller that finds the buffer in use by another thread widens into a fresh array instead.
+ *
+ * <p>Where PyTorch computes on one thread (as {@code bin/llmzoo} runs it) a large weight's product
+ * is split across the cores by output columns, as {@link SplitProjection} splits a float32
+ * prefill: each core widens its own rows into the buffer and multiplies them, and the parts are
+ * joined (the whole product to float32 rounding). The engine's product would otherwise use one
+ * core.
  */
 final class WideningBuffer {
 
@@ -53,6 +61,12 @@ final class WideningBuffer {
         try {
             Shape shape = new Shape(weight.outFeatures(), weight.inFeatures());
             ByteBuffer into = reserve(Math.multiplyExact(shape.size(), (long) Float.BYTES));
+            if (splits(x, weight)) {
+                NDArray split = splitProduct(x, weight, bias, into);
+                if (split != null) {
+                    return split;
+                }
+            }
             CompressedProduct.widen(weight, into);
             NDArray w = x.getManager().create(into, shape, DataType.FLOAT32); // (out, in) over the buffer
             try {
@@ -63,6 +77,54 @@ final class WideningBuffer {
         } finally {
             lock.unlock();
         }
+    }
+
+    /**
+     * Whether the product is split across the cores by output columns: PyTorch computes on one
+     * thread (as {@code bin/llmzoo} runs it), so the engine's product would use one core, and the
+     * weight is worth a hand-over; as {@link SplitProjection} splits a float32 prefill.
+     */
+    private static boolean splits(NDArray x, CompressedWeight weight) {
+        return CoreWorkers.PARALLELISM > 1
+                && (long) weight.outFeatures() * weight.inFeatures() >= SplitProjection.MIN_ELEMENTS
+                && TorchThreads.intraOp() == 1;
+    }
+
+    /**
+     * The product with each core widening its own rows of the weight into the buffer and
+     * multiplying them (no wait between the widening and the product), the parts joined; {@code
+     * null} where the workers are busy with another caller.
+     */
+    private static NDArray splitProduct(NDArray x, CompressedWeight weight, NDArray bias, ByteBuffer into) {
+        int out = weight.outFeatures();
+        int in = weight.inFeatures();
+        int parts = CoreWorkers.PARALLELISM;
+        long[] bounds = CoreWorkers.bounds(out, parts);
+        NDArray[] products = CoreWorkers.run(parts, i -> {
+            int from = i == 0 ? 0 : (int) bounds[i - 1];
+            int to = i == parts - 1 ? out : (int) bounds[i];
+            CompressedProduct.widen(weight, into, from, to);
+            // rows [from, to) of the widened weight; each row starts 64-byte aligned (in is whole groups of 32)
+            ByteBuffer rows = into.duplicate()
+                    .position(Math.multiplyExact(from, in) * Float.BYTES)
+                    .limit(Math.multiplyExact(to, in) * Float.BYTES)
+                    .slice()
+                    .order(ByteOrder.nativeOrder());
+            NDArray w = x.getManager().create(rows, new Shape(to - from, in), DataType.FLOAT32); // (out_i, in)
+            try {
+                return EngineKernels.product(x, w, null, Layout.OUT_IN); // (..., out_i)
+            } finally {
+                w.close();
+            }
+        });
+        if (products == null) {
+            return null;
+        }
+        NDArray joined = NDArrays.concat(new NDList(products), -1); // (..., out)
+        for (NDArray part : products) {
+            part.close();
+        }
+        return bias == null ? joined : joined.addi(bias);
     }
 
     /**

@@ -73,7 +73,10 @@ class CompressedModelTest extends ManagedArraysTest {
         return logProbs;
     }
 
-    /** The whole text in one cache-free pass: prefill products, the engine's over widened weights. */
+    /**
+     * The whole text in one cache-free pass: prefill products, by the compressed GEMM where the CPU
+     * has its instruction, else the engine's over widened weights.
+     */
     private static float[] prefillLogits(CausalLmBlock model, NDManager manager, long[] ids) {
         try (NDManager step = manager.newSubManager()) {
             NDArray input = step.create(ids, new Shape(1, ids.length));
@@ -120,6 +123,11 @@ class CompressedModelTest extends ManagedArraysTest {
         model.compressWeights(format);
         double prefill = meanAbsoluteDifference(float32, nextTokenLogProbs(prefillLogits(model, manager, ids), ids));
         assertTrue(prefill < bound, format + " prefill: mean |logprob difference| " + prefill + " nats");
+        double widened = withoutCompressedGemm(() -> {
+            model.useKernels(new CpuKernels(true, true));
+            return meanAbsoluteDifference(float32, nextTokenLogProbs(prefillLogits(model, manager, ids), ids));
+        });
+        assertTrue(widened < bound, format + " prefill over widened weights: mean |logprob difference| " + widened);
         int chosen = CompressedProduct.dotProducts();
         try {
             for (int dot : new int[] {0, NativeKernels.loaded() ? CompressedProduct.features() : 0}) {
@@ -134,6 +142,21 @@ class CompressedModelTest extends ManagedArraysTest {
             CompressedProduct.useDotProducts(chosen);
         }
         assertTrue(prefill > 0, "the weights were compressed");
+    }
+
+    /** {@code task}'s value computed by kernels made with {@code -Dllmzoo.compressedGemm=false}. */
+    private static double withoutCompressedGemm(java.util.function.DoubleSupplier task) {
+        String before = System.getProperty(CompressedGemm.SWITCH);
+        System.setProperty(CompressedGemm.SWITCH, "false");
+        try {
+            return task.getAsDouble();
+        } finally {
+            if (before == null) {
+                System.clearProperty(CompressedGemm.SWITCH);
+            } else {
+                System.setProperty(CompressedGemm.SWITCH, before);
+            }
+        }
     }
 
     /**

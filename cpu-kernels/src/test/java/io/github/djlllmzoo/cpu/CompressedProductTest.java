@@ -156,7 +156,7 @@ class CompressedProductTest extends CompressedWeightsTest {
     }
 
     /** x rounded per group of 32 to {@code q * d}, q = rint(x / d) in [-127, 127], d = max|x| / 127. */
-    private static float[] int8Grid(float[] x) {
+    static float[] int8Grid(float[] x) {
         float[] out = new float[x.length];
         for (int start = 0; start < x.length; start += CompressedWeight.GROUP) {
             float max = 0;

@@ -10,6 +10,7 @@ import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CompressedWeight;
 import io.github.djlllmzoo.blocks.EngineKernels;
 import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
+import io.github.djlllmzoo.blocks.RoundingBound;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -47,6 +48,33 @@ class WideningBufferTest extends CompressedWeightsTest {
                             format + " " + shape[0] + "x" + shape[1] + " bias " + (bias != null));
                 }
             }
+        }
+    }
+
+    /**
+     * On one PyTorch thread (as {@code bin/llmzoo} runs) a large weight's product is split across the
+     * cores by output columns, each core widening and multiplying its own rows: the engine's
+     * product over the whole widened weight to float32 rounding, in the input's leading shape.
+     */
+    @ParameterizedTest
+    @EnumSource(value = WeightFormat.class, names = {"INT8", "BFLOAT16", "FLOAT16"})
+    void aLargeWeightsProductOnOneTorchThreadIsTheWholeProductToRounding(WeightFormat format) {
+        CompressedWeight weight = compressed(1031, 256, format); // over SplitProjection.MIN_ELEMENTS, odd
+        NDArray widened = weight.toFloat32(manager); // (out, in)
+        NDArray x = manager.randomNormal(new Shape(1, 130, 256)); // (B, T, in)
+        NDArray bias = manager.randomNormal(new Shape(1031));
+        int threads = TorchThreads.intraOp();
+        try {
+            TorchThreads.setIntraOp(1);
+            WideningBuffer buffer = new WideningBuffer();
+            for (NDArray b : new NDArray[] {bias, null}) {
+                NDArray actual = buffer.product(x, weight, b);
+                assertEquals(new Shape(1, 130, 1031), actual.getShape());
+                assertArrayEquals(overAFreshArray(x, weight, b), actual.toFloatArray(),
+                        RoundingBound.ofProduct(x, widened, b, true), format + " bias " + (b != null));
+            }
+        } finally {
+            TorchThreads.setIntraOp(threads);
         }
     }
 

@@ -27,14 +27,23 @@ import org.junit.jupiter.params.provider.CsvSource;
  * in cpu-kernels' CompressedModelTest.)
  *
  * <p>How a step is decided: the float32 model and the compressed one each score the prompt and the
- * golden continuation in one pass (the compressed one through the reference path, its weights
- * widened exactly); {@code delta} is the largest change of any logit at the continuation's
- * positions. Generating greedily through the decode kernel computes the same logits to float32
- * rounding ({@link RoundingBound#ofLogits}), so at a step whose float32 top-2 margin exceeds twice
- * their sum neither of the two can overtake the other: the id must be the golden's. The comparison
- * runs up to the first step that is not so decided (after a legitimate flip the texts differ).
+ * golden continuation in one pass (the compressed one with its weights widened exactly: the
+ * prefill's widening path, {@code -Dllmzoo.compressedGemm=false}); {@code delta} is the largest change
+ * of any logit at the continuation's positions. Generating greedily through the decode kernel
+ * computes the same logits to float32 rounding ({@link RoundingBound#ofLogits}), so at a step whose
+ * float32 top-2 margin exceeds twice their sum neither of the two can overtake the other: the id must
+ * be the golden's. The comparison runs up to the first step that is not so decided (after a
+ * legitimate flip the texts differ).
+ *
+ * <p>Each case runs twice: with the prefill's widening path and with the compressed GEMM (the
+ * default), whose products are the same float32 products of the widened weight summed in another
+ * order; a generation mixes the GEMM's prefill with the decode kernel's steps, so its steps are
+ * decided by the larger of the two paths' deltas.
  */
 class CompressedGoldenCasesTest {
+
+    /** cpu-kernels' switch of the compressed GEMM, read when a model chooses its kernels. */
+    private static final String GEMM_SWITCH = "llmzoo.compressedGemm";
 
     /** Logits (T, V) of every position of {@code ids} in one pass. */
     private static float[] logits(LocalModel model, long[] ids) {
@@ -53,6 +62,37 @@ class CompressedGoldenCasesTest {
     })
     void greedyIdsAreTheGoldensWhereTheFormatCannotReorderTheTopTwo(String name, WeightFormat format)
             throws Exception {
+        String before = System.getProperty(GEMM_SWITCH);
+        try {
+            for (boolean gemm : new boolean[] {false, true}) {
+                System.setProperty(GEMM_SWITCH, Boolean.toString(gemm));
+                check(name, format, gemm);
+            }
+        } finally {
+            restore(before);
+        }
+    }
+
+    /** The widened one-pass logits of the compressed model (the reference's, to float32 rounding). */
+    private static float[] widenedLogits(GoldenCase golden, WeightFormat format, long[] all) throws Exception {
+        String before = System.getProperty(GEMM_SWITCH);
+        System.setProperty(GEMM_SWITCH, "false");
+        try (LocalModel model = LocalModel.load(golden.dir(), format)) {
+            return logits(model, all);
+        } finally {
+            restore(before);
+        }
+    }
+
+    private static void restore(String before) {
+        if (before == null) {
+            System.clearProperty(GEMM_SWITCH);
+        } else {
+            System.setProperty(GEMM_SWITCH, before);
+        }
+    }
+
+    private static void check(String name, WeightFormat format, boolean gemm) throws Exception {
         GoldenCase golden = GoldenCase.load(name);
         long[] prompt = golden.promptIds();
         long[] greedy = golden.greedyIds();
@@ -66,9 +106,11 @@ class CompressedGoldenCasesTest {
             assertFalse(model.block().compressedWeights().isEmpty(), "loaded compressed");
             int vocab = model.block().config().vocabSize();
             float[] compressed = logits(model, all);
+            float[] widened = gemm ? widenedLogits(golden, format, all) : compressed;
             double delta = 0;
             for (int i = (prompt.length - 1) * vocab; i < float32.length; i++) {
-                delta = Math.max(delta, Math.abs(float32[i] - compressed[i]));
+                delta = Math.max(delta,
+                        Math.max(Math.abs(float32[i] - compressed[i]), Math.abs(float32[i] - widened[i])));
             }
             double threshold = 2 * (delta + RoundingBound.ofLogits(model.block().config(), all.length, compressed));
             int decided = 0;
@@ -85,7 +127,8 @@ class CompressedGoldenCasesTest {
             GenerationConfig config =
                     GenerationConfig.builder().maxNewTokens(decided).eosTokenIds(List.of()).build();
             long[] generated = model.generator().generateGreedy(prompt, config).tokenIds();
-            assertArrayEquals(Arrays.copyOf(greedy, decided), generated, name + " " + format + ": greedy ids");
+            assertArrayEquals(Arrays.copyOf(greedy, decided), generated,
+                    name + " " + format + (gemm ? " (compressed GEMM)" : "") + ": greedy ids");
         }
     }
 

@@ -1,0 +1,390 @@
+/*
+ * The product of many rows of x (a prefill) with a compressed weight, compute-bound like a GEMM,
+ * instead of widening the whole weight to float32 for the engine's GEMM:
+ * out[:, from:to] = x @ weight^T + bias, weight (out, in) held as
+ *   format 0 and 1: bfloat16 or IEEE half bits, widened to float32 a panel at a time (below) and
+ *     multiplied by FMA: the float32 product of the widened weight, as the reference computes it.
+ *     (vdpbf16ps with x rounded to bfloat16, llama.cpp's BF16 product, ran 1.5x faster but moved a
+ *     model's log-probabilities by 0.0017-0.0021 nats against float32, over issue 21's 0.002;
+ *     docs/PERFORMANCE.md);
+ *   format 2: int8 codes with one float32 scale per 32 inputs of an output (llama.cpp's Q8_0),
+ *     multiplied by vpdpbusd (AVX512_VNNI) with x quantized per group of 32 to int8 (scale
+ *     max|x| / 127, the weight's scheme); each group's int32 sum times both scales goes into float32
+ *     sums.
+ * Called by io.github.djlllmzoo.cpu.CompressedGemm, each core with its own columns, on direct buffers
+ * it has checked: x float32 (rows, in) contiguous, in a multiple of 32, from a multiple of 16.
+ *
+ * Layout. vpdpbusd multiplies 4 bytes of one operand by 4 bytes of the other in each of 16 lanes, so
+ * a lane is one output column and one 32-bit word of x (4 inputs) is broadcast to all lanes. The
+ * weight is therefore repacked, a panel of PANEL columns at a time, as words of 16 columns side by
+ * side ([column block][word of in][16 columns]); the panel stays in L2 while every row of x passes
+ * over it, ROWS rows by BLOCKS blocks of 16 columns at a time in registers. A lane's int32 sum covers
+ * one whole group of 32 inputs of one (row, column) before it is scaled, so scaling costs 3
+ * instructions per 8 vpdpbusd. vpdpbusd multiplies unsigned by signed bytes: x's code q goes in as
+ * q + 128 and each group's sum starts at -128 times the column's sum of codes in that group, worked
+ * out once per panel. A 16-bit panel is repacked the same way (two inputs a word), widened to float32
+ * ([block][input][16 columns], FLOAT_PANEL columns: 4 bytes an element) and each input of a row
+ * broadcast against it.
+ */
+#include <immintrin.h>
+#include <jni.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GROUP 32
+/* Columns of the weight repacked at a time, a multiple of BLOCKS * 16. */
+#define PANEL 96
+/* Columns of a 16-bit weight widened at a time: its panel holds 4 bytes an element. */
+#define FLOAT_PANEL 48
+/*
+ * Inputs multiplied per pass over a panel: the panel's part and the rows' part of x stay in L2 (a
+ * 5632-wide input would not); each later pass adds to the sums the last one stored.
+ */
+#define SPAN 1024
+/* Rows of x and blocks of 16 columns multiplied in registers at a time. */
+#define ROWS 4
+#define BLOCKS 3
+
+enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
+
+#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define INLINE static inline __attribute__((always_inline))
+
+/* The 32-bit word at p (any alignment). */
+INLINE uint32_t word(const void *p) {
+    uint32_t w;
+    memcpy(&w, p, sizeof w);
+    return w;
+}
+
+/*
+ * Words [w0, w0 + words) of columns [n0, n0 + columns) of the weight (row_words 32-bit words a row) as
+ * [block of 16 columns][word][16 columns] into panel; columns past the weight's last are zero.
+ */
+static void repack(const uint32_t *weight, int row_words, int w0, int words, int out_features, int n0, int columns,
+        uint32_t *panel) {
+    for (int b = 0; b < (columns + 15) / 16; b++) {
+        uint32_t *block = panel + (size_t)b * words * 16;
+        for (int j = 0; j < 16; j++) {
+            int n = n0 + b * 16 + j;
+            if (n < out_features && b * 16 + j < columns) {
+                const uint32_t *row = weight + (size_t)n * row_words + w0;
+                for (int w = 0; w < words; w++) {
+                    block[(size_t)w * 16 + j] = word(row + w);
+                }
+            } else {
+                for (int w = 0; w < words; w++) {
+                    block[(size_t)w * 16 + j] = 0;
+                }
+            }
+        }
+    }
+}
+
+/* The mask of the columns of a block from column to write: those below to. */
+INLINE __mmask16 valid_columns(int column, int to) {
+    int valid = to - column;
+    return valid >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (valid > 0 ? valid : 0)) - 1);
+}
+
+/* The sums of R rows by B blocks from column n: zero, or those a pass over earlier inputs stored. */
+INLINE void start(__m512 acc[ROWS][BLOCKS], int R, int B, const float *stored, int out_features, int to, int m,
+        int n) {
+    for (int b = 0; b < B; b++) {
+        __mmask16 mask = valid_columns(n + b * 16, to);
+        for (int r = 0; r < R; r++) {
+            acc[r][b] = stored ? _mm512_maskz_loadu_ps(mask, stored + (size_t)(m + r) * out_features + n + b * 16)
+                    : _mm512_setzero_ps();
+        }
+    }
+}
+
+/* The sums of R rows by B blocks from column n stored, plus the bias (if any); only the columns below to. */
+INLINE void store(__m512 acc[ROWS][BLOCKS], int R, int B, const float *bias, float *out, int out_features, int to,
+        int m, int n) {
+    for (int b = 0; b < B; b++) {
+        int column = n + b * 16;
+        __mmask16 mask = valid_columns(column, to);
+        __m512 add = bias ? _mm512_maskz_loadu_ps(mask, bias + column) : _mm512_setzero_ps();
+        for (int r = 0; r < R; r++) {
+            _mm512_mask_storeu_ps(out + (size_t)(m + r) * out_features + column, mask, _mm512_add_ps(acc[r][b], add));
+        }
+    }
+}
+
+/*
+ * Every row of x by the panel's blocks, ROWS rows by BLOCKS blocks at a time, by TILE(R, B) with both
+ * fixed so the loops over them unroll; m is the tile's first row, b0 its first block. A tile's sums
+ * start from those stored by the pass over earlier inputs (stored, NULL on the first pass) and the
+ * last pass adds the bias (add, else NULL).
+ */
+#define OVER_PANEL(TILE)                                                                                 \
+    for (int b0 = 0; b0 < blocks; b0 += BLOCKS) {                                                        \
+        int B = blocks - b0 < BLOCKS ? blocks - b0 : BLOCKS;                                             \
+        int m = 0;                                                                                       \
+        for (; m + ROWS <= rows; m += ROWS) {                                                            \
+            if (B == 3) TILE(ROWS, 3);                                                                   \
+            else if (B == 2) TILE(ROWS, 2);                                                              \
+            else TILE(ROWS, 1);                                                                          \
+        }                                                                                                \
+        for (; m < rows; m++) {                                                                          \
+            if (B == 3) TILE(1, 3);                                                                      \
+            else if (B == 2) TILE(1, 2);                                                                 \
+            else TILE(1, 1);                                                                             \
+        }                                                                                                \
+    }
+
+/* ---- int8 x int8 with AVX512_VNNI ---- */
+
+/* Rows of x as unsigned codes q + 128 (rows, in) and their scales (rows, in / 32). */
+static VNNI_TARGET void quantize(const float *x, int rows, int in, uint8_t *codes, float *scales) {
+    const __m512i low = _mm512_set1_epi32(-127);
+    for (size_t g = 0; g < (size_t)rows * in / GROUP; g++) {
+        __m512 v0 = _mm512_loadu_ps(x + g * GROUP);
+        __m512 v1 = _mm512_loadu_ps(x + g * GROUP + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+        float d = amax / 127.0f;
+        __m512 inverse = _mm512_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+        /* Round to nearest (even), at least -127 as the weights are. */
+        __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_max_epi32(low, _mm512_cvtps_epi32(_mm512_mul_ps(v0, inverse))));
+        __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_max_epi32(low, _mm512_cvtps_epi32(_mm512_mul_ps(v1, inverse))));
+        __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
+        _mm256_storeu_si256((__m256i *)(codes + g * GROUP), _mm256_add_epi8(both, _mm256_set1_epi8((char)0x80)));
+        scales[g] = d;
+    }
+}
+
+/*
+ * The panel's group scales [block][group][16 columns] and starting sums -128 * (sum of the column's
+ * codes in the group), same layout.
+ */
+static VNNI_TARGET void group_terms(const uint32_t *panel, const float *weight_scales, int row_groups, int g0,
+        int groups, int out_features, int n0, int columns, float *scales, int32_t *starts) {
+    const __m512i offset = _mm512_set1_epi8((char)0x80);
+    const int words = groups * GROUP / 4;
+    for (int b = 0; b < (columns + 15) / 16; b++) {
+        for (int g = 0; g < groups; g++) {
+            __m512i sum = _mm512_setzero_si512();
+            for (int w = 0; w < GROUP / 4; w++) {
+                __m512i codes = _mm512_loadu_si512(panel + ((size_t)b * words + (size_t)g * (GROUP / 4) + w) * 16);
+                sum = _mm512_dpbusd_epi32(sum, offset, codes);
+            }
+            size_t at = ((size_t)b * groups + g) * 16;
+            _mm512_storeu_si512(starts + at, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
+            for (int j = 0; j < 16; j++) {
+                int n = n0 + b * 16 + j;
+                scales[at + j] = n < out_features && b * 16 + j < columns
+                        ? weight_scales[(size_t)n * row_groups + g0 + g] : 0.0f;
+            }
+        }
+    }
+}
+
+/*
+ * R rows from m by B blocks of the panel from block b0, over the panel's groups: every group's int32
+ * sums, scaled. codes and x_scales start at the panel's first input and group; rows are in codes and
+ * row_groups scales apart.
+ */
+INLINE VNNI_TARGET void vnni_tile(const uint8_t *codes, const float *x_scales, const uint32_t *panel,
+        const float *scales, const int32_t *starts, int groups, int in, int row_groups, int m, int b0, int R, int B,
+        __m512 acc[ROWS][BLOCKS]) {
+    const int words = groups * GROUP / 4;
+    for (int g = 0; g < groups; g++) {
+        __m512i sums[ROWS][BLOCKS];
+        for (int b = 0; b < B; b++) {
+            __m512i start = _mm512_loadu_si512(starts + ((size_t)(b0 + b) * groups + g) * 16);
+            for (int r = 0; r < R; r++) {
+                sums[r][b] = start;
+            }
+        }
+        for (int w = 0; w < GROUP / 4; w++) {
+            __m512i weight[BLOCKS];
+            for (int b = 0; b < B; b++) {
+                weight[b] = _mm512_loadu_si512(panel + ((size_t)(b0 + b) * words + (size_t)g * (GROUP / 4) + w) * 16);
+            }
+            for (int r = 0; r < R; r++) {
+                __m512i xw = _mm512_set1_epi32((int)word(codes + (size_t)(m + r) * in + g * GROUP + w * 4));
+                for (int b = 0; b < B; b++) {
+                    sums[r][b] = _mm512_dpbusd_epi32(sums[r][b], xw, weight[b]);
+                }
+            }
+        }
+        for (int b = 0; b < B; b++) {
+            __m512 weight_scale = _mm512_loadu_ps(scales + ((size_t)(b0 + b) * groups + g) * 16);
+            for (int r = 0; r < R; r++) {
+                __m512 both = _mm512_mul_ps(weight_scale, _mm512_set1_ps(x_scales[(size_t)(m + r) * row_groups + g]));
+                acc[r][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r][b]), both, acc[r][b]);
+            }
+        }
+    }
+}
+
+#define VNNI_TILE(R, B)                                                                                  \
+    do {                                                                                                 \
+        __m512 acc[ROWS][BLOCKS];                                                                        \
+        start(acc, R, B, stored, out_features, to, m, n0 + b0 * 16);                                     \
+        vnni_tile(codes, x_scales, panel, scales, starts, groups, in, row_groups, m, b0, R, B, acc);     \
+        store(acc, R, B, add, out, out_features, to, m, n0 + b0 * 16);                                   \
+    } while (0)
+
+static VNNI_TARGET void vnni_panel(const uint8_t *codes, const float *x_scales, const uint32_t *panel,
+        const float *scales, const int32_t *starts, int groups, const float *stored, const float *add, float *out,
+        int rows, int in, int out_features, int to, int n0, int blocks) {
+    const int row_groups = in / GROUP;
+    OVER_PANEL(VNNI_TILE)
+}
+
+/* Returns 0 where memory ran out. */
+static VNNI_TARGET int vnni_multiply(const float *x, const int8_t *weight, const float *weight_scales,
+        const float *bias, float *out, int rows, int in, int out_features, int from, int to) {
+    const int groups = in / GROUP;
+    uint8_t *codes = aligned_alloc(64, (size_t)rows * in);
+    float *x_scales = aligned_alloc(64, (size_t)rows * groups * sizeof(float));
+    uint32_t *panel = aligned_alloc(64, (size_t)PANEL * SPAN);
+    float *scales = aligned_alloc(64, (size_t)PANEL * (SPAN / GROUP) * sizeof(float));
+    int32_t *starts = aligned_alloc(64, (size_t)PANEL * (SPAN / GROUP) * sizeof(int32_t));
+    int ok = codes != NULL && x_scales != NULL && panel != NULL && scales != NULL && starts != NULL;
+    if (ok) {
+        quantize(x, rows, in, codes, x_scales);
+        for (int n0 = from; n0 < to; n0 += PANEL) {
+            int columns = to - n0 < PANEL ? to - n0 : PANEL;
+            for (int k0 = 0; k0 < in; k0 += SPAN) {
+                int span = in - k0 < SPAN ? in - k0 : SPAN;
+                repack((const uint32_t *)weight, in / 4, k0 / 4, span / 4, out_features, n0, columns, panel);
+                group_terms(panel, weight_scales, groups, k0 / GROUP, span / GROUP, out_features, n0, columns, scales,
+                        starts);
+                vnni_panel(codes + k0, x_scales + k0 / GROUP, panel, scales, starts, span / GROUP,
+                        k0 > 0 ? out : NULL, k0 + span == in ? bias : NULL, out, rows, in, out_features, to, n0,
+                        (columns + 15) / 16);
+            }
+        }
+    }
+    free(codes);
+    free(x_scales);
+    free(panel);
+    free(scales);
+    free(starts);
+    return ok;
+}
+
+/* ---- bfloat16 and float16 widened to float32 in the panel, multiplied by FMA ---- */
+
+/*
+ * The panel's words (two 16-bit codes of 16 columns, [block][word][16], the first input in the low
+ * half) widened to float32 as [block][input][16 columns]: bfloat16 by a shift, float16 by vcvtph2ps.
+ */
+static void widen_panel(const uint32_t *panel, int words, int blocks, int format, float *widened) {
+    const __m512i high = _mm512_set1_epi32((int)0xffff0000u);
+    for (size_t at = 0; at < (size_t)blocks * words; at++) {
+        __m512i pairs = _mm512_loadu_si512(panel + at * 16);
+        __m512 first, second;
+        if (format == BFLOAT16) {
+            first = _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16));
+            second = _mm512_castsi512_ps(_mm512_and_si512(pairs, high));
+        } else {
+            first = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs));
+            second = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(pairs, 16)));
+        }
+        _mm512_storeu_ps(widened + at * 32, first);
+        _mm512_storeu_ps(widened + at * 32 + 16, second);
+    }
+}
+
+/*
+ * R rows from m by B blocks of the widened panel from block b0, over its span inputs; x starts at the
+ * panel's first input, rows in apart.
+ */
+INLINE void fma_tile(const float *x, const float *widened, int span, int in, int m, int b0, int R, int B,
+        __m512 acc[ROWS][BLOCKS]) {
+    for (int k = 0; k < span; k++) {
+        __m512 weight[BLOCKS];
+        for (int b = 0; b < B; b++) {
+            weight[b] = _mm512_loadu_ps(widened + ((size_t)(b0 + b) * span + k) * 16);
+        }
+        for (int r = 0; r < R; r++) {
+            __m512 xk = _mm512_set1_ps(x[(size_t)(m + r) * in + k]);
+            for (int b = 0; b < B; b++) {
+                acc[r][b] = _mm512_fmadd_ps(xk, weight[b], acc[r][b]);
+            }
+        }
+    }
+}
+
+#define FMA_TILE(R, B)                                                                                   \
+    do {                                                                                                 \
+        __m512 acc[ROWS][BLOCKS];                                                                        \
+        start(acc, R, B, stored, out_features, to, m, n0 + b0 * 16);                                     \
+        fma_tile(x, widened, span, in, m, b0, R, B, acc);                                                \
+        store(acc, R, B, add, out, out_features, to, m, n0 + b0 * 16);                                   \
+    } while (0)
+
+static void fma_panel(const float *x, const float *widened, int span, const float *stored, const float *add,
+        float *out, int rows, int in, int out_features, int to, int n0, int blocks) {
+    OVER_PANEL(FMA_TILE)
+}
+
+static int widened_multiply(const float *x, const uint16_t *weight, int format, const float *bias, float *out,
+        int rows, int in, int out_features, int from, int to) {
+    const int words = in / 2;
+    uint32_t *panel = aligned_alloc(64, (size_t)FLOAT_PANEL * SPAN * sizeof(uint16_t));
+    float *widened = aligned_alloc(64, (size_t)FLOAT_PANEL * SPAN * sizeof(float));
+    int ok = panel != NULL && widened != NULL;
+    if (ok) {
+        for (int n0 = from; n0 < to; n0 += FLOAT_PANEL) {
+            int columns = to - n0 < FLOAT_PANEL ? to - n0 : FLOAT_PANEL;
+            int blocks = (columns + 15) / 16;
+            for (int k0 = 0; k0 < in; k0 += SPAN) {
+                int span = in - k0 < SPAN ? in - k0 : SPAN;
+                repack((const uint32_t *)weight, words, k0 / 2, span / 2, out_features, n0, columns, panel);
+                widen_panel(panel, span / 2, blocks, format, widened);
+                fma_panel(x + k0, widened, span, k0 > 0 ? out : NULL, k0 + span == in ? bias : NULL, out, rows, in,
+                        out_features, to, n0, blocks);
+            }
+        }
+    }
+    free(panel);
+    free(widened);
+    return ok;
+}
+
+static void fail(JNIEnv *env, const char *message) {
+    (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"), message);
+}
+
+/* out[:, from:to] = x @ weight^T + bias, weight (out_features, in) compressed as format says. */
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(
+        JNIEnv *env, jclass cls, jobject x_buffer, jobject codes_buffer, jobject scales_buffer,
+        jobject bias_buffer, jobject out_buffer, jint format, jint rows, jint in, jint out_features,
+        jint from, jint to) {
+    (void)cls;
+    __builtin_cpu_init();
+    const float *x = (const float *)(*env)->GetDirectBufferAddress(env, x_buffer);
+    const void *codes = (*env)->GetDirectBufferAddress(env, codes_buffer);
+    const float *scales =
+            scales_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, scales_buffer);
+    const float *bias = bias_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, bias_buffer);
+    float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
+    if (x == NULL || codes == NULL || out == NULL || (bias_buffer != NULL && bias == NULL)
+            || (format == INT8 && scales == NULL)) {
+        fail(env, "compressed GEMM: an array's memory is not reachable as a direct buffer");
+        return;
+    }
+    if (rows < 1 || in % GROUP != 0 || from % 16 != 0 || from < 0 || to > out_features || from > to) {
+        fail(env, "compressed GEMM: in must be a multiple of 32 and the columns a range from a multiple of 16");
+        return;
+    }
+    int ok;
+    if (format == INT8 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni")) {
+        ok = vnni_multiply(x, (const int8_t *)codes, scales, bias, out, rows, in, out_features, from, to);
+    } else if (format == BFLOAT16 || format == FLOAT16) {
+        ok = widened_multiply(x, (const uint16_t *)codes, format, bias, out, rows, in, out_features, from, to);
+    } else {
+        fail(env, "compressed GEMM: unknown format, or its dot-product instruction is missing on this CPU");
+        return;
+    }
+    if (!ok) {
+        fail(env, "compressed GEMM: no memory for the input's codes or the weight's panel");
+    }
+}
