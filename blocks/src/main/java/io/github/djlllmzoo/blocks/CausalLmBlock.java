@@ -367,8 +367,11 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         AttentionContext context =
                 new AttentionContext(positions, mask, windowMasks, cache, placed.manager());
         try {
+            // A pass over many positions frees each layer's intermediates as the layer returns; a
+            // decode step's are a few small arrays, which a scope per layer would cost more than free.
+            boolean scoped = training || t > 1;
             for (DecoderLayer layer : layers) {
-                h = training ? forwardScoped(layer, store, h, context) : layer.forward(store, h, context, false);
+                h = scoped ? forwardScoped(layer, store, h, context, training) : layer.forward(store, h, context, false);
             }
         } catch (RuntimeException e) {
             if (cache != null) {
@@ -387,17 +390,18 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     }
 
     /**
-     * A layer's training pass whose intermediate arrays are freed as soon as it returns: results
-     * attach to their input's manager, which would otherwise hold every intermediate of every layer
-     * until the pass ends; the tensors the backward pass needs stay referenced by the engine's
-     * autograd graph.
+     * A layer's pass whose intermediate arrays are freed as soon as it returns: results attach to
+     * their input's manager, which would otherwise hold every intermediate of every layer until the
+     * pass ends. In training the tensors the backward pass needs stay referenced by the engine's
+     * autograd graph; what it keeps must not be an array over Java memory made in the layer (a
+     * scalar operand comes from {@link Scalars}), as closing that array frees its memory.
      */
     private static NDArray forwardScoped(
-            DecoderLayer layer, ParameterStore store, NDArray h, AttentionContext context) {
+            DecoderLayer layer, ParameterStore store, NDArray h, AttentionContext context, boolean training) {
         NDManager parent = h.getManager();
         try (NDManager scope = parent.newSubManager()) {
             h.tempAttach(scope);
-            NDArray out = layer.forward(store, h, context, true); // (B, T, E)
+            NDArray out = layer.forward(store, h, context, training); // (B, T, E)
             out.attach(parent);
             return out;
         }

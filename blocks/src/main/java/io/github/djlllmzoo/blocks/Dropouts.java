@@ -39,10 +39,11 @@ final class Dropouts {
                 NDArray noise = ones.getNDArrayInternal().dropout(ones, rate, true).singletonOrThrow()) {
             kept = noise.toType(DataType.BOOLEAN, false);
         }
-        // ATen divides the noise by 1 - rate as a float: this is each kept element's factor
+        // ATen divides the noise by 1 - rate as a float: this is each kept element's factor. Autograd
+        // keeps the operand for the backward pass, so it must not be a Java number (see Scalars).
         float scale = 1f / (float) (1 - (double) rate);
         try (NDArray masked = x.mul(kept)) {
-            NDArray dropped = masked.mul(scale);
+            NDArray dropped = masked.mul(Scalars.of(scale, masked));
             kept.close(); // autograd holds its own reference for the backward pass
             return dropped;
         }

@@ -107,7 +107,8 @@ public final class LoraWeights {
         NDArray aValue = ConfiguredBlock.value(store, a, x.getDevice(), training); // (r, in)
         NDArray bValue = ConfiguredBlock.value(store, b, x.getDevice(), training); // (out, r)
         NDArray down = Dropouts.apply(x, dropout, training).matMul(aValue.transpose()); // (..., r)
-        return down.matMul(bValue.transpose()).mul(scaling); // (..., out)
+        // autograd keeps the scaling for the backward pass: a kept scalar, never a Java number (Scalars)
+        return down.matMul(bValue.transpose()).mul(Scalars.of(scaling, down)); // (..., out)
     }
 
     /**

@@ -12,6 +12,11 @@ import java.util.concurrent.ConcurrentMap;
  * type, and kept for the life of the process. DJL's scalar arithmetic ({@code x.mul(0.5)}) creates
  * and frees a native array at every call, which costs several times the operation itself on one
  * token; {@code x.mul(Scalars.of(0.5, x))} does not.
+ *
+ * <p>A scalar that autograd keeps for a backward pass must come from here too: DJL's PyTorch
+ * engine makes {@code x.mul(0.5)}'s operand over Java memory that only the operand's array keeps
+ * alive, so once {@code mul} closes it, the next garbage collection frees memory the backward pass
+ * still reads, and the gradients take whatever lands there.
  */
 public final class Scalars {
 

@@ -10,8 +10,11 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.GradientCollector;
 import java.io.IOException;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.Test;
 
@@ -26,6 +29,32 @@ class DropoutsTest {
             float[][] ours = valueAndGradient(x -> Dropouts.apply(x, rate, true));
             assertArrayEquals(engine[0], ours[0], "values at rate " + rate);
             assertArrayEquals(engine[1], ours[1], "gradients at rate " + rate);
+        }
+    }
+
+    @Test
+    void theGradientIsTheSameWhenGarbageIsCollectedBetweenTheForwardAndBackwardPasses()
+            throws InterruptedException {
+        assertArrayEquals(gradient(false), gradient(true));
+    }
+
+    /** The input's gradient through dropout from a fixed input and seed. */
+    private static float[] gradient(boolean collectBeforeBackward) throws InterruptedException {
+        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
+            ENGINE.setRandomSeed(11);
+            NDArray x = manager.randomNormal(new Shape(3, 17, 64));
+            NDArray upstream = manager.randomNormal(new Shape(3, 17, 64));
+            x.setRequiresGradient(true);
+            try (GradientCollector collector = ENGINE.newGradientCollector()) {
+                ENGINE.setRandomSeed(5);
+                long baseline = FreedJavaMemory.directBuffers();
+                NDArray dropped = Dropouts.apply(x, 0.1f, true);
+                List<ByteBuffer> refills =
+                        collectBeforeBackward ? FreedJavaMemory.collectAndOverwrite(baseline) : List.of();
+                collector.backward(dropped.mul(upstream).sum());
+                Reference.reachabilityFence(refills);
+            }
+            return x.getGradient().toFloatArray();
         }
     }
 

@@ -17,6 +17,8 @@ import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
@@ -74,6 +76,49 @@ class LoraAdapterTest {
                 assertEquals(fd, gradB[i], bound, "dLoss/dB[" + i + "]");
             }
             assertFalse(linear.weight().getArray().hasGradient(), "the frozen weight records no gradient");
+        }
+    }
+
+    @Test
+    void theUpdatesGradientsAreTheSameWhenGarbageIsCollectedBetweenTheForwardAndBackwardPasses()
+            throws InterruptedException {
+        double[][] undisturbed = trainingGradients(false);
+        double[][] collected = trainingGradients(true);
+        String[] names = {"A", "B", "the input"};
+        for (int i = 0; i < names.length; i++) {
+            assertArrayEquals(undisturbed[i], collected[i], 0.0, "the gradient of " + names[i]);
+        }
+    }
+
+    /** The gradients of A, B and the input through a pair with dropout, from fixed values and seed. */
+    private static double[][] trainingGradients(boolean collectBeforeBackward) throws InterruptedException {
+        Random random = new Random(9);
+        double[] a = gaussian(random, RANK * IN);
+        double[] b = gaussian(random, OUT * RANK);
+        double[] x = gaussian(random, TOKENS * IN);
+        double[] r = gaussian(random, TOKENS * OUT);
+        Engine engine = Engine.getEngine("PyTorch");
+        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
+            LoraWeights pair = pair(manager, new LoraConfig(RANK, 3, 0.2f, List.of("p")), a, b);
+            pair.a().getArray().setRequiresGradient(true);
+            pair.b().getArray().setRequiresGradient(true);
+            NDArray input = manager.create(x, new Shape(1, TOKENS, IN));
+            input.setRequiresGradient(true);
+            NDArray upstream = manager.create(r, new Shape(1, TOKENS, OUT));
+            try (GradientCollector collector = engine.newGradientCollector()) {
+                engine.setRandomSeed(7);
+                long baseline = FreedJavaMemory.directBuffers();
+                NDArray delta = pair.delta(null, input, true);
+                List<ByteBuffer> refills =
+                        collectBeforeBackward ? FreedJavaMemory.collectAndOverwrite(baseline) : List.of();
+                collector.backward(delta.mul(upstream).sum());
+                Reference.reachabilityFence(refills);
+            }
+            return new double[][] {
+                pair.a().getArray().getGradient().toDoubleArray(),
+                pair.b().getArray().getGradient().toDoubleArray(),
+                input.getGradient().toDoubleArray()
+            };
         }
     }
 

@@ -31,7 +31,23 @@ public final class CausalLmLoss extends Loss {
      * @param sum scalar: sum of {@code -log p(label)} over counted positions (differentiable)
      * @param count scalar: the number of counted positions, in the logits' data type
      */
-    public record TokenLoss(NDArray sum, NDArray count) {}
+    public record TokenLoss(NDArray sum, NDArray count) {
+
+        /**
+         * The summed loss divided by the loss tokens of a whole optimizer step, to back-propagate.
+         * The divisor is an array in the sum's manager, not a Java number: autograd keeps it for
+         * the backward pass, and an operand made from Java data lives only as long as its array
+         * (a closed one's memory is freed at the next garbage collection), so that manager must
+         * stay open until the backward pass has run.
+         *
+         * @param tokens the step's counted positions; 0 counts as 1
+         * @return {@code sum / max(tokens, 1)}, a scalar
+         */
+        public NDArray sumOver(long tokens) {
+            NDArray divisor = sum.getManager().create((float) Math.max(tokens, 1)).toType(sum.getDataType(), false);
+            return sum.div(divisor);
+        }
+    }
 
     @Override
     public NDArray evaluate(NDList labels, NDList predictions) {

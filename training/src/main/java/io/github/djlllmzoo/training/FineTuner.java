@@ -209,7 +209,7 @@ public final class FineTuner {
                         CausalLmLoss.TokenLoss tokenLoss = loss.tokenLoss(labels, logits);
                         // the loss's backward needs its log-probabilities, not the (B, T, V) logits
                         logits.close();
-                        collector.backward(tokenLoss.sum().div(Math.max(counted, 1)));
+                        collector.backward(tokenLoss.sumOver(counted));
                         lossSum += tokenLoss.sum().toType(DataType.FLOAT64, false).getDouble();
                     }
                     inputTokens += inputs.head().size();

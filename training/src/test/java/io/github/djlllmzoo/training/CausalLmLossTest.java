@@ -1,14 +1,20 @@
 package io.github.djlllmzoo.training;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.GradientCollector;
+import io.github.djlllmzoo.blocks.FreedJavaMemory;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
+import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -46,6 +52,32 @@ class CausalLmLossTest {
         long[] targets = {3, IGNORE, 6, 0, IGNORE, IGNORE, 2, 5};
         double loss = evaluate(new NDList(manager.create(targets, new Shape(B, T))));
         assertEquals(byHand(targets, null), loss, float64Tolerance(logits, V, B * T));
+    }
+
+    @Test
+    void theStepsLossKeepsItsDivisorForTheBackwardPassWhenGarbageIsCollectedBetween()
+            throws InterruptedException {
+        long[] targets = {3, IGNORE, 6, 0, IGNORE, IGNORE, 2, 5};
+        assertArrayEquals(logitGradient(targets, false), logitGradient(targets, true));
+    }
+
+    /** The gradient of float32 logits through {@link CausalLmLoss.TokenLoss#sumOver}. */
+    private float[] logitGradient(long[] targets, boolean collectBeforeBackward) throws InterruptedException {
+        try (NDManager pass = manager.newSubManager()) {
+            NDArray x = logitArray.toType(DataType.FLOAT32, true);
+            x.attach(pass);
+            x.setRequiresGradient(true);
+            NDList labels = new NDList(pass.create(targets, new Shape(B, T)));
+            try (GradientCollector collector = Engine.getEngine("PyTorch").newGradientCollector()) {
+                long baseline = FreedJavaMemory.directBuffers();
+                NDArray loss = new CausalLmLoss().tokenLoss(labels, new NDList(x)).sumOver(10);
+                List<ByteBuffer> refills =
+                        collectBeforeBackward ? FreedJavaMemory.collectAndOverwrite(baseline) : List.of();
+                collector.backward(loss);
+                Reference.reachabilityFence(refills);
+            }
+            return x.getGradient().toFloatArray();
+        }
     }
 
     @Test

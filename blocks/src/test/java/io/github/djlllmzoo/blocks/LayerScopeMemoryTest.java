@@ -1,0 +1,94 @@
+package io.github.djlllmzoo.blocks;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import ai.djl.engine.Engine;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.training.GradientCollector;
+import com.google.gson.JsonObject;
+import io.github.djlllmzoo.blocks.config.ConfigJson;
+import io.github.djlllmzoo.blocks.config.LlamaConfig;
+import org.junit.jupiter.api.Test;
+
+/** A pass over many positions frees each layer's intermediate arrays as the layer returns. */
+class LayerScopeMemoryTest {
+
+    private static final int[] LAYERS = {2, 5};
+
+    @Test
+    void aTrainingPassHoldsNoIntermediateArrayOfItsLayersOnceTheyReturn() throws Exception {
+        assertAtMostTwoPerLayer(heldArrays((model, pass) -> {
+            NDArray weight = model.namedParameters().get("layers.0.self_attn.q_proj.weight").getArray();
+            weight.setRequiresGradient(true);
+            int held;
+            try (GradientCollector collector = Engine.getEngine("PyTorch").newGradientCollector()) {
+                NDArray logits = model.forward(null, ids(pass), null, null, null, false, true);
+                held = pass.getManagedArrays().size();
+                collector.backward(logits.sum());
+            }
+            assertEquals(false, weight.getGradient().eq(0).all().getBoolean(), "the gradient still reaches the first layer");
+            return held;
+        }));
+    }
+
+    @Test
+    void aPrefillHoldsNoIntermediateArrayOfItsLayersOnceTheyReturn() throws Exception {
+        assertAtMostTwoPerLayer(heldArrays((model, pass) -> {
+            try (KvCache cache = model.newCache(pass, 2, 3)) {
+                NDArray ids = ids(pass);
+                int before = pass.getManagedArrays().size();
+                model.forward(null, ids, null, null, cache, true, false);
+                assertEquals(3, cache.length(), "the prefill stored every position");
+                return pass.getManagedArrays().size() - before;
+            }
+        }));
+    }
+
+    /** A forward pass in the given manager; returns how many arrays the manager holds after it. */
+    private interface Pass {
+        int held(CausalLmBlock model, NDManager pass) throws Exception;
+    }
+
+    /** What {@code pass} leaves in its manager on models of each of {@link #LAYERS} layers. */
+    private static int[] heldArrays(Pass pass) throws Exception {
+        int[] held = new int[LAYERS.length];
+        for (int i = 0; i < LAYERS.length; i++) {
+            try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
+                CausalLmBlock model = DecoderModels.create(config(LAYERS[i]));
+                LlamaModelTest.setRandomWeights(model, manager);
+                try (NDManager scope = manager.newSubManager()) {
+                    held[i] = pass.held(model, scope);
+                }
+            }
+        }
+        return held;
+    }
+
+    /** (2, 3) token ids. */
+    private static NDArray ids(NDManager pass) {
+        return pass.create(new long[] {3, 1, 4, 1, 5, 9}, new Shape(2, 3));
+    }
+
+    /** Each layer leaves its output (the next one's input) and a view of the pass's mask, no more. */
+    private static void assertAtMostTwoPerLayer(int[] held) {
+        int perLayer = (held[1] - held[0]) / (LAYERS[1] - LAYERS[0]);
+        assertTrue(perLayer <= 2, "arrays the pass's manager holds per layer: " + perLayer + " (" + held[0]
+                + " with " + LAYERS[0] + " layers, " + held[1] + " with " + LAYERS[1] + ")");
+    }
+
+    private static LlamaConfig config(int layers) throws Exception {
+        JsonObject json = new JsonObject();
+        json.addProperty("model_type", "llama");
+        json.addProperty("num_hidden_layers", layers);
+        json.addProperty("max_position_embeddings", 16);
+        json.addProperty("vocab_size", 20);
+        json.addProperty("hidden_size", 8);
+        json.addProperty("intermediate_size", 12);
+        json.addProperty("num_attention_heads", 2);
+        json.addProperty("num_key_value_heads", 1);
+        return LlamaConfig.parse(ConfigJson.of(null, json));
+    }
+}
