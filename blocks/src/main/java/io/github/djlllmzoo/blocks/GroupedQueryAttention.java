@@ -121,8 +121,9 @@ public final class GroupedQueryAttention extends AttentionBlock {
             k = kNorm.forward(store, k, training);
         }
         NDList cosSin = rotaryEmbedding.cosSin(context.positionIds(), context.modelManager(), q.getDataType());
-        q = RotaryEmbedding.rotate(q, cosSin);
-        k = RotaryEmbedding.rotate(k, cosSin);
+        NDArray[] rotated = kernels().rotate(q, k, cosSin, training);
+        q = rotated[0];
+        k = rotated[1];
         KeyValues kv = context.update(layerIndex, k, v); // (B, H_kv, S, D)
         NDArray mask = context.mask(window);
         NDArray y = kernels().attend(q, kv, mask, scores, attentionDropout, training); // (B, H, T, D)
