@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compiles the CPU kernels (few_row_product.c, decode_attention.c, compressed_product.c, compressed_gemm.c)
-# into the one library NativeKernels loads. Run by the cpu-kernels module's build. Without a C compiler, JNI headers or an
+# Compiles the CPU kernels (few_row_product.c, decode_attention.c, compressed_product.c, compressed_gemm.c,
+# decode_ops.c) into the one library NativeKernels loads. Run by the cpu-kernels module's build. Without a C compiler, JNI headers or an
 # x86-64 Linux machine it says so and builds nothing: the engine's operations are used instead.
 # Usage: build.sh OUTPUT JAVA_HOME SOURCE...
 set -u
@@ -15,7 +15,7 @@ if ! command -v cc > /dev/null; then
   exit 0
 fi
 stale=false
-for src in "$@"; do
+for src in "$@" "$(dirname "$1")"/*.h; do
   [[ -f "$out" && "$out" -nt "$src" ]] || stale=true
 done
 $stale || exit 0

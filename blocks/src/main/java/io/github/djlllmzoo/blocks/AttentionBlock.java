@@ -24,6 +24,40 @@ public abstract class AttentionBlock extends ConfiguredBlock {
     public abstract NDArray forward(
             ParameterStore store, NDArray x, AttentionContext context, boolean training);
 
+    /**
+     * Splits projected rows into heads: (B, T, count·D) as (B, count, T, D). At T = 1 the rows are
+     * already in that order, and one reshape (one engine call) does it.
+     *
+     * @param x projected rows (B, T, count·D)
+     * @param b the batch size
+     * @param t the positions
+     * @param count the heads
+     * @param headDim the head width D
+     * @return (B, count, T, D)
+     */
+    protected static NDArray heads(NDArray x, long b, long t, long count, long headDim) {
+        if (t == 1) {
+            return x.reshape(b, count, 1, headDim);
+        }
+        return x.reshape(b, t, count, headDim).transpose(0, 2, 1, 3);
+    }
+
+    /**
+     * Joins heads into rows, the inverse of {@link #heads}: (B, H, T, D) as (B, T, H·D).
+     *
+     * @param y heads (B, H, T, D)
+     * @param b the batch size
+     * @param t the positions
+     * @param width H·D
+     * @return (B, T, H·D)
+     */
+    protected static NDArray merged(NDArray y, long b, long t, long width) {
+        if (t == 1) {
+            return y.reshape(b, 1, width);
+        }
+        return y.transpose(0, 2, 1, 3).reshape(b, t, width);
+    }
+
     @Override
     protected NDList forwardInternal(
             ParameterStore store, NDList inputs, boolean training, PairList<String, Object> params) {

@@ -1,8 +1,11 @@
 package io.github.djlllmzoo.blocks;
 
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.training.ParameterStore;
+import io.github.djlllmzoo.blocks.config.HiddenActivation;
 
 /**
  * The reference {@link Kernels}: every operation as the engine's own NDArray calls, on any engine,
@@ -58,6 +61,34 @@ public final class EngineKernels implements Kernels {
     public NDArray attend(
             NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
         return ScaledDotProductAttention.attend(q, kv.keys(), kv.values(), mask, scores, dropout, training);
+    }
+
+    @Override
+    public NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset, boolean training) {
+        DataType inputType = x.getDataType();
+        boolean widen = inputType != DataType.FLOAT32 && inputType != DataType.FLOAT64;
+        NDArray h = widen ? x.toType(DataType.FLOAT32, false) : x;
+        NDArray meanSquare = h.square().mean(new int[] {-1}, true); // (..., 1)
+        // pow -0.5 is torch's rsqrt; constants from Scalars, not made per call
+        NDArray normed = h.mul(meanSquare.addi(Scalars.of(eps, h)).pow(Scalars.of(-0.5, h)));
+        if (unitOffset) {
+            NDArray scale = (widen ? weight.toType(DataType.FLOAT32, false) : weight).add(Scalars.of(1, h));
+            NDArray scaled = normed.mul(scale);
+            return widen ? scaled.toType(inputType, false) : scaled;
+        }
+        return (widen ? normed.toType(inputType, false) : normed).mul(weight);
+    }
+
+    @Override
+    public NDArray[] rotate(NDArray q, NDArray k, NDList cosSin, boolean training) {
+        return new NDArray[] {RotaryEmbedding.rotate(q, cosSin), RotaryEmbedding.rotate(k, cosSin)};
+    }
+
+    @Override
+    public NDArray activate(NDArray gate, NDArray up, HiddenActivation activation, boolean training) {
+        NDArray activated =
+                activation == HiddenActivation.SILU ? Activations.silu(gate) : Activations.geluNew(gate);
+        return up == null ? activated : activated.mul(up);
     }
 
     @Override

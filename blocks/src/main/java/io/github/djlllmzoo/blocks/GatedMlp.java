@@ -99,8 +99,7 @@ public final class GatedMlp extends UnaryBlock {
             gate = halves.get(0);
             up = halves.get(1);
         }
-        NDArray activated =
-                activation == HiddenActivation.SILU ? Activations.silu(gate) : Activations.geluNew(gate);
-        return downProj.forward(store, activated.mul(up), training); // (B, T, E)
+        NDArray activated = kernels().activate(gate, up, activation, training); // act(gate) * up
+        return downProj.forward(store, activated, training); // (B, T, E)
     }
 }

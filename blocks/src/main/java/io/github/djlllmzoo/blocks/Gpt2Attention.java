@@ -41,17 +41,13 @@ public final class Gpt2Attention extends AttentionBlock {
         long b = x.getShape().get(0);
         long t = x.getShape().get(1);
         long e = x.getShape().get(2);
-        NDList qkv =
-                cAttn.forward(store, x, training)
-                        .reshape(b, t, 3 * numHeads, headDim) // (B, T, 3H, D)
-                        .transpose(0, 2, 1, 3) // (B, 3H, T, D)
-                        .split(3, 1); // 3 × (B, H, T, D)
+        NDList qkv = heads(cAttn.forward(store, x, training), b, t, 3 * numHeads, headDim).split(3, 1); // 3 × (B, H, T, D)
         NDArray q = qkv.get(0);
         NDArray k = qkv.get(1);
         NDArray v = qkv.get(2);
         KeyValues kv = context.update(layerIndex, k, v); // (B, H_kv, S, D)
         NDArray y = kernels().attend(q, kv, context.mask(), attnDropout, training); // (B, H, T, D)
-        y = y.transpose(0, 2, 1, 3).reshape(b, t, e); // (B, T, E)
+        y = merged(y, b, t, e); // (B, T, E)
         return Dropouts.apply(cProj.forward(store, y, training), residDropout, training);
     }
 }

@@ -3,6 +3,7 @@ package io.github.djlllmzoo.blocks;
 import ai.djl.ndarray.NDArray;
 import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
+import io.github.djlllmzoo.blocks.config.HiddenActivation;
 
 /** GPT-2's feed-forward network: {@code c_proj(gelu_new(c_fc(x)))}, residual dropout in training. */
 public final class Gpt2Mlp extends UnaryBlock {
@@ -23,7 +24,9 @@ public final class Gpt2Mlp extends UnaryBlock {
 
     @Override
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
-        NDArray h = Activations.geluNew(cFc.forward(store, x, training)); // (B, T, n_inner)
+        NDArray h =
+                kernels().activate(cFc.forward(store, x, training), null, HiddenActivation.GELU_TANH, training);
+        // (B, T, n_inner), gelu_new
         return Dropouts.apply(cProj.forward(store, h, training), residDropout, training);
     }
 }

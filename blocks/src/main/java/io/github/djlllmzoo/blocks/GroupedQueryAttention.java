@@ -113,20 +113,21 @@ public final class GroupedQueryAttention extends AttentionBlock {
         long b = x.getShape().get(0);
         long t = x.getShape().get(1);
         NDArray[] qkv = project(store, x, training);
-        NDArray q = heads(qkv[0], b, t, numHeads); // (B, H, T, D)
-        NDArray k = heads(qkv[1], b, t, numKvHeads); // (B, Hkv, T, D)
-        NDArray v = heads(qkv[2], b, t, numKvHeads); // (B, Hkv, T, D)
+        NDArray q = heads(qkv[0], b, t, numHeads, headDim); // (B, H, T, D)
+        NDArray k = heads(qkv[1], b, t, numKvHeads, headDim); // (B, Hkv, T, D)
+        NDArray v = heads(qkv[2], b, t, numKvHeads, headDim); // (B, Hkv, T, D)
         if (qNorm != null) {
             q = qNorm.forward(store, q, training);
             k = kNorm.forward(store, k, training);
         }
         NDList cosSin = rotaryEmbedding.cosSin(context.positionIds(), context.modelManager(), q.getDataType());
-        q = RotaryEmbedding.rotate(q, cosSin);
-        k = RotaryEmbedding.rotate(k, cosSin);
+        NDArray[] rotated = kernels().rotate(q, k, cosSin, training);
+        q = rotated[0];
+        k = rotated[1];
         KeyValues kv = context.update(layerIndex, k, v); // (B, H_kv, S, D)
         NDArray mask = context.mask(window);
         NDArray y = kernels().attend(q, kv, mask, scores, attentionDropout, training); // (B, H, T, D)
-        y = y.transpose(0, 2, 1, 3).reshape(b, t, (long) numHeads * headDim); // (B, T, H*D)
+        y = merged(y, b, t, (long) numHeads * headDim); // (B, T, H*D)
         return oProj.forward(store, y, training); // (B, T, E)
     }
 
@@ -142,9 +143,5 @@ public final class GroupedQueryAttention extends AttentionBlock {
         NDArray fused = qkvProj.forward(store, x, training); // (B, T, (H + 2 Hkv) * D)
         NDList parts = fused.split(new long[] {queries, queries + keys}, 2);
         return new NDArray[] {parts.get(0), parts.get(1), parts.get(2)};
-    }
-
-    private NDArray heads(NDArray x, long b, long t, int count) {
-        return x.reshape(b, t, count, headDim).transpose(0, 2, 1, 3); // (B, count, T, D)
     }
 }

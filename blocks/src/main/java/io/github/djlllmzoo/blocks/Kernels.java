@@ -3,9 +3,11 @@ package io.github.djlllmzoo.blocks;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.training.ParameterStore;
+import io.github.djlllmzoo.blocks.config.HiddenActivation;
 import java.util.Optional;
 import java.util.ServiceLoader;
 import org.slf4j.Logger;
@@ -13,7 +15,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The operations of a forward pass that have faster implementations than the engine's plain
- * NDArray calls: the projections, attention, and the end of a decode step. Blocks call these and
+ * NDArray calls: the projections, attention, the norms, the rotary embedding and the MLP's
+ * activation (each several engine calls, whose fixed cost is a decode step's time at its few
+ * rows), and the end of a decode step. Blocks call these and
  * never a kernel directly, as Hugging Face's attention layers call the function {@code
  * attn_implementation} names in {@code ALL_ATTENTION_FUNCTIONS}, and Jlama's layers the {@code
  * TensorOperations} its provider picked for the machine.
@@ -92,6 +96,43 @@ public interface Kernels {
      */
     NDArray attend(
             NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training);
+
+    /**
+     * Root-mean-square normalization over the last axis: {@code x * rsqrt(mean(x^2) + eps) *
+     * weight}, or {@code * (1 + weight)} with {@code unitOffset} (Gemma), the statistics in float32
+     * for half-precision inputs ({@link RmsNorm}).
+     *
+     * @param x input (..., W); the result is attached to its manager
+     * @param weight the scale (W)
+     * @param eps the epsilon added to the mean square
+     * @param unitOffset whether the scale is {@code 1 + weight}
+     * @param training whether this is a training pass
+     * @return (..., W), of {@code x}'s type
+     */
+    NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset, boolean training);
+
+    /**
+     * Rotates query and key heads by the rotary embedding ({@link RotaryEmbedding#rotate}, each).
+     *
+     * @param q queries (B, H, T, D); the results are attached to their managers
+     * @param k keys (B, H_kv, T, D)
+     * @param cosSin the factors {@link RotaryEmbedding#cosSin} gathered for these positions
+     * @param training whether this is a training pass
+     * @return the rotated queries and keys
+     */
+    NDArray[] rotate(NDArray q, NDArray k, NDList cosSin, boolean training);
+
+    /**
+     * The MLP's activation, {@code act(gate) * up} (a gated MLP) or {@code act(gate)} ({@code up}
+     * null: GPT-2), with {@link Activations}' functions.
+     *
+     * @param gate the pre-activation (..., I); the result is attached to its manager
+     * @param up the up projection (..., I), or {@code null}
+     * @param activation the activation
+     * @param training whether this is a training pass
+     * @return (..., I)
+     */
+    NDArray activate(NDArray gate, NDArray up, HiddenActivation activation, boolean training);
 
     /**
      * Ends a decode step: closes its manager, now or off the calling thread. Use it in place of

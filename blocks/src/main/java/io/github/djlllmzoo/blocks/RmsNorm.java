@@ -1,7 +1,6 @@
 package io.github.djlllmzoo.blocks;
 
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
@@ -48,17 +47,6 @@ public final class RmsNorm extends UnaryBlock {
     @Override
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
         NDArray w = value(store, weight, x.getDevice(), training);
-        DataType inputType = x.getDataType();
-        boolean widen = inputType != DataType.FLOAT32 && inputType != DataType.FLOAT64;
-        NDArray h = widen ? x.toType(DataType.FLOAT32, false) : x;
-        NDArray meanSquare = h.square().mean(new int[] {-1}, true); // (..., 1)
-        // pow -0.5 is torch's rsqrt; constants from Scalars, not made per call
-        NDArray normed = h.mul(meanSquare.addi(Scalars.of(eps, h)).pow(Scalars.of(-0.5, h)));
-        if (unitOffset) {
-            NDArray scale = (widen ? w.toType(DataType.FLOAT32, false) : w).add(Scalars.of(1, h));
-            NDArray scaled = normed.mul(scale);
-            return widen ? scaled.toType(inputType, false) : scaled;
-        }
-        return (widen ? normed.toType(inputType, false) : normed).mul(w);
+        return kernels().rmsNorm(x, w, eps, unitOffset, training);
     }
 }

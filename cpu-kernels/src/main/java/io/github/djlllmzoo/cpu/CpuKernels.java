@@ -2,6 +2,7 @@ package io.github.djlllmzoo.cpu;
 
 import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
@@ -13,6 +14,7 @@ import io.github.djlllmzoo.blocks.Kernels;
 import io.github.djlllmzoo.blocks.ProjectionWeight;
 import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
+import io.github.djlllmzoo.blocks.config.HiddenActivation;
 
 /**
  * The {@link Kernels} of models that PyTorch runs on the CPU ({@link CpuKernelsProvider}): a decode
@@ -24,11 +26,12 @@ import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
  * CompressedProduct}'s kernel (a pair of them, as {@link #projectPair} takes, in one hand-over to
  * the cores), its other products (a prefill) by {@link CompressedGemm}'s kernel where the CPU has
  * the format's dot-product instruction, else by the engine's over the weight widened to float32 in
- * one reused buffer ({@link WideningBuffer}).
+ * one reused buffer ({@link WideningBuffer}); a decode step's norms, rotary embedding and MLP
+ * activation by {@link DecodeOps}' kernels, one call each.
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
- * -Dllmzoo.decodeAttention}) is not {@code false}. Each call then takes a kernel where it can read
+ * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}) is not {@code false}. Each call then takes a kernel where it can read
  * the arrays (inference on the CPU, float32 and dense for the native ones, the row counts and shapes
  * each kernel takes) and the engine's operations, as {@link
  * io.github.djlllmzoo.blocks.EngineKernels} computes them, elsewhere.
@@ -39,6 +42,7 @@ public final class CpuKernels implements Kernels {
     private final boolean decodeAttention;
     private final boolean compressedProduct = NativeKernels.enabled(CompressedProduct.SWITCH);
     private final boolean compressedGemm = compressedProduct && NativeKernels.enabled(CompressedGemm.SWITCH);
+    private final boolean decodeOps = NativeKernels.enabled(DecodeOps.SWITCH);
 
     /** Where a compressed weight is widened for a product of many rows. */
     private final WideningBuffer widening = new WideningBuffer();
@@ -170,6 +174,47 @@ public final class CpuKernels implements Kernels {
                 && DecodeAttention.applies(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask);
     }
 
+    @Override
+    public NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset, boolean training) {
+        if (decodeOps && CoreWorkers.inferenceOnCpu(x, training) && DecodeOps.takesRmsNorm(x, weight)) {
+            return DecodeOps.rmsNorm(x, weight, eps, unitOffset);
+        }
+        return EngineKernels.INSTANCE.rmsNorm(x, weight, eps, unitOffset, training);
+    }
+
+    @Override
+    public NDArray[] rotate(NDArray q, NDArray k, NDList cosSin, boolean training) {
+        if (decodeOps
+                && CoreWorkers.inferenceOnCpu(q, training)
+                && !k.hasGradient()
+                && DecodeOps.takesRotation(q, cosSin)
+                && DecodeOps.takesRotation(k, cosSin)) {
+            return new NDArray[] {DecodeOps.rotate(q, cosSin), DecodeOps.rotate(k, cosSin)};
+        }
+        return EngineKernels.INSTANCE.rotate(q, k, cosSin, training);
+    }
+
+    @Override
+    public NDArray activate(NDArray gate, NDArray up, HiddenActivation activation, boolean training) {
+        if (decodeOps
+                && CoreWorkers.inferenceOnCpu(gate, training)
+                && (up == null || !up.hasGradient())
+                && DecodeOps.takesActivation(gate, up)) {
+            return DecodeOps.activate(gate, up, activation);
+        }
+        return EngineKernels.INSTANCE.activate(gate, up, activation, training);
+    }
+
+    /**
+     * Whether the elementwise operations of a decode step take {@link DecodeOps}' kernels (where
+     * the arrays allow it).
+     *
+     * @return whether the kernels are on
+     */
+    boolean decodeOps() {
+        return decodeOps;
+    }
+
     /**
      * Whether a product of this many rows may take {@link FewRowProduct}'s kernel (where the
      * arrays allow it).
@@ -194,6 +239,7 @@ public final class CpuKernels implements Kernels {
         return "CPU kernels (" + CoreWorkers.PARALLELISM + " threads, few-row product "
                 + (fewRowProduct ? "on" : "off") + ", decode attention " + (decodeAttention ? "on" : "off")
                 + ", compressed product " + (compressedProduct ? "on" : "off")
-                + ", compressed GEMM " + (compressedGemm ? "on" : "off") + ")";
+                + ", compressed GEMM " + (compressedGemm ? "on" : "off")
+                + ", decode ops " + (decodeOps ? "on" : "off") + ")";
     }
 }

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
@@ -26,6 +27,7 @@ import io.github.djlllmzoo.blocks.ProjectionWeight;
 import io.github.djlllmzoo.blocks.LlamaModel;
 import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
+import io.github.djlllmzoo.blocks.config.HiddenActivation;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
 import java.util.ArrayList;
 import java.util.List;
@@ -136,6 +138,21 @@ class CpuKernelsTest extends ManagedArraysTest {
                 NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
             decodeKernel.add(cpu.takesDecodeKernel(q, kv, mask, training));
             return cpu.attend(q, kv, mask, scores, dropout, training);
+        }
+
+        @Override
+        public NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset, boolean training) {
+            return cpu.rmsNorm(x, weight, eps, unitOffset, training);
+        }
+
+        @Override
+        public NDArray[] rotate(NDArray q, NDArray k, NDList cosSin, boolean training) {
+            return cpu.rotate(q, k, cosSin, training);
+        }
+
+        @Override
+        public NDArray activate(NDArray gate, NDArray up, HiddenActivation activation, boolean training) {
+            return cpu.activate(gate, up, activation, training);
         }
 
         @Override

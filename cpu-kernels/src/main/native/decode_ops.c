@@ -1,0 +1,168 @@
+/*
+ * The elementwise operations of a decode step, each one pass over a few rows with AVX-512: RMSNorm
+ * (Llama's and Gemma's 1 + w form), the rotary embedding of query or key heads, and the MLP's
+ * activation (SiLU or GELU-tanh, times the up projection where there is one).
+ *
+ * PyTorch computes each as a chain of engine calls (an RMSNorm is six, a rotation five, GELU-tanh
+ * six), each a JNI call with an output array of its own; at a decode step's few rows that fixed
+ * cost, not the arithmetic, is the time (docs/PERFORMANCE.md). Here each is one call writing one
+ * output, in the reference's order of operations.
+ *
+ * Called by io.github.djlllmzoo.cpu.DecodeOps with direct buffers over PyTorch tensors that Java
+ * has checked: float32, contiguous, the sizes below. Compiled with AVX-512 enabled; Java loads it
+ * only on a CPU that has AVX-512F.
+ */
+#include <immintrin.h>
+#include <jni.h>
+#include <stddef.h>
+
+#include "vector_math.h"
+
+/* The lanes of the piece of n floats that starts at k: 16, or what is left. */
+static inline __mmask16 lanes(int n, int k) {
+    int left = n - k;
+    return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+}
+
+/* out = x * rsqrt(mean(x^2) + eps) * w (or * (1 + w)), row by row. */
+static void rms_norm(const float *x, const float *w, float *out, int rows, int width, float eps,
+        int unit_offset) {
+    __m512 one = _mm512_set1_ps(1.0f);
+    for (int r = 0; r < rows; r++) {
+        const float *row = x + (size_t)r * width;
+        float *o = out + (size_t)r * width;
+        __m512 squares = _mm512_setzero_ps();
+        for (int k = 0; k < width; k += 16) {
+            __m512 v = _mm512_maskz_loadu_ps(lanes(width, k), row + k);
+            squares = _mm512_fmadd_ps(v, v, squares);
+        }
+        float mean = _mm512_reduce_add_ps(squares) / (float)width;
+        float scale = 1.0f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(mean + eps)));
+        __m512 s = _mm512_set1_ps(scale);
+        for (int k = 0; k < width; k += 16) {
+            __mmask16 m = lanes(width, k);
+            __m512 wk = _mm512_maskz_loadu_ps(m, w + k);
+            if (unit_offset) {
+                wk = _mm512_add_ps(wk, one);
+            }
+            __m512 normed = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, row + k), s);
+            _mm512_mask_storeu_ps(o + k, m, _mm512_mul_ps(normed, wk));
+        }
+    }
+}
+
+/*
+ * out = x * cos + cat(x2, x1) * sin for heads x (batch, heads, positions, d), with cos = cat(c, c)
+ * and sin = cat(-s, s) of (batch or 1, positions, d) as RotaryEmbedding gathers them.
+ */
+static void rotate(const float *x, const float *cos, const float *sin, float *out, int batch, int heads,
+        int positions, int d, int per_sequence) {
+    int half = d / 2;
+    for (int b = 0; b < batch; b++) {
+        for (int h = 0; h < heads; h++) {
+            for (int t = 0; t < positions; t++) {
+                size_t row = (((size_t)b * heads + h) * positions + t) * d;
+                size_t table = ((size_t)(per_sequence ? b : 0) * positions + t) * d;
+                const float *x1 = x + row;
+                const float *x2 = x1 + half;
+                const float *c = cos + table;
+                const float *s = sin + table;
+                for (int k = 0; k < half; k += 16) {
+                    __mmask16 m = lanes(half, k);
+                    __m512 a = _mm512_maskz_loadu_ps(m, x1 + k);
+                    __m512 z = _mm512_maskz_loadu_ps(m, x2 + k);
+                    __m512 first = _mm512_add_ps(_mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, c + k)),
+                            _mm512_mul_ps(z, _mm512_maskz_loadu_ps(m, s + k)));
+                    __m512 second = _mm512_add_ps(_mm512_mul_ps(z, _mm512_maskz_loadu_ps(m, c + half + k)),
+                            _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, s + half + k)));
+                    _mm512_mask_storeu_ps(out + row + k, m, first);
+                    _mm512_mask_storeu_ps(out + row + half + k, m, second);
+                }
+            }
+        }
+    }
+}
+
+/* 1 / (1 + e^-a), from e = e^-|a| so that the exponential never overflows. */
+static inline __m512 sigmoid(__m512 a) {
+    __m512 one = _mm512_set1_ps(1.0f);
+    __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(a)));
+    __mmask16 negative = _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_LT_OQ);
+    __m512 numerator = _mm512_mask_blend_ps(negative, one, e);
+    return _mm512_div_ps(numerator, _mm512_add_ps(one, e));
+}
+
+/* Activations.java's names: 0 SiLU, 1 GELU-tanh (as x sigmoid(2 sqrt(2/pi) x (1 + 0.044715 x^2))). */
+#define SILU 0
+#define GELU_TANH 1
+
+/* out = act(gate) * up (up NULL: act(gate)) over n floats. */
+static void activate(const float *gate, const float *up, float *out, long n, int activation) {
+    __m512 cubic = _mm512_set1_ps((float)(2 * 0.7978845608028654 * 0.044715));
+    __m512 linear = _mm512_set1_ps((float)(2 * 0.7978845608028654));
+    for (long k = 0; k < n; k += 16) {
+        __mmask16 m = n - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - k)) - 1);
+        __m512 g = _mm512_maskz_loadu_ps(m, gate + k);
+        __m512 argument = g;
+        if (activation == GELU_TANH) {
+            argument = _mm512_mul_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(g, g), cubic), linear), g);
+        }
+        __m512 y = _mm512_mul_ps(sigmoid(argument), g);
+        if (up != NULL) {
+            y = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, up + k));
+        }
+        _mm512_mask_storeu_ps(out + k, m, y);
+    }
+}
+
+static void *address(JNIEnv *env, jobject buffer) {
+    return buffer == NULL ? NULL : (*env)->GetDirectBufferAddress(env, buffer);
+}
+
+static void refuse(JNIEnv *env, const char *message) {
+    (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"), message);
+}
+
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rmsNorm(JNIEnv *env, jclass cls,
+        jobject x_buffer, jobject weight_buffer, jobject out_buffer, jint rows, jint width, jfloat eps,
+        jboolean unit_offset) {
+    (void)cls;
+    const float *x = address(env, x_buffer);
+    const float *w = address(env, weight_buffer);
+    float *out = address(env, out_buffer);
+    if (x == NULL || w == NULL || out == NULL || rows < 0 || width < 1) {
+        refuse(env, "rms norm: an array's memory is not reachable, or the sizes are not positive");
+        return;
+    }
+    rms_norm(x, w, out, rows, width, eps, unit_offset);
+}
+
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rotate(JNIEnv *env, jclass cls,
+        jobject x_buffer, jobject cos_buffer, jobject sin_buffer, jobject out_buffer, jint batch, jint heads,
+        jint positions, jint head_dim, jboolean per_sequence) {
+    (void)cls;
+    const float *x = address(env, x_buffer);
+    const float *cos = address(env, cos_buffer);
+    const float *sin = address(env, sin_buffer);
+    float *out = address(env, out_buffer);
+    if (x == NULL || cos == NULL || sin == NULL || out == NULL || batch < 0 || heads < 0 || positions < 0
+            || head_dim < 2 || head_dim % 2 != 0) {
+        refuse(env, "rotate: an array's memory is not reachable, or head_dim is not even");
+        return;
+    }
+    rotate(x, cos, sin, out, batch, heads, positions, head_dim, per_sequence);
+}
+
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_activate(JNIEnv *env, jclass cls,
+        jobject gate_buffer, jobject up_buffer, jobject out_buffer, jlong size, jint activation) {
+    (void)cls;
+    const float *gate = address(env, gate_buffer);
+    const float *up = address(env, up_buffer);
+    float *out = address(env, out_buffer);
+    if (gate == NULL || out == NULL || (up_buffer != NULL && up == NULL) || size < 0
+            || (activation != SILU && activation != GELU_TANH)) {
+        refuse(env, "activate: an array's memory is not reachable, or the activation is unknown");
+        return;
+    }
+    activate(gate, up, out, size, activation);
+}
