@@ -8,9 +8,12 @@
  * 8 rows by it as for one row, although the core's multiply-add rate would allow the full
  * bandwidth (figures in docs/PERFORMANCE.md).
  *
- * (out, in): streams two weight rows at a time (prefetched 12 KiB ahead), multiplies each 16-float
- * piece with the same piece of every row of x (kept in L1), and sums each product's 16 lanes at
- * the end of the row.
+ * (out, in): for up to SINGLE_STREAM_MAX_ROWS rows of x, one weight row at a time, so each core
+ * reads its columns of the weight as one sequential stream (two rows at a time interleave two
+ * streams, which the hardware prefetcher follows worse: docs/PERFORMANCE.md, "One weight stream per
+ * core"); for more rows of x, two weight rows at a time, so each load of x serves two outputs.
+ * Multiplies each 16-float piece with the same piece of every row of x (kept in L1), prefetched
+ * ahead, and sums each product's 16 lanes at the end of the row.
  * (in, out): streams eight weight rows at a time over the columns asked for, each 16-float piece of
  * them times the eight matching elements of every row of x, added into the output rows (kept in
  * L1/L2); the next eight rows are prefetched at the same columns.
@@ -24,8 +27,12 @@
 #include <stddef.h>
 
 #define MAX_ROWS 8
-/* Floats ahead of the current piece that each weight row is prefetched. */
-#define PREFETCH 3072
+/* Floats ahead of the current piece that the weight is prefetched: one stream, or each of two. */
+#define PREFETCH_SINGLE 1024
+#define PREFETCH_PAIR 3072
+#define PREFETCH(pair) ((pair) ? PREFETCH_PAIR : PREFETCH_SINGLE)
+/* The most rows of x that take an (out, in) weight one row at a time (more take two at a time). */
+#define SINGLE_STREAM_MAX_ROWS 2
 /* Weight rows of an (in, out) weight read together. */
 #define IN_BLOCK 8
 
@@ -41,11 +48,11 @@ static inline __attribute__((always_inline)) void weight_rows(
     const float *w1 = w0 + in;
     int k = 0;
     for (; k + 16 <= in; k += 16) {
-        _mm_prefetch((const char *)(w0 + k + PREFETCH), _MM_HINT_T0);
+        _mm_prefetch((const char *)(w0 + k + PREFETCH(pair)), _MM_HINT_T0);
         __m512 v0 = _mm512_loadu_ps(w0 + k);
         __m512 v1 = _mm512_setzero_ps();
         if (pair) {
-            _mm_prefetch((const char *)(w1 + k + PREFETCH), _MM_HINT_T0);
+            _mm_prefetch((const char *)(w1 + k + PREFETCH(pair)), _MM_HINT_T0);
             v1 = _mm512_loadu_ps(w1 + k);
         }
         for (int r = 0; r < rows; r++) {
@@ -77,15 +84,18 @@ static inline __attribute__((always_inline)) void weight_rows(
     }
 }
 
-/* The columns [from, to) of out = x @ w^T + bias, w (out, in), two weight rows at a time. */
+/* The columns [from, to) of out = x @ w^T + bias, w (out, in), one weight row at a time for up to
+   SINGLE_STREAM_MAX_ROWS rows of x, else two. */
 static inline __attribute__((always_inline)) void out_in_columns(
         const float *x, const float *w, const float *bias, float *out, int rows, int in,
         int out_features, int from, int to) {
     int n = from;
-    for (; n + 2 <= to; n += 2) {
-        weight_rows(x, w, bias, out, rows, in, out_features, n, 1);
+    if (rows > SINGLE_STREAM_MAX_ROWS) {
+        for (; n + 2 <= to; n += 2) {
+            weight_rows(x, w, bias, out, rows, in, out_features, n, 1);
+        }
     }
-    if (n < to) {
+    for (; n < to; n++) {
         weight_rows(x, w, bias, out, rows, in, out_features, n, 0);
     }
 }

@@ -7,7 +7,7 @@ import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import java.nio.ByteBuffer;
 
 /**
- * The affine product of {@link #MIN_ROWS} to {@link #MAX_ROWS} rows (a decode step of a batch) by a
+ * The affine product of {@link #minRows} to {@link #MAX_ROWS} rows (a decode step of a batch) by a
  * native AVX-512 kernel ({@code cpu-kernels/src/main/native/few_row_product.c}) that reads each
  * weight element once for all rows, for a weight in either {@link Layout}. oneMKL, as PyTorch calls
  * it, reads the weight of such a product well below the memory bandwidth it reaches for one row,
@@ -27,19 +27,33 @@ final class FewRowProduct {
     /** The most rows the kernel multiplies in one pass over the weight. */
     static final int MAX_ROWS = 8;
 
-    /**
-     * The fewest rows the kernel is used for; a single row goes to oneMKL's matrix-vector product,
-     * which reads the weight at the machine's bandwidth already.
-     */
-    static final int MIN_ROWS = Integer.getInteger("llmzoo.fewRowProduct.minRows", 2);
+    /** The fewest rows for both layouts where {@code -Dllmzoo.fewRowProduct.minRows} sets them. */
+    private static final Integer MIN_ROWS_SET = Integer.getInteger("llmzoo.fewRowProduct.minRows");
 
     private FewRowProduct() {}
+
+    /**
+     * The fewest rows the kernel is used for with a weight in {@code layout}, unless {@code
+     * -Dllmzoo.fewRowProduct.minRows} sets them: one row of an (out, in) weight, which the kernel
+     * reads as one sequential stream a core, faster than oneMKL's matrix-vector product; two of an
+     * (in, out) weight, whose single row oneMKL reads as fast (docs/PERFORMANCE.md, "One weight
+     * stream per core in the float32 kernel").
+     *
+     * @param layout how the weight is stored
+     * @return the fewest rows {@link #applies} accepts
+     */
+    static int minRows(Layout layout) {
+        if (MIN_ROWS_SET != null) {
+            return MIN_ROWS_SET;
+        }
+        return layout == Layout.OUT_IN ? 1 : 2;
+    }
 
     /**
      * Whether the kernel computes the product of {@code x} and {@code weight} plus {@code bias}:
      * inference and the switch are the caller's to check; here the library must be loaded, the
      * arrays float32 on the CPU, held contiguously, of matching sizes, and {@code x} must have
-     * {@link #MIN_ROWS} to {@link #MAX_ROWS} rows.
+     * {@link #minRows} to {@link #MAX_ROWS} rows.
      *
      * @param x input (..., in)
      * @param weight (out, in) or (in, out), as {@code layout} says
@@ -49,7 +63,7 @@ final class FewRowProduct {
      * @return whether {@link #multiply} may be called with these arrays
      */
     static boolean applies(NDArray x, NDArray weight, NDArray bias, long rows, Layout layout) {
-        if (!NativeKernels.loaded() || rows < MIN_ROWS || rows > MAX_ROWS) {
+        if (!NativeKernels.loaded() || rows < minRows(layout) || rows > MAX_ROWS) {
             return false;
         }
         Shape w = weight.getShape();

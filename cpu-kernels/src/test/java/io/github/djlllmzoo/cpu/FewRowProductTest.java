@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
@@ -43,7 +44,7 @@ class FewRowProductTest extends ManagedArraysTest {
 
     @ParameterizedTest
     @CsvSource({
-        "OUT_IN, 2, 768, 1000", "OUT_IN, 3, 768, 1000", "OUT_IN, 5, 100, 257", "OUT_IN, 7, 16, 33",
+        "OUT_IN, 1, 768, 1000", "OUT_IN, 1, 100, 257", "OUT_IN, 2, 768, 1000", "OUT_IN, 3, 768, 1000", "OUT_IN, 5, 100, 257", "OUT_IN, 7, 16, 33",
         "OUT_IN, 8, 768, 1000", "OUT_IN, 8, 100, 257", "OUT_IN, 8, 1, 3", "OUT_IN, 4, 15, 2",
         "IN_OUT, 2, 768, 1000", "IN_OUT, 3, 768, 1000", "IN_OUT, 5, 100, 257", "IN_OUT, 7, 16, 33",
         "IN_OUT, 8, 768, 2304", "IN_OUT, 8, 3072, 768", "IN_OUT, 8, 100, 257", "IN_OUT, 8, 1, 3",
@@ -113,7 +114,7 @@ class FewRowProductTest extends ManagedArraysTest {
         NDArray nine = manager.randomNormal(new Shape(9, 32));
         assertFalse(FewRowProduct.applies(nine, weight, null, 9, Layout.OUT_IN));
         NDArray one = manager.randomNormal(new Shape(1, 32));
-        assertEquals(FewRowProduct.MIN_ROWS <= 1, FewRowProduct.applies(one, weight, null, 1, Layout.OUT_IN));
+        assertEquals(FewRowProduct.minRows(Layout.OUT_IN) <= 1, FewRowProduct.applies(one, weight, null, 1, Layout.OUT_IN));
         // The same weight read as (in, out) takes inputs of width 64 and a bias of 32.
         assertFalse(FewRowProduct.applies(x, weight, null, 8, Layout.IN_OUT), "widths differ");
         NDArray wide = manager.randomNormal(new Shape(8, 64));
@@ -122,6 +123,15 @@ class FewRowProductTest extends ManagedArraysTest {
                 "bias of the wrong size");
         assertFalse(FewRowProduct.applies(wide, manager.randomNormal(new Shape(32, 64)).transpose(), null, 8,
                 Layout.IN_OUT), "a transposed weight");
+    }
+
+    @Test
+    void byDefaultOneRowTakesTheKernelForAnOutInWeightAndTheEngineForAnInOutWeight() {
+        assumeTrue(System.getProperty("llmzoo.fewRowProduct.minRows") == null, "minRows set on the command line");
+        NDArray weight = manager.randomNormal(new Shape(64, 32));
+        assertTrue(FewRowProduct.applies(manager.randomNormal(new Shape(1, 32)), weight, null, 1, Layout.OUT_IN));
+        assertFalse(FewRowProduct.applies(manager.randomNormal(new Shape(1, 64)), weight, null, 1, Layout.IN_OUT));
+        assertTrue(FewRowProduct.applies(manager.randomNormal(new Shape(2, 64)), weight, null, 2, Layout.IN_OUT));
     }
 
     @Test
@@ -150,7 +160,7 @@ class FewRowProductTest extends ManagedArraysTest {
             FewRowProduct.multiply(x, weight, bias, kernel, 0, 1024, layout);
             assertArrayEquals(kernel.toFloatArray(), actual.toFloatArray(), 0f, "the kernel's own product");
         } else {
-            assertTrue(rows < FewRowProduct.MIN_ROWS || rows > FewRowProduct.MAX_ROWS, rows + " rows");
+            assertTrue(rows < FewRowProduct.minRows(layout) || rows > FewRowProduct.MAX_ROWS, rows + " rows");
         }
     }
 }
