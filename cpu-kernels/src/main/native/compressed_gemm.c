@@ -33,7 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GROUP 32
+#include "compressed_format.h"
+
 /* Columns of the weight repacked at a time, a multiple of BLOCKS * 16. */
 #define PANEL 96
 /* Columns of a 16-bit weight widened at a time: its panel holds 4 bytes an element. */
@@ -47,9 +48,7 @@
 #define ROWS 4
 #define BLOCKS 3
 
-enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
 
-#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
 #define INLINE static inline __attribute__((always_inline))
 
 /* The 32-bit word at p (any alignment). */
@@ -140,19 +139,9 @@ INLINE void store(__m512 acc[ROWS][BLOCKS], int R, int B, const float *bias, flo
 
 /* Rows of x as unsigned codes q + 128 (rows, in) and their scales (rows, in / 32). */
 static VNNI_TARGET void quantize(const float *x, int rows, int in, uint8_t *codes, float *scales) {
-    const __m512i low = _mm512_set1_epi32(-127);
     for (size_t g = 0; g < (size_t)rows * in / GROUP; g++) {
-        __m512 v0 = _mm512_loadu_ps(x + g * GROUP);
-        __m512 v1 = _mm512_loadu_ps(x + g * GROUP + 16);
-        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-        float d = amax / 127.0f;
-        __m512 inverse = _mm512_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
-        /* Round to nearest (even), at least -127 as the weights are. */
-        __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_max_epi32(low, _mm512_cvtps_epi32(_mm512_mul_ps(v0, inverse))));
-        __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_max_epi32(low, _mm512_cvtps_epi32(_mm512_mul_ps(v1, inverse))));
-        __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
-        _mm256_storeu_si256((__m256i *)(codes + g * GROUP), _mm256_add_epi8(both, _mm256_set1_epi8((char)0x80)));
-        scales[g] = d;
+        __m256i group = quantize_group(x + g * GROUP, scales + g);
+        _mm256_storeu_si256((__m256i *)(codes + g * GROUP), _mm256_add_epi8(group, _mm256_set1_epi8((char)0x80)));
     }
 }
 
@@ -347,10 +336,6 @@ static int widened_multiply(const float *x, const uint16_t *weight, int format, 
     free(panel);
     free(widened);
     return ok;
-}
-
-static void fail(JNIEnv *env, const char *message) {
-    (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"), message);
 }
 
 /* out[:, from:to] = x @ weight^T + bias, weight (out_features, in) compressed as format says. */

@@ -32,16 +32,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "compressed_format.h"
+
 #define MAX_ROWS 8
-#define GROUP 32
 /* Bytes ahead of the current codes that the weight is prefetched. */
 #define PREFETCH_BYTES 4096
 
-enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
 /* The CPU features compressed_product_features reports (CompressedProduct's constants). */
 enum { FEATURE_VNNI = 1, FEATURE_BF16 = 2 };
 
-#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
 /* 16 codes from index on, widened to float32 (int8 not yet scaled). */
@@ -144,20 +143,7 @@ static VNNI_TARGET int quantize_rows(const float *x, int rows, int in, Quantized
                 int k = c * 64 + h * GROUP;
                 float d = 0.0f;
                 if (k < in) {
-                    const float *xs = x + (size_t)r * in + k;
-                    __m512 v0 = _mm512_loadu_ps(xs);
-                    __m512 v1 = _mm512_loadu_ps(xs + 16);
-                    float amax = _mm512_reduce_max_ps(
-                            _mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-                    d = amax / 127.0f;
-                    __m512 inverse = _mm512_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
-                    /* Round to nearest (even), clamp to [-127, 127] as the weights are. */
-                    __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_max_epi32(_mm512_set1_epi32(-127),
-                            _mm512_cvtps_epi32(_mm512_mul_ps(v0, inverse))));
-                    __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_max_epi32(_mm512_set1_epi32(-127),
-                            _mm512_cvtps_epi32(_mm512_mul_ps(v1, inverse))));
-                    __m256i half = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
-                    codes = _mm512_inserti64x4(codes, half, h);
+                    codes = _mm512_inserti64x4(codes, quantize_group(x + (size_t)r * in + k, &d), h);
                 }
                 for (int l = 0; l < 8; l++) {
                     pattern[h * 8 + l] = d;
@@ -340,10 +326,6 @@ static int dot_multiply(const float *x, const void *codes, const float *scales, 
     free(hi);
     free(lo);
     return ok;
-}
-
-static void fail(JNIEnv *env, const char *message) {
-    (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"), message);
 }
 
 /* out[:, from:to] = x @ weight^T + bias, weight (out_features, in) compressed as format says. */

@@ -1,0 +1,41 @@
+/*
+ * What the compressed-weight kernels share (compressed_product.c for decode steps, compressed_gemm.c for
+ * prefills): the formats' numbers (CompressedProduct's constants), int8's group of 32, how a group of
+ * the input is quantized for vpdpbusd (both kernels must round x the same way), and their refusal.
+ */
+#ifndef LLMZOO_COMPRESSED_FORMAT_H
+#define LLMZOO_COMPRESSED_FORMAT_H
+
+#include <immintrin.h>
+#include <jni.h>
+
+/* Inputs sharing one int8 scale (llama.cpp's Q8_0 block). */
+#define GROUP 32
+
+enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
+
+#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+/*
+ * The 32 inputs from xs as int8 codes q in [-127, 127] (rounded to nearest even, clamped below at -127
+ * as the weights are), with *scale = max |x| / 127, so x ~ q * scale.
+ */
+static inline __attribute__((always_inline)) VNNI_TARGET __m256i quantize_group(const float *xs, float *scale) {
+    __m512 v0 = _mm512_loadu_ps(xs);
+    __m512 v1 = _mm512_loadu_ps(xs + 16);
+    float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    float d = amax / 127.0f;
+    __m512 inverse = _mm512_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+    const __m512i low = _mm512_set1_epi32(-127);
+    __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_max_epi32(low, _mm512_cvtps_epi32(_mm512_mul_ps(v0, inverse))));
+    __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_max_epi32(low, _mm512_cvtps_epi32(_mm512_mul_ps(v1, inverse))));
+    *scale = d;
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
+}
+
+/* Refuses a call's arguments: an IllegalArgumentException with the message, thrown when the native call returns. */
+static inline void fail(JNIEnv *env, const char *message) {
+    (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"), message);
+}
+
+#endif
