@@ -166,3 +166,25 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_activate(JNIEnv *e
     }
     activate(gate, up, out, size, activation);
 }
+
+/*
+ * A gated MLP's activation on one core's columns [from, to) of rows of width floats, in place:
+ * gate_out = act(gate_out) * up, where gate_out holds the gate's product and up the up projection's
+ * (io.github.djlllmzoo.cpu.FusedProducts, after each core's own columns of both products).
+ */
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_FusedProducts_activateColumns(JNIEnv *env, jclass cls,
+        jobject gate_out_buffer, jobject up_buffer, jint rows, jint width, jint from, jint to, jint activation) {
+    (void)cls;
+    float *gate_out = address(env, gate_out_buffer);
+    const float *up = address(env, up_buffer);
+    if (gate_out == NULL || up == NULL || rows < 0 || from < 0 || to < from || to > width
+            || (activation != SILU && activation != GELU_TANH)) {
+        refuse(env, "activate columns: an array's memory is not reachable, the columns are out of range,"
+                " or the activation is unknown");
+        return;
+    }
+    for (int r = 0; r < rows; r++) {
+        size_t at = (size_t)r * width + from;
+        activate(gate_out + at, up + at, gate_out + at, to - from, activation);
+    }
+}

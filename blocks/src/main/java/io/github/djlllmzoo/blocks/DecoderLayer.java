@@ -94,11 +94,11 @@ public final class DecoderLayer extends ConfiguredBlock {
             attended = postAttentionNorm.forward(store, attended, training);
         }
         NDArray h = attended.addi(x);
-        NDArray fed = mlp.forward(store, norm2.forward(store, h, training), training);
-        if (postMlpNorm != null) {
-            fed = postMlpNorm.forward(store, fed, training);
+        NDArray normed = norm2.forward(store, h, training);
+        if (postMlpNorm == null) {
+            return mlp.forwardAdding(store, normed, h, training); // h is not read again
         }
-        return fed.addi(h);
+        return postMlpNorm.forward(store, mlp.forward(store, normed, training), training).addi(h);
     }
 
     @Override

@@ -87,6 +87,23 @@ public final class GatedMlp extends UnaryBlock {
 
     @Override
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
+        return downProj.forward(store, activated(store, x, training), training); // (B, T, E)
+    }
+
+    @Override
+    NDArray forwardAdding(ParameterStore store, NDArray x, NDArray residual, boolean training) {
+        NDArray activated = activated(store, x, training); // (B, T, I)
+        if (downProj.loraSlot().adapts()) {
+            return downProj.forward(store, activated, training).addi(residual);
+        }
+        return kernels().projectAdd(activated, downProj.projection(), residual, store, training); // (B, T, E)
+    }
+
+    /** {@code act(gate_proj(x)) * up_proj(x)}, (B, T, I). */
+    private NDArray activated(ParameterStore store, NDArray x, boolean training) {
+        if (gateUpProj == null && !gateProj.loraSlot().adapts() && !upProj.loraSlot().adapts()) {
+            return kernels().gatedProject(x, gateProj.projection(), upProj.projection(), activation, store, training);
+        }
         NDArray gate; // gate_proj(x), (B, T, I)
         NDArray up; // up_proj(x), (B, T, I)
         if (gateUpProj == null) {
@@ -99,7 +116,6 @@ public final class GatedMlp extends UnaryBlock {
             gate = halves.get(0);
             up = halves.get(1);
         }
-        NDArray activated = kernels().activate(gate, up, activation, training); // act(gate) * up
-        return downProj.forward(store, activated, training); // (B, T, E)
+        return kernels().activate(gate, up, activation, training); // act(gate) * up
     }
 }

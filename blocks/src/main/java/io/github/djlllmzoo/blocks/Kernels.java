@@ -17,7 +17,7 @@ import org.slf4j.LoggerFactory;
  * The operations of a forward pass that have faster implementations than the engine's plain
  * NDArray calls: the projections, attention, the norms, the rotary embedding and the MLP's
  * activation (each several engine calls, whose fixed cost is a decode step's time at its few
- * rows), and the end of a decode step. Blocks call these and
+ * rows), the gated MLP's projections with it, and the end of a decode step. Blocks call these and
  * never a kernel directly, as Hugging Face's attention layers call the function {@code
  * attn_implementation} names in {@code ALL_ATTENTION_FUNCTIONS}, and Jlama's layers the {@code
  * TensorOperations} its provider picked for the machine.
@@ -133,6 +133,49 @@ public interface Kernels {
      * @return (..., I)
      */
     NDArray activate(NDArray gate, NDArray up, HiddenActivation activation, boolean training);
+
+    /**
+     * The first half of a gated MLP, {@code act(gate(x)) * up(x)}: {@link #projectPair} and {@link
+     * #activate} in one call, which an implementation may compute as one product whose columns
+     * come back activated, with no gate and up arrays between them.
+     *
+     * @param x input (..., in); the result is attached to its manager
+     * @param gate the gate projection (I, in)
+     * @param up the up projection (I, in)
+     * @param activation the gate's activation
+     * @param store the parameter store, or {@code null}
+     * @param training whether this is a training pass
+     * @return (..., I)
+     */
+    default NDArray gatedProject(
+            NDArray x,
+            ProjectionWeight gate,
+            ProjectionWeight up,
+            HiddenActivation activation,
+            ParameterStore store,
+            boolean training) {
+        NDArray[] both = projectPair(x, gate, up, store, training); // 2 x (..., I)
+        return activate(both[0], both[1], activation, training);
+    }
+
+    /**
+     * A projection added to the residual stream, {@code residual + x @ weight^T + bias} (a layer's
+     * last projection and its skip connection), which an implementation may compute by adding the
+     * product straight into {@code residual}'s memory.
+     *
+     * @param x input (..., in); the result is attached to its manager
+     * @param weight the projection (out, in)
+     * @param residual the residual stream (..., out); the caller must not read it afterwards (it
+     *     may be the result, updated in place)
+     * @param store the parameter store, or {@code null}
+     * @param training whether this is a training pass
+     * @return (..., out)
+     */
+    default NDArray projectAdd(
+            NDArray x, ProjectionWeight weight, NDArray residual, ParameterStore store, boolean training) {
+        // the fresh product takes the sum: autograd keeps the residual it saved for the norm
+        return project(x, weight, store, training).addi(residual);
+    }
 
     /**
      * Ends a decode step: closes its manager, now or off the calling thread. Use it in place of

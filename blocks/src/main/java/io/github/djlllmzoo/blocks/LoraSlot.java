@@ -23,6 +23,15 @@ final class LoraSlot {
         adapters.remove(adapter);
     }
 
+    /** @return whether {@link #apply} adds an update: the selected adapter adapts this projection */
+    boolean adapts() {
+        if (adapters.isEmpty()) {
+            return false;
+        }
+        String name = LoraAdapter.selected();
+        return name != null && adapters.containsKey(name);
+    }
+
     /**
      * @param store the parameter store, or {@code null}
      * @param x the projection's input (..., in)

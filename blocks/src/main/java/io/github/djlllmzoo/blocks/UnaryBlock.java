@@ -19,6 +19,21 @@ public abstract class UnaryBlock extends ConfiguredBlock {
      */
     public abstract NDArray forward(ParameterStore store, NDArray x, boolean training);
 
+    /**
+     * The block's output added to a residual stream, as a layer's skip connection takes it; a block
+     * whose last operation is a projection adds it there ({@link Kernels#projectAdd}).
+     *
+     * @param store the parameter store, or {@code null}
+     * @param x the input; results are attached to its manager
+     * @param residual the residual stream, of the output's shape; not to be read afterwards (it may
+     *     be the result, updated in place)
+     * @param training whether this is a training pass
+     * @return {@code forward(x) + residual}
+     */
+    NDArray forwardAdding(ParameterStore store, NDArray x, NDArray residual, boolean training) {
+        return forward(store, x, training).addi(residual); // the output is fresh: it takes the sum
+    }
+
     @Override
     protected NDList forwardInternal(
             ParameterStore store, NDList inputs, boolean training, PairList<String, Object> params) {

@@ -190,7 +190,7 @@ final class CompressedProduct {
     }
 
     /** Part {@code part} of {@code parts} nearly equal runs of the weight's output columns. */
-    private static void columns(
+    static void columns(
             ByteBuffer xs, CompressedWeight weight, ByteBuffer bs, ByteBuffer os, int rows, int part, int parts,
             int dotProducts) {
         int columns = weight.outFeatures();

@@ -27,7 +27,9 @@ import io.github.djlllmzoo.blocks.config.HiddenActivation;
  * the cores), its other products (a prefill) by {@link CompressedGemm}'s kernel where the CPU has
  * the format's dot-product instruction, else by the engine's over the weight widened to float32 in
  * one reused buffer ({@link WideningBuffer}); a decode step's norms, rotary embedding and MLP
- * activation by {@link DecodeOps}' kernels, one call each.
+ * activation by {@link DecodeOps}' kernels, one call each; a decode step's gate and up products with
+ * their activation, and at one row its MLP's down product with the residual, in one hand-over each
+ * ({@link FusedProducts}).
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
@@ -43,6 +45,8 @@ public final class CpuKernels implements Kernels {
     private final boolean compressedProduct = NativeKernels.enabled(CompressedProduct.SWITCH);
     private final boolean compressedGemm = compressedProduct && NativeKernels.enabled(CompressedGemm.SWITCH);
     private final boolean decodeOps = NativeKernels.enabled(DecodeOps.SWITCH);
+    private final boolean gatedProduct = NativeKernels.enabled(FusedProducts.GATED_SWITCH);
+    private final boolean residualProduct = NativeKernels.enabled(FusedProducts.RESIDUAL_SWITCH);
 
     /** Where a compressed weight is widened for a product of many rows. */
     private final WideningBuffer widening = new WideningBuffer();
@@ -205,6 +209,35 @@ public final class CpuKernels implements Kernels {
         return EngineKernels.INSTANCE.activate(gate, up, activation, training);
     }
 
+    @Override
+    public NDArray gatedProject(
+            NDArray x,
+            ProjectionWeight gate,
+            ProjectionWeight up,
+            HiddenActivation activation,
+            ParameterStore store,
+            boolean training) {
+        if (gatedProduct && CoreWorkers.inferenceOnCpu(x, training)) {
+            NDArray fused = FusedProducts.gated(x, gate, up, activation, store, fewRowProduct, compressedProduct);
+            if (fused != null) {
+                return fused;
+            }
+        }
+        return Kernels.super.gatedProject(x, gate, up, activation, store, training);
+    }
+
+    @Override
+    public NDArray projectAdd(
+            NDArray x, ProjectionWeight weight, NDArray residual, ParameterStore store, boolean training) {
+        if (residualProduct && CoreWorkers.inferenceOnCpu(x, training)) {
+            NDArray sum = FusedProducts.residual(x, weight, residual, store, fewRowProduct, compressedProduct);
+            if (sum != null) {
+                return sum;
+            }
+        }
+        return Kernels.super.projectAdd(x, weight, residual, store, training);
+    }
+
     /**
      * Whether the elementwise operations of a decode step take {@link DecodeOps}' kernels (where
      * the arrays allow it).
@@ -240,6 +273,8 @@ public final class CpuKernels implements Kernels {
                 + (fewRowProduct ? "on" : "off") + ", decode attention " + (decodeAttention ? "on" : "off")
                 + ", compressed product " + (compressedProduct ? "on" : "off")
                 + ", compressed GEMM " + (compressedGemm ? "on" : "off")
-                + ", decode ops " + (decodeOps ? "on" : "off") + ")";
+                + ", decode ops " + (decodeOps ? "on" : "off")
+                + ", gated product " + (gatedProduct ? "on" : "off")
+                + ", residual product " + (residualProduct ? "on" : "off") + ")";
     }
 }

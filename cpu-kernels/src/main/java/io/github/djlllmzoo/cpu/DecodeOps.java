@@ -145,7 +145,7 @@ final class DecodeOps {
     }
 
     /** decode_ops.c's number for an activation. */
-    private static int code(HiddenActivation activation) {
+    static int code(HiddenActivation activation) {
         return switch (activation) {
             case SILU -> 0;
             case GELU_TANH -> 1;

@@ -124,7 +124,12 @@ final class FewRowProduct {
         }
     }
 
-    private static native void multiplyOutIn(
+    /**
+     * The columns {@code [from, to)} of {@code out = x @ weight^T + bias}, weight (out, in), over
+     * buffers of arrays {@link #applies} accepts; each output is its sum plus the bias, read just
+     * before the output is written, so the bias may be the output itself.
+     */
+    static native void multiplyOutIn(
             ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer out, int rows, int in, int outFeatures,
             int from, int to);
 

@@ -1,0 +1,234 @@
+package io.github.djlllmzoo.cpu;
+
+import ai.djl.Device;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.training.ParameterStore;
+import io.github.djlllmzoo.blocks.CompressedWeight;
+import io.github.djlllmzoo.blocks.ProjectionWeight;
+import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
+import io.github.djlllmzoo.blocks.config.HiddenActivation;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * A decode step's products with the elementwise step that follows them done by each core on its
+ * own output columns before it hands them back: a gated MLP's {@code act(gate(x)) * up(x)} (each
+ * core computes its columns of both products, then activates them in place, {@code decode_ops.c}),
+ * and, at one row, a layer's last projection added straight into the residual stream. At a decode
+ * step's few rows the arrays and calls between products, not the arithmetic, are what these save:
+ * the gate and up arrays and their hand-back, the activation's call and array, the residual's
+ * addition and the product's array.
+ *
+ * <p>The products are {@link CompressedProduct}'s kernel for compressed weights and {@link
+ * FewRowProduct}'s for float32 (out, in) ones, each output exactly as those compute it alone, so the
+ * results agree with the reference ({@link io.github.djlllmzoo.blocks.Kernels#gatedProject}, {@link
+ * io.github.djlllmzoo.blocks.Kernels#projectAdd}) to float rounding. Used for inference on the CPU
+ * (the caller's to check) unless {@code -Dllmzoo.gatedProduct=false} or {@code
+ * -Dllmzoo.residualProduct=false}; where a kernel does not take the arrays the methods return {@code
+ * null} and the caller computes as the reference does.
+ */
+final class FusedProducts {
+
+    /** The switch that turns the gated product off: {@code -Dllmzoo.gatedProduct=false}. */
+    static final String GATED_SWITCH = "llmzoo.gatedProduct";
+
+    /** The switch that turns the residual product off: {@code -Dllmzoo.residualProduct=false}. */
+    static final String RESIDUAL_SWITCH = "llmzoo.residualProduct";
+
+    /** Each calling thread's buffer for the up projection's product, grown as needed. */
+    private static final ThreadLocal<ByteBuffer> UP = new ThreadLocal<>();
+
+    private FusedProducts() {}
+
+    /** Part {@code part} of {@code parts} nearly equal runs of a product's output columns. */
+    @FunctionalInterface
+    private interface Columns {
+        void compute(ByteBuffer bias, ByteBuffer out, int part, int parts);
+    }
+
+    /** One product by a kernel that takes its arrays: its output width and its columns. */
+    private record Product(int width, long elements, Columns columns) {}
+
+    /**
+     * {@code act(x @ gate^T + b_g) * (x @ up^T + b_u)} in one hand-over to the cores; {@code null}
+     * where the kernels do not take these arrays (more than 8 rows, weights of other shapes or
+     * kinds, a kernel off).
+     *
+     * @param x input (..., in), inference on the CPU; the result is attached to its manager
+     * @param gate the gate projection (I, in)
+     * @param up the up projection (I, in)
+     * @param activation the gate's activation
+     * @param store the parameter store, or {@code null}
+     * @param fewRowKernel whether float32 weights may take {@link FewRowProduct}'s kernel
+     * @param compressedKernel whether compressed weights may take {@link CompressedProduct}'s kernel
+     * @return (..., I), or {@code null}
+     */
+    static NDArray gated(
+            NDArray x,
+            ProjectionWeight gate,
+            ProjectionWeight up,
+            HiddenActivation activation,
+            ParameterStore store,
+            boolean fewRowKernel,
+            boolean compressedKernel) {
+        Device device = x.getDevice();
+        long rows = rows(x);
+        NDArray gateBias = gate.bias(store, device, false);
+        NDArray upBias = up.bias(store, device, false);
+        Product gates = product(x, gate, gateBias, store, rows, fewRowKernel, compressedKernel);
+        Product ups = gates == null ? null : product(x, up, upBias, store, rows, fewRowKernel, compressedKernel);
+        if (ups == null || ups.width() != gates.width()) {
+            return null;
+        }
+        int width = gates.width();
+        Shape shape = x.getShape();
+        NDArray out = x.getManager().create(shape.slice(0, shape.dimension() - 1).add(width), DataType.FLOAT32);
+        ByteBuffer os = NativeKernels.buffer(out); // the gate's product, then the result
+        ByteBuffer us = upBuffer(rows * width);
+        ByteBuffer gbs = gateBias == null ? null : NativeKernels.buffer(gateBias);
+        ByteBuffer ubs = upBias == null ? null : NativeKernels.buffer(upBias);
+        int n = Math.toIntExact(rows);
+        int code = DecodeOps.code(activation);
+        onCores(gates.elements() + ups.elements(), (part, parts) -> {
+            gates.columns().compute(gbs, os, part, parts);
+            ups.columns().compute(ubs, us, part, parts);
+            activateColumns(os, us, n, width, from(width, part, parts), from(width, part + 1, parts), code);
+        });
+        return out;
+    }
+
+    /**
+     * {@code residual + x @ weight^T} at one row, the product added into {@code residual}'s memory:
+     * the kernels add the bias to each output last, reading it just before they write that output,
+     * so the residual goes in as the bias and is the output. {@code null} where the kernels do not
+     * take these arrays (more than one row, a weight with a bias, a residual of another shape or
+     * recording gradients, a kernel off).
+     *
+     * @param x input (..., in), one row, inference on the CPU
+     * @param weight the projection (out, in)
+     * @param residual the residual stream (..., out), overwritten with the sum
+     * @param store the parameter store, or {@code null}
+     * @param fewRowKernel whether float32 weights may take {@link FewRowProduct}'s kernel
+     * @param compressedKernel whether compressed weights may take {@link CompressedProduct}'s kernel
+     * @return {@code residual}, or {@code null}
+     */
+    static NDArray residual(
+            NDArray x,
+            ProjectionWeight weight,
+            NDArray residual,
+            ParameterStore store,
+            boolean fewRowKernel,
+            boolean compressedKernel) {
+        if (rows(x) != 1 || residual.hasGradient() || weight.bias(store, x.getDevice(), false) != null) {
+            return null;
+        }
+        Product product = product(x, weight, null, store, 1, fewRowKernel, compressedKernel);
+        Shape shape = x.getShape();
+        if (product == null
+                || !residual.getShape().equals(shape.slice(0, shape.dimension() - 1).add(product.width()))
+                || !NativeKernels.denseFloat32OnCpu(residual)) {
+            return null;
+        }
+        ByteBuffer rs = NativeKernels.buffer(residual);
+        onCores(product.elements(), (part, parts) -> product.columns().compute(rs, rs, part, parts));
+        return residual;
+    }
+
+    /**
+     * The product of {@code x} with one weight by the kernel for its kind, or {@code null} where
+     * that kernel is off or does not take the arrays.
+     */
+    private static Product product(
+            NDArray x,
+            ProjectionWeight weight,
+            NDArray bias,
+            ParameterStore store,
+            long rows,
+            boolean fewRowKernel,
+            boolean compressedKernel) {
+        int n = Math.toIntExact(rows);
+        CompressedWeight compressed = weight.compressed();
+        if (compressed != null) {
+            if (!compressedKernel || !CompressedProduct.applies(x, compressed, bias, rows)) {
+                return null;
+            }
+            ByteBuffer xs = NativeKernels.buffer(x);
+            int dotProducts = CompressedProduct.dotProducts();
+            return new Product(
+                    compressed.outFeatures(),
+                    (long) compressed.outFeatures() * compressed.inFeatures(),
+                    (bs, os, part, parts) ->
+                            CompressedProduct.columns(xs, compressed, bs, os, n, part, parts, dotProducts));
+        }
+        NDArray w = weight.weight(store, x.getDevice(), false);
+        if (!fewRowKernel
+                || weight.layout() != Layout.OUT_IN
+                || !FewRowProduct.applies(x, w, bias, rows, Layout.OUT_IN)) {
+            return null;
+        }
+        ByteBuffer xs = NativeKernels.buffer(x);
+        ByteBuffer ws = NativeKernels.buffer(w);
+        int width = Math.toIntExact(w.getShape().get(0));
+        int in = Math.toIntExact(w.getShape().get(1));
+        return new Product(
+                width,
+                (long) width * in,
+                (bs, os, part, parts) -> FewRowProduct.multiplyOutIn(
+                        xs, ws, bs, os, n, in, width, from(width, part, parts), from(width, part + 1, parts)));
+    }
+
+    /** Work on each part of the output columns. */
+    @FunctionalInterface
+    private interface Part {
+        void compute(int part, int parts);
+    }
+
+    /**
+     * Runs {@code task} on each core's part of the columns (products of {@code elements} weight
+     * elements in all), or as one part where that is too small to hand over, there is one core, or
+     * the workers are busy with another caller.
+     */
+    private static void onCores(long elements, Part task) {
+        int parts = CoreWorkers.PARALLELISM > 1 && elements >= SplitProjection.MIN_ELEMENTS ? CoreWorkers.PARALLELISM : 1;
+        boolean done = parts > 1
+                && CoreWorkers.run(
+                                parts,
+                                part -> {
+                                    task.compute(part, parts);
+                                    return null;
+                                })
+                        != null;
+        if (!done) {
+            task.compute(0, 1);
+        }
+    }
+
+    /** The first column of part {@code part} of {@code parts} of {@code width} columns. */
+    private static int from(int width, int part, int parts) {
+        return (int) ((long) width * part / parts);
+    }
+
+    /** The calling thread's buffer of at least {@code floats} floats for the up projection. */
+    private static ByteBuffer upBuffer(long floats) {
+        ByteBuffer buffer = UP.get();
+        if (buffer == null || buffer.capacity() < floats * Float.BYTES) {
+            buffer = ByteBuffer.allocateDirect(Math.toIntExact(floats * Float.BYTES)).order(ByteOrder.nativeOrder());
+            UP.set(buffer);
+        }
+        return buffer;
+    }
+
+    private static long rows(NDArray x) {
+        Shape shape = x.getShape();
+        return shape.size() / shape.get(shape.dimension() - 1);
+    }
+
+    /**
+     * {@code gateOut = act(gateOut) * up} on the columns {@code [from, to)} of {@code rows} rows of
+     * {@code width} floats.
+     */
+    private static native void activateColumns(
+            ByteBuffer gateOut, ByteBuffer up, int rows, int width, int from, int to, int activation);
+}
