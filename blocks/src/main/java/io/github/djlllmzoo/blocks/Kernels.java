@@ -159,12 +159,12 @@ public interface Kernels {
     }
 
     /**
-     * A projection added to the residual stream, {@code residual + x @ weight^T + bias} (a layer's
+     * A projection added to the residual stream, {@code residual + project(x, weight)} (a layer's
      * last projection and its skip connection), which an implementation may compute by adding the
      * product straight into {@code residual}'s memory.
      *
      * @param x input (..., in); the result is attached to its manager
-     * @param weight the projection (out, in)
+     * @param weight the projection, as {@link #project} takes it
      * @param residual the residual stream (..., out); the caller must not read it afterwards (it
      *     may be the result, updated in place)
      * @param store the parameter store, or {@code null}
