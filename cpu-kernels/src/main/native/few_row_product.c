@@ -16,7 +16,8 @@
  * ahead, and sums each product's 16 lanes at the end of the row.
  * (in, out): streams eight weight rows at a time over the columns asked for, each 16-float piece of
  * them times the eight matching elements of every row of x, added into the output rows (kept in
- * L1/L2); the next eight rows are prefetched at the same columns.
+ * L1/L2); the next eight rows are prefetched at the same columns. One row of x with an (in, out)
+ * weight is cut by the weight's rows instead (in_out_row_range), each core's run one stream.
  *
  * Called by io.github.djlllmzoo.cpu.FewRowProduct with direct buffers over PyTorch tensors that
  * Java has checked: float32, contiguous, the sizes below. Compiled with AVX-512 enabled; Java loads
@@ -210,3 +211,67 @@ PRODUCT_ENTRY(multiplyOutIn, out_in_columns)
 
 /* out[:, from:to] = x @ weight + bias, weight (in, out_features). */
 PRODUCT_ENTRY(multiplyInOut, in_out_columns)
+
+/*
+ * One row of x with an (in, out) weight, split by the weight's rows rather than its columns: adds
+ * x[k] * w[k, :] for k in [k_from, k_to) into out (out_features), one weight row after the next,
+ * so a core's share of the weight is one sequential stream (its columns would be in rows strided
+ * by the full width: docs/PERFORMANCE.md, "GPT-2's (in, out) weights read by rows"). out (at most
+ * a few tens of KB) stays in L1/L2 while the weight streams past it.
+ */
+static void in_out_row_range(const float *x, const float *w, float *out, int out_features, int k_from, int k_to) {
+    for (int k = k_from; k < k_to; k++) {
+        const float *wk = w + (size_t)k * out_features;
+        __m512 xk = _mm512_set1_ps(x[k]);
+        int n = 0;
+        for (; n + 16 <= out_features; n += 16) {
+            _mm_prefetch((const char *)(wk + n + PREFETCH_SINGLE), _MM_HINT_T0);
+            _mm512_storeu_ps(out + n, _mm512_fmadd_ps(_mm512_loadu_ps(wk + n), xk, _mm512_loadu_ps(out + n)));
+        }
+        if (n < out_features) {
+            __mmask16 mask = (__mmask16)((1u << (out_features - n)) - 1);
+            __m512 acc = _mm512_maskz_loadu_ps(mask, out + n);
+            _mm512_mask_storeu_ps(out + n, mask, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, wk + n), xk, acc));
+        }
+    }
+}
+
+/*
+ * part = bias (or zeros where bias is null) + x[k_from:k_to] @ weight[k_from:k_to, :], x one row
+ * (in), weight (in, out_features): a share of one row's product by the weight's rows [k_from,
+ * k_to); the shares are then summed (addInto).
+ */
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_FewRowProduct_multiplyInOutRows(
+        JNIEnv *env, jclass cls, jobject x_buffer, jobject weight_buffer, jobject bias_buffer, jobject part_buffer,
+        jint out_features, jint k_from, jint k_to) {
+    (void)cls;
+    const float *x, *w, *bias;
+    float *part;
+    if (!addresses(env, x_buffer, weight_buffer, bias_buffer, part_buffer, &x, &w, &bias, &part)) {
+        return;
+    }
+    for (int n = 0; n < out_features; n++) {
+        part[n] = bias ? bias[n] : 0.0f;
+    }
+    in_out_row_range(x, w, part, out_features, k_from, k_to);
+}
+
+/* out += part, both count floats: a second share of a product added into the first. */
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_FewRowProduct_addInto(
+        JNIEnv *env, jclass cls, jobject out_buffer, jobject part_buffer, jint count) {
+    (void)cls;
+    float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
+    const float *part = (const float *)(*env)->GetDirectBufferAddress(env, part_buffer);
+    if (out == NULL || part == NULL) {
+        (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
+                "few-row product: an array's memory is not reachable as a direct buffer");
+        return;
+    }
+    int n = 0;
+    for (; n + 16 <= count; n += 16) {
+        _mm512_storeu_ps(out + n, _mm512_add_ps(_mm512_loadu_ps(out + n), _mm512_loadu_ps(part + n)));
+    }
+    for (; n < count; n++) {
+        out[n] += part[n];
+    }
+}

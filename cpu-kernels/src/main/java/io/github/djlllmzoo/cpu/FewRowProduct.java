@@ -5,6 +5,10 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+import java.util.function.IntFunction;
+import java.util.function.Predicate;
 
 /**
  * The affine product of {@link #minRows} to {@link #MAX_ROWS} rows (a decode step of a batch) by a
@@ -30,14 +34,25 @@ final class FewRowProduct {
     /** The fewest rows for both layouts where {@code -Dllmzoo.fewRowProduct.minRows} sets them. */
     private static final Integer MIN_ROWS_SET = Integer.getInteger("llmzoo.fewRowProduct.minRows");
 
+    /**
+     * Whether one row of an (in, out) weight is read by rows ({@link #multiplyByRows}), unless
+     * {@code -Dllmzoo.fewRowProduct.byRows=false}.
+     */
+    private static final boolean BY_ROWS =
+            !"false".equalsIgnoreCase(System.getProperty("llmzoo.fewRowProduct.byRows"));
+
+    /** Each calling thread's buffers for the shares of {@link #multiplyByRows} past the first. */
+    private static final ThreadLocal<Shares> SHARES = ThreadLocal.withInitial(Shares::new);
+
     private FewRowProduct() {}
 
     /**
      * The fewest rows the kernel is used for with a weight in {@code layout}, unless {@code
      * -Dllmzoo.fewRowProduct.minRows} sets them: one row of an (out, in) weight, which the kernel
      * reads as one sequential stream a core, faster than oneMKL's matrix-vector product; two of an
-     * (in, out) weight, whose single row oneMKL reads as fast (docs/PERFORMANCE.md, "One weight
-     * stream per core in the float32 kernel").
+     * (in, out) weight, whose columns are pieces of every row: its single row goes to {@link
+     * #multiplyByRows} instead (docs/PERFORMANCE.md, "One weight stream per core in the float32
+     * kernel", "GPT-2's (in, out) weights read by rows").
      *
      * @param layout how the weight is stored
      * @return the fewest rows {@link #applies} accepts
@@ -66,6 +81,11 @@ final class FewRowProduct {
         if (!NativeKernels.loaded() || rows < minRows(layout) || rows > MAX_ROWS) {
             return false;
         }
+        return fits(x, weight, bias, layout);
+    }
+
+    /** Whether the arrays are float32 on the CPU, held contiguously, of matching sizes. */
+    private static boolean fits(NDArray x, NDArray weight, NDArray bias, Layout layout) {
         Shape w = weight.getShape();
         Shape in = x.getShape();
         return w.dimension() == 2
@@ -123,6 +143,93 @@ final class FewRowProduct {
             multiplyInOut(xs, ws, bs, os, rows, in, outFeatures, first, last);
         }
     }
+
+    /**
+     * Whether {@link #multiplyByRows} computes the product of {@code x} and an (in, out) {@code
+     * weight} plus {@code bias}: one row of {@code x}, the arrays as {@link #applies} requires
+     * them. Inference and the switch are the caller's to check.
+     *
+     * @param x input (..., in)
+     * @param weight (in, out)
+     * @param bias (out), or {@code null}
+     * @param rows the rows of {@code x}
+     * @return whether {@link #multiplyByRows} may be called with these arrays
+     */
+    static boolean appliesByRows(NDArray x, NDArray weight, NDArray bias, long rows) {
+        return rows == 1 && BY_ROWS && NativeKernels.loaded() && fits(x, weight, bias, Layout.IN_OUT);
+    }
+
+    /**
+     * The product of one row with an (in, out) weight, the weight's rows cut into {@code parts}
+     * runs ({@code bounds}, as {@link CoreWorkers#bounds} gives them), each run's share computed by
+     * {@code run} (on the calling thread, or split across the cores) and the shares summed: each
+     * core reads its run of rows as one sequential stream, where a share of the columns would be
+     * pieces of every row (docs/PERFORMANCE.md, "GPT-2's (in, out) weights read by rows").
+     *
+     * @param x input (..., in), one row, for which {@link #appliesByRows} holds
+     * @param weight (in, out)
+     * @param bias (out), or {@code null}
+     * @param parts the runs of rows, 1 to {@link CoreWorkers#PARALLELISM}
+     * @param run computes the tasks it is given, {@code task(0)} .. {@code task(parts - 1)}, and
+     *     says whether it did (else they are computed here, one after another)
+     * @return (..., out)
+     */
+    static NDArray multiplyByRows(
+            NDArray x, NDArray weight, NDArray bias, int parts, Predicate<IntFunction<NDArray>> run) {
+        NDArray out = output(x, weight, Layout.IN_OUT); // (..., out)
+        Shape w = weight.getShape();
+        int in = Math.toIntExact(w.get(0));
+        int outFeatures = Math.toIntExact(w.get(1));
+        ByteBuffer xs = NativeKernels.buffer(x);
+        ByteBuffer ws = NativeKernels.buffer(weight);
+        ByteBuffer bs = bias == null ? null : NativeKernels.buffer(bias);
+        ByteBuffer os = NativeKernels.buffer(out);
+        ByteBuffer[] shares = new ByteBuffer[parts];
+        shares[0] = os;
+        for (int i = 1; i < parts; i++) {
+            shares[i] = SHARES.get().share(i - 1, outFeatures);
+        }
+        long[] bounds = CoreWorkers.bounds(in, parts);
+        IntFunction<NDArray> task =
+                i -> {
+                    int from = i == 0 ? 0 : Math.toIntExact(bounds[i - 1]);
+                    int to = i == parts - 1 ? in : Math.toIntExact(bounds[i]);
+                    multiplyInOutRows(xs, ws, i == 0 ? bs : null, shares[i], outFeatures, from, to);
+                    return out;
+                };
+        if (!run.test(task)) {
+            for (int i = 0; i < parts; i++) {
+                task.apply(i);
+            }
+        }
+        for (int i = 1; i < parts; i++) {
+            addInto(os, shares[i], outFeatures);
+        }
+        return out;
+    }
+
+    /** Direct buffers for the shares of a product, grown to the widest product asked for. */
+    private static final class Shares {
+
+        private ByteBuffer[] buffers = new ByteBuffer[0];
+
+        ByteBuffer share(int index, int floats) {
+            if (index >= buffers.length) {
+                buffers = Arrays.copyOf(buffers, index + 1);
+            }
+            ByteBuffer buffer = buffers[index];
+            if (buffer == null || buffer.capacity() < floats * Float.BYTES) {
+                buffer = ByteBuffer.allocateDirect(floats * Float.BYTES).order(ByteOrder.nativeOrder());
+                buffers[index] = buffer;
+            }
+            return buffer;
+        }
+    }
+
+    private static native void multiplyInOutRows(
+            ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer part, int outFeatures, int from, int to);
+
+    private static native void addInto(ByteBuffer out, ByteBuffer part, int count);
 
     /**
      * The columns {@code [from, to)} of {@code out = x @ weight^T + bias}, weight (out, in), over

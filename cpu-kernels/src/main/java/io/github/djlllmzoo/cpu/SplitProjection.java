@@ -222,8 +222,9 @@ final class SplitProjection {
     }
 
     /**
-     * {@code x @ weight + bias} with the weight stored (in, out), as GPT-2's {@code Conv1D}. A
-     * decode step of 2 to 8 sequences goes to {@link FewRowProduct}'s kernel for that layout, each
+     * {@code x @ weight + bias} with the weight stored (in, out), as GPT-2's {@code Conv1D}. One
+     * row goes to {@link FewRowProduct#multiplyByRows}, each core reading its run of the weight's
+     * rows; a decode step of 2 to 8 sequences goes to {@link FewRowProduct}'s kernel for that layout, each
      * core filling its own columns; other inference products to the engine's, split by columns
      * across the cores.
      *
@@ -236,6 +237,11 @@ final class SplitProjection {
     NDArray matMulAdd(NDArray x, NDArray weight, NDArray bias, boolean training) {
         long rows = rows(x);
         boolean inference = CoreWorkers.inferenceOnCpu(x, training);
+        if (inference && fewRowKernel && FewRowProduct.appliesByRows(x, weight, bias, rows)) {
+            int parts = splittable(weight) ? CoreWorkers.PARALLELISM : 1;
+            return FewRowProduct.multiplyByRows(
+                    x, weight, bias, parts, task -> parts > 1 && CoreWorkers.run(parts, task) != null);
+        }
         if (inference && fewRowKernel && FewRowProduct.applies(x, weight, bias, rows, Layout.IN_OUT)) {
             return fewRows(x, weight, bias, splittable(weight), Layout.IN_OUT);
         }

@@ -11,6 +11,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import io.github.djlllmzoo.blocks.RoundingBound;
+import java.util.function.IntFunction;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -126,12 +127,49 @@ class FewRowProductTest extends ManagedArraysTest {
     }
 
     @Test
-    void byDefaultOneRowTakesTheKernelForAnOutInWeightAndTheEngineForAnInOutWeight() {
+    void byDefaultOneRowTakesTheKernelForAnOutInWeightAndTheByRowsProductForAnInOutWeight() {
         assumeTrue(System.getProperty("llmzoo.fewRowProduct.minRows") == null, "minRows set on the command line");
+        assumeTrue(System.getProperty("llmzoo.fewRowProduct.byRows") == null, "byRows set on the command line");
         NDArray weight = manager.randomNormal(new Shape(64, 32));
         assertTrue(FewRowProduct.applies(manager.randomNormal(new Shape(1, 32)), weight, null, 1, Layout.OUT_IN));
         assertFalse(FewRowProduct.applies(manager.randomNormal(new Shape(1, 64)), weight, null, 1, Layout.IN_OUT));
+        assertTrue(FewRowProduct.appliesByRows(manager.randomNormal(new Shape(1, 64)), weight, null, 1));
         assertTrue(FewRowProduct.applies(manager.randomNormal(new Shape(2, 64)), weight, null, 2, Layout.IN_OUT));
+        assertFalse(FewRowProduct.appliesByRows(manager.randomNormal(new Shape(2, 64)), weight, null, 2), "two rows");
+        assertFalse(FewRowProduct.appliesByRows(manager.randomNormal(new Shape(1, 32)), weight, null, 1), "widths differ");
+        assertFalse(FewRowProduct.appliesByRows(manager.randomNormal(new Shape(1, 64)), weight,
+                manager.randomNormal(new Shape(64)), 1), "bias of the wrong size");
+        assertFalse(FewRowProduct.appliesByRows(manager.randomNormal(new Shape(1, 64)),
+                manager.randomNormal(new Shape(32, 64)).transpose(), null, 1), "a transposed weight");
+    }
+
+    /** Runs the tasks one after another on the calling thread, as the workers would split them. */
+    private static boolean inTurn(IntFunction<NDArray> task, int parts) {
+        for (int i = parts - 1; i >= 0; i--) {
+            task.apply(i);
+        }
+        return true;
+    }
+
+    @ParameterizedTest
+    @CsvSource({
+        "768, 2304, 1", "768, 2304, 2", "3072, 768, 2", "768, 768, 3", "100, 257, 2", "13, 17, 3", "1, 3, 1",
+        "2, 3, 2"
+    })
+    void oneRowOfAnInOutWeightReadByRunsOfRowsEqualsTheEnginesProduct(int in, int out, int parts) {
+        NDArray weight = weight(Layout.IN_OUT, in, out);
+        NDArray bias = manager.randomNormal(new Shape(out));
+        NDArray x = manager.randomNormal(new Shape(1, 1, in)); // a decode step: (1, 1, in)
+        for (NDArray b : new NDArray[] {bias, null}) {
+            assertTrue(FewRowProduct.appliesByRows(x, weight, b, 1));
+            NDArray actual = FewRowProduct.multiplyByRows(x, weight, b, parts, task -> inTurn(task, parts));
+            assertEquals(new Shape(1, 1, out), actual.getShape());
+            assertArrayEquals(engine(x, weight, b, Layout.IN_OUT).toFloatArray(), actual.toFloatArray(),
+                    RoundingBound.ofProduct(x, weight, b, false), "bias " + (b != null));
+            NDArray unsplit = FewRowProduct.multiplyByRows(x, weight, b, parts, task -> false);
+            assertArrayEquals(actual.toFloatArray(), unsplit.toFloatArray(), 0f,
+                    "the shares computed here when the workers do not take them");
+        }
     }
 
     @Test
@@ -146,7 +184,7 @@ class FewRowProductTest extends ManagedArraysTest {
     @CsvSource({
         "OUT_IN, 1", "OUT_IN, 2", "OUT_IN, 8", "OUT_IN, 9", "IN_OUT, 1", "IN_OUT, 2", "IN_OUT, 8", "IN_OUT, 9"
     })
-    void projectionsThroughTheCpuKernelsOfAnyRowCountEqualTheEnginesAndTakeTheKernelForTwoToEightRows(
+    void projectionsThroughTheCpuKernelsOfAnyRowCountEqualTheEnginesAndTakeTheKernelsForOneToEightRows(
             Layout layout, int rows) {
         NDArray weight = weight(layout, 256, 1024); // over SplitProjection.MIN_ELEMENTS
         NDArray bias = manager.randomNormal(new Shape(1024));
@@ -155,7 +193,11 @@ class FewRowProductTest extends ManagedArraysTest {
         assertEquals(new Shape(rows, 1, 1024), actual.getShape());
         assertArrayEquals(engine(x, weight, bias, layout).toFloatArray(), actual.toFloatArray(),
                 RoundingBound.ofProduct(x, weight, bias, layout == Layout.OUT_IN));
-        if (FewRowProduct.applies(x, weight, bias, rows, layout)) {
+        if (layout == Layout.IN_OUT && FewRowProduct.appliesByRows(x, weight, bias, rows)) {
+            int parts = CoreWorkers.PARALLELISM;
+            NDArray byRows = FewRowProduct.multiplyByRows(x, weight, bias, parts, task -> inTurn(task, parts));
+            assertArrayEquals(byRows.toFloatArray(), actual.toFloatArray(), 0f, "the by-rows product");
+        } else if (FewRowProduct.applies(x, weight, bias, rows, layout)) {
             NDArray kernel = FewRowProduct.output(x, weight, layout);
             FewRowProduct.multiply(x, weight, bias, kernel, 0, 1024, layout);
             assertArrayEquals(kernel.toFloatArray(), actual.toFloatArray(), 0f, "the kernel's own product");
