@@ -146,7 +146,7 @@ public final class CpuKernels implements Kernels {
     public NDArray attend(
             NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
         if (takesDecodeKernel(q, kv, mask, training)) {
-            return DecodeAttention.attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask, scores);
+            return DecodeAttention.attend(q, kv, mask, scores);
         }
         if (!training) {
             NDArray split = SplitAttention.attend(q, kv.keys(), kv.values(), mask, scores);
@@ -169,9 +169,9 @@ public final class CpuKernels implements Kernels {
      */
     boolean takesDecodeKernel(NDArray q, KeyValues kv, NDArray mask, boolean training) {
         return decodeAttention
-                && kv.keyBuffer() != null
+                && kv.inCache()
                 && CoreWorkers.inferenceOnCpu(q, training)
-                && DecodeAttention.applies(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask);
+                && DecodeAttention.applies(q, kv, mask);
     }
 
     @Override
