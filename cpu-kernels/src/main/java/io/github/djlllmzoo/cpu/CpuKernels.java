@@ -23,8 +23,8 @@ import io.github.djlllmzoo.blocks.config.HiddenActivation;
  * step's attention by {@link DecodeAttention}'s kernel straight from the cache's buffers, other
  * inference attention split across the cores ({@link SplitAttention}), and a finished step's arrays
  * freed by a worker thread ({@link CoreWorkers}); a compressed weight's decode products by {@link
- * CompressedProduct}'s kernel (a pair of them, as {@link #projectPair} takes, in one hand-over to
- * the cores), its other products (a prefill) by {@link CompressedGemm}'s kernel where the CPU has
+ * CompressedProduct}'s kernel (several of them, as {@link #projectPair} and {@link #projectAll}
+ * take, in one hand-over to the cores), its other products (a prefill) by {@link CompressedGemm}'s kernel where the CPU has
  * the format's dot-product instruction, else by the engine's over the weight widened to float32 in
  * one reused buffer ({@link WideningBuffer}); a decode step's norms, rotary embedding and MLP
  * activation by {@link DecodeOps}' kernels, one call each.
@@ -96,7 +96,7 @@ public final class CpuKernels implements Kernels {
     public NDArray[] projectPair(
             NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
         if (first.compressed() != null && second.compressed() != null) {
-            NDArray[] both = compressedPair(x, first, second, store, training);
+            NDArray[] both = compressedAll(x, new ProjectionWeight[] {first, second}, store, training);
             if (both != null) {
                 return both;
             }
@@ -121,20 +121,75 @@ public final class CpuKernels implements Kernels {
     }
 
     /**
-     * Both products of a decode step by {@link CompressedProduct}'s kernel in one hand-over to the
+     * Projections of the same input in one hand-over to the cores where a decode step's kernel
+     * takes them all: compressed weights by {@link CompressedProduct}'s kernel, float32 (out, in)
+     * ones by {@link FewRowProduct}'s, each core filling its columns of every output. Otherwise the
+     * first weight of an odd count alone and the others in pairs, as {@link #project} and {@link
+     * #projectPair} compute them.
+     */
+    @Override
+    public NDArray[] projectAll(NDArray x, ProjectionWeight[] weights, ParameterStore store, boolean training) {
+        if (weights.length == 2) {
+            return projectPair(x, weights[0], weights[1], store, training);
+        }
+        NDArray[] all = weights.length > 2 ? fusedAll(x, weights, store, training) : null;
+        if (all != null) {
+            return all;
+        }
+        all = new NDArray[weights.length];
+        int paired = weights.length % 2;
+        if (paired == 1) {
+            all[0] = project(x, weights[0], store, training);
+        }
+        for (int i = paired; i < weights.length; i += 2) {
+            NDArray[] pair = projectPair(x, weights[i], weights[i + 1], store, training);
+            all[i] = pair[0];
+            all[i + 1] = pair[1];
+        }
+        return all;
+    }
+
+    /** All products by one kernel in one hand-over, or {@code null} where it does not take them all. */
+    private NDArray[] fusedAll(NDArray x, ProjectionWeight[] weights, ParameterStore store, boolean training) {
+        int compressed = 0;
+        for (ProjectionWeight w : weights) {
+            compressed += w.compressed() != null ? 1 : 0;
+        }
+        if (compressed == weights.length) {
+            return compressedAll(x, weights, store, training);
+        }
+        if (compressed > 0 || !fewRowProduct) {
+            return null;
+        }
+        Device device = x.getDevice();
+        NDArray[] ws = new NDArray[weights.length];
+        NDArray[] bs = new NDArray[weights.length];
+        for (int i = 0; i < weights.length; i++) {
+            if (weights[i].layout() != Layout.OUT_IN) {
+                return null;
+            }
+            ws[i] = weights[i].weight(store, device, training);
+            bs[i] = weights[i].bias(store, device, training);
+        }
+        return SplitProjection.fewRowsAll(x, ws, bs, training);
+    }
+
+    /**
+     * The products of a decode step by {@link CompressedProduct}'s kernel in one hand-over to the
      * cores, or {@code null} where the kernel does not take one of them.
      */
-    private NDArray[] compressedPair(
-            NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
+    private NDArray[] compressedAll(NDArray x, ProjectionWeight[] projections, ParameterStore store, boolean training) {
         if (!compressedProduct || !CoreWorkers.inferenceOnCpu(x, training)) {
             return null;
         }
         Device device = x.getDevice();
-        CompressedWeight[] weights = {first.compressed(), second.compressed()};
-        NDArray[] biases = {first.bias(store, device, training), second.bias(store, device, training)};
+        CompressedWeight[] weights = new CompressedWeight[projections.length];
+        NDArray[] biases = new NDArray[projections.length];
         Shape shape = x.getShape();
         long rows = shape.size() / shape.get(shape.dimension() - 1);
         for (int i = 0; i < weights.length; i++) {
+            weights[i] = projections[i].compressed();
+            biases[i] = projections[i].bias(store, device, training);
             if (!CompressedProduct.applies(x, weights[i], biases[i], rows)) {
                 return null;
             }
