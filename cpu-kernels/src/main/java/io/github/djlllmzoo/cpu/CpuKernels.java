@@ -31,18 +31,29 @@ import io.github.djlllmzoo.blocks.config.HiddenActivation;
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
- * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}) is not {@code false}. Each call then takes a kernel where it can read
+ * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}, {@code -Dllmzoo.projectAll}, {@code
+ * -Dllmzoo.decodeAttention.writeCache}) is not {@code false}. Each call then takes a kernel where it can read
  * the arrays (inference on the CPU, float32 and dense for the native ones, the row counts and shapes
  * each kernel takes) and the engine's operations, as {@link
  * io.github.djlllmzoo.blocks.EngineKernels} computes them, elsewhere.
  */
 public final class CpuKernels implements Kernels {
 
+    /**
+     * The switch that makes {@link #projectAll} compute the first of an odd count alone and the
+     * others in pairs instead of all in one hand-over: {@code -Dllmzoo.projectAll=false}.
+     */
+    static final String PROJECT_ALL_SWITCH = "llmzoo.projectAll";
+
     private final boolean fewRowProduct;
     private final boolean decodeAttention;
     private final boolean compressedProduct = NativeKernels.enabled(CompressedProduct.SWITCH);
     private final boolean compressedGemm = compressedProduct && NativeKernels.enabled(CompressedGemm.SWITCH);
     private final boolean decodeOps = NativeKernels.enabled(DecodeOps.SWITCH);
+    /** Whether {@link #projectAll} hands several products over at once. */
+    private final boolean projectAll = NativeKernels.enabled(PROJECT_ALL_SWITCH);
+    /** Whether the decode attention kernel writes a step's new keys and values into the cache. */
+    private final boolean attentionWritesCache = NativeKernels.enabled(DecodeAttention.WRITE_SWITCH);
 
     /** Where a compressed weight is widened for a product of many rows. */
     private final WideningBuffer widening = new WideningBuffer();
@@ -132,7 +143,7 @@ public final class CpuKernels implements Kernels {
         if (weights.length == 2) {
             return projectPair(x, weights[0], weights[1], store, training);
         }
-        NDArray[] all = weights.length > 2 ? fusedAll(x, weights, store, training) : null;
+        NDArray[] all = projectAll && weights.length > 2 ? fusedAll(x, weights, store, training) : null;
         if (all != null) {
             return all;
         }
@@ -201,7 +212,7 @@ public final class CpuKernels implements Kernels {
     public NDArray attend(
             NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
         if (takesDecodeKernel(q, kv, mask, training)) {
-            return DecodeAttention.attend(q, kv, mask, scores);
+            return DecodeAttention.attend(q, kv, mask, scores, attentionWritesCache);
         }
         if (!training) {
             NDArray split = SplitAttention.attend(q, kv.keys(), kv.values(), mask, scores);

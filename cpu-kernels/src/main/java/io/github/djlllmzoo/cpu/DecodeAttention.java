@@ -29,6 +29,12 @@ final class DecodeAttention {
     /** The switch that turns the kernel off: {@code -Dllmzoo.decodeAttention=false}. */
     static final String SWITCH = "llmzoo.decodeAttention";
 
+    /**
+     * The switch that leaves a decode step's new keys and values to the engine's indexed writes
+     * instead of the kernel: {@code -Dllmzoo.decodeAttention.writeCache=false}.
+     */
+    static final String WRITE_SWITCH = "llmzoo.decodeAttention.writeCache";
+
     /** The widest head the kernel takes. */
     static final int MAX_HEAD_DIM = 256;
 
@@ -88,7 +94,7 @@ final class DecodeAttention {
      * @param q queries (B, H, 1, D)
      * @param kv keys and values in a cache's buffers
      * @param mask the additive mask, or {@code null}
-     * @return whether {@link #attend(NDArray, KeyValues, NDArray, AttentionScores)} may be called
+     * @return whether {@link #attend(NDArray, KeyValues, NDArray, AttentionScores, boolean)} may be called
      */
     static boolean applies(NDArray q, KeyValues kv, NDArray mask) {
         KeyValues.Pending pending = kv.pending();
@@ -106,11 +112,12 @@ final class DecodeAttention {
      * @param kv keys and values in a cache's buffers
      * @param mask the additive mask (B or 1, 1, 1, length), or {@code null}
      * @param scores the scale on {@code q·k} and the soft cap C (0: none)
+     * @param writeCache whether the kernel may write the pending keys and values ({@link #WRITE_SWITCH})
      * @return the attended values (B, H, 1, D)
      */
-    static NDArray attend(NDArray q, KeyValues kv, NDArray mask, AttentionScores scores) {
+    static NDArray attend(NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, boolean writeCache) {
         KeyValues.Pending pending = kv.pending();
-        if (pending == null || !writes(pending)) {
+        if (pending == null || !writeCache || !writes(pending)) {
             return attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask, scores, null); // written first
         }
         NDArray out = attend(q, pending.keyBuffer(), pending.valueBuffer(), kv.length(), mask, scores, pending);

@@ -62,6 +62,33 @@ class ProjectAllTest extends ManagedArraysTest {
         assertMatchesReference(x, weights, all);
     }
 
+    /**
+     * With {@code -Dllmzoo.projectAll=false} the query goes alone and key and value as a pair: two
+     * hand-overs, the same products.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {1, 8})
+    void switchedOffTheQueryGoesAloneAndKeyAndValueAsAPair(int rows) {
+        assumeTrue(CoreWorkers.PARALLELISM == 2, "the pair's one hand-over is for two cores");
+        System.setProperty(CpuKernels.PROJECT_ALL_SWITCH, "false");
+        CpuKernels kernels;
+        try {
+            kernels = new CpuKernels(true, true);
+        } finally {
+            System.clearProperty(CpuKernels.PROJECT_ALL_SWITCH);
+        }
+        ProjectionWeight[] weights = {
+            Projections.of(Layout.OUT_IN, weight(HIDDEN), null),
+            Projections.of(Layout.OUT_IN, weight(HIDDEN), null),
+            Projections.of(Layout.OUT_IN, weight(HIDDEN), null)
+        };
+        NDArray x = manager.randomNormal(new Shape(rows, 1, HIDDEN));
+        long before = CoreWorkers.handOvers();
+        NDArray[] all = kernels.projectAll(x, weights, null, false);
+        assertEquals(2, CoreWorkers.handOvers() - before, "the query's, then the pair's");
+        assertMatchesReference(x, weights, all);
+    }
+
     /** With the few-row kernel off, or for a prefill's rows, the products are still the reference's. */
     @ParameterizedTest
     @CsvSource({"true, 16", "false, 1", "false, 16"})
