@@ -18,6 +18,7 @@
 #include <jni.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "vector_math.h"
 
@@ -139,13 +140,15 @@ static inline __attribute__((always_inline)) void attend_group(
 /*
  * Units [from, to) of (sequence, key/value head), unit u = b * kv_heads + h. q and out: (B, H, 1,
  * D); keys and values: (B, kv_heads, capacity, D) of which the first length positions are read;
+ * fresh_keys and fresh_values: NULL, or the step's new key and value (B, kv_heads, 1, D), written
+ * to position slot of each unit's rows before it is attended over (the cache's update);
  * mask: NULL or the additive mask rows, sequence b's at b * mask_stride (0: one row for all);
  * cap: the soft cap of the scores, 0 for none.
  * Returns 0 when the scratch could not be allocated.
  */
-static int attend_units(const float *q, const float *keys, const float *values, const float *mask,
-        float *out, int heads, int kv_heads, int d, int capacity, int length, int mask_stride,
-        float scale, float cap, int from, int to) {
+static int attend_units(const float *q, float *keys, float *values, const float *fresh_keys,
+        const float *fresh_values, int slot, const float *mask, float *out, int heads, int kv_heads,
+        int d, int capacity, int length, int mask_stride, float scale, float cap, int from, int to) {
     int groups = heads / kv_heads;
     float *scores = malloc(sizeof(float) * (size_t)groups * length);
     if (scores == NULL) {
@@ -156,6 +159,10 @@ static int attend_units(const float *q, const float *keys, const float *values, 
         size_t rows = (size_t)u * groups * d; /* the group's first query row: b * H + h * G */
         size_t cached = (size_t)u * capacity * d;
         const float *m = mask == NULL ? NULL : mask + (size_t)b * mask_stride;
+        if (fresh_keys != NULL) {
+            memcpy(keys + cached + (size_t)slot * d, fresh_keys + (size_t)u * d, sizeof(float) * d);
+            memcpy(values + cached + (size_t)slot * d, fresh_values + (size_t)u * d, sizeof(float) * d);
+        }
         switch (d) {
             case 64:
                 attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, 64, length,
@@ -181,28 +188,33 @@ static void *address(JNIEnv *env, jobject buffer) {
 
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(JNIEnv *env, jclass cls,
         jobject q_buffer, jobject keys_buffer, jobject values_buffer, jobject mask_buffer,
-        jobject out_buffer, jint heads, jint kv_heads, jint head_dim, jint capacity, jint length,
-        jint mask_stride, jfloat scale, jfloat softcap, jint from, jint to) {
+        jobject out_buffer, jobject fresh_keys_buffer, jobject fresh_values_buffer, jint slot, jint heads,
+        jint kv_heads, jint head_dim, jint capacity, jint length, jint mask_stride, jfloat scale,
+        jfloat softcap, jint from, jint to) {
     (void)cls;
     const float *q = address(env, q_buffer);
-    const float *keys = address(env, keys_buffer);
-    const float *values = address(env, values_buffer);
+    float *keys = address(env, keys_buffer);
+    float *values = address(env, values_buffer);
     const float *mask = address(env, mask_buffer);
     float *out = address(env, out_buffer);
-    if (q == NULL || keys == NULL || values == NULL || out == NULL || (mask_buffer != NULL && mask == NULL)) {
+    const float *fresh_keys = address(env, fresh_keys_buffer);
+    const float *fresh_values = address(env, fresh_values_buffer);
+    if (q == NULL || keys == NULL || values == NULL || out == NULL || (mask_buffer != NULL && mask == NULL)
+            || (fresh_keys == NULL) != (fresh_values == NULL) || (fresh_keys_buffer != NULL && fresh_keys == NULL)) {
         (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
                 "decode attention: an array's memory is not reachable as a direct buffer");
         return;
     }
     if (head_dim < 1 || head_dim > MAX_HEAD_DIM || kv_heads < 1 || heads % kv_heads != 0 || length < 1
-            || length > capacity || !(softcap >= 0.0f)) {
+            || length > capacity || !(softcap >= 0.0f)
+            || (fresh_keys != NULL && (slot < 0 || slot >= length))) {
         (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
                 "decode attention: head_dim must be 1 to 256, heads a multiple of kv_heads, length 1 to capacity,"
-                " softcap non-negative");
+                " softcap non-negative, the new position's slot below length");
         return;
     }
-    if (!attend_units(q, keys, values, mask, out, heads, kv_heads, head_dim, capacity, length, mask_stride,
-                scale, softcap, from, to)) {
+    if (!attend_units(q, keys, values, fresh_keys, fresh_values, slot, mask, out, heads, kv_heads, head_dim,
+                capacity, length, mask_stride, scale, softcap, from, to)) {
         (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/OutOfMemoryError"),
                 "decode attention: no memory for the scores");
     }

@@ -134,9 +134,7 @@ public final class GroupedQueryAttention extends AttentionBlock {
     /** @return queries (B, T, H*D), keys and values (B, T, Hkv*D) */
     private NDArray[] project(ParameterStore store, NDArray x, boolean training) {
         if (qkvProj == null) {
-            NDArray q = qProj.forward(store, x, training);
-            NDArray[] keyValue = Linear.forwardPair(store, x, kProj, vProj, training);
-            return new NDArray[] {q, keyValue[0], keyValue[1]};
+            return Linear.forwardAll(store, x, training, qProj, kProj, vProj);
         }
         long queries = (long) numHeads * headDim;
         long keys = (long) numKvHeads * headDim;

@@ -33,7 +33,7 @@ import org.slf4j.LoggerFactory;
  * with the reference's to float rounding.
  *
  * <p>Compressed weights (int8 or bf16 held as raw bits) come in behind the same methods: {@link
- * #project} and {@link #projectPair} take the block's {@link ProjectionWeight}, not an array, so an
+ * #project}, {@link #projectPair} and {@link #projectAll} take the block's {@link ProjectionWeight}, not an array, so an
  * implementation with products for such a weight reads its bits from the holder, and the
  * reference asks the holder for the float array.
  */
@@ -64,6 +64,28 @@ public interface Kernels {
      */
     NDArray[] projectPair(
             NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training);
+
+    /**
+     * Projections of the same input (attention's query, key and value), which an implementation
+     * may compute at once; two are {@link #projectPair}'s. The reference computes each with {@link
+     * #project}.
+     *
+     * @param x input (..., in); the results are attached to its manager
+     * @param weights the projections
+     * @param store the parameter store, or {@code null}
+     * @param training whether this is a training pass
+     * @return {@code weights[i](x)} in the order of the weights
+     */
+    default NDArray[] projectAll(NDArray x, ProjectionWeight[] weights, ParameterStore store, boolean training) {
+        if (weights.length == 2) {
+            return projectPair(x, weights[0], weights[1], store, training);
+        }
+        NDArray[] out = new NDArray[weights.length];
+        for (int i = 0; i < weights.length; i++) {
+            out[i] = project(x, weights[i], store, training);
+        }
+        return out;
+    }
 
     /**
      * {@code softmax(q k^T / sqrt(D) + mask) v}, grouped-query where {@code H > H_kv}, over keys and

@@ -3,6 +3,7 @@ package io.github.djlllmzoo.blocks;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
 
 /**
  * The keys and values one attention layer attends over, (B, H_kv, S, D) each: what {@link
@@ -14,8 +15,35 @@ import ai.djl.ndarray.NDManager;
  * reads those in place, without a view or a copy. {@link #keys()} and {@link #values()} are views of them, made on
  * first use (a step whose attention reads the buffers makes none) and attached to the manager of
  * the new keys.
+ *
+ * <p>A decode step's new keys and values may reach the buffers late: the cache hands them over
+ * {@link #pending()}, and a kernel that attends over the buffers writes them there as it goes (one
+ * native call instead of two indexed engine writes) and says so ({@link #pendingWritten()}).
+ * Everything else that reads the buffers ({@link #keyBuffer()}, {@link #keys()}, the cache's next
+ * update) writes them with the engine first, so no reader sees a position unwritten.
  */
 public final class KeyValues {
+
+    /**
+     * New keys and values not yet in a cache's buffers: they belong at positions {@code [slot, slot
+     * + T)} of each (B, H_kv, capacity, D) buffer.
+     *
+     * @param keyBuffer the cache's key buffer
+     * @param valueBuffer the cache's value buffer
+     * @param keys the new keys (B, H_kv, T, D)
+     * @param values the new values (B, H_kv, T, D)
+     * @param slot the buffers' position of their first
+     */
+    public record Pending(NDArray keyBuffer, NDArray valueBuffer, NDArray keys, NDArray values, int slot) {
+
+        /** Writes them into the buffers with the engine. */
+        void write() {
+            long t = keys.getShape().get(2);
+            NDIndex target = new NDIndex().addAllDim(2).addSliceDim(slot, slot + t); // [:, :, slot:slot+T]
+            keyBuffer.set(target, keys);
+            valueBuffer.set(target, values);
+        }
+    }
 
     private final NDArray keyBuffer;
     private final NDArray valueBuffer;
@@ -23,6 +51,7 @@ public final class KeyValues {
     private final NDManager viewManager;
     private NDArray keys;
     private NDArray values;
+    private Pending pending;
 
     private KeyValues(
             NDArray keyBuffer, NDArray valueBuffer, int length, NDManager viewManager, NDArray keys, NDArray values) {
@@ -59,9 +88,47 @@ public final class KeyValues {
         return new KeyValues(keyBuffer, valueBuffer, length, viewManager, null, null);
     }
 
+    /**
+     * The first {@code length} positions of a cache layer's buffers, the newest of which are still
+     * to be written ({@link #pending()}).
+     *
+     * @param pending the new keys and values and where they go
+     * @param length the positions filled, the pending ones included
+     * @param viewManager the manager that gets the views of {@link #keys()} and {@link #values()}
+     * @return the filled part
+     */
+    static KeyValues withPending(Pending pending, int length, NDManager viewManager) {
+        KeyValues kv = new KeyValues(pending.keyBuffer(), pending.valueBuffer(), length, viewManager, null, null);
+        kv.pending = pending;
+        return kv;
+    }
+
+    /**
+     * @return the new keys and values a kernel reading the buffers has still to write, or {@code
+     *     null} where the buffers hold every position
+     */
+    public Pending pending() {
+        return pending;
+    }
+
+    /** Says that a kernel wrote the {@link #pending()} keys and values into the buffers. */
+    public void pendingWritten() {
+        pending = null;
+    }
+
+    /** Writes the pending keys and values with the engine, where no kernel wrote them. */
+    void settle() {
+        Pending p = pending;
+        if (p != null) {
+            pending = null;
+            p.write();
+        }
+    }
+
     /** @return the keys (B, H_kv, S, D); from a cache, a view of its buffer */
     public NDArray keys() {
         if (keys == null) {
+            settle();
             keys = filled(keyBuffer);
         }
         return keys;
@@ -70,6 +137,7 @@ public final class KeyValues {
     /** @return the values (B, H_kv, S, D); from a cache, a view of its buffer */
     public NDArray values() {
         if (values == null) {
+            settle();
             values = filled(valueBuffer);
         }
         return values;
@@ -82,15 +150,23 @@ public final class KeyValues {
 
     /**
      * @return the cache's (B, H_kv, capacity, D) buffer whose first {@link #length()} positions
-     *     are the keys, or {@code null} where the keys are not in a cache
+     *     are the keys (the pending ones written first), or {@code null} where the keys are not in
+     *     a cache
      */
     public NDArray keyBuffer() {
+        settle();
         return keyBuffer;
     }
 
     /** @return the cache's buffer of the values, as {@link #keyBuffer()} is of the keys */
     public NDArray valueBuffer() {
+        settle();
         return valueBuffer;
+    }
+
+    /** @return whether the keys and values are the first {@link #length()} positions of a cache's buffers */
+    public boolean inCache() {
+        return keyBuffer != null;
     }
 
     /** A view of the first {@code length} positions; a split makes it in one engine call where an index takes several. */

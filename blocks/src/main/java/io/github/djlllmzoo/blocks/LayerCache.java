@@ -11,6 +11,10 @@ import ai.djl.ndarray.types.Shape;
  * and written in place, every position the sequence has seen kept. When the sequence outgrows the
  * capacity the buffers grow by doubling (amortized, up to the context window).
  *
+ * <p>A decode step's one new position is handed to attention unwritten ({@link KeyValues#pending()}):
+ * a kernel that reads the buffers writes it as it attends, and the cache writes it with the engine
+ * before anything else reads or writes the buffers.
+ *
  * <p>This is the per-layer policy of what a layer keeps: a layer that attends over a sliding window
  * keeps only the window's positions ({@link WindowLayerCache}).
  */
@@ -22,6 +26,8 @@ class LayerCache {
     NDArray keys;
     NDArray values;
     private int length;
+    /** The last decode step's keys and values, which a kernel may not have written yet. */
+    private KeyValues unsettled;
 
     /**
      * @param manager the cache's manager, which owns the buffers
@@ -55,9 +61,16 @@ class LayerCache {
      * @return everything stored, the new positions included; views attached to {@code k}'s manager
      */
     KeyValues update(NDArray k, NDArray v) {
-        int end = length + Math.toIntExact(k.getShape().get(2));
+        settle();
+        int t = Math.toIntExact(k.getShape().get(2));
+        int end = length + t;
         checkContextWindow(end);
         ensureCapacity(end, maxCapacity, length);
+        if (t == 1) {
+            KeyValues kv = deferred(k, v, length, end);
+            length = end;
+            return kv;
+        }
         NDIndex write = new NDIndex().addAllDim(2).addSliceDim(length, end); // [:, :, length:end]
         keys.set(write, k);
         values.set(write, v);
@@ -70,6 +83,7 @@ class LayerCache {
      * @return everything stored
      */
     KeyValues read(NDManager viewManager) {
+        settle();
         return KeyValues.inBuffers(keys, values, length, viewManager);
     }
 
@@ -87,7 +101,36 @@ class LayerCache {
      * @param newLength the positions to keep, at most {@link #length()}
      */
     void truncate(int newLength) {
+        settle();
         length = newLength;
+    }
+
+    /**
+     * The buffers' first {@code filled} positions with {@code k} and {@code v} (B, H_kv, 1, D) still
+     * to be written at {@code slot}.
+     */
+    KeyValues deferred(NDArray k, NDArray v, int slot, int filled) {
+        KeyValues kv = KeyValues.withPending(new KeyValues.Pending(keys, values, k, v, slot), filled, k.getManager());
+        unsettled = kv;
+        return kv;
+    }
+
+    /**
+     * Writes the last decode step's keys and values where no kernel did; those of a pass that
+     * failed and freed them before attending are dropped (the caller truncates such a pass away).
+     */
+    void settle() {
+        KeyValues kv = unsettled;
+        if (kv == null) {
+            return;
+        }
+        unsettled = null;
+        KeyValues.Pending p = kv.pending();
+        if (p != null && (p.keys().isReleased() || p.values().isReleased())) {
+            kv.pendingWritten();
+            return;
+        }
+        kv.settle();
     }
 
     /**
@@ -95,6 +138,7 @@ class LayerCache {
      * first {@code filled} slots are kept.
      */
     void ensureCapacity(int needed, int limit, int filled) {
+        settle();
         int capacity = capacity();
         if (needed <= capacity) {
             return;

@@ -62,8 +62,34 @@ public final class Linear extends UnaryBlock {
     public static NDArray[] forwardPair(
             ParameterStore store, NDArray x, Linear first, Linear second, boolean training) {
         NDArray[] out = first.kernels().projectPair(x, first.projection, second.projection, store, training);
-        out[0] = first.lora.apply(store, x, out[0], training);
-        out[1] = second.lora.apply(store, x, out[1], training);
+        return withLora(store, x, out, training, first, second);
+    }
+
+    /**
+     * Projections of the same input, which the kernels may compute at once ({@link
+     * Kernels#projectAll}): attention's query, key and value.
+     *
+     * @param store the parameter store
+     * @param x input (..., in)
+     * @param training whether this is a training pass
+     * @param projections projections of the same input
+     * @return {@code projections[i](x)}, each (..., out_i)
+     */
+    public static NDArray[] forwardAll(ParameterStore store, NDArray x, boolean training, Linear... projections) {
+        ProjectionWeight[] weights = new ProjectionWeight[projections.length];
+        for (int i = 0; i < projections.length; i++) {
+            weights[i] = projections[i].projection;
+        }
+        NDArray[] out = projections[0].kernels().projectAll(x, weights, store, training);
+        return withLora(store, x, out, training, projections);
+    }
+
+    /** Each projection's LoRA update added to its output. */
+    private static NDArray[] withLora(
+            ParameterStore store, NDArray x, NDArray[] out, boolean training, Linear... projections) {
+        for (int i = 0; i < projections.length; i++) {
+            out[i] = projections[i].lora.apply(store, x, out[i], training);
+        }
         return out;
     }
 

@@ -94,20 +94,26 @@ final class WindowLayerCache extends LayerCache {
 
     @Override
     KeyValues update(NDArray k, NDArray v) {
+        settle();
         int t = Math.toIntExact(k.getShape().get(2));
         int end = length + t;
         checkContextWindow(end);
         NDManager viewManager = k.getManager();
         if (end <= window) {
             ensureCapacity(end, window, length);
+            if (t == 1) {
+                KeyValues kv = deferred(k, v, length, end);
+                length = end;
+                return kv;
+            }
             write(k, v, 0, length, t);
             length = end;
             return KeyValues.inBuffers(keys, values, end, viewManager);
         }
         if (t == 1) {
-            write(k, v, 0, length % window, 1);
+            KeyValues kv = deferred(k, v, length % window, window);
             length = end;
-            return KeyValues.inBuffers(keys, values, window, viewManager);
+            return kv;
         }
         int kept = Math.min(length, window);
         NDArray attendedKeys = withOld(keys, kept, k); // (B, H_kv, kept + T, D)
@@ -154,6 +160,7 @@ final class WindowLayerCache extends LayerCache {
 
     @Override
     KeyValues read(NDManager viewManager) {
+        settle();
         return KeyValues.inBuffers(keys, values, Math.min(length, window), viewManager);
     }
 
@@ -166,6 +173,7 @@ final class WindowLayerCache extends LayerCache {
 
     @Override
     void truncate(int newLength) {
+        settle();
         length = newLength;
     }
 }

@@ -2,6 +2,7 @@ package io.github.djlllmzoo.blocks;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -12,7 +13,10 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import java.util.function.BiConsumer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class KvCacheTest {
 
@@ -95,6 +99,79 @@ class KvCacheTest {
             assertEquals(4, kv.length());
             assertNull(kv.keyBuffer());
             assertNull(kv.valueBuffer());
+        }
+    }
+
+    /** Each way of reading or changing a layer after a decode step's update. */
+    private static final String[] READERS = {"keyBuffer", "keys", "read", "next update", "truncate"};
+
+    /**
+     * A decode step's new key and value are left for the attention kernel to write ({@link
+     * KeyValues#pending()}), and anything else that reads the buffers finds them written, by the
+     * window cache's ring too.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {0, 3})
+    void aDecodeStepsPendingPositionIsWrittenBeforeAnythingReadsTheBuffers(int window) {
+        for (String reader : READERS) {
+            try (NDManager manager = NDManager.newBaseManager("PyTorch");
+                    KvCache cache = new KvCache(manager, new int[] {window}, 1, HEADS, DIM, 8, 8, DataType.FLOAT32);
+                    NDManager step = manager.newSubManager()) {
+                cache.update(0, filled(step, 2, 1f), filled(step, 2, -1f));
+                cache.update(0, filled(step, 1, 2f), filled(step, 1, -2f)); // fills a 3-slot ring
+                KeyValues kv = cache.update(0, filled(step, 1, 3f), filled(step, 1, -3f)); // position 3
+                KeyValues.Pending pending = kv.pending();
+                assertNotNull(pending, "left for the kernel");
+                int slot = window == 0 ? 3 : 0; // past a window of 3, position 3 overwrites slot 0
+                assertEquals(slot, pending.slot());
+                BiConsumer<NDArray, Float> holds = (buffer, value) -> assertArrayEquals(
+                        new float[] {value, value, value},
+                        buffer.get(new NDIndex("0, 1, {}, :", slot)).toFloatArray(), 0f, reader);
+                switch (reader) {
+                    case "keyBuffer" -> {
+                        holds.accept(kv.keyBuffer(), 3f);
+                        holds.accept(kv.valueBuffer(), -3f);
+                    }
+                    case "keys" -> {
+                        assertArrayEquals(new float[] {3f, 3f, 3f},
+                                kv.keys().get(new NDIndex("0, 1, {}, :", slot)).toFloatArray(), 0f);
+                        holds.accept(pending.valueBuffer(), -3f);
+                    }
+                    case "read" -> holds.accept(cache.read(0, step).keyBuffer(), 3f);
+                    case "next update" -> {
+                        cache.update(0, filled(step, 1, 4f), filled(step, 1, -4f));
+                        holds.accept(pending.keyBuffer(), 3f);
+                        holds.accept(pending.valueBuffer(), -3f);
+                    }
+                    default -> {
+                        cache.truncate(4);
+                        holds.accept(pending.keyBuffer(), 3f);
+                    }
+                }
+                assertNull(kv.pending(), reader + " wrote it");
+            }
+        }
+    }
+
+    /**
+     * A pass that failed after a layer's update and freed its arrays before attending leaves a
+     * pending position whose arrays are gone: truncating the pass away drops it, and the cache
+     * goes on.
+     */
+    @Test
+    void aFailedPassesPendingPositionIsDroppedWhenItIsTruncatedAway() {
+        try (NDManager manager = NDManager.newBaseManager("PyTorch");
+                KvCache cache = new KvCache(manager, new int[1], 1, HEADS, DIM, 8, 8, DataType.FLOAT32);
+                NDManager step = manager.newSubManager()) {
+            cache.update(0, filled(step, 2, 1f), filled(step, 2, -1f));
+            try (NDManager failed = manager.newSubManager()) {
+                cache.update(0, filled(failed, 1, 9f), filled(failed, 1, -9f));
+            }
+            cache.truncate(2);
+            KeyValues next = cache.update(0, filled(step, 1, 5f), filled(step, 1, -5f));
+            assertEquals(3, next.length());
+            assertArrayEquals(new float[] {5f, 5f, 5f}, next.keys().get("0, 1, 2, :").toFloatArray(), 0f);
+            assertArrayEquals(new float[] {-1f, -1f, -1f}, next.values().get("0, 0, 1, :").toFloatArray(), 0f);
         }
     }
 }

@@ -68,6 +68,8 @@ final class CoreWorkers {
     /** A finished step's manager no worker has taken yet. */
     private final AtomicReference<NDManager> toRelease = new AtomicReference<>();
     private final ReentrantLock owner = new ReentrantLock();
+    /** Hand-overs to the workers so far (written under {@link #owner}). */
+    private volatile long handOvers;
 
     private CoreWorkers(int threads) {
         workers = new Worker[threads];
@@ -143,6 +145,15 @@ final class CoreWorkers {
     }
 
     /**
+     * @return how many times a caller has handed work to this process's workers (for tests that
+     *     count a step's hand-overs)
+     */
+    static long handOvers() {
+        CoreWorkers pool = shared;
+        return pool == null ? 0 : pool.handOvers;
+    }
+
+    /**
      * Whether a computation may be split across the workers: inference (no gradients recorded) on
      * the CPU.
      *
@@ -190,6 +201,7 @@ final class CoreWorkers {
             return null;
         }
         try {
+            handOvers++;
             for (int i = 1; i < tasks.length; i++) {
                 workers[i - 1].hand(tasks[i]);
             }

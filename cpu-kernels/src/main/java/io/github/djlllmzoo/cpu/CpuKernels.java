@@ -23,8 +23,8 @@ import io.github.djlllmzoo.blocks.config.HiddenActivation;
  * step's attention by {@link DecodeAttention}'s kernel straight from the cache's buffers, other
  * inference attention split across the cores ({@link SplitAttention}), and a finished step's arrays
  * freed by a worker thread ({@link CoreWorkers}); a compressed weight's decode products by {@link
- * CompressedProduct}'s kernel (a pair of them, as {@link #projectPair} takes, in one hand-over to
- * the cores), its other products (a prefill) by {@link CompressedGemm}'s kernel where the CPU has
+ * CompressedProduct}'s kernel (several of them, as {@link #projectPair} and {@link #projectAll}
+ * take, in one hand-over to the cores), its other products (a prefill) by {@link CompressedGemm}'s kernel where the CPU has
  * the format's dot-product instruction, else by the engine's over the weight widened to float32 in
  * one reused buffer ({@link WideningBuffer}); a decode step's norms, rotary embedding and MLP
  * activation by {@link DecodeOps}' kernels, one call each; a decode step's gate and up products with
@@ -33,12 +33,19 @@ import io.github.djlllmzoo.blocks.config.HiddenActivation;
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
- * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}) is not {@code false}. Each call then takes a kernel where it can read
+ * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}, {@code -Dllmzoo.projectAll}, {@code
+ * -Dllmzoo.decodeAttention.writeCache}) is not {@code false}. Each call then takes a kernel where it can read
  * the arrays (inference on the CPU, float32 and dense for the native ones, the row counts and shapes
  * each kernel takes) and the engine's operations, as {@link
  * io.github.djlllmzoo.blocks.EngineKernels} computes them, elsewhere.
  */
 public final class CpuKernels implements Kernels {
+
+    /**
+     * The switch that makes {@link #projectAll} compute the first of an odd count alone and the
+     * others in pairs instead of all in one hand-over: {@code -Dllmzoo.projectAll=false}.
+     */
+    static final String PROJECT_ALL_SWITCH = "llmzoo.projectAll";
 
     private final boolean fewRowProduct;
     private final boolean decodeAttention;
@@ -47,6 +54,10 @@ public final class CpuKernels implements Kernels {
     private final boolean decodeOps = NativeKernels.enabled(DecodeOps.SWITCH);
     private final boolean gatedProduct = NativeKernels.enabled(FusedProducts.GATED_SWITCH);
     private final boolean residualProduct = NativeKernels.enabled(FusedProducts.RESIDUAL_SWITCH);
+    /** Whether {@link #projectAll} hands several products over at once. */
+    private final boolean projectAll = NativeKernels.enabled(PROJECT_ALL_SWITCH);
+    /** Whether the decode attention kernel writes a step's new keys and values into the cache. */
+    private final boolean attentionWritesCache = NativeKernels.enabled(DecodeAttention.WRITE_SWITCH);
 
     /** Where a compressed weight is widened for a product of many rows. */
     private final WideningBuffer widening = new WideningBuffer();
@@ -100,7 +111,7 @@ public final class CpuKernels implements Kernels {
     public NDArray[] projectPair(
             NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
         if (first.compressed() != null && second.compressed() != null) {
-            NDArray[] both = compressedPair(x, first, second, store, training);
+            NDArray[] both = compressedAll(x, new ProjectionWeight[] {first, second}, store, training);
             if (both != null) {
                 return both;
             }
@@ -125,20 +136,75 @@ public final class CpuKernels implements Kernels {
     }
 
     /**
-     * Both products of a decode step by {@link CompressedProduct}'s kernel in one hand-over to the
+     * Projections of the same input in one hand-over to the cores where a decode step's kernel
+     * takes them all: compressed weights by {@link CompressedProduct}'s kernel, float32 (out, in)
+     * ones by {@link FewRowProduct}'s, each core filling its columns of every output. Otherwise the
+     * first weight of an odd count alone and the others in pairs, as {@link #project} and {@link
+     * #projectPair} compute them.
+     */
+    @Override
+    public NDArray[] projectAll(NDArray x, ProjectionWeight[] weights, ParameterStore store, boolean training) {
+        if (weights.length == 2) {
+            return projectPair(x, weights[0], weights[1], store, training);
+        }
+        NDArray[] all = projectAll && weights.length > 2 ? fusedAll(x, weights, store, training) : null;
+        if (all != null) {
+            return all;
+        }
+        all = new NDArray[weights.length];
+        int paired = weights.length % 2;
+        if (paired == 1) {
+            all[0] = project(x, weights[0], store, training);
+        }
+        for (int i = paired; i < weights.length; i += 2) {
+            NDArray[] pair = projectPair(x, weights[i], weights[i + 1], store, training);
+            all[i] = pair[0];
+            all[i + 1] = pair[1];
+        }
+        return all;
+    }
+
+    /** All products by one kernel in one hand-over, or {@code null} where it does not take them all. */
+    private NDArray[] fusedAll(NDArray x, ProjectionWeight[] weights, ParameterStore store, boolean training) {
+        int compressed = 0;
+        for (ProjectionWeight w : weights) {
+            compressed += w.compressed() != null ? 1 : 0;
+        }
+        if (compressed == weights.length) {
+            return compressedAll(x, weights, store, training);
+        }
+        if (compressed > 0 || !fewRowProduct) {
+            return null;
+        }
+        Device device = x.getDevice();
+        NDArray[] ws = new NDArray[weights.length];
+        NDArray[] bs = new NDArray[weights.length];
+        for (int i = 0; i < weights.length; i++) {
+            if (weights[i].layout() != Layout.OUT_IN) {
+                return null;
+            }
+            ws[i] = weights[i].weight(store, device, training);
+            bs[i] = weights[i].bias(store, device, training);
+        }
+        return SplitProjection.fewRowsAll(x, ws, bs, training);
+    }
+
+    /**
+     * The products of a decode step by {@link CompressedProduct}'s kernel in one hand-over to the
      * cores, or {@code null} where the kernel does not take one of them.
      */
-    private NDArray[] compressedPair(
-            NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
+    private NDArray[] compressedAll(NDArray x, ProjectionWeight[] projections, ParameterStore store, boolean training) {
         if (!compressedProduct || !CoreWorkers.inferenceOnCpu(x, training)) {
             return null;
         }
         Device device = x.getDevice();
-        CompressedWeight[] weights = {first.compressed(), second.compressed()};
-        NDArray[] biases = {first.bias(store, device, training), second.bias(store, device, training)};
+        CompressedWeight[] weights = new CompressedWeight[projections.length];
+        NDArray[] biases = new NDArray[projections.length];
         Shape shape = x.getShape();
         long rows = shape.size() / shape.get(shape.dimension() - 1);
         for (int i = 0; i < weights.length; i++) {
+            weights[i] = projections[i].compressed();
+            biases[i] = projections[i].bias(store, device, training);
             if (!CompressedProduct.applies(x, weights[i], biases[i], rows)) {
                 return null;
             }
@@ -150,7 +216,7 @@ public final class CpuKernels implements Kernels {
     public NDArray attend(
             NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
         if (takesDecodeKernel(q, kv, mask, training)) {
-            return DecodeAttention.attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask, scores);
+            return DecodeAttention.attend(q, kv, mask, scores, attentionWritesCache);
         }
         if (!training) {
             NDArray split = SplitAttention.attend(q, kv.keys(), kv.values(), mask, scores);
@@ -173,9 +239,9 @@ public final class CpuKernels implements Kernels {
      */
     boolean takesDecodeKernel(NDArray q, KeyValues kv, NDArray mask, boolean training) {
         return decodeAttention
-                && kv.keyBuffer() != null
+                && kv.inCache()
                 && CoreWorkers.inferenceOnCpu(q, training)
-                && DecodeAttention.applies(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask);
+                && DecodeAttention.applies(q, kv, mask);
     }
 
     @Override

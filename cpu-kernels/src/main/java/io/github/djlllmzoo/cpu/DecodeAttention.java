@@ -4,6 +4,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.AttentionScores;
+import io.github.djlllmzoo.blocks.KeyValues;
 import java.nio.ByteBuffer;
 
 /**
@@ -18,11 +19,21 @@ import java.nio.ByteBuffer;
  * filling its own rows of one output. Used for inference where {@link NativeKernels} are loaded,
  * on float32 CPU arrays, unless {@code -Dllmzoo.decodeAttention=false}; the results agree with the
  * engine's to float rounding.
+ *
+ * <p>A decode step's new key and value that the cache left to be written ({@link KeyValues#pending()})
+ * are written by the kernel as well, each (sequence, key/value head) pair's before it is attended
+ * over: one native call instead of two indexed engine writes a layer.
  */
 final class DecodeAttention {
 
     /** The switch that turns the kernel off: {@code -Dllmzoo.decodeAttention=false}. */
     static final String SWITCH = "llmzoo.decodeAttention";
+
+    /**
+     * The switch that leaves a decode step's new keys and values to the engine's indexed writes
+     * instead of the kernel: {@code -Dllmzoo.decodeAttention.writeCache=false}.
+     */
+    static final String WRITE_SWITCH = "llmzoo.decodeAttention.writeCache";
 
     /** The widest head the kernel takes. */
     static final int MAX_HEAD_DIM = 256;
@@ -76,6 +87,56 @@ final class DecodeAttention {
                 && (mask == null || NativeKernels.denseFloat32OnCpu(mask));
     }
 
+    /**
+     * {@link #applies(NDArray, NDArray, NDArray, int, NDArray)} for keys and values in a cache,
+     * whose pending new positions (if any) are not written yet.
+     *
+     * @param q queries (B, H, 1, D)
+     * @param kv keys and values in a cache's buffers
+     * @param mask the additive mask, or {@code null}
+     * @return whether {@link #attend(NDArray, KeyValues, NDArray, AttentionScores, boolean)} may be called
+     */
+    static boolean applies(NDArray q, KeyValues kv, NDArray mask) {
+        KeyValues.Pending pending = kv.pending();
+        return pending == null
+                ? applies(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask)
+                : applies(q, pending.keyBuffer(), pending.valueBuffer(), kv.length(), mask);
+    }
+
+    /**
+     * Attention over a cache's keys and values for arrays {@link #applies(NDArray, KeyValues,
+     * NDArray)} accepts, writing the pending new keys and values into the buffers first where the
+     * kernel can read them (dense, one position), else with the engine.
+     *
+     * @param q queries (B, H, 1, D); the result is attached to its manager
+     * @param kv keys and values in a cache's buffers
+     * @param mask the additive mask (B or 1, 1, 1, length), or {@code null}
+     * @param scores the scale on {@code q·k} and the soft cap C (0: none)
+     * @param writeCache whether the kernel may write the pending keys and values ({@link #WRITE_SWITCH})
+     * @return the attended values (B, H, 1, D)
+     */
+    static NDArray attend(NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, boolean writeCache) {
+        KeyValues.Pending pending = kv.pending();
+        if (pending == null || !writeCache || !writes(pending)) {
+            return attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask, scores, null); // written first
+        }
+        NDArray out = attend(q, pending.keyBuffer(), pending.valueBuffer(), kv.length(), mask, scores, pending);
+        kv.pendingWritten();
+        return out;
+    }
+
+    /** Whether the kernel can write these new keys and values: one dense float32 position each. */
+    static boolean writes(KeyValues.Pending pending) {
+        Shape buffer = pending.keyBuffer().getShape();
+        Shape fresh = new Shape(buffer.get(0), buffer.get(1), 1, buffer.get(3));
+        return pending.keys().getShape().equals(fresh)
+                && pending.values().getShape().equals(fresh)
+                && pending.slot() >= 0
+                && pending.slot() < buffer.get(2)
+                && NativeKernels.denseFloat32OnCpu(pending.keys())
+                && NativeKernels.denseFloat32OnCpu(pending.values());
+    }
+
     private static boolean maskFits(NDArray mask, long b, int length) {
         Shape m = mask.getShape();
         return m.dimension() == 4
@@ -115,6 +176,13 @@ final class DecodeAttention {
      */
     static NDArray attend(
             NDArray q, NDArray keys, NDArray values, int length, NDArray mask, AttentionScores scores) {
+        return attend(q, keys, values, length, mask, scores, null);
+    }
+
+    /** The attention, writing {@code pending} (one position, or {@code null}) into the buffers first. */
+    private static NDArray attend(
+            NDArray q, NDArray keys, NDArray values, int length, NDArray mask, AttentionScores scores,
+            KeyValues.Pending pending) {
         float scale = (float) scores.scale();
         float softcap = (float) scores.softcap();
         Shape qs = q.getShape();
@@ -125,6 +193,9 @@ final class DecodeAttention {
         ByteBuffer vb = NativeKernels.buffer(values);
         ByteBuffer mb = mask == null ? null : NativeKernels.buffer(mask);
         ByteBuffer ob = NativeKernels.buffer(out);
+        ByteBuffer fk = pending == null ? null : NativeKernels.buffer(pending.keys());
+        ByteBuffer fv = pending == null ? null : NativeKernels.buffer(pending.values());
+        int slot = pending == null ? -1 : pending.slot();
         int heads = Math.toIntExact(qs.get(1));
         int kvHeads = Math.toIntExact(cache.get(1));
         int d = Math.toIntExact(qs.get(3));
@@ -140,20 +211,21 @@ final class DecodeAttention {
                     i -> {
                         int from = i == 0 ? 0 : (int) bounds[i - 1];
                         int to = i == bounds.length ? units : (int) bounds[i];
-                        attend(qb, kb, vb, mb, ob, heads, kvHeads, d, capacity, length, maskStride, scale, softcap,
-                                from, to);
+                        attend(qb, kb, vb, mb, ob, fk, fv, slot, heads, kvHeads, d, capacity, length, maskStride,
+                                scale, softcap, from, to);
                         return out;
                     });
             if (done != null) {
                 return out;
             }
         }
-        attend(qb, kb, vb, mb, ob, heads, kvHeads, d, capacity, length, maskStride, scale, softcap, 0, units);
+        attend(qb, kb, vb, mb, ob, fk, fv, slot, heads, kvHeads, d, capacity, length, maskStride, scale, softcap, 0,
+                units);
         return out;
     }
 
     private static native void attend(
-            ByteBuffer q, ByteBuffer keys, ByteBuffer values, ByteBuffer mask, ByteBuffer out, int heads,
-            int kvHeads, int headDim, int capacity, int length, int maskStride, float scale, float softcap,
-            int from, int to);
+            ByteBuffer q, ByteBuffer keys, ByteBuffer values, ByteBuffer mask, ByteBuffer out, ByteBuffer freshKeys,
+            ByteBuffer freshValues, int slot, int heads, int kvHeads, int headDim, int capacity, int length,
+            int maskStride, float scale, float softcap, int from, int to);
 }

@@ -148,29 +148,69 @@ final class SplitProjection {
     }
 
     /**
+     * Products of the same input by {@link FewRowProduct}'s kernel in one hand-over to the cores
+     * ({@code x @ w_i^T + b_i} for each): attention's query, key and value. Each core fills its own
+     * columns of every output, so there is nothing to join and one hand-over instead of one a
+     * product.
+     *
+     * @param x input (..., in); the results are attached to its manager
+     * @param weights weights (out_i, in)
+     * @param biases their biases (out_i), or {@code null}s
+     * @param training whether this is a training pass
+     * @return the products (..., out_i), or {@code null} where the kernel does not take them all (a
+     *     prefill's rows, a training pass, arrays it cannot read)
+     */
+    static NDArray[] fewRowsAll(NDArray x, NDArray[] weights, NDArray[] biases, boolean training) {
+        long rows = rows(x);
+        if (!CoreWorkers.inferenceOnCpu(x, training)) {
+            return null;
+        }
+        long elements = 0;
+        for (int i = 0; i < weights.length; i++) {
+            if (!FewRowProduct.applies(x, weights[i], biases[i], rows, Layout.OUT_IN)) {
+                return null;
+            }
+            elements += weights[i].size();
+        }
+        return fewRows(x, weights, biases, CoreWorkers.PARALLELISM > 1 && elements >= MIN_ELEMENTS, Layout.OUT_IN);
+    }
+
+    /**
      * The product by {@link FewRowProduct}'s kernel, its output columns split across the cores
      * where {@code split} (each core fills its own columns of one output: nothing to join).
      */
     private static NDArray fewRows(NDArray x, NDArray weight, NDArray bias, boolean split, Layout layout) {
-        NDArray out = FewRowProduct.output(x, weight, layout); // (..., out)
-        long columns = layout.out(weight.getShape());
-        boolean done = false;
-        if (split) {
-            long[] bounds = CoreWorkers.bounds(columns, CoreWorkers.PARALLELISM);
-            done = CoreWorkers.run(
-                            bounds.length + 1,
-                            i -> {
-                                long from = i == 0 ? 0 : bounds[i - 1];
-                                long to = i == bounds.length ? columns : bounds[i];
-                                FewRowProduct.multiply(x, weight, bias, out, from, to, layout);
-                                return out;
-                            })
-                    != null;
+        return fewRows(x, new NDArray[] {weight}, new NDArray[] {bias}, split, layout)[0];
+    }
+
+    /** {@link #fewRows(NDArray, NDArray, NDArray, boolean, Layout)} of several weights in one hand-over. */
+    private static NDArray[] fewRows(NDArray x, NDArray[] weights, NDArray[] biases, boolean split, Layout layout) {
+        int count = weights.length;
+        NDArray[] outs = new NDArray[count];
+        long[] columns = new long[count];
+        for (int i = 0; i < count; i++) {
+            outs[i] = FewRowProduct.output(x, weights[i], layout); // (..., out_i)
+            columns[i] = layout.out(weights[i].getShape());
         }
+        int parts = CoreWorkers.PARALLELISM;
+        boolean done = split
+                && CoreWorkers.run(
+                                parts,
+                                part -> {
+                                    for (int i = 0; i < count; i++) {
+                                        long from = columns[i] * part / parts;
+                                        long to = columns[i] * (part + 1) / parts;
+                                        FewRowProduct.multiply(x, weights[i], biases[i], outs[i], from, to, layout);
+                                    }
+                                    return outs[0];
+                                })
+                        != null;
         if (!done) { // not split, or the workers busy with another caller
-            FewRowProduct.multiply(x, weight, bias, out, 0, columns, layout);
+            for (int i = 0; i < count; i++) {
+                FewRowProduct.multiply(x, weights[i], biases[i], outs[i], 0, columns[i], layout);
+            }
         }
-        return out;
+        return outs;
     }
 
     /** Whether a product of this many rows is computed as {@code weight @ x^T}. */

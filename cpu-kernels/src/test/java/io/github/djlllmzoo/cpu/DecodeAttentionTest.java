@@ -3,6 +3,8 @@ package io.github.djlllmzoo.cpu;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -12,6 +14,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.AttentionMask;
 import io.github.djlllmzoo.blocks.AttentionScores;
+import io.github.djlllmzoo.blocks.EngineKernels;
 import io.github.djlllmzoo.blocks.KeyValues;
 import io.github.djlllmzoo.blocks.KvCache;
 import io.github.djlllmzoo.blocks.RoundingBound;
@@ -229,6 +232,51 @@ class DecodeAttentionTest extends ManagedArraysTest {
                     RoundingBound.ofAttention(q, kv.keys(), kv.values(), capped));
             assertFalse(
                     Arrays.equals(engine.toFloatArray(), cappedEngine.toFloatArray()), "capping changes the result");
+        }
+    }
+
+    /**
+     * Decode steps through the seam: the kernel writes each step's new key and value into the
+     * cache itself (nothing is left pending), where a sliding window's ring puts them too, and
+     * attends over them as the engine does over a cache the engine wrote; the buffers end equal.
+     * With {@code -Dllmzoo.decodeAttention.writeCache=false} the engine writes them first, to the
+     * same result.
+     */
+    @ParameterizedTest(name = "window {0}, prompt {1}, kernel writes {2}")
+    @CsvSource({ // a ring overwritten past its window; a cache large enough to split; the engine writing
+        "4, 3, true", "0, 200, true", "4, 3, false", "0, 200, false"})
+    void decodeStepsWriteTheirNewPositionInTheKernelAndEqualTheEngine(int window, int prompt, boolean writes) {
+        System.setProperty(DecodeAttention.WRITE_SWITCH, Boolean.toString(writes));
+        CpuKernels kernels;
+        try {
+            kernels = new CpuKernels(true, true);
+        } finally {
+            System.clearProperty(DecodeAttention.WRITE_SWITCH);
+        }
+        int[] windows = {window};
+        try (KvCache viaKernel = new KvCache(manager, windows, 2, 2, 64, 8, 512, DataType.FLOAT32);
+                KvCache viaEngine = new KvCache(manager, windows, 2, 2, 64, 8, 512, DataType.FLOAT32)) {
+            NDArray k0 = manager.randomNormal(new Shape(2, 2, prompt, 64));
+            NDArray v0 = manager.randomNormal(new Shape(2, 2, prompt, 64));
+            viaKernel.update(0, k0, v0);
+            viaEngine.update(0, k0, v0);
+            for (int step = 0; step < 6; step++) {
+                NDArray q = manager.randomNormal(new Shape(2, 4, 1, 64)); // 2 query heads per key/value head
+                NDArray k = manager.randomNormal(new Shape(2, 2, 1, 64));
+                NDArray v = manager.randomNormal(new Shape(2, 2, 1, 64));
+                KeyValues kv = viaKernel.update(0, k, v);
+                assertNotNull(kv.pending(), "step " + step + " left to the kernel");
+                assertTrue(DecodeAttention.writes(kv.pending()), "step " + step + ": one the kernel writes");
+                assertTrue(kernels.takesDecodeKernel(q, kv, null, false));
+                NDArray out = kernels.attend(q, kv, null, 0f, false);
+                assertNull(kv.pending(), "step " + step + ": written, by the kernel or the engine");
+                KeyValues reference = viaEngine.update(0, k, v);
+                NDArray engine = EngineKernels.INSTANCE.attend(q, reference, null, 0f, false);
+                assertArrayEquals(engine.toFloatArray(), out.toFloatArray(),
+                        RoundingBound.ofAttention(q, reference.keys(), reference.values()), "step " + step);
+                assertArrayEquals(reference.keys().toFloatArray(), kv.keys().toFloatArray(), 0f, "step " + step);
+                assertArrayEquals(reference.values().toFloatArray(), kv.values().toFloatArray(), 0f, "step " + step);
+            }
         }
     }
 }
