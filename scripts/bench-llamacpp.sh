@@ -79,8 +79,8 @@ import json, sys
 out, formats = sys.argv[1], sys.argv[2].split(",")
 dtypes = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "q8_0": "int8"}
 print("| llama.cpp | pp tok/s | tg tok/s | llmzoo | prefill tok/s | decode tok/s | prefill ratio | decode ratio"
-      " | llmzoo MB read/token | llmzoo MB held | llmzoo peak RSS MiB |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+      " | llmzoo MB read/token | llmzoo MB held | llmzoo peak RSS MiB | llmzoo load peak MiB | llmzoo anon / file MiB |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for f in formats:
     tests = json.load(open(f"{out}/llamacpp-{f}.json"))
     pp = next(t["avg_ts"] for t in tests if t["n_prompt"] > 0 and t["n_gen"] == 0)
@@ -89,5 +89,6 @@ for f in formats:
     prefill, decode = ours["prefill_tokens_per_s"], ours["decode_tokens_per_s"]
     print(f"| {f.upper()} | {pp:.1f} | {tg:.1f} | {dtypes[f]} | {prefill:.1f} | {decode:.1f} | {prefill / pp:.2f}"
           f" | {decode / tg:.2f} | {ours['weight_bytes'] / 1e6:.1f} | {ours['resident_weight_bytes'] / 1e6:.1f}"
-          f" | {ours['peak_rss_mb']:.0f} |")
+          f" | {ours['peak_rss_mb']:.0f} | {ours['load_peak_rss_mb']:.0f}"
+          f" | {ours['rss_anon_mb']:.0f} / {ours['rss_file_mb']:.0f} |")
 EOF

@@ -26,6 +26,26 @@ public final class ProcessMemory {
     }
 
     /**
+     * The anonymous part of the resident size ({@code RssAnon}): the process's own memory (the
+     * model's weights, the Java heap, the engine's arrays), which only it can give back.
+     *
+     * @return MiB, or -1
+     */
+    public static double anonRssMib() {
+        return field("RssAnon:");
+    }
+
+    /**
+     * The file-backed part of the resident size ({@code RssFile}): pages of mapped files (the
+     * libraries' code, a mapped checkpoint), which the kernel can drop and read again.
+     *
+     * @return MiB, or -1
+     */
+    public static double fileRssMib() {
+        return field("RssFile:");
+    }
+
+    /**
      * The resident size after a garbage collection, so that Java garbage not yet collected (which
      * comes and goes) does not read as growth; native arrays are freed by their managers, not by
      * the collector, so a native leak still shows.

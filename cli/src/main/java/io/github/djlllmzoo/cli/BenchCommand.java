@@ -220,6 +220,8 @@ final class BenchCommand implements Callable<Integer> {
                     "prompt of " + promptLength + " plus " + newTokens
                             + " new tokens exceeds the model's context window of " + config.maxPositions());
         }
+        // The peak so far is the start-up's and the load's, which the reset below forgets.
+        double loadPeak = ProcessMemory.peakRssMib();
         boolean peakReset = ProcessMemory.resetPeak();
         DecodeBenchmark bench = new DecodeBenchmark(model, manager);
         for (int i = 0; i < warmup; i++) {
@@ -290,6 +292,9 @@ final class BenchCommand implements Callable<Integer> {
         double early = longMeasured ? DecodeBenchmark.windowMedian(pooledEarly, 0, pooledEarly.length) : Double.NaN;
         double late = longMeasured ? DecodeBenchmark.windowMedian(pooledLate, 0, pooledLate.length) : Double.NaN;
         double rssEnd = ProcessMemory.retainedRssMib();
+        double rssAnon = ProcessMemory.anonRssMib();
+        double rssFile = ProcessMemory.fileRssMib();
+        double javaHeap = Runtime.getRuntime().totalMemory() / (double) (1 << 20);
         peak = Math.max(peak, ProcessMemory.peakRssMib());
         double effective = weightGbPerS(weightBytes, decodeMedian, batch);
         double stream;
@@ -321,6 +326,10 @@ final class BenchCommand implements Callable<Integer> {
         number(result, "decode_ms_early", early);
         number(result, "decode_ms_late", late);
         number(result, "peak_rss_mb", peak);
+        number(result, "load_peak_rss_mb", loadPeak);
+        number(result, "rss_anon_mb", rssAnon);
+        number(result, "rss_file_mb", rssFile);
+        number(result, "java_heap_mb", javaHeap);
         result.addProperty("weight_bytes", weightBytes);
         result.addProperty("resident_weight_bytes", WeightTraffic.residentBytes(model));
         number(result, "effective_gb_per_s", effective);
@@ -447,8 +456,12 @@ final class BenchCommand implements Callable<Integer> {
                     num(r, "roofline_tokens_per_s"), r.get("roofline_bound").getAsString(),
                     100 * num(r, "roofline_fraction"));
         }
-        out.printf(Locale.ROOT, "memory         peak RSS %.0f MiB; RSS %+.1f MiB over the last %d decode tokens%n",
-                num(r, "peak_rss_mb"), num(r, "rss_growth_mb"), r.get("rss_window_decode_tokens").getAsLong());
+        out.printf(Locale.ROOT, "memory         peak RSS %.0f MiB running, %.0f MiB loading; RSS %+.1f MiB over the last %d decode tokens%n",
+                num(r, "peak_rss_mb"), num(r, "load_peak_rss_mb"), num(r, "rss_growth_mb"),
+                r.get("rss_window_decode_tokens").getAsLong());
+        out.printf(Locale.ROOT, "resident       %.0f MiB anonymous (%.0f MiB weights, %.0f MiB Java heap) + %.0f MiB file-backed after the runs%n",
+                num(r, "rss_anon_mb"), r.get("resident_weight_bytes").getAsLong() / (double) (1 << 20),
+                num(r, "java_heap_mb"), num(r, "rss_file_mb"));
         out.printf(Locale.ROOT, "load average   %.2f before, %.2f after (1 min)%n",
                 num(r, "load_average_before"), num(r, "load_average_after"));
     }

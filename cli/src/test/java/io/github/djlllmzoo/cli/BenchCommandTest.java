@@ -43,7 +43,8 @@ class BenchCommandTest {
         JsonObject r = bench("--prompt-tokens", "16", "--new-tokens", "8", "--long-positions", "120");
         for (String key :
                 List.of("prefill_tokens_per_s", "decode_tokens_per_s", "decode_ms_early", "decode_ms_late",
-                        "peak_rss_mb", "effective_gb_per_s", "stream_gb_per_s")) {
+                        "peak_rss_mb", "load_peak_rss_mb", "rss_anon_mb", "rss_file_mb", "java_heap_mb",
+                        "effective_gb_per_s", "stream_gb_per_s")) {
             double value = r.get(key).getAsDouble();
             assertTrue(Double.isFinite(value) && value > 0, key + " = " + value);
         }
@@ -52,6 +53,18 @@ class BenchCommandTest {
         assertEquals(2, r.getAsJsonArray("decode_tokens_per_s_runs").size());
         double implied = r.get("weight_bytes").getAsLong() * r.get("decode_tokens_per_s").getAsDouble() / 1e9;
         assertEquals(implied, r.get("effective_gb_per_s").getAsDouble(), fewUlps(implied));
+    }
+
+    @Test
+    void residentMemoryIsSplitIntoAnonymousPagesHoldingTheWeightsAndFileBackedPages() {
+        JsonObject r = bench("--prompt-tokens", "8", "--new-tokens", "4", "--long-positions", "0");
+        double anon = r.get("rss_anon_mb").getAsDouble();
+        double file = r.get("rss_file_mb").getAsDouble();
+        assumeTrue(anon >= 0 && file >= 0, "no RssAnon/RssFile in /proc/self/status");
+        assertTrue(anon >= r.get("resident_weight_bytes").getAsLong() / (double) (1 << 20),
+                "the weights are anonymous memory: " + anon + " MiB");
+        // both read after the runs, before the peak, which is at least the resident size then
+        assertTrue(anon + file <= r.get("peak_rss_mb").getAsDouble(), r.toString());
     }
 
     @Test

@@ -121,7 +121,8 @@ public final class CheckpointWeights {
      * compresses straight into {@code weights}' form: each such tensor is read from the file a row at
      * a time and compressed as it is read (a 16-bit tensor kept in its own format is copied bit for
      * bit), so no float array of it is ever made, and the file is read, not mapped, so its pages do
-     * not count as the process's memory either. The other parameters load as arrays of {@code
+     * not count as the process's memory either; the rows pass through one small buffer, so reading
+     * makes no garbage that grows the Java heap. The other parameters load as arrays of {@code
      * dataType}.
      *
      * @param block a freshly created (uninitialized) block
@@ -144,6 +145,10 @@ public final class CheckpointWeights {
         boolean tied = block.config().tieWordEmbeddings();
         Map<String, Path> loadedFrom = new LinkedHashMap<>();
         List<String> unexpected = new ArrayList<>();
+        // Every row of every compressed tensor is read through this one buffer: a buffer per read
+        // made gigabytes of garbage over a large checkpoint, which the collector let fill a young
+        // generation of hundreds of MB, resident beside the model.
+        ByteBuffer staging = ByteBuffer.allocate(SafeTensorsReader.STAGING_BYTES);
         for (Path file : files(dir)) {
             try (SafeTensorsReader reader = SafeTensorsReader.open(file)) {
                 for (TensorInfo info : reader.tensors().values()) {
@@ -170,7 +175,7 @@ public final class CheckpointWeights {
                     }
                     ProjectionWeight projection = compressible.get(parameter);
                     if (projection != null) {
-                        projection.hold(compress(reader, info, projection.layout(), weights));
+                        projection.hold(compress(reader, info, projection.layout(), weights, staging));
                     } else {
                         parameter.setArray(reader.load(stored, manager, dataType));
                     }
@@ -197,10 +202,15 @@ public final class CheckpointWeights {
     /**
      * Compresses one stored tensor, reading it from the file: a 16-bit tensor of the asked format and
      * (out, in) layout as its bits, an (out, in) one a row at a time, an (in, out) one (GPT-2's
-     * Conv1D, whose rows are the file's columns) as one float array of this tensor only.
+     * Conv1D, whose rows are the file's columns) as one float array of this tensor only; float
+     * values are read through {@code staging}.
      */
     private static CompressedWeight compress(
-            SafeTensorsReader reader, TensorInfo info, ProjectionWeight.Layout layout, WeightFormat format)
+            SafeTensorsReader reader,
+            TensorInfo info,
+            ProjectionWeight.Layout layout,
+            WeightFormat format,
+            ByteBuffer staging)
             throws IOException, InvalidCheckpointException {
         String name = info.name();
         Shape shape = info.toShape();
@@ -221,14 +231,14 @@ public final class CheckpointWeights {
         }
         if (layout == ProjectionWeight.Layout.IN_OUT) {
             float[] values = new float[Math.toIntExact(info.numElements())];
-            reader.readFloats(name, 0, values);
+            reader.readFloats(name, 0, values, staging);
             return CompressedWeight.compress(ProjectionWeight.rows(layout, FloatBuffer.wrap(values), out, in), out, in, format);
         }
         try {
             return CompressedWeight.compress(
                     (row, values) -> {
                         try {
-                            reader.readFloats(name, (long) row * in, values);
+                            reader.readFloats(name, (long) row * in, values, staging);
                         } catch (IOException | InvalidCheckpointException e) {
                             throw new ReadFailure(e);
                         }

@@ -50,8 +50,10 @@ import java.util.Map;
  * trailing bytes after the last tensor) are accepted, as some writers produce them, but overlapping
  * tensors are rejected. Zero-byte tensors overlap nothing.
  *
- * <p>Tensor data is memory-mapped lazily, one region per tensor, so files larger than 2 GiB are
- * supported as long as each tensor is smaller than 2 GiB. Asking for a tensor the file does not
+ * <p>Tensors are loaded with positional reads (never mapped, so a loaded model's resident memory
+ * is its arrays, not the file's pages too); {@link #rawData} maps one tensor's region for callers
+ * that want the bytes in place. Files larger than 2 GiB are supported as long as each tensor is
+ * smaller than 2 GiB. Asking for a tensor the file does not
  * contain throws {@link InvalidCheckpointException} naming it: to a model loader a missing weight
  * is a checkpoint that does not match, and {@link #contains} lets callers check first.
  *
@@ -66,6 +68,11 @@ public final class SafeTensorsReader implements AutoCloseable {
     static final String HEADER_FIELD = "header";
     static final String METADATA_KEY = "__metadata__";
     private static final int LENGTH_PREFIX_BYTES = 8;
+    /**
+     * Bytes a read that converts a tensor's elements stages at a time: the size of a staging buffer
+     * for {@link #readFloats(String, long, float[], ByteBuffer)}.
+     */
+    public static final int STAGING_BYTES = 1 << 16;
 
     private final Path file;
     private final FileChannel channel;
@@ -494,8 +501,10 @@ public final class SafeTensorsReader implements AutoCloseable {
     }
 
     /**
-     * Loads a tensor as a new array of type {@code target}, copying the bytes out of the file (the
-     * array never aliases the read-only mapping).
+     * Loads a tensor as a new array of type {@code target}, read from the file with positional reads
+     * straight into the array's memory (converted through a small buffer where the types differ):
+     * nothing is mapped, so the file's pages never count as this process's memory, and no copy of
+     * the tensor but the array is made.
      *
      * <ul>
      *   <li>{@code target} equal to the stored type: the bytes pass through unchanged (F16 stays
@@ -514,7 +523,7 @@ public final class SafeTensorsReader implements AutoCloseable {
      * @param manager the manager that will own the array
      * @param target the data type of the array; one of the types {@link SafeTensorsDtype} maps to
      * @return a new array with the tensor's shape
-     * @throws IOException if the data cannot be read
+     * @throws IOException if the data cannot be read, or the tensor is 2 GiB or larger
      * @throws InvalidCheckpointException if the file has no such tensor
      * @throws IllegalArgumentException if {@code target} is not a safetensors type or the manager's
      *     engine cannot hold it
@@ -538,20 +547,11 @@ public final class SafeTensorsReader implements AutoCloseable {
         }
         DataType stored = info.dtype().toDataType();
         Shape shape = info.toShape();
-        ByteBuffer source = rawData(name);
-        if (target == stored) {
-            return manager.create(copyToNativeOrder(info, source, manager), shape, target);
+        if (target == stored || target == DataType.FLOAT32 || target == DataType.FLOAT64) {
+            return manager.create(readAs(info, manager, target), shape, target);
         }
-        if (target == DataType.FLOAT32 || target == DataType.FLOAT64) {
-            return manager.create(convert(info, source, manager, target), shape, target);
-        }
-        NDArray carrier =
-                engineHolds(manager, stored)
-                        ? manager.create(copyToNativeOrder(info, source, manager), shape, stored)
-                        : manager.create(
-                                convert(info, source, manager, DataType.FLOAT32),
-                                shape,
-                                DataType.FLOAT32);
+        DataType via = engineHolds(manager, stored) ? stored : DataType.FLOAT32;
+        NDArray carrier = manager.create(readAs(info, manager, via), shape, via);
         try (carrier) {
             return carrier.toType(target, true);
         }
@@ -585,13 +585,61 @@ public final class SafeTensorsReader implements AutoCloseable {
      */
     public void read(String name, long byteOffset, ByteBuffer into) throws IOException, InvalidCheckpointException {
         TensorInfo info = info(name);
+        checkRange(info, byteOffset, into.remaining());
+        readFully(channel, into, dataStart + info.begin() + byteOffset);
+    }
+
+    private void checkRange(TensorInfo info, long byteOffset, long length) throws IOException {
         long size = info.end() - info.begin();
-        if (byteOffset < 0 || byteOffset + into.remaining() > size) {
+        if (byteOffset < 0 || byteOffset + length > size) {
             throw new IOException(
-                    file + ": '" + name + "': bytes [" + byteOffset + ", " + (byteOffset + into.remaining())
+                    file + ": '" + info.name() + "': bytes [" + byteOffset + ", " + (byteOffset + length)
                             + ") are outside the tensor's " + size);
         }
-        readFully(channel, into, dataStart + info.begin() + byteOffset);
+    }
+
+    /** Bytes a converting read stages at a time: whole elements, at most 64 KiB, at most the data. */
+    private static int stagingBytes(int elementSize, long dataBytes) {
+        long bytes = Math.min(STAGING_BYTES / elementSize * elementSize, dataBytes);
+        return (int) Math.max(elementSize, bytes);
+    }
+
+    /**
+     * A tensor's elements as {@code target} (its stored type, FLOAT32 or FLOAT64) in a new direct
+     * buffer in native order, read with positional reads: straight into the buffer where the bytes
+     * need no change, else through one staging buffer of at most {@link #STAGING_BYTES}.
+     */
+    private ByteBuffer readAs(TensorInfo info, NDManager manager, DataType target) throws IOException {
+        long bytes = info.end() - info.begin();
+        if (bytes > Integer.MAX_VALUE) {
+            throw new IOException(
+                    file + ": '" + info.name() + "': tensor is " + bytes
+                            + " bytes; tensors of 2 GiB or more cannot be loaded into one array");
+        }
+        int count = Math.toIntExact(info.numElements());
+        int size = info.dtype().byteSize();
+        boolean same = target == info.dtype().toDataType();
+        ByteBuffer result = manager.allocateDirect(Math.multiplyExact(count, target.getNumOfBytes()));
+        if (same && (size == 1 || ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN)) {
+            readFully(channel, result, dataStart + info.begin());
+            return result.rewind();
+        }
+        ByteBuffer staging = ByteBuffer.allocate(stagingBytes(size, bytes)).order(ByteOrder.LITTLE_ENDIAN);
+        int perRead = staging.capacity() / size;
+        for (int first = 0; first < count; first += perRead) {
+            int n = Math.min(perRead, count - first);
+            staging.clear().limit(n * size);
+            readFully(channel, staging, dataStart + info.begin() + (long) first * size);
+            staging.flip();
+            if (same) {
+                reorder(staging, size, result);
+            } else if (target == DataType.FLOAT32) {
+                fillFloats(info.dtype(), staging, result.asFloatBuffer().slice(first, n));
+            } else {
+                fillDoubles(info.dtype(), staging, result.asDoubleBuffer().slice(first, n));
+            }
+        }
+        return result.rewind();
     }
 
     /**
@@ -605,12 +653,49 @@ public final class SafeTensorsReader implements AutoCloseable {
      * @throws InvalidCheckpointException if the file has no such tensor
      */
     public void readFloats(String name, long element, float[] into) throws IOException, InvalidCheckpointException {
-        SafeTensorsDtype dtype = info(name).dtype();
-        ByteBuffer bytes =
-                ByteBuffer.allocate(Math.multiplyExact(into.length, dtype.byteSize())).order(ByteOrder.LITTLE_ENDIAN);
-        read(name, Math.multiplyExact(element, dtype.byteSize()), bytes);
-        bytes.flip();
-        fillFloats(dtype, bytes, FloatBuffer.wrap(into));
+        int size = info(name).dtype().byteSize();
+        readFloats(name, element, into, ByteBuffer.allocate(stagingBytes(size, (long) into.length * size)));
+    }
+
+    /**
+     * Reads consecutive elements of a tensor as floats, as {@link #readFloats(String, long, float[])}
+     * does, through a buffer the caller keeps: a loader reading a tensor a row at a time passes the
+     * same one for every row, so reading allocates nothing.
+     *
+     * @param name the tensor name
+     * @param element the row-major index of the first element
+     * @param into receives {@code into.length} elements
+     * @param staging holds the bytes of each read (any capacity of at least one element; its
+     *     contents, position and byte order are overwritten)
+     * @throws IOException if the data cannot be read or the range passes the tensor's end
+     * @throws InvalidCheckpointException if the file has no such tensor
+     * @throws IllegalArgumentException if {@code staging} cannot hold one element
+     */
+    public void readFloats(String name, long element, float[] into, ByteBuffer staging)
+            throws IOException, InvalidCheckpointException {
+        TensorInfo info = info(name);
+        int size = info.dtype().byteSize();
+        int perRead = staging.capacity() / size;
+        if (perRead == 0) {
+            throw new IllegalArgumentException(
+                    "a staging buffer of " + staging.capacity() + " bytes cannot hold one " + info.dtype() + " element");
+        }
+        long byteOffset = Math.multiplyExact(element, size);
+        checkRange(info, byteOffset, Math.multiplyExact((long) into.length, size));
+        staging.order(ByteOrder.LITTLE_ENDIAN);
+        for (int first = 0; first < into.length; first += perRead) {
+            int count = Math.min(perRead, into.length - first);
+            staging.clear().limit(count * size);
+            readFully(channel, staging, dataStart + info.begin() + byteOffset + (long) first * size);
+            staging.flip();
+            if (info.dtype() == SafeTensorsDtype.F32) {
+                staging.asFloatBuffer().get(into, first, count);
+            } else {
+                for (int i = 0; i < count; i++) {
+                    into[first + i] = floatElement(info.dtype(), staging, i);
+                }
+            }
+        }
     }
 
     /** Releases the file. Buffers already returned by {@link #rawData} stay valid. */
@@ -626,14 +711,6 @@ public final class SafeTensorsReader implements AutoCloseable {
     static boolean engineHolds(NDManager manager, DataType type) {
         boolean pytorch = "PyTorch".equals(manager.getEngine().getEngineName());
         return !(pytorch && (type == DataType.BFLOAT16 || type == DataType.INT16));
-    }
-
-    private static ByteBuffer copyToNativeOrder(
-            TensorInfo info, ByteBuffer source, NDManager manager) {
-        ByteBuffer target = manager.allocateDirect(source.remaining());
-        reorder(source.duplicate().order(source.order()), info.dtype().byteSize(), target);
-        target.rewind();
-        return target;
     }
 
     /**
@@ -655,19 +732,6 @@ public final class SafeTensorsReader implements AutoCloseable {
         }
     }
 
-    private static ByteBuffer convert(
-            TensorInfo info, ByteBuffer source, NDManager manager, DataType target) {
-        int count = Math.toIntExact(info.numElements());
-        ByteBuffer buffer =
-                manager.allocateDirect(Math.multiplyExact(count, target.getNumOfBytes()));
-        if (target == DataType.FLOAT32) {
-            fillFloats(info.dtype(), source, buffer.asFloatBuffer());
-        } else {
-            fillDoubles(info.dtype(), source, buffer.asDoubleBuffer());
-        }
-        return buffer;
-    }
-
     /** Writes every element of little-endian {@code source} into {@code target} as a float. */
     private static void fillFloats(SafeTensorsDtype dtype, ByteBuffer source, FloatBuffer target) {
         if (dtype == SafeTensorsDtype.F32) {
@@ -676,9 +740,14 @@ public final class SafeTensorsReader implements AutoCloseable {
         }
         int count = target.remaining();
         for (int i = 0; i < count; i++) {
-            // a long rounds to float directly: through double it could round twice
-            target.put(i, dtype == SafeTensorsDtype.I64 ? (float) source.getLong(i * 8) : (float) element(dtype, source, i));
+            target.put(i, floatElement(dtype, source, i));
         }
+    }
+
+    /** Element {@code i} of little-endian {@code source} as a float. */
+    private static float floatElement(SafeTensorsDtype dtype, ByteBuffer source, int i) {
+        // a long rounds to float directly: through double it could round twice
+        return dtype == SafeTensorsDtype.I64 ? (float) source.getLong(i * 8) : (float) element(dtype, source, i);
     }
 
     /** Writes every element of little-endian {@code source} into {@code target} as a double. */
