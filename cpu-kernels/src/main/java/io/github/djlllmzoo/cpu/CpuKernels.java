@@ -20,19 +20,19 @@ import io.github.djlllmzoo.blocks.config.HiddenActivation;
  * The {@link Kernels} of models that PyTorch runs on the CPU ({@link CpuKernelsProvider}): a decode
  * step's (and, on one PyTorch thread, a prefill's) projections split across the cores ({@link
  * SplitProjection}), the products of a few rows by {@link FewRowProduct}'s AVX-512 kernel, a decode
- * step's attention by {@link DecodeAttention}'s kernel straight from the cache's buffers, other
- * inference attention split across the cores ({@link SplitAttention}), and a finished step's arrays
+ * step's attention by {@link DecodeAttention}'s kernel straight from the cache's buffers, a
+ * prefill's by {@link PrefillAttention}'s kernel on both cores, other inference attention split across the cores ({@link SplitAttention}), and a finished step's arrays
  * freed by a worker thread ({@link CoreWorkers}); a compressed weight's decode products by {@link
  * CompressedProduct}'s kernel (a pair of them, as {@link #projectPair} takes, in one hand-over to
  * the cores), its other products (a prefill) by {@link CompressedGemm}'s kernel where the CPU has
  * the format's dot-product instruction, else by the engine's over the weight widened to float32 in
- * one reused buffer ({@link WideningBuffer}); a decode step's norms, rotary embedding and MLP
- * activation by {@link DecodeOps}' kernels, one call each.
+ * one reused buffer ({@link WideningBuffer}); the norms, rotary embedding and MLP activation by
+ * {@link DecodeOps}' kernels, one call each (a prefill's split across the cores).
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
- * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}) is not {@code false}. Each call then takes a kernel where it can read
- * the arrays (inference on the CPU, float32 and dense for the native ones, the row counts and shapes
+ * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}, {@code -Dllmzoo.prefillAttention}) is not
+ * {@code false}. Each call then takes a kernel where it can read the arrays (inference on the CPU, float32 and dense for the native ones, the row counts and shapes
  * each kernel takes) and the engine's operations, as {@link
  * io.github.djlllmzoo.blocks.EngineKernels} computes them, elsewhere.
  */
@@ -43,6 +43,7 @@ public final class CpuKernels implements Kernels {
     private final boolean compressedProduct = NativeKernels.enabled(CompressedProduct.SWITCH);
     private final boolean compressedGemm = compressedProduct && NativeKernels.enabled(CompressedGemm.SWITCH);
     private final boolean decodeOps = NativeKernels.enabled(DecodeOps.SWITCH);
+    private final boolean prefillAttention = NativeKernels.enabled(PrefillAttention.SWITCH);
 
     /** Where a compressed weight is widened for a product of many rows. */
     private final WideningBuffer widening = new WideningBuffer();
@@ -148,6 +149,9 @@ public final class CpuKernels implements Kernels {
         if (takesDecodeKernel(q, kv, mask, training)) {
             return DecodeAttention.attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask, scores);
         }
+        if (prefillAttention && CoreWorkers.inferenceOnCpu(q, training) && PrefillAttention.applies(q, kv, mask)) {
+            return PrefillAttention.attend(q, kv, mask, scores);
+        }
         if (!training) {
             NDArray split = SplitAttention.attend(q, kv.keys(), kv.values(), mask, scores);
             if (split != null) {
@@ -240,6 +244,7 @@ public final class CpuKernels implements Kernels {
                 + (fewRowProduct ? "on" : "off") + ", decode attention " + (decodeAttention ? "on" : "off")
                 + ", compressed product " + (compressedProduct ? "on" : "off")
                 + ", compressed GEMM " + (compressedGemm ? "on" : "off")
-                + ", decode ops " + (decodeOps ? "on" : "off") + ")";
+                + ", decode ops " + (decodeOps ? "on" : "off")
+                + ", prefill attention " + (prefillAttention ? "on" : "off") + ")";
     }
 }
