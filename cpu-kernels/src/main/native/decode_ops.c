@@ -1,12 +1,13 @@
 /*
- * The elementwise operations of a decode step, each one pass over a few rows with AVX-512: RMSNorm
+ * The elementwise operations of a decode step or a prefill, each one pass with AVX-512: RMSNorm
  * (Llama's and Gemma's 1 + w form), the rotary embedding of query or key heads, and the MLP's
  * activation (SiLU or GELU-tanh, times the up projection where there is one).
  *
  * PyTorch computes each as a chain of engine calls (an RMSNorm is six, a rotation five, GELU-tanh
  * six), each a JNI call with an output array of its own; at a decode step's few rows that fixed
- * cost, not the arithmetic, is the time (docs/PERFORMANCE.md). Here each is one call writing one
- * output, in the reference's order of operations.
+ * cost, not the arithmetic, is the time, and at a prefill's rows each pass runs on one core
+ * (docs/PERFORMANCE.md). Here each is one call writing one output, in the reference's order of
+ * operations, over a range of rows, elements or heads that Java hands each core.
  *
  * Called by io.github.djlllmzoo.cpu.DecodeOps with direct buffers over PyTorch tensors that Java
  * has checked: float32, contiguous, the sizes below. Compiled with AVX-512 enabled; Java loads it
@@ -52,32 +53,35 @@ static void rms_norm(const float *x, const float *w, float *out, int rows, int w
 }
 
 /*
- * out = x * cos + cat(x2, x1) * sin for heads x (batch, heads, positions, d), with cos = cat(c, c)
- * and sin = cat(-s, s) of (batch or 1, positions, d) as RotaryEmbedding gathers them.
+ * out = x * cos + cat(x2, x1) * sin for the (sequence, head) units [from, to), unit u = b * heads + h,
+ * of heads out (batch, heads, positions, d), with cos = cat(c, c) and sin = cat(-s, s) of (batch or
+ * 1, positions, d) as RotaryEmbedding gathers them; x is laid out as out, or (batch, positions,
+ * heads, d) where positions_major (the heads of a projection's rows, as a view).
  */
-static void rotate(const float *x, const float *cos, const float *sin, float *out, int batch, int heads,
-        int positions, int d, int per_sequence) {
+static void rotate(const float *x, const float *cos, const float *sin, float *out, int heads, int positions,
+        int d, int per_sequence, int positions_major, int from, int to) {
     int half = d / 2;
-    for (int b = 0; b < batch; b++) {
-        for (int h = 0; h < heads; h++) {
-            for (int t = 0; t < positions; t++) {
-                size_t row = (((size_t)b * heads + h) * positions + t) * d;
-                size_t table = ((size_t)(per_sequence ? b : 0) * positions + t) * d;
-                const float *x1 = x + row;
-                const float *x2 = x1 + half;
-                const float *c = cos + table;
-                const float *s = sin + table;
-                for (int k = 0; k < half; k += 16) {
-                    __mmask16 m = lanes(half, k);
-                    __m512 a = _mm512_maskz_loadu_ps(m, x1 + k);
-                    __m512 z = _mm512_maskz_loadu_ps(m, x2 + k);
-                    __m512 first = _mm512_add_ps(_mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, c + k)),
-                            _mm512_mul_ps(z, _mm512_maskz_loadu_ps(m, s + k)));
-                    __m512 second = _mm512_add_ps(_mm512_mul_ps(z, _mm512_maskz_loadu_ps(m, c + half + k)),
-                            _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, s + half + k)));
-                    _mm512_mask_storeu_ps(out + row + k, m, first);
-                    _mm512_mask_storeu_ps(out + row + half + k, m, second);
-                }
+    for (int u = from; u < to; u++) {
+        int b = u / heads;
+        int h = u % heads;
+        for (int t = 0; t < positions; t++) {
+            size_t row = ((size_t)u * positions + t) * d;
+            size_t source = positions_major ? (((size_t)b * positions + t) * heads + h) * d : row;
+            size_t table = ((size_t)(per_sequence ? b : 0) * positions + t) * d;
+            const float *x1 = x + source;
+            const float *x2 = x1 + half;
+            const float *c = cos + table;
+            const float *s = sin + table;
+            for (int k = 0; k < half; k += 16) {
+                __mmask16 m = lanes(half, k);
+                __m512 a = _mm512_maskz_loadu_ps(m, x1 + k);
+                __m512 z = _mm512_maskz_loadu_ps(m, x2 + k);
+                __m512 first = _mm512_add_ps(_mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, c + k)),
+                        _mm512_mul_ps(z, _mm512_maskz_loadu_ps(m, s + k)));
+                __m512 second = _mm512_add_ps(_mm512_mul_ps(z, _mm512_maskz_loadu_ps(m, c + half + k)),
+                        _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, s + half + k)));
+                _mm512_mask_storeu_ps(out + row + k, m, first);
+                _mm512_mask_storeu_ps(out + row + half + k, m, second);
             }
         }
     }
@@ -139,18 +143,18 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rmsNorm(JNIEnv *en
 
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rotate(JNIEnv *env, jclass cls,
         jobject x_buffer, jobject cos_buffer, jobject sin_buffer, jobject out_buffer, jint batch, jint heads,
-        jint positions, jint head_dim, jboolean per_sequence) {
+        jint positions, jint head_dim, jboolean per_sequence, jboolean positions_major, jint from, jint to) {
     (void)cls;
     const float *x = address(env, x_buffer);
     const float *cos = address(env, cos_buffer);
     const float *sin = address(env, sin_buffer);
     float *out = address(env, out_buffer);
     if (x == NULL || cos == NULL || sin == NULL || out == NULL || batch < 0 || heads < 0 || positions < 0
-            || head_dim < 2 || head_dim % 2 != 0) {
-        refuse(env, "rotate: an array's memory is not reachable, or head_dim is not even");
+            || head_dim < 2 || head_dim % 2 != 0 || from < 0 || to < from || (long)to > (long)batch * heads) {
+        refuse(env, "rotate: an array's memory is not reachable, head_dim is not even, or the units are out of range");
         return;
     }
-    rotate(x, cos, sin, out, batch, heads, positions, head_dim, per_sequence);
+    rotate(x, cos, sin, out, heads, positions, head_dim, per_sequence, positions_major, from, to);
 }
 
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_activate(JNIEnv *env, jclass cls,

@@ -20,21 +20,23 @@ import io.github.djlllmzoo.blocks.config.HiddenActivation;
  * The {@link Kernels} of models that PyTorch runs on the CPU ({@link CpuKernelsProvider}): a decode
  * step's (and, on one PyTorch thread, a prefill's) projections split across the cores ({@link
  * SplitProjection}), the products of a few rows by {@link FewRowProduct}'s AVX-512 kernel, a decode
- * step's attention by {@link DecodeAttention}'s kernel straight from the cache's buffers, other
- * inference attention split across the cores ({@link SplitAttention}), and a finished step's arrays
+ * step's attention by {@link DecodeAttention}'s kernel straight from the cache's buffers, a
+ * prefill's by {@link PrefillAttention}'s kernel on both cores, other inference attention split across the cores ({@link SplitAttention}), and a finished step's arrays
  * freed by a worker thread ({@link CoreWorkers}); a compressed weight's decode products by {@link
  * CompressedProduct}'s kernel (several of them, as {@link #projectPair} and {@link #projectAll}
  * take, in one hand-over to the cores), its other products (a prefill) by {@link CompressedGemm}'s kernel where the CPU has
  * the format's dot-product instruction, else by the engine's over the weight widened to float32 in
- * one reused buffer ({@link WideningBuffer}); a decode step's norms, rotary embedding and MLP
- * activation by {@link DecodeOps}' kernels, one call each; a decode step's gate and up products with
- * their activation, and at one row its MLP's down product with the residual, in one hand-over each
+ * one reused buffer ({@link WideningBuffer}); the norms, rotary embedding and MLP activation by
+ * {@link DecodeOps}' kernels, one call each (a prefill's split across the cores); a prefill's
+ * attention by {@link PrefillAttention}; a decode step's gate and up products with their
+ * activation, and at one row its MLP's down product with the residual, in one hand-over each
  * ({@link FusedProducts}).
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
- * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}, {@code -Dllmzoo.projectAll}, {@code
- * -Dllmzoo.decodeAttention.writeCache}) is not {@code false}. Each call then takes a kernel where it can read
+ * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}, {@code -Dllmzoo.prefillAttention}, {@code
+ * -Dllmzoo.projectAll}, {@code -Dllmzoo.decodeAttention.writeCache}) is not {@code false}. Each
+ * call then takes a kernel where it can read
  * the arrays (inference on the CPU, float32 and dense for the native ones, the row counts and shapes
  * each kernel takes) and the engine's operations, as {@link
  * io.github.djlllmzoo.blocks.EngineKernels} computes them, elsewhere.
@@ -58,6 +60,7 @@ public final class CpuKernels implements Kernels {
     private final boolean projectAll = NativeKernels.enabled(PROJECT_ALL_SWITCH);
     /** Whether the decode attention kernel writes a step's new keys and values into the cache. */
     private final boolean attentionWritesCache = NativeKernels.enabled(DecodeAttention.WRITE_SWITCH);
+    private final boolean prefillAttention = NativeKernels.enabled(PrefillAttention.SWITCH);
 
     /** Where a compressed weight is widened for a product of many rows. */
     private final WideningBuffer widening = new WideningBuffer();
@@ -218,6 +221,9 @@ public final class CpuKernels implements Kernels {
         if (takesDecodeKernel(q, kv, mask, training)) {
             return DecodeAttention.attend(q, kv, mask, scores, attentionWritesCache);
         }
+        if (prefillAttention && CoreWorkers.inferenceOnCpu(q, training) && PrefillAttention.applies(q, kv, mask)) {
+            return PrefillAttention.attend(q, kv, mask, scores);
+        }
         if (!training) {
             NDArray split = SplitAttention.attend(q, kv.keys(), kv.values(), mask, scores);
             if (split != null) {
@@ -341,6 +347,9 @@ public final class CpuKernels implements Kernels {
                 + ", compressed GEMM " + (compressedGemm ? "on" : "off")
                 + ", decode ops " + (decodeOps ? "on" : "off")
                 + ", gated product " + (gatedProduct ? "on" : "off")
-                + ", residual product " + (residualProduct ? "on" : "off") + ")";
+                + ", residual product " + (residualProduct ? "on" : "off")
+                + ", project all " + (projectAll ? "on" : "off")
+                + ", attention writes cache " + (attentionWritesCache ? "on" : "off")
+                + ", prefill attention " + (prefillAttention ? "on" : "off") + ")";
     }
 }

@@ -8,26 +8,66 @@ import io.github.djlllmzoo.blocks.config.HiddenActivation;
 import java.nio.ByteBuffer;
 
 /**
- * A decode step's elementwise operations, each one call of a native AVX-512 kernel ({@code
- * cpu-kernels/src/main/native/decode_ops.c}) writing one output: RMSNorm, the rotary embedding of
- * query or key heads, and the MLP's activation (times the up projection). The engine computes each
- * as a chain of five or six calls with an array each, whose fixed cost, not the arithmetic, is their
- * time at a decode step's few rows (docs/PERFORMANCE.md, "A decode step's elementwise operations").
+ * The elementwise operations of a decode step or a prefill, each one call of a native AVX-512
+ * kernel ({@code cpu-kernels/src/main/native/decode_ops.c}) writing one output: RMSNorm, the rotary
+ * embedding of query or key heads, and the MLP's activation (times the up projection). The engine
+ * computes each as a chain of five or six calls with an array each, whose fixed cost, not the
+ * arithmetic, is their time at a decode step's few rows (docs/PERFORMANCE.md, "A decode step's
+ * elementwise operations"); at a prefill's rows they are passes over memory on one core
+ * ({@code bin/llmzoo} runs PyTorch on one intra-op thread), so from {@link #SPLIT_MIN_ELEMENTS}
+ * elements the kernels' rows, elements or heads are split across the cores ({@link CoreWorkers}).
  *
  * <p>Used for inference where {@link NativeKernels} are loaded, on float32 CPU arrays held densely
- * of at most {@link #MAX_ELEMENTS} elements (a decode step's, not a long prefill's, which the
- * engine's operations spread over the cores), unless {@code -Dllmzoo.decodeOps=false}; the results
- * agree with the engine's to float rounding. Inference and the switch are the caller's to check.
+ * (query and key heads also as the transposed view of a projection's rows), unless {@code
+ * -Dllmzoo.decodeOps=false}; the results agree with the engine's to float rounding. Inference and
+ * the switch are the caller's to check.
  */
 final class DecodeOps {
 
     /** The switch that turns the kernels off: {@code -Dllmzoo.decodeOps=false}. */
     static final String SWITCH = "llmzoo.decodeOps";
 
-    /** The largest input the kernels take: eight rows of a 16384-wide MLP. */
-    static final long MAX_ELEMENTS = 8L * 16384;
+    /** The largest input the kernels take: what a direct buffer's int offsets reach. */
+    static final long MAX_ELEMENTS = Integer.MAX_VALUE / Float.BYTES;
+
+    /**
+     * Elements from which a kernel's work is split across the cores (a 128-position prefill's
+     * norm has 98304): below it, a decode step's, a hand-over costs about what it saves.
+     */
+    static final long SPLIT_MIN_ELEMENTS = Long.getLong("llmzoo.decodeOps.splitMinElements", 1L << 15);
+
+    /** A kernel's call over units {@code [from, to)}. */
+    @FunctionalInterface
+    private interface Part {
+        void run(int from, int to);
+    }
 
     private DecodeOps() {}
+
+    /**
+     * Runs {@code part} over {@code units} units, split across the cores where the work has at
+     * least {@link #SPLIT_MIN_ELEMENTS} elements and the workers are free, else on the caller.
+     */
+    private static void inParts(int units, long elements, Part part) {
+        int parts = Math.min(CoreWorkers.PARALLELISM, units);
+        if (parts > 1 && elements >= SPLIT_MIN_ELEMENTS) {
+            long[] bounds = CoreWorkers.bounds(units, parts);
+            NDArray[] done = CoreWorkers.run(parts, i -> {
+                part.run(i == 0 ? 0 : (int) bounds[i - 1], i == bounds.length ? units : (int) bounds[i]);
+                return null;
+            });
+            if (done != null) {
+                return;
+            }
+        }
+        part.run(0, units);
+    }
+
+    /** Bytes {@code [from * unit, to * unit)} of a buffer, as a buffer of its own. */
+    private static ByteBuffer slice(ByteBuffer buffer, int from, int to, long unitFloats) {
+        return buffer.slice(Math.toIntExact(from * unitFloats * Float.BYTES),
+                Math.toIntExact((to - from) * unitFloats * Float.BYTES));
+    }
 
     /**
      * Whether {@link #rmsNorm} takes these arrays: float32, dense, on the CPU, a weight as wide as
@@ -62,14 +102,19 @@ final class DecodeOps {
         Shape shape = x.getShape();
         int width = Math.toIntExact(shape.get(shape.dimension() - 1));
         NDArray out = x.getManager().create(shape, DataType.FLOAT32);
-        rmsNorm(NativeKernels.buffer(x), NativeKernels.buffer(weight), NativeKernels.buffer(out),
-                Math.toIntExact(shape.size() / width), width, eps, unitOffset);
+        ByteBuffer xb = NativeKernels.buffer(x);
+        ByteBuffer wb = NativeKernels.buffer(weight);
+        ByteBuffer ob = NativeKernels.buffer(out);
+        inParts(Math.toIntExact(shape.size() / width), shape.size(), (from, to) ->
+                rmsNorm(slice(xb, from, to, width), wb, slice(ob, from, to, width), to - from, width, eps,
+                        unitOffset));
         return out;
     }
 
     /**
-     * Whether {@link #rotate} takes these heads and factors: float32, dense, on the CPU, heads (B,
-     * H, T, D) of no more than {@link #MAX_ELEMENTS}, factors (B or 1, 1, T, D).
+     * Whether {@link #rotate} takes these heads and factors: float32 on the CPU, heads (B, H, T, D)
+     * of no more than {@link #MAX_ELEMENTS} held densely or as the transposed view of dense (B, T,
+     * H, D) rows (a projection's), factors (B or 1, 1, T, D) held densely.
      *
      * @param x heads (B, H, T, D)
      * @param cosSin the factors of {@code RotaryEmbedding.cosSin}
@@ -93,7 +138,12 @@ final class DecodeOps {
                 return false;
             }
         }
-        return NativeKernels.denseFloat32OnCpu(x);
+        if (NativeKernels.denseFloat32OnCpu(x)) {
+            return true;
+        }
+        try (NDArray rows = x.transpose(0, 2, 1, 3)) {
+            return NativeKernels.denseFloat32OnCpu(rows);
+        }
     }
 
     /**
@@ -106,10 +156,22 @@ final class DecodeOps {
     static NDArray rotate(NDArray x, NDList cosSin) {
         Shape heads = x.getShape();
         NDArray out = x.getManager().create(heads, DataType.FLOAT32);
-        rotate(NativeKernels.buffer(x), NativeKernels.buffer(cosSin.get(0)), NativeKernels.buffer(cosSin.get(1)),
-                NativeKernels.buffer(out), Math.toIntExact(heads.get(0)), Math.toIntExact(heads.get(1)),
-                Math.toIntExact(heads.get(2)), Math.toIntExact(heads.get(3)),
-                cosSin.get(0).getShape().get(0) != 1);
+        boolean positionsMajor = !NativeKernels.denseFloat32OnCpu(x);
+        NDArray source = positionsMajor ? x.transpose(0, 2, 1, 3) : x; // (B, T, H, D) rows where a view
+        ByteBuffer xb = NativeKernels.buffer(source);
+        ByteBuffer cos = NativeKernels.buffer(cosSin.get(0));
+        ByteBuffer sin = NativeKernels.buffer(cosSin.get(1));
+        ByteBuffer ob = NativeKernels.buffer(out);
+        int b = Math.toIntExact(heads.get(0));
+        int h = Math.toIntExact(heads.get(1));
+        int t = Math.toIntExact(heads.get(2));
+        int d = Math.toIntExact(heads.get(3));
+        boolean perSequence = cosSin.get(0).getShape().get(0) != 1;
+        inParts(b * h, heads.size(), (from, to) ->
+                rotate(xb, cos, sin, ob, b, h, t, d, perSequence, positionsMajor, from, to));
+        if (source != x) {
+            source.close();
+        }
         return out;
     }
 
@@ -139,8 +201,19 @@ final class DecodeOps {
      */
     static NDArray activate(NDArray gate, NDArray up, HiddenActivation activation) {
         NDArray out = gate.getManager().create(gate.getShape(), DataType.FLOAT32);
-        activate(NativeKernels.buffer(gate), up == null ? null : NativeKernels.buffer(up), NativeKernels.buffer(out),
-                gate.size(), code(activation));
+        ByteBuffer gb = NativeKernels.buffer(gate);
+        ByteBuffer ub = up == null ? null : NativeKernels.buffer(up);
+        ByteBuffer ob = NativeKernels.buffer(out);
+        long size = gate.size();
+        int code = code(activation);
+        int blocks = Math.toIntExact((size + 15) / 16); // split at whole vectors
+        inParts(blocks, size, (from, to) -> {
+            long first = 16L * from;
+            long count = Math.min(size, 16L * to) - first;
+            activate(gb.slice(Math.toIntExact(first * Float.BYTES), Math.toIntExact(count * Float.BYTES)),
+                    ub == null ? null : ub.slice(Math.toIntExact(first * Float.BYTES), Math.toIntExact(count * Float.BYTES)),
+                    ob.slice(Math.toIntExact(first * Float.BYTES), Math.toIntExact(count * Float.BYTES)), count, code);
+        });
         return out;
     }
 
@@ -157,7 +230,7 @@ final class DecodeOps {
 
     private static native void rotate(
             ByteBuffer x, ByteBuffer cos, ByteBuffer sin, ByteBuffer out, int batch, int heads, int positions,
-            int headDim, boolean perSequence);
+            int headDim, boolean perSequence, boolean positionsMajor, int from, int to);
 
     private static native void activate(ByteBuffer gate, ByteBuffer up, ByteBuffer out, long size, int activation);
 }

@@ -43,6 +43,8 @@ class DecodeOpsTest extends ManagedArraysTest {
         "3, 37, false", // a width not a multiple of 16
         "5, 7, true", // narrower than one vector
         "96, 64, true", // per-head q/k norms of a decode step (B * H rows of head_dim)
+        "128, 768, false", // a prefill of the Llama-110M shape, its rows split across the cores
+        "1031, 37, true", // an odd prefill of an odd width
     })
     void rmsNormEqualsTheReference(int rows, int width, boolean unitOffset) {
         NDArray x = manager.randomNormal(new Shape(rows, 1, width)).muli(3);
@@ -73,20 +75,28 @@ class DecodeOpsTest extends ManagedArraysTest {
      * Each element is {@code a + b} of two rounded products on both sides (fused or not): each
      * side within {@code 2u (|a| + |b|)} of the exact value.
      */
-    @ParameterizedTest(name = "B={0} H={1} H_kv={2} T={3} D={4} per sequence={5}")
+    @ParameterizedTest(name = "B={0} H={1} H_kv={2} T={3} D={4} per sequence={5} views={6}")
     @CsvSource({
-        "1, 12, 12, 1, 64, false", // a decode step of the Llama-110M shape
-        "4, 8, 2, 1, 128, true", // a batch, grouped query heads, each sequence its own position
-        "2, 3, 1, 5, 10, true", // five positions, a half of 5 (not a multiple of 16)
-        "8, 4, 4, 1, 40, false", // batch 8 sharing the positions, a half of 20
+        "1, 12, 12, 1, 64, false, false", // a decode step of the Llama-110M shape
+        "4, 8, 2, 1, 128, true, false", // a batch, grouped query heads, each sequence its own position
+        "2, 3, 1, 5, 10, true, false", // five positions, a half of 5 (not a multiple of 16)
+        "8, 4, 4, 1, 40, false, false", // batch 8 sharing the positions, a half of 20
+        "1, 12, 4, 128, 64, false, true", // a Llama-110M prefill: heads as views of the projections' rows
+        "3, 6, 2, 37, 10, true, true", // a left-padded batch's prefill, its own positions per sequence
+        "2, 4, 4, 9, 64, false, false", // a prefill's dense heads
     })
-    void rotationEqualsTheReference(long b, long heads, long kvHeads, long t, int d, boolean perSequence) {
+    void rotationEqualsTheReference(
+            long b, long heads, long kvHeads, long t, int d, boolean perSequence, boolean views) {
         RotaryEmbedding rope = new RotaryEmbedding(d, 256, 10000, null);
         long sequences = perSequence ? b : 1;
         NDArray positions = manager.randomInteger(0, 256, new Shape(sequences, t), DataType.INT64);
         NDList cosSin = rope.cosSin(positions, manager, DataType.FLOAT32);
-        NDArray q = manager.randomNormal(new Shape(b, heads, t, d)).muli(3);
-        NDArray k = manager.randomNormal(new Shape(b, kvHeads, t, d)).muli(3);
+        NDArray q = views
+                ? manager.randomNormal(new Shape(b, t, heads, d)).muli(3).transpose(0, 2, 1, 3)
+                : manager.randomNormal(new Shape(b, heads, t, d)).muli(3);
+        NDArray k = views
+                ? manager.randomNormal(new Shape(b, t, kvHeads, d)).muli(3).transpose(0, 2, 1, 3)
+                : manager.randomNormal(new Shape(b, kvHeads, t, d)).muli(3);
         NDArray[] kernel = kernels.rotate(q, k, cosSin, false);
         NDArray[] reference = EngineKernels.INSTANCE.rotate(q, k, cosSin, false);
         NDArray[] inputs = {q, k};
@@ -126,6 +136,8 @@ class DecodeOpsTest extends ManagedArraysTest {
         "GELU_TANH, 3072, false", // GPT-2 small's c_fc
         "GELU_TANH, 3 , true",
         "GELU_TANH, 45056, true", // batch 8 of TinyLlama's MLP
+        "SILU, 262144, true", // a Llama-110M prefill's MLP, split across the cores
+        "GELU_TANH, 393221, false", // about a GPT-2 prefill's c_fc, not a multiple of 16
     })
     void activationEqualsTheReference(HiddenActivation activation, int n, boolean withUp) {
         NDArray gate = manager.randomNormal(new Shape(1, 1, n)).muli(3);
@@ -168,9 +180,6 @@ class DecodeOpsTest extends ManagedArraysTest {
         NDArray half = manager.randomNormal(new Shape(1, 1, 64)).toType(DataType.FLOAT16, false);
         assertFalse(DecodeOps.takesRmsNorm(half, weight), "a float16 input");
         assertFalse(DecodeOps.takesActivation(half, null), "a float16 input");
-        NDArray prefill = manager.randomNormal(new Shape(1, 4096, 64)); // beyond MAX_ELEMENTS
-        assertFalse(DecodeOps.takesRmsNorm(prefill, weight), "a long prefill");
-        assertFalse(DecodeOps.takesActivation(prefill, null), "a long prefill");
         NDArray strided = manager.randomNormal(new Shape(2, 3, 64)).transpose(1, 0, 2);
         assertFalse(DecodeOps.takesRmsNorm(strided, weight), "a transposed view");
         assertFalse(DecodeOps.takesRmsNorm(manager.randomNormal(new Shape(1, 1, 32)), weight), "a narrower input");
@@ -180,6 +189,10 @@ class DecodeOpsTest extends ManagedArraysTest {
         NDList cosSin = new RotaryEmbedding(16, 8, 10000, null)
                 .cosSin(manager.create(new long[] {1, 2, 3}, new Shape(3, 1)), manager, DataType.FLOAT32);
         assertFalse(DecodeOps.takesRotation(heads, cosSin), "positions of three sequences for two");
+        NDList three = new RotaryEmbedding(16, 8, 10000, null)
+                .cosSin(manager.create(new long[] {1, 2, 3}, new Shape(1, 3)), manager, DataType.FLOAT32);
+        NDArray everyOther = manager.randomNormal(new Shape(2, 4, 6, 16)).get(":, :, ::2, :"); // (2, 4, 3, 16)
+        assertFalse(DecodeOps.takesRotation(everyOther, three), "heads that are neither dense nor rows transposed");
     }
 
     @Test
