@@ -5,7 +5,10 @@
 #
 #   scripts/bench-llamacpp.sh [--shape gpt2-small|gpt2-tiny|llama-110m|tinyllama-1.1b] [--runs 3] [--threads 2]
 #                             [--prompt-tokens 128] [--new-tokens 128] [--dir DIR] [--formats f32,f16,bf16,q8_0]
+#                             [--warmup 1]
 #
+# --warmup: llmzoo bench's untimed runs before the timed ones (the JVM compiles its hot code over the first
+# runs); llama-bench makes one untimed warm-up run of its own.
 # Pairs: F32 ~ float32, F16 ~ float16, BF16 ~ bfloat16, Q8_0 ~ int8 (both: symmetric int8 codes, one float
 # scale per 32 inputs; llama.cpp's scale is float16, ours float32). The formats alternate engine by engine
 # so a change of load hits both. llama-bench decodes tg from an empty context with its default F16 KV cache;
@@ -13,16 +16,18 @@
 # /tmp/llamacpp-peer, outside the repository) and the checkpoint and GGUF files are kept under --dir.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-shape=llama-110m runs=3 threads=2 prompt_tokens=128 new_tokens=128 dir="" formats=f32,f16,bf16,q8_0
+shape=llama-110m runs=3 threads=2 prompt_tokens=128 new_tokens=128 dir="" formats=f32,f16,bf16,q8_0 warmup=1
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { echo "error: $1 needs a value" >&2; exit 2; }
   case "$1" in
     --shape) shape="$2";; --runs) runs="$2";; --threads) threads="$2";; --dir) dir="$2";;
     --prompt-tokens) prompt_tokens="$2";; --new-tokens) new_tokens="$2";; --formats) formats="$2";;
+    --warmup) warmup="$2";;
     *) echo "error: unknown option $1" >&2; exit 2;;
   esac
   shift 2
 done
+[[ "$warmup" =~ ^[0-9]+$ ]] || { echo "error: --warmup takes a count of runs (0 or more), not '$warmup'" >&2; exit 2; }
 kit="${LLAMACPP_KIT:-$root/../shared/peers/llamacpp}"
 fixtures="${LLMZOO_FIXTURES:-$root/../shared/fixtures}"
 [ -x "$kit/build.sh" ] || { echo "error: no llama.cpp kit at $kit (set LLAMACPP_KIT)" >&2; exit 2; }
@@ -67,7 +72,7 @@ for f in "${format_list[@]}"; do
   d="$(dtype_of "$f")"
   echo "llmzoo $d ..." >&2
   "$root/bin/llmzoo" bench --model "$dir" --dtype "$d" --prompt-tokens "$prompt_tokens" --new-tokens "$new_tokens" \
-    --runs "$runs" --long-positions 0 --bandwidth-mib 0 --compute-size 0 --output json \
+    --runs "$runs" --warmup "$warmup" --long-positions 0 --bandwidth-mib 0 --compute-size 0 --output json \
     > "$out/llmzoo-$d.json" 2> "$out/llmzoo-$d.log"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
