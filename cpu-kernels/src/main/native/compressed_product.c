@@ -30,9 +30,9 @@
  *     vpdpbusd per weight row, shared by all rows of x); each group's int32 sum times both scales goes
  *     into float32 accumulators. The result is the product of the weight with x rounded to its
  *     int8 grid (an error of at most max|x| / 254 per element of a group);
- *   bfloat16 with AVX512_BF16: x is split into bfloat16 hi + lo (hi = x rounded, lo = the rest
- *     rounded: 16 bits of x's 24) and vdpbf16ps multiplies the weight codes by both, so the result is
- *     the product with x to about 2^-17 of each element.
+ *   bfloat16 with AVX512_BF16, for 1 or 2 rows of x (BF16_DOT_ROWS): x is split into bfloat16 hi + lo
+ *     (hi = x rounded, lo = the rest rounded: 16 bits of x's 24) and vdpbf16ps multiplies the weight
+ *     codes by both, so the result is the product with x to about 2^-17 of each element.
  */
 #include <immintrin.h>
 #include <jni.h>
@@ -49,6 +49,11 @@
 #define X_TILE_BYTES 24576
 /* Outputs whose sums one pass over a tile of the inputs carries (tiled products only). */
 #define TILE_OUTPUTS 32
+
+/* The most rows a bfloat16 product takes vdpbf16ps for: x's two halves cost two loads and two dot
+   products a row per 32 weights, against the widening kernel's two fused multiply-adds on one
+   load of x, so from 3 rows the widening (and exact) kernel is the faster. */
+#define BF16_DOT_ROWS 2
 
 /* The CPU features compressed_product_features reports (CompressedProduct's constants). */
 enum { FEATURE_VNNI = 1, FEATURE_BF16 = 2 };
@@ -477,7 +482,8 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(
         fail(env, "compressed product: rows must be 1 to 8 and in a multiple of 32");
         return;
     }
-    if ((format == INT8 && (features & FEATURE_VNNI)) || (format == BFLOAT16 && (features & FEATURE_BF16))) {
+    if ((format == INT8 && (features & FEATURE_VNNI))
+            || (format == BFLOAT16 && (features & FEATURE_BF16) && rows <= BF16_DOT_ROWS)) {
         if (!dot_multiply(x, codes, scales, bias, out, format, rows, in, out_features, from, to)) {
             fail(env, "compressed product: no memory for the input's int8 or bfloat16 form");
         }
