@@ -14,6 +14,14 @@
  * step, prefetched ahead; each output's 16 lanes are summed at the end of its row. Called by io.github.djlllmzoo.cpu.CompressedProduct with direct buffers it
  * has checked: x float32 (rows, in) contiguous, in a multiple of 32, the sizes below.
  *
+ * Each kernel reads x in a form with each 32 (int8: 64) inputs of every row side by side, so a step
+ * over the weight reads one run of x rather than rows lines 4 KB apart that share an L1 set. Where
+ * the rows of x in that form outgrow X_TILE_BYTES (8 rows of a 2048-wide input), each TILE_OUTPUTS
+ * outputs take the inputs a tile at a time with their sums carried between tiles, so x stays in L1
+ * instead of coming from L2 for every output (docs/PERFORMANCE.md, "Batch 8 against batch 1: rows of
+ * x in L1"). Either way each output's sums go in the same order, so a product is bit for bit what
+ * it is untiled.
+ *
  * Where the CPU has them (checked at run time, compressed_product_features), two products skip the
  * widening and multiply the codes themselves, as llama.cpp's Q8_0 and BF16 dot products do:
  *   int8 with AVX512_VNNI: each row of x is quantized once per product to int8 per group of 32
@@ -22,9 +30,9 @@
  *     vpdpbusd per weight row, shared by all rows of x); each group's int32 sum times both scales goes
  *     into float32 accumulators. The result is the product of the weight with x rounded to its
  *     int8 grid (an error of at most max|x| / 254 per element of a group);
- *   bfloat16 with AVX512_BF16: x is split into bfloat16 hi + lo (hi = x rounded, lo = the rest
- *     rounded: 16 bits of x's 24) and vdpbf16ps multiplies the weight codes by both, so the result is
- *     the product with x to about 2^-17 of each element.
+ *   bfloat16 with AVX512_BF16, for 1 or 2 rows of x (BF16_DOT_ROWS): x is split into bfloat16 hi + lo
+ *     (hi = x rounded, lo = the rest rounded: 16 bits of x's 24) and vdpbf16ps multiplies the weight
+ *     codes by both, so the result is the product with x to about 2^-17 of each element.
  */
 #include <immintrin.h>
 #include <jni.h>
@@ -37,6 +45,15 @@
 #define MAX_ROWS 8
 /* Bytes ahead of the current codes that the weight is prefetched. */
 #define PREFETCH_BYTES 4096
+/* Bytes of the rows of x (in the form a kernel reads) that a pass over the weight keeps in L1. */
+#define X_TILE_BYTES 24576
+/* Outputs whose sums one pass over a tile of the inputs carries (tiled products only). */
+#define TILE_OUTPUTS 32
+
+/* The most rows a bfloat16 product takes vdpbf16ps for: x's two halves cost two loads and two dot
+   products a row per 32 weights, against the widening kernel's two fused multiply-adds on one
+   load of x, so from 3 rows the widening (and exact) kernel is the faster. */
+#define BF16_DOT_ROWS 2
 
 /* The CPU features compressed_product_features reports (CompressedProduct's constants). */
 enum { FEATURE_VNNI = 1, FEATURE_BF16 = 2 };
@@ -56,16 +73,21 @@ static inline __attribute__((always_inline)) __m512 widen16(const void *codes, s
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
 }
 
+/*
+ * The inputs [k0, k1) of output n for rows of x: each row's 16 lanes start at 0 (first) or at its
+ * sums so far in carry, and are summed into out (last) or put back into carry. An output's sums go
+ * in the same order however its inputs are tiled.
+ */
 static inline __attribute__((always_inline)) void weight_rows(
         const float *x, const void *codes, const float *scales, const float *bias, float *out,
-        int rows, int in, int out_features, int n, int format) {
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, __m512 *carry, int format) {
     const int element = format == INT8 ? 1 : 2;
     const int groups = in / GROUP;
     __m512 acc[MAX_ROWS];
     for (int r = 0; r < rows; r++) {
-        acc[r] = _mm512_setzero_ps();
+        acc[r] = first ? _mm512_setzero_ps() : carry[r];
     }
-    for (int k = 0; k < in; k += GROUP) {
+    for (int k = k0; k < k1; k += GROUP) {
         size_t base = (size_t)n * in + k;
         _mm_prefetch((const char *)codes + base * element + PREFETCH_BYTES, _MM_HINT_T0);
         __m512 lo = widen16(codes, base, format);
@@ -76,22 +98,62 @@ static inline __attribute__((always_inline)) void weight_rows(
             hi = _mm512_mul_ps(hi, s);
         }
         for (int r = 0; r < rows; r++) {
-            const float *xr = x + (size_t)r * in + k;
+            const float *xr = x + ((size_t)(k / GROUP) * rows + r) * GROUP;
             acc[r] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(xr), acc[r]);
             acc[r] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(xr + 16), acc[r]);
         }
     }
     for (int r = 0; r < rows; r++) {
-        out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
+        if (last) {
+            out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
+        } else {
+            carry[r] = acc[r];
+        }
     }
 }
+
+/*
+ * Inputs per tile where rows of x, input_bytes a row per input, outgrow X_TILE_BYTES: a multiple of
+ * 64 (whole int8 chunks), or all of in where they fit.
+ */
+static inline int tile_inputs(int rows, int in, int input_bytes) {
+    int tile = X_TILE_BYTES / (rows * input_bytes) / 64 * 64;
+    return tile < 64 ? 64 : tile >= in ? in : tile;
+}
+
+/*
+ * Outputs [from, to) by CALL(k0, k1, first, last, carry) for output n. Where the rows of x outgrow
+ * L1 (the tile is less than in), each TILE_OUTPUTS outputs take the inputs a tile at a time, their
+ * sums carried between tiles, so x is read from L1 rather than again from L2 for every output.
+ */
+#define TILED(CALL, tile)                                                                    \
+    do {                                                                                     \
+        if ((tile) >= in) {                                                                  \
+            for (n = from; n < to; n++) {                                                    \
+                CALL(0, in, 1, 1, carry);                                                    \
+            }                                                                                \
+            break;                                                                           \
+        }                                                                                    \
+        for (int n0 = from; n0 < to; n0 += TILE_OUTPUTS) {                                   \
+            int n1 = n0 + TILE_OUTPUTS < to ? n0 + TILE_OUTPUTS : to;                        \
+            for (int k0 = 0; k0 < in; k0 += (tile)) {                                        \
+                int k1 = k0 + (tile) < in ? k0 + (tile) : in;                                \
+                for (n = n0; n < n1; n++) {                                                  \
+                    CALL(k0, k1, k0 == 0, k1 == in, carry + (size_t)(n - n0) * MAX_ROWS);    \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+    } while (0)
+
+#define WIDEN_CALL(k0, k1, first, last, at) \
+    weight_rows(x, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at, format)
 
 static inline __attribute__((always_inline)) void columns(
         const float *x, const void *codes, const float *scales, const float *bias, float *out,
         int rows, int in, int out_features, int from, int to, int format) {
-    for (int n = from; n < to; n++) {
-        weight_rows(x, codes, scales, bias, out, rows, in, out_features, n, format);
-    }
+    __m512 carry[TILE_OUTPUTS * MAX_ROWS];
+    int n;
+    TILED(WIDEN_CALL, tile_inputs(rows, in, sizeof(float)));
 }
 
 /* The kernel for a fixed format and number of rows, so the loops over both unroll. */
@@ -121,8 +183,8 @@ static inline __attribute__((always_inline)) void columns(
    vpdpbusd takes, and each 64 inputs' two group scales as a lane pattern (group 2c in lanes 0-7, group
    2c+1 in lanes 8-15). A ragged last 64 is padded with code 0. */
 typedef struct {
-    uint8_t *offset_codes; /* (rows, chunks * 64) */
-    float *scales;         /* (rows, chunks, 16) */
+    uint8_t *offset_codes; /* (chunks, rows, 64): each 64 inputs of every row side by side */
+    float *scales;         /* (chunks, rows, 16) */
     int chunks;
 } QuantizedRows;
 
@@ -136,7 +198,7 @@ static VNNI_TARGET int quantize_rows(const float *x, int rows, int in, Quantized
     }
     for (int r = 0; r < rows; r++) {
         for (int c = 0; c < q->chunks; c++) {
-            size_t cell = (size_t)r * q->chunks + c;
+            size_t cell = (size_t)c * rows + r;
             __m512i codes = _mm512_setzero_si512();
             float *pattern = q->scales + cell * 16;
             for (int h = 0; h < 2; h++) {
@@ -161,18 +223,19 @@ static void free_quantized(QuantizedRows *q) {
     free(q->scales);
 }
 
+/* The inputs [k0, k1) of output n for the quantized rows, carried as weight_rows carries them. */
 static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
         const QuantizedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
-        int rows, int in, int out_features, int n) {
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, __m512 *carry) {
     const int groups = in / GROUP;
     const __m512i zero = _mm512_setzero_si512();
     const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m512i offset = _mm512_set1_epi8((char)0x80);
     __m512 acc[MAX_ROWS];
     for (int r = 0; r < rows; r++) {
-        acc[r] = _mm512_setzero_ps();
+        acc[r] = first ? _mm512_setzero_ps() : carry[r];
     }
-    for (int c = 0; c < q->chunks; c++) {
+    for (int c = k0 / 64; c * 64 < k1; c++) {
         int k = c * 64;
         int whole = k + 64 <= in;
         const int8_t *w_at = codes + (size_t)n * in + k;
@@ -191,7 +254,7 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
         /* sum (q + 128) w - 128 sum w = sum q w: start each row's sums at -128 sum w. */
         __m512i correction = _mm512_dpbusd_epi32(zero, offset, _mm512_sub_epi8(zero, w));
         for (int r = 0; r < rows; r++) {
-            size_t cell = (size_t)r * q->chunks + c;
+            size_t cell = (size_t)c * rows + r;
             __m512i sums = _mm512_dpbusd_epi32(
                     correction, _mm512_load_si512((const __m512i *)(q->offset_codes + cell * 64)), w);
             __m512 both = _mm512_mul_ps(weight_scales, _mm512_load_ps(q->scales + cell * 16));
@@ -199,89 +262,121 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
         }
     }
     for (int r = 0; r < rows; r++) {
-        out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
+        if (last) {
+            out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
+        } else {
+            carry[r] = acc[r];
+        }
     }
 }
 
-/* Output columns [from, to) by CALL(R) with the row count R fixed so the loops over the rows
-   unroll; n is the weight row of the call. */
-#define COLUMNS(R, CALL)                                                                      \
+/* Calls NAME_rows(..., R) with the row count R fixed, so the loops over the rows unroll. */
+#define ROWS_CASE(CALL, R)                                                                   \
     case R:                                                                                  \
-        for (n = from; n < to; n++) {                                                        \
-            CALL(R);                                                                         \
-        }                                                                                    \
+        CALL(R);                                                                             \
         break;
 
 #define SWITCH_ROWS(CALL)                                                                     \
     switch (rows) {                                                                          \
-        COLUMNS(1, CALL)                                                                     \
-        COLUMNS(2, CALL)                                                                     \
-        COLUMNS(3, CALL)                                                                     \
-        COLUMNS(4, CALL)                                                                     \
-        COLUMNS(5, CALL)                                                                     \
-        COLUMNS(6, CALL)                                                                     \
-        COLUMNS(7, CALL)                                                                     \
-        COLUMNS(8, CALL)                                                                     \
+        ROWS_CASE(CALL, 1)                                                                   \
+        ROWS_CASE(CALL, 2)                                                                   \
+        ROWS_CASE(CALL, 3)                                                                   \
+        ROWS_CASE(CALL, 4)                                                                   \
+        ROWS_CASE(CALL, 5)                                                                   \
+        ROWS_CASE(CALL, 6)                                                                   \
+        ROWS_CASE(CALL, 7)                                                                   \
+        ROWS_CASE(CALL, 8)                                                                   \
         default:                                                                             \
             break;                                                                           \
     }
 
-#define VNNI_CALL(R) vnni_weight_rows(q, codes, scales, bias, out, R, in, out_features, n)
+#define VNNI_CALL(k0, k1, first, last, at) \
+    vnni_weight_rows(q, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at)
+
+/* An int8 input takes its code and, per 64, 64 bytes of scales: 2 bytes a row. */
+static inline __attribute__((always_inline)) VNNI_TARGET void vnni_columns_rows(
+        const QuantizedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
+        int in, int out_features, int from, int to, int rows) {
+    __m512 carry[TILE_OUTPUTS * MAX_ROWS];
+    int n;
+    TILED(VNNI_CALL, tile_inputs(rows, in, 2));
+}
+
+#define VNNI_ROWS(R) vnni_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R)
 
 static VNNI_TARGET void vnni_columns(
         const QuantizedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
         int rows, int in, int out_features, int from, int to) {
-    int n;
-    SWITCH_ROWS(VNNI_CALL)
+    SWITCH_ROWS(VNNI_ROWS)
 }
 
 /* ---- bfloat16 x (bfloat16 hi + lo) with AVX512_BF16 ---- */
 
-/* x (rows, in) as two bfloat16 arrays, hi = x rounded to nearest even and lo = x - hi rounded. */
-static BF16_TARGET void split_bf16(const float *x, int rows, int in, __m512bh *hi, __m512bh *lo) {
-    size_t blocks = (size_t)rows * in / 32;
-    for (size_t b = 0; b < blocks; b++) {
-        __m512 x0 = _mm512_loadu_ps(x + b * 32);
-        __m512 x1 = _mm512_loadu_ps(x + b * 32 + 16);
-        __m512bh h = _mm512_cvtne2ps_pbh(x1, x0);
-        __m512i wide0 = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256((__m512i)h)), 16);
-        __m512i wide1 = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64((__m512i)h, 1)), 16);
-        hi[b] = h;
-        lo[b] = _mm512_cvtne2ps_pbh(_mm512_sub_ps(x1, _mm512_castsi512_ps(wide1)),
-                _mm512_sub_ps(x0, _mm512_castsi512_ps(wide0)));
+/* x (rows, in) as bfloat16 halves, hi = x rounded to nearest even and lo = x - hi rounded, each 32
+   inputs of every row side by side: split[2 (b rows + r)] is hi of row r's block b, the next its lo. */
+static BF16_TARGET void split_bf16(const float *x, int rows, int in, __m512bh *split) {
+    const int blocks = in / 32;
+    for (int r = 0; r < rows; r++) {
+        for (int b = 0; b < blocks; b++) {
+            const float *at = x + (size_t)r * in + (size_t)b * 32;
+            __m512 x0 = _mm512_loadu_ps(at);
+            __m512 x1 = _mm512_loadu_ps(at + 16);
+            __m512bh h = _mm512_cvtne2ps_pbh(x1, x0);
+            __m512i wide0 = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256((__m512i)h)), 16);
+            __m512i wide1 = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64((__m512i)h, 1)), 16);
+            size_t cell = 2 * ((size_t)b * rows + r);
+            split[cell] = h;
+            split[cell + 1] = _mm512_cvtne2ps_pbh(_mm512_sub_ps(x1, _mm512_castsi512_ps(wide1)),
+                    _mm512_sub_ps(x0, _mm512_castsi512_ps(wide0)));
+        }
     }
 }
 
+/* The inputs [k0, k1) of output n for the split rows, carried as weight_rows carries them. */
 static inline __attribute__((always_inline)) BF16_TARGET void bf16_weight_rows(
-        const __m512bh *hi, const __m512bh *lo, const uint16_t *codes, const float *bias, float *out,
-        int rows, int in, int out_features, int n) {
-    const int blocks = in / 32;
+        const __m512bh *split, const uint16_t *codes, const float *bias, float *out,
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, __m512 *carry) {
     __m512 acc[MAX_ROWS];
     for (int r = 0; r < rows; r++) {
-        acc[r] = _mm512_setzero_ps();
+        acc[r] = first ? _mm512_setzero_ps() : carry[r];
     }
-    for (int b = 0; b < blocks; b++) {
+    for (int b = k0 / 32; b < k1 / 32; b++) {
         const uint16_t *w_at = codes + (size_t)n * in + (size_t)b * 32;
         _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
         __m512bh w = (__m512bh)_mm512_loadu_si512(w_at);
         for (int r = 0; r < rows; r++) {
-            size_t at = (size_t)r * blocks + b;
-            acc[r] = _mm512_dpbf16_ps(acc[r], w, hi[at]);
-            acc[r] = _mm512_dpbf16_ps(acc[r], w, lo[at]);
+            size_t cell = 2 * ((size_t)b * rows + r);
+            acc[r] = _mm512_dpbf16_ps(acc[r], w, split[cell]);
+            acc[r] = _mm512_dpbf16_ps(acc[r], w, split[cell + 1]);
         }
     }
     for (int r = 0; r < rows; r++) {
-        out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
+        if (last) {
+            out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
+        } else {
+            carry[r] = acc[r];
+        }
     }
 }
 
-#define BF16_CALL(R) bf16_weight_rows(hi, lo, codes, bias, out, R, in, out_features, n)
+#define BF16_CALL(k0, k1, first, last, at) \
+    bf16_weight_rows(split, codes, bias, out, rows, in, out_features, n, k0, k1, first, last, at)
+
+/* A split input takes two bfloat16 halves: 4 bytes a row. */
+static inline __attribute__((always_inline)) BF16_TARGET void bf16_columns_rows(
+        const __m512bh *split, const uint16_t *codes, const float *bias, float *out,
+        int in, int out_features, int from, int to, int rows) {
+    __m512 carry[TILE_OUTPUTS * MAX_ROWS];
+    int n;
+    TILED(BF16_CALL, tile_inputs(rows, in, 4));
+}
+
+#define BF16_ROWS(R) bf16_columns_rows(split, codes, bias, out, in, out_features, from, to, R)
 
 static BF16_TARGET void bf16_columns(
-        const __m512bh *hi, const __m512bh *lo, const uint16_t *codes, const float *bias, float *out,
+        const __m512bh *split, const uint16_t *codes, const float *bias, float *out,
         int rows, int in, int out_features, int from, int to) {
-    int n;
-    SWITCH_ROWS(BF16_CALL)
+    SWITCH_ROWS(BF16_ROWS)
 }
 
 /* Which of the dot-product instructions this CPU has: FEATURE_VNNI | FEATURE_BF16. */
@@ -315,17 +410,54 @@ static int dot_multiply(const float *x, const void *codes, const float *scales, 
         free_quantized(&q);
         return ok;
     }
-    size_t bytes = (size_t)rows * in * sizeof(uint16_t);
-    __m512bh *hi = aligned_alloc(64, bytes);
-    __m512bh *lo = aligned_alloc(64, bytes);
-    int ok = hi != NULL && lo != NULL;
-    if (ok) {
-        split_bf16(x, rows, in, hi, lo);
-        bf16_columns(hi, lo, (const uint16_t *)codes, bias, out, rows, in, out_features, from, to);
+    __m512bh *split = aligned_alloc(64, (size_t)rows * in * 2 * sizeof(uint16_t));
+    if (split == NULL) {
+        return 0;
     }
-    free(hi);
-    free(lo);
-    return ok;
+    split_bf16(x, rows, in, split);
+    bf16_columns(split, (const uint16_t *)codes, bias, out, rows, in, out_features, from, to);
+    free(split);
+    return 1;
+}
+
+/* x (rows, in) with each 32 inputs of every row side by side, (in / 32, rows, 32), as weight_rows
+   reads it. */
+static void interleave_rows(const float *x, int rows, int in, float *out) {
+    for (int r = 0; r < rows; r++) {
+        for (int k = 0; k < in; k += GROUP) {
+            float *to = out + ((size_t)(k / GROUP) * rows + r) * GROUP;
+            _mm512_storeu_ps(to, _mm512_loadu_ps(x + (size_t)r * in + k));
+            _mm512_storeu_ps(to + 16, _mm512_loadu_ps(x + (size_t)r * in + k + 16));
+        }
+    }
+}
+
+/* The product by the widening kernel; returns 0 where memory for x's interleaved rows ran out. One
+   row is already in that form. */
+static int widening_multiply(const float *x, const void *codes, const float *scales, const float *bias,
+        float *out, int format, int rows, int in, int out_features, int from, int to) {
+    float *interleaved = NULL;
+    if (rows > 1) {
+        interleaved = aligned_alloc(64, (size_t)rows * in * sizeof(float));
+        if (interleaved == NULL) {
+            return 0;
+        }
+        interleave_rows(x, rows, in, interleaved);
+        x = interleaved;
+    }
+    switch (format) {
+        case BFLOAT16:
+            BY_ROWS(BFLOAT16)
+            break;
+        case FLOAT16:
+            BY_ROWS(FLOAT16)
+            break;
+        default:
+            BY_ROWS(INT8)
+            break;
+    }
+    free(interleaved);
+    return 1;
 }
 
 /* out[:, from:to] = x @ weight^T + bias, weight (out_features, in) compressed as format says. */
@@ -350,25 +482,19 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(
         fail(env, "compressed product: rows must be 1 to 8 and in a multiple of 32");
         return;
     }
-    if ((format == INT8 && (features & FEATURE_VNNI)) || (format == BFLOAT16 && (features & FEATURE_BF16))) {
+    if ((format == INT8 && (features & FEATURE_VNNI))
+            || (format == BFLOAT16 && (features & FEATURE_BF16) && rows <= BF16_DOT_ROWS)) {
         if (!dot_multiply(x, codes, scales, bias, out, format, rows, in, out_features, from, to)) {
             fail(env, "compressed product: no memory for the input's int8 or bfloat16 form");
         }
         return;
     }
-    switch (format) {
-        case BFLOAT16:
-            BY_ROWS(BFLOAT16)
-            break;
-        case FLOAT16:
-            BY_ROWS(FLOAT16)
-            break;
-        case INT8:
-            BY_ROWS(INT8)
-            break;
-        default:
-            fail(env, "compressed product: unknown format");
-            break;
+    if (format < BFLOAT16 || format > INT8) {
+        fail(env, "compressed product: unknown format");
+        return;
+    }
+    if (!widening_multiply(x, codes, scales, bias, out, format, rows, in, out_features, from, to)) {
+        fail(env, "compressed product: no memory for the input's rows side by side");
     }
 }
 

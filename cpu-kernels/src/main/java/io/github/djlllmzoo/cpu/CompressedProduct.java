@@ -22,8 +22,9 @@ import java.nio.ByteBuffer;
  *
  * <p>Where the CPU has AVX512_VNNI (int8) or AVX512_BF16 (bfloat16), checked once when this class
  * loads, the decode product multiplies the codes themselves instead of widening them: int8 codes by
- * the input quantized per group of 32 to int8 (llama.cpp's Q8_0 dot product), bfloat16 codes by the
- * input split into two bfloat16 halves (close to float32's). {@code -Dllmzoo.compressedProduct.dot=false}
+ * the input quantized per group of 32 to int8 (llama.cpp's Q8_0 dot product), bfloat16 codes of 1
+ * or 2 rows by the input split into two bfloat16 halves (close to float32's; from 3 rows the
+ * widening kernel is faster). {@code -Dllmzoo.compressedProduct.dot=false}
  * keeps the widening kernel, which other CPUs use.
  */
 final class CompressedProduct {

@@ -30,7 +30,9 @@ class CompressedProductTest extends CompressedWeightsTest {
     @CsvSource({
         "INT8, 1, 768, 1000", "INT8, 2, 64, 3", "INT8, 5, 96, 301", "INT8, 8, 2048, 512",
         "BFLOAT16, 1, 768, 1000", "BFLOAT16, 3, 64, 3", "BFLOAT16, 8, 96, 301",
-        "FLOAT16, 1, 768, 1000", "FLOAT16, 4, 64, 3", "FLOAT16, 8, 96, 301"
+        "FLOAT16, 1, 768, 1000", "FLOAT16, 4, 64, 3", "FLOAT16, 8, 96, 301",
+        // rows of x past L1: the inputs taken a tile at a time, a ragged last tile and output run
+        "FLOAT16, 8, 2080, 77", "BFLOAT16, 6, 1056, 40", "INT8, 7, 4128, 33"
     })
     void theWideningKernelEqualsTheEnginesProductOfTheWidenedWeight(
             WeightFormat format, int rows, int in, int out) {
@@ -54,7 +56,7 @@ class CompressedProductTest extends CompressedWeightsTest {
      * quantizes): the integer sums are exact, so only float32 rounding of the scaled sums is left.
      */
     @ParameterizedTest
-    @CsvSource({"1, 768, 1000", "2, 64, 3", "5, 96, 301", "8, 2048, 512", "3, 4096, 64"})
+    @CsvSource({"1, 768, 1000", "2, 64, 3", "5, 96, 301", "8, 2048, 512", "3, 4096, 64", "8, 1568, 45", "6, 4128, 70"})
     void theVnniKernelEqualsTheProductWithTheInputOnItsInt8Grid(int rows, int in, int out) {
         assumeTrue((CompressedProduct.features() & CompressedProduct.VNNI) != 0, "no AVX512_VNNI on this CPU");
         CompressedWeight weight = compressed(out, in, WeightFormat.INT8);
@@ -73,7 +75,7 @@ class CompressedProductTest extends CompressedWeightsTest {
      * widened weight by at most 2^-18 sum|w x| beyond float32 rounding (hi alone would be 2^-9).
      */
     @ParameterizedTest
-    @CsvSource({"1, 768, 1000", "3, 64, 3", "8, 96, 301", "4, 2048, 77"})
+    @CsvSource({"1, 768, 1000", "2, 64, 3", "1, 96, 301", "2, 2048, 77", "2, 4128, 70"})
     void theBf16KernelEqualsTheEnginesProductToTheSplitInputsPrecision(int rows, int in, int out) {
         assumeTrue((CompressedProduct.features() & CompressedProduct.BF16) != 0, "no AVX512_BF16 on this CPU");
         CompressedWeight weight = compressed(out, in, WeightFormat.BFLOAT16);
@@ -95,6 +97,20 @@ class CompressedProductTest extends CompressedWeightsTest {
         }
         float bound = (float) (largest * Math.scalb(1.0, -18)) + RoundingBound.ofProduct(x, widened, null, true);
         assertArrayEquals(expected, actual.toFloatArray(), bound);
+    }
+
+    /**
+     * From 3 rows of x a bfloat16 product takes the widening kernel even where AVX512_BF16 is on:
+     * bit for bit the product with the dot products off, the widened weight's float32 product.
+     */
+    @ParameterizedTest
+    @CsvSource({"3, 96, 301", "4, 2048, 77", "7, 2080, 70", "8, 1056, 33"})
+    void fromThreeRowsABf16ProductIsTheWideningKernels(int rows, int in, int out) {
+        assumeTrue((CompressedProduct.features() & CompressedProduct.BF16) != 0, "no AVX512_BF16 on this CPU");
+        CompressedWeight weight = compressed(out, in, WeightFormat.BFLOAT16);
+        NDArray x = manager.randomNormal(new Shape(rows, 1, in));
+        assertArrayEquals(CompressedProduct.multiply(x, weight, null, rows, 0).toFloatArray(),
+                CompressedProduct.multiply(x, weight, null, rows, CompressedProduct.BF16).toFloatArray(), 0f);
     }
 
     /**
