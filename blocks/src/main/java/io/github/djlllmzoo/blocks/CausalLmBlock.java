@@ -400,7 +400,14 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
             DecoderLayer layer, ParameterStore store, NDArray h, AttentionContext context, boolean training) {
         NDManager parent = h.getManager();
         try (NDManager scope = parent.newSubManager()) {
-            h.tempAttach(scope);
+            // The layer's input is the previous layer's output (or the embedding), which nothing reads
+            // after this layer: inference frees it with the scope, or every layer's input (T x E floats)
+            // would stay with the pass's manager until the pass ends. Training keeps it with the pass.
+            if (training) {
+                h.tempAttach(scope);
+            } else {
+                h.attach(scope);
+            }
             NDArray out = layer.forward(store, h, context, training); // (B, T, E)
             out.attach(parent);
             return out;
