@@ -29,7 +29,9 @@ export_runtime_settings() {
   # glibc hands freed blocks over 128 KiB back to the kernel, so every step's larger temporaries
   # (logits, activations) came back as fresh pages the kernel had to zero: a fifth of a batch-8
   # decode step, and prefill ran at a third of its speed. Keep freed memory in the process instead
-  # (the heap still stops growing once a step's working set is reached).
+  # (the heap still stops growing once a step's working set is reached). mallopt() refuses a
+  # threshold above 32 MiB, but glibc (2.36 checked) takes this one from the environment; a thread's
+  # arena still maps a block larger than its 64 MiB heap (docs/PERFORMANCE.md, TinyLlama's memory).
   export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_-268435456}"
   export MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_-1073741824}"
   # One PyTorch intra-op thread: decode steps split their projections across the cores themselves

@@ -339,6 +339,11 @@ public final class CpuKernels implements Kernels {
         return weight.prepared(this, SplitProjection.class, () -> new SplitProjection(fewRowProduct));
     }
 
+    /** @return the bytes the widening buffer holds: 0 until a product widens a weight */
+    long wideningBytes() {
+        return widening.capacity();
+    }
+
     @Override
     public String toString() {
         return "CPU kernels (" + CoreWorkers.PARALLELISM + " threads, few-row product "
