@@ -171,35 +171,22 @@ final class CompressedProduct {
             bs[i] = biases[i] == null ? null : NativeKernels.buffer(biases[i]);
             elements += (long) weights[i].outFeatures() * weights[i].inFeatures();
         }
-        int parts = CoreWorkers.PARALLELISM > 1 && elements >= SplitProjection.MIN_ELEMENTS ? CoreWorkers.PARALLELISM : 1;
-        boolean done = parts > 1
-                && CoreWorkers.run(
-                                parts,
-                                part -> {
-                                    for (int i = 0; i < count; i++) {
-                                        columns(xs, weights[i], bs[i], os[i], n, part, parts, dotProducts);
-                                    }
-                                    return outs[0];
-                                })
-                        != null;
-        if (!done) { // one core, small weights, or the workers busy with another caller
+        CoreWorkers.share(elements, (first, last, runs) -> {
             for (int i = 0; i < count; i++) {
-                columns(xs, weights[i], bs[i], os[i], n, 0, 1, dotProducts);
+                columns(xs, weights[i], bs[i], os[i], n, first, last, runs, dotProducts);
             }
-        }
+        });
         return outs;
     }
 
-    /** Part {@code part} of {@code parts} nearly equal runs of the weight's output columns. */
+    /** The runs {@code [first, last)} of {@code runs} nearly equal runs of the weight's output columns. */
     static void columns(
-            ByteBuffer xs, CompressedWeight weight, ByteBuffer bs, ByteBuffer os, int rows, int part, int parts,
-            int dotProducts) {
+            ByteBuffer xs, CompressedWeight weight, ByteBuffer bs, ByteBuffer os, int rows, int first, int last,
+            int runs, int dotProducts) {
         int columns = weight.outFeatures();
-        int from = (int) ((long) columns * part / parts);
-        int to = (int) ((long) columns * (part + 1) / parts);
         ByteBuffer[] held = weight.directBuffers();
-        multiply(xs, held[0], held[1], bs, os, format(weight.format()), rows, weight.inFeatures(), columns, from, to,
-                dotProducts);
+        multiply(xs, held[0], held[1], bs, os, format(weight.format()), rows, weight.inFeatures(), columns,
+                CoreWorkers.start(columns, first, runs), CoreWorkers.start(columns, last, runs), dotProducts);
     }
 
     /**

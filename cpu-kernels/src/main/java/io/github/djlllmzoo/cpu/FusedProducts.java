@@ -42,10 +42,10 @@ final class FusedProducts {
 
     private FusedProducts() {}
 
-    /** Part {@code part} of {@code parts} nearly equal runs of a product's output columns. */
+    /** The runs {@code [first, last)} of {@code runs} nearly equal runs of a product's output columns. */
     @FunctionalInterface
     private interface Columns {
-        void compute(ByteBuffer bias, ByteBuffer out, int part, int parts);
+        void compute(ByteBuffer bias, ByteBuffer out, int first, int last, int runs);
     }
 
     /** One product by a kernel that takes its arrays: its output width and its columns. */
@@ -91,10 +91,11 @@ final class FusedProducts {
         ByteBuffer ubs = upBias == null ? null : NativeKernels.buffer(upBias);
         int n = Math.toIntExact(rows);
         int code = DecodeOps.code(activation);
-        onCores(gates.elements() + ups.elements(), (part, parts) -> {
-            gates.columns().compute(gbs, os, part, parts);
-            ups.columns().compute(ubs, us, part, parts);
-            activateColumns(os, us, n, width, from(width, part, parts), from(width, part + 1, parts), code);
+        CoreWorkers.share(gates.elements() + ups.elements(), (first, last, runs) -> {
+            gates.columns().compute(gbs, os, first, last, runs);
+            ups.columns().compute(ubs, us, first, last, runs);
+            activateColumns(
+                    os, us, n, width, CoreWorkers.start(width, first, runs), CoreWorkers.start(width, last, runs), code);
         });
         return out;
     }
@@ -132,7 +133,8 @@ final class FusedProducts {
             return null;
         }
         ByteBuffer rs = NativeKernels.buffer(residual);
-        onCores(product.elements(), (part, parts) -> product.columns().compute(rs, rs, part, parts));
+        CoreWorkers.share(
+                product.elements(), (first, last, runs) -> product.columns().compute(rs, rs, first, last, runs));
         return residual;
     }
 
@@ -159,8 +161,8 @@ final class FusedProducts {
             return new Product(
                     compressed.outFeatures(),
                     (long) compressed.outFeatures() * compressed.inFeatures(),
-                    (bs, os, part, parts) ->
-                            CompressedProduct.columns(xs, compressed, bs, os, n, part, parts, dotProducts));
+                    (bs, os, first, last, runs) ->
+                            CompressedProduct.columns(xs, compressed, bs, os, n, first, last, runs, dotProducts));
         }
         NDArray w = weight.weight(store, x.getDevice(), false);
         if (!fewRowKernel
@@ -175,39 +177,9 @@ final class FusedProducts {
         return new Product(
                 width,
                 (long) width * in,
-                (bs, os, part, parts) -> FewRowProduct.multiplyOutIn(
-                        xs, ws, bs, os, n, in, width, from(width, part, parts), from(width, part + 1, parts)));
-    }
-
-    /** Work on each part of the output columns. */
-    @FunctionalInterface
-    private interface Part {
-        void compute(int part, int parts);
-    }
-
-    /**
-     * Runs {@code task} on each core's part of the columns (products of {@code elements} weight
-     * elements in all), or as one part where that is too small to hand over, there is one core, or
-     * the workers are busy with another caller.
-     */
-    private static void onCores(long elements, Part task) {
-        int parts = CoreWorkers.PARALLELISM > 1 && elements >= SplitProjection.MIN_ELEMENTS ? CoreWorkers.PARALLELISM : 1;
-        boolean done = parts > 1
-                && CoreWorkers.run(
-                                parts,
-                                part -> {
-                                    task.compute(part, parts);
-                                    return null;
-                                })
-                        != null;
-        if (!done) {
-            task.compute(0, 1);
-        }
-    }
-
-    /** The first column of part {@code part} of {@code parts} of {@code width} columns. */
-    private static int from(int width, int part, int parts) {
-        return (int) ((long) width * part / parts);
+                (bs, os, first, last, runs) -> FewRowProduct.multiplyOutIn(
+                        xs, ws, bs, os, n, in, width, CoreWorkers.start(width, first, runs),
+                        CoreWorkers.start(width, last, runs)));
     }
 
     /** The calling thread's buffer of at least {@code floats} floats for the up projection. */
