@@ -67,8 +67,8 @@ final class CoreWorkers {
      */
     static final String DYNAMIC_SPLIT_SWITCH = "llmzoo.cpu.dynamicSplit";
 
-    /** Whether {@link #share} cuts a computation into parts claimed by whichever thread is free. */
-    static final boolean DYNAMIC_SPLIT = Boolean.parseBoolean(System.getProperty(DYNAMIC_SPLIT_SWITCH, "true"));
+    /** Set on a thread computing with fixed shares ({@link #withFixedShares}). */
+    private static final ThreadLocal<Boolean> FIXED_SHARES = new ThreadLocal<>();
 
     /** Runs in each thread's first block of {@link #share}'s work ({@code -Dllmzoo.cpu.blockRuns}). */
     static final int BLOCK_RUNS = Math.max(1, Integer.getInteger("llmzoo.cpu.blockRuns", 14));
@@ -191,29 +191,33 @@ final class CoreWorkers {
     }
 
     /**
-     * Computes all of {@code task} on the calling thread and the workers. Each thread first takes a
-     * block of {@link #BLOCK_RUNS} runs, then one run at a time of the {@link #POOL_RUNS} runs left
-     * after the blocks, whichever thread is free first: a thread that starts late or reads its
-     * block slower takes fewer of them instead of the caller waiting out the difference. A block is
-     * one native call and a run of the pool one more each (each call costs about a microsecond or
-     * less, the input's int8 or bfloat16 form made again), so only the last eighth is cut finely.
-     * With {@code -Dllmzoo.cpu.dynamicSplit=false} each thread computes one nearly equal share. A
-     * computation smaller than {@link SplitProjection#MIN_ELEMENTS}, one core, or workers busy with
-     * another caller compute it here in one call. Each item (an output column) must come out the
-     * same whatever stretch computes it, so the results do not depend on how the work was cut or
-     * which thread took which part.
+     * Computes all of {@code task} on the calling thread and the workers, each thread one nearly
+     * equal share of the runs, or where {@code pooled} a block of {@link #BLOCK_RUNS} runs first and
+     * then one run at a time of the {@link #POOL_RUNS} runs left after the blocks, by whichever
+     * thread is free first: a thread that starts late or reads its block slower takes fewer of
+     * them instead of the caller waiting out the difference. Each run of the pool is one more
+     * native call, so it pays only where a call prepares little (one row of a float32 or 16-bit
+     * weight): the int8 kernel quantizes its input again for every call, and a batch's calls
+     * prepare eight rows, which cost more than the balancing saves (docs/PERFORMANCE.md, "Balancing
+     * a product's halves"). Within {@link #withFixedShares} nothing is pooled. A computation smaller
+     * than {@link SplitProjection#MIN_ELEMENTS}, one core, or workers busy with another caller
+     * compute it here in one call. Each item (an output column) must come out the same whatever
+     * stretch computes it, so the results do not depend on how the work was cut or which thread
+     * took which part.
      *
      * @param elements the weight elements the computation reads
+     * @param pooled whether the last runs go to whichever thread is free
      * @param task the work on one stretch of the items
      */
-    static void share(long elements, Part task) {
+    static void share(long elements, boolean pooled, Part task) {
         int threads = PARALLELISM;
         if (threads == 1 || elements < SplitProjection.MIN_ELEMENTS) {
             task.compute(0, 1, 1);
             return;
         }
-        int block = DYNAMIC_SPLIT ? BLOCK_RUNS : 1;
-        int pool = DYNAMIC_SPLIT ? POOL_RUNS : 0;
+        boolean balanced = pooled && FIXED_SHARES.get() == null;
+        int block = balanced ? BLOCK_RUNS : 1;
+        int pool = balanced ? POOL_RUNS : 0;
         int blocks = threads * block;
         int runs = blocks + pool;
         AtomicInteger claims = new AtomicInteger();
@@ -229,6 +233,27 @@ final class CoreWorkers {
         };
         if (run(threads, claiming) == null) {
             task.compute(0, 1, 1);
+        }
+    }
+
+    /**
+     * Computes {@code computation} with {@link #share} pooling no runs (each thread one fixed,
+     * nearly equal share of a product's columns), as the kernels of a model made with {@code
+     * -Dllmzoo.cpu.dynamicSplit=false} compute (beside others in the same process that do not).
+     *
+     * @param computation what to compute on the calling thread
+     * @param <T> its result's type
+     * @return its result
+     */
+    static <T> T withFixedShares(Supplier<T> computation) {
+        boolean outermost = FIXED_SHARES.get() == null;
+        FIXED_SHARES.set(Boolean.TRUE);
+        try {
+            return computation.get();
+        } finally {
+            if (outermost) {
+                FIXED_SHARES.remove();
+            }
         }
     }
 

@@ -48,8 +48,11 @@ final class FusedProducts {
         void compute(ByteBuffer bias, ByteBuffer out, int first, int last, int runs);
     }
 
-    /** One product by a kernel that takes its arrays: its output width and its columns. */
-    private record Product(int width, long elements, Columns columns) {}
+    /**
+     * One product by a kernel that takes its arrays: its output width, its columns, and whether its
+     * last runs may go to whichever core is free ({@link CoreWorkers#share}).
+     */
+    private record Product(int width, long elements, boolean pooled, Columns columns) {}
 
     /**
      * {@code act(x @ gate^T + b_g) * (x @ up^T + b_u)} in one hand-over to the cores; {@code null}
@@ -91,7 +94,7 @@ final class FusedProducts {
         ByteBuffer ubs = upBias == null ? null : NativeKernels.buffer(upBias);
         int n = Math.toIntExact(rows);
         int code = DecodeOps.code(activation);
-        CoreWorkers.share(gates.elements() + ups.elements(), (first, last, runs) -> {
+        CoreWorkers.share(gates.elements() + ups.elements(), gates.pooled() && ups.pooled(), (first, last, runs) -> {
             gates.columns().compute(gbs, os, first, last, runs);
             ups.columns().compute(ubs, us, first, last, runs);
             activateColumns(
@@ -134,7 +137,7 @@ final class FusedProducts {
         }
         ByteBuffer rs = NativeKernels.buffer(residual);
         CoreWorkers.share(
-                product.elements(), (first, last, runs) -> product.columns().compute(rs, rs, first, last, runs));
+                product.elements(), product.pooled(), (first, last, runs) -> product.columns().compute(rs, rs, first, last, runs));
         return residual;
     }
 
@@ -161,6 +164,7 @@ final class FusedProducts {
             return new Product(
                     compressed.outFeatures(),
                     (long) compressed.outFeatures() * compressed.inFeatures(),
+                    CompressedProduct.poolsRuns(compressed, rows),
                     (bs, os, first, last, runs) ->
                             CompressedProduct.columns(xs, compressed, bs, os, n, first, last, runs, dotProducts));
         }
@@ -177,6 +181,7 @@ final class FusedProducts {
         return new Product(
                 width,
                 (long) width * in,
+                rows == 1,
                 (bs, os, first, last, runs) -> FewRowProduct.multiplyOutIn(
                         xs, ws, bs, os, n, in, width, CoreWorkers.start(width, first, runs),
                         CoreWorkers.start(width, last, runs)));

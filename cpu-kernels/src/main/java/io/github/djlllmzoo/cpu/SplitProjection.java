@@ -194,7 +194,8 @@ final class SplitProjection {
             products[i] = FewRowProduct.operands(x, weights[i], biases[i], outs[i], layout);
             elements += weights[i].size();
         }
-        CoreWorkers.share(split ? elements : 0, (first, last, runs) -> {
+        // One row's calls prepare nothing, so its last runs go to whichever core is free.
+        CoreWorkers.share(split ? elements : 0, rows(x) == 1, (first, last, runs) -> {
             for (FewRowProduct.Operands product : products) {
                 int columns = product.outFeatures();
                 product.multiply(CoreWorkers.start(columns, first, runs), CoreWorkers.start(columns, last, runs));

@@ -26,10 +26,10 @@ class CoreWorkersShareTest extends CompressedWeightsTest {
     private static final long SPLIT = SplitProjection.MIN_ELEMENTS;
 
     @ParameterizedTest
-    @ValueSource(ints = {1, 7, 31, 1000, 32000})
-    void everyItemIsComputedExactlyOnce(int items) {
+    @CsvSource({"1, true", "7, true", "31, true", "1000, true", "32000, true", "1, false", "1000, false"})
+    void everyItemIsComputedExactlyOnce(int items, boolean pooled) {
         AtomicIntegerArray computed = new AtomicIntegerArray(items);
-        CoreWorkers.share(SPLIT, (first, last, runs) -> {
+        CoreWorkers.share(SPLIT, pooled, (first, last, runs) -> {
             for (int i = CoreWorkers.start(items, first, runs); i < CoreWorkers.start(items, last, runs); i++) {
                 computed.incrementAndGet(i);
             }
@@ -47,7 +47,7 @@ class CoreWorkersShareTest extends CompressedWeightsTest {
     @ParameterizedTest
     @CsvSource({"INT8, 1", "INT8, 8", "BFLOAT16, 1", "FLOAT16, 3"})
     void aLateWorkerLeavesThePoolToTheCallerAndTheProductUnchanged(WeightFormat format, int rows) {
-        assumeTrue(CoreWorkers.PARALLELISM > 1 && CoreWorkers.DYNAMIC_SPLIT, "nothing is shared");
+        assumeTrue(CoreWorkers.PARALLELISM > 1, "one core: nothing is shared");
         int out = 1000; // not a multiple of the runs: stretches of uneven width
         int in = 768;
         CompressedWeight weight = compressed(out, in, format);
@@ -61,7 +61,7 @@ class CoreWorkersShareTest extends CompressedWeightsTest {
         AtomicInteger callerRuns = new AtomicInteger();
         AtomicInteger allRuns = new AtomicInteger();
         ByteBuffer os = NativeKernels.buffer(shared);
-        CoreWorkers.share((long) out * in + SPLIT, (first, last, runs) -> {
+        CoreWorkers.share((long) out * in + SPLIT, true, (first, last, runs) -> {
             allRuns.set(runs);
             if (Thread.currentThread() == caller) {
                 callerRuns.addAndGet(last - first);
