@@ -243,16 +243,9 @@ final class CompressedProduct {
         int rows = weight.outFeatures();
         ByteBuffer[] held = weight.directBuffers();
         int format = format(weight.format());
-        long[] bounds = CoreWorkers.bounds(rows, CoreWorkers.PARALLELISM);
-        NDArray[] done = CoreWorkers.run(
-                bounds.length + 1,
-                i -> {
-                    int from = i == 0 ? 0 : (int) bounds[i - 1];
-                    int to = i == bounds.length ? rows : (int) bounds[i];
-                    widen(held[0], held[1], out, format, weight.inFeatures(), from, to);
-                    return null;
-                });
-        if (done == null) { // the workers busy with another caller
+        boolean done = CoreWorkers.inRanges(rows, CoreWorkers.PARALLELISM, (from, to) ->
+                widen(held[0], held[1], out, format, weight.inFeatures(), from, to));
+        if (!done) { // the workers busy with another caller
             widen(held[0], held[1], out, format, weight.inFeatures(), 0, rows);
         }
     }

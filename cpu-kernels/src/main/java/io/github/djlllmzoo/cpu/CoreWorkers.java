@@ -236,6 +236,34 @@ final class CoreWorkers {
         }
     }
 
+    /** Work on the items {@code [from, to)} of a computation. */
+    @FunctionalInterface
+    interface Range {
+        /**
+         * @param from the first item
+         * @param to the item after the last
+         */
+        void compute(int from, int to);
+    }
+
+    /**
+     * Computes {@code task} over {@code items} items cut into {@code parts} nearly equal ranges
+     * ({@link #start}), range {@code i} on thread {@code i} (the caller's first), as {@link #run}
+     * hands them over.
+     *
+     * @param items the items
+     * @param parts the ranges, 1 to {@link #PARALLELISM}
+     * @param task the work on one range
+     * @return whether it was computed; {@code false} when another caller holds the workers
+     */
+    static boolean inRanges(int items, int parts, Range task) {
+        return run(parts, i -> {
+                    task.compute(start(items, i, parts), start(items, i + 1, parts));
+                    return null;
+                })
+                != null;
+    }
+
     /**
      * Computes {@code computation} with {@link #share} pooling no runs (each thread one fixed,
      * nearly equal share of a product's columns), as the kernels of a model made with {@code
