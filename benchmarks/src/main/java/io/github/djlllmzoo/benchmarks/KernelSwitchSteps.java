@@ -17,7 +17,7 @@ import java.util.Arrays;
 import java.util.Locale;
 
 /**
- * Batch-1 decode steps of a model shape with random weights, alternating step by step between
+ * Decode steps of a model shape with random weights, alternating step by step between
  * kernel variants in one process, each variant the CPU kernels made with some switches set to
  * {@code false}: on a machine whose speed drifts by tens of percent between runs (other virtual
  * machines on the host), steps taken side by side still compare to about a percent. Every step is
@@ -25,7 +25,8 @@ import java.util.Locale;
  * and 10th percentile step time.
  *
  * <p>Usage: {@code java -cp "$(cat cli/target/llmzoo.classpath)"
- * io.github.djlllmzoo.benchmarks.KernelSwitchSteps SHAPE DTYPE STEPS VARIANT...}, each {@code
+ * io.github.djlllmzoo.benchmarks.KernelSwitchSteps SHAPE DTYPE STEPS VARIANT...} (batch 1, or {@code
+ * -Dllmzoo.steps.batch=N} sequences a step), each {@code
  * VARIANT} a comma-separated list of switches (system properties) to turn off, or {@code -} for
  * none; e.g. {@code llama-110m int8 1000 llmzoo.gatedProduct,llmzoo.residualProduct -}. Run it as
  * {@code bin/llmzoo} runs Java ({@code -Dai.djl.pytorch.num_threads=1}).
@@ -37,6 +38,9 @@ public final class KernelSwitchSteps {
 
     /** Untimed rounds first. */
     private static final int WARMUP = 50;
+
+    /** Sequences in each step. */
+    private static final int BATCH = Integer.getInteger("llmzoo.steps.batch", 1);
 
     private KernelSwitchSteps() {}
 
@@ -74,21 +78,22 @@ public final class KernelSwitchSteps {
                 }
             }
             long[][] nanos = new long[variants.length][steps];
-            try (KvCache cache = model.newCache(manager, 1, POSITION + 1)) {
+            try (KvCache cache = model.newCache(manager, BATCH, POSITION + 1)) {
                 model.useKernels(kernels[0]);
                 try (NDManager prefill = manager.newSubManager()) {
-                    long[] ids = new long[POSITION];
-                    Arrays.setAll(ids, i -> 100 + i);
-                    model.forward(null, prefill.create(ids, new Shape(1, POSITION)), null, null, cache, true, false);
+                    long[] ids = new long[BATCH * POSITION];
+                    Arrays.setAll(ids, i -> 100 + i % POSITION);
+                    model.forward(null, prefill.create(ids, new Shape(BATCH, POSITION)), null, null, cache, true, false);
                 }
                 for (int round = -WARMUP; round < steps; round++) {
                     for (int i = 0; i < variants.length; i++) {
                         int v = (i + Math.floorMod(round, variants.length)) % variants.length; // rotate the order
                         model.useKernels(kernels[v]);
                         NDManager step = manager.newSubManager();
+                        long[] next = new long[BATCH];
+                        Arrays.fill(next, 464);
                         long start = System.nanoTime();
-                        model.forward(null, step.create(new long[] {464}, new Shape(1, 1)), null, null, cache, true,
-                                        false)
+                        model.forward(null, step.create(next, new Shape(BATCH, 1)), null, null, cache, true, false)
                                 .argMax(-1)
                                 .toLongArray();
                         long time = System.nanoTime() - start;
@@ -103,8 +108,8 @@ public final class KernelSwitchSteps {
             for (int v = 0; v < variants.length; v++) {
                 long[] sorted = nanos[v].clone();
                 Arrays.sort(sorted);
-                System.out.printf(Locale.ROOT, "%s %s off [%s]: median %.1f us, p25 %.1f, p10 %.1f (%d steps)%n",
-                        shape.label(), args[1], variants[v], sorted[steps / 2] / 1e3, sorted[steps / 4] / 1e3,
+                System.out.printf(Locale.ROOT, "%s %s batch %d off [%s]: median %.1f us, p25 %.1f, p10 %.1f (%d steps)%n",
+                        shape.label(), args[1], BATCH, variants[v], sorted[steps / 2] / 1e3, sorted[steps / 4] / 1e3,
                         sorted[steps / 10] / 1e3, steps);
             }
         } finally {

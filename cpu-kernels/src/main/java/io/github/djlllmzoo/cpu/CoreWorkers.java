@@ -4,6 +4,7 @@ import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.pytorch.jni.JniUtils;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
@@ -59,6 +60,24 @@ final class CoreWorkers {
 
     /** Arrays a worker frees before it looks for a slice again. */
     static final int RELEASE_BATCH = 4;
+
+    /**
+     * The switch that hands {@link #share}'s parts to whichever thread is free instead of one fixed
+     * part to each: {@code -Dllmzoo.cpu.dynamicSplit=false}.
+     */
+    static final String DYNAMIC_SPLIT_SWITCH = "llmzoo.cpu.dynamicSplit";
+
+    /** Set on a thread computing with fixed shares ({@link #withFixedShares}). */
+    private static final ThreadLocal<Boolean> FIXED_SHARES = new ThreadLocal<>();
+
+    /** Runs in each thread's first block of {@link #share}'s work ({@code -Dllmzoo.cpu.blockRuns}). */
+    static final int BLOCK_RUNS = Math.max(1, Integer.getInteger("llmzoo.cpu.blockRuns", 14));
+
+    /**
+     * Runs of {@link #share}'s work left after the blocks, taken one at a time by whichever thread
+     * is free ({@code -Dllmzoo.cpu.poolRuns}).
+     */
+    static final int POOL_RUNS = Math.max(0, Integer.getInteger("llmzoo.cpu.poolRuns", 4));
 
     private static final Logger LOG = LoggerFactory.getLogger(CoreWorkers.class);
 
@@ -142,6 +161,128 @@ final class CoreWorkers {
             tasks[i] = () -> task.apply(index);
         }
         return shared().invokeAll(tasks);
+    }
+
+    /** Work on a stretch of a computation's items cut into nearly equal runs. */
+    @FunctionalInterface
+    interface Part {
+        /**
+         * Computes the runs {@code [first, last)} of {@code runs} as one stretch: the items from
+         * {@link #start start(items, first, runs)} to {@code start(items, last, runs)}.
+         *
+         * @param first the first run
+         * @param last the run after the last
+         * @param runs how many runs the items are cut into
+         */
+        void compute(int first, int last, int runs);
+    }
+
+    /**
+     * The first item of run {@code run} of {@code items} cut into {@code runs} nearly equal runs
+     * ({@code items} for {@code run == runs}).
+     *
+     * @param items the items
+     * @param run the run, 0 to {@code runs}
+     * @param runs the runs
+     * @return its first item
+     */
+    static int start(int items, int run, int runs) {
+        return (int) ((long) items * run / runs);
+    }
+
+    /**
+     * Computes all of {@code task} on the calling thread and the workers, each thread one nearly
+     * equal share of the runs, or where {@code pooled} a block of {@link #BLOCK_RUNS} runs first and
+     * then one run at a time of the {@link #POOL_RUNS} runs left after the blocks, by whichever
+     * thread is free first: a thread that starts late or reads its block slower takes fewer of
+     * them instead of the caller waiting out the difference. Each run of the pool is one more
+     * native call, so it pays only where a call prepares little (one row of a float32 or 16-bit
+     * weight): the int8 kernel quantizes its input again for every call, and a batch's calls
+     * prepare eight rows, which cost more than the balancing saves (docs/PERFORMANCE.md, "Balancing
+     * a product's halves"). Within {@link #withFixedShares} nothing is pooled. A computation smaller
+     * than {@link SplitProjection#MIN_ELEMENTS}, one core, or workers busy with another caller
+     * compute it here in one call. Each item (an output column) must come out the same whatever
+     * stretch computes it, so the results do not depend on how the work was cut or which thread
+     * took which part.
+     *
+     * @param elements the weight elements the computation reads
+     * @param pooled whether the last runs go to whichever thread is free
+     * @param task the work on one stretch of the items
+     */
+    static void share(long elements, boolean pooled, Part task) {
+        int threads = PARALLELISM;
+        if (threads == 1 || elements < SplitProjection.MIN_ELEMENTS) {
+            task.compute(0, 1, 1);
+            return;
+        }
+        boolean balanced = pooled && FIXED_SHARES.get() == null;
+        int block = balanced ? BLOCK_RUNS : 1;
+        int pool = balanced ? POOL_RUNS : 0;
+        int blocks = threads * block;
+        int runs = blocks + pool;
+        AtomicInteger claims = new AtomicInteger();
+        IntFunction<NDArray> claiming = thread -> {
+            for (int claim = claims.getAndIncrement(); claim < threads + pool; claim = claims.getAndIncrement()) {
+                if (claim < threads) {
+                    task.compute(claim * block, (claim + 1) * block, runs);
+                } else {
+                    task.compute(blocks + claim - threads, blocks + claim - threads + 1, runs);
+                }
+            }
+            return null;
+        };
+        if (run(threads, claiming) == null) {
+            task.compute(0, 1, 1);
+        }
+    }
+
+    /** Work on the items {@code [from, to)} of a computation. */
+    @FunctionalInterface
+    interface Range {
+        /**
+         * @param from the first item
+         * @param to the item after the last
+         */
+        void compute(int from, int to);
+    }
+
+    /**
+     * Computes {@code task} over {@code items} items cut into {@code parts} nearly equal ranges
+     * ({@link #start}), range {@code i} on thread {@code i} (the caller's first), as {@link #run}
+     * hands them over.
+     *
+     * @param items the items
+     * @param parts the ranges, 1 to {@link #PARALLELISM}
+     * @param task the work on one range
+     * @return whether it was computed; {@code false} when another caller holds the workers
+     */
+    static boolean inRanges(int items, int parts, Range task) {
+        return run(parts, i -> {
+                    task.compute(start(items, i, parts), start(items, i + 1, parts));
+                    return null;
+                })
+                != null;
+    }
+
+    /**
+     * Computes {@code computation} with {@link #share} pooling no runs (each thread one fixed,
+     * nearly equal share of a product's columns), as the kernels of a model made with {@code
+     * -Dllmzoo.cpu.dynamicSplit=false} compute (beside others in the same process that do not).
+     *
+     * @param computation what to compute on the calling thread
+     * @param <T> its result's type
+     * @return its result
+     */
+    static <T> T withFixedShares(Supplier<T> computation) {
+        boolean outermost = FIXED_SHARES.get() == null;
+        FIXED_SHARES.set(Boolean.TRUE);
+        try {
+            return computation.get();
+        } finally {
+            if (outermost) {
+                FIXED_SHARES.remove();
+            }
+        }
     }
 
     /**

@@ -35,7 +35,8 @@ import io.github.djlllmzoo.blocks.config.HiddenActivation;
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
  * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}, {@code -Dllmzoo.prefillAttention}, {@code
- * -Dllmzoo.projectAll}, {@code -Dllmzoo.decodeAttention.writeCache}) is not {@code false}. Each
+ * -Dllmzoo.projectAll}, {@code -Dllmzoo.decodeAttention.writeCache}, {@code -Dllmzoo.cpu.dynamicSplit}: a
+ * product's columns claimed by whichever core is free, else one fixed share a core) is not {@code false}. Each
  * call then takes a kernel where it can read
  * the arrays (inference on the CPU, float32 and dense for the native ones, the row counts and shapes
  * each kernel takes) and the engine's operations, as {@link
@@ -61,6 +62,8 @@ public final class CpuKernels implements Kernels {
     /** Whether the decode attention kernel writes a step's new keys and values into the cache. */
     private final boolean attentionWritesCache = NativeKernels.enabled(DecodeAttention.WRITE_SWITCH);
     private final boolean prefillAttention = NativeKernels.enabled(PrefillAttention.SWITCH);
+    /** Whether a product's columns go to whichever core is free ({@link CoreWorkers#share}). */
+    private final boolean dynamicSplit = NativeKernels.enabled(CoreWorkers.DYNAMIC_SPLIT_SWITCH);
 
     /** Where a compressed weight is widened for a product of many rows. */
     private final WideningBuffer widening = new WideningBuffer();
@@ -81,6 +84,12 @@ public final class CpuKernels implements Kernels {
 
     @Override
     public NDArray project(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training) {
+        return dynamicSplit
+                ? projectShared(x, weight, store, training)
+                : CoreWorkers.withFixedShares(() -> projectShared(x, weight, store, training));
+    }
+
+    private NDArray projectShared(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training) {
         Device device = x.getDevice();
         CompressedWeight compressed = weight.compressed();
         if (compressed != null) {
@@ -112,6 +121,13 @@ public final class CpuKernels implements Kernels {
 
     @Override
     public NDArray[] projectPair(
+            NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
+        return dynamicSplit
+                ? projectPairShared(x, first, second, store, training)
+                : CoreWorkers.withFixedShares(() -> projectPairShared(x, first, second, store, training));
+    }
+
+    private NDArray[] projectPairShared(
             NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
         if (first.compressed() != null && second.compressed() != null) {
             NDArray[] both = compressedAll(x, new ProjectionWeight[] {first, second}, store, training);
@@ -147,6 +163,12 @@ public final class CpuKernels implements Kernels {
      */
     @Override
     public NDArray[] projectAll(NDArray x, ProjectionWeight[] weights, ParameterStore store, boolean training) {
+        return dynamicSplit
+                ? projectAllShared(x, weights, store, training)
+                : CoreWorkers.withFixedShares(() -> projectAllShared(x, weights, store, training));
+    }
+
+    private NDArray[] projectAllShared(NDArray x, ProjectionWeight[] weights, ParameterStore store, boolean training) {
         if (weights.length == 2) {
             return projectPair(x, weights[0], weights[1], store, training);
         }
@@ -290,7 +312,10 @@ public final class CpuKernels implements Kernels {
             ParameterStore store,
             boolean training) {
         if (gatedProduct && CoreWorkers.inferenceOnCpu(x, training)) {
-            NDArray fused = FusedProducts.gated(x, gate, up, activation, store, fewRowProduct, compressedProduct);
+            NDArray fused = dynamicSplit
+                    ? FusedProducts.gated(x, gate, up, activation, store, fewRowProduct, compressedProduct)
+                    : CoreWorkers.withFixedShares(() ->
+                            FusedProducts.gated(x, gate, up, activation, store, fewRowProduct, compressedProduct));
             if (fused != null) {
                 return fused;
             }
@@ -302,7 +327,10 @@ public final class CpuKernels implements Kernels {
     public NDArray projectAdd(
             NDArray x, ProjectionWeight weight, NDArray residual, ParameterStore store, boolean training) {
         if (residualProduct && CoreWorkers.inferenceOnCpu(x, training)) {
-            NDArray sum = FusedProducts.residual(x, weight, residual, store, fewRowProduct, compressedProduct);
+            NDArray sum = dynamicSplit
+                    ? FusedProducts.residual(x, weight, residual, store, fewRowProduct, compressedProduct)
+                    : CoreWorkers.withFixedShares(() ->
+                            FusedProducts.residual(x, weight, residual, store, fewRowProduct, compressedProduct));
             if (sum != null) {
                 return sum;
             }
@@ -355,6 +383,7 @@ public final class CpuKernels implements Kernels {
                 + ", residual product " + (residualProduct ? "on" : "off")
                 + ", project all " + (projectAll ? "on" : "off")
                 + ", attention writes cache " + (attentionWritesCache ? "on" : "off")
-                + ", prefill attention " + (prefillAttention ? "on" : "off") + ")";
+                + ", prefill attention " + (prefillAttention ? "on" : "off")
+                + ", dynamic split " + (dynamicSplit ? "on" : "off") + ")";
     }
 }

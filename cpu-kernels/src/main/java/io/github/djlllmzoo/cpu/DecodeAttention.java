@@ -204,20 +204,11 @@ final class DecodeAttention {
         int units = Math.toIntExact(qs.get(0) * kvHeads);
         int parts = Math.min(CoreWorkers.PARALLELISM, units);
         boolean split = parts > 1 && 2L * Float.BYTES * units * length * d >= SPLIT_MIN_BYTES;
-        if (split) {
-            long[] bounds = CoreWorkers.bounds(units, parts);
-            NDArray[] done = CoreWorkers.run(
-                    parts,
-                    i -> {
-                        int from = i == 0 ? 0 : (int) bounds[i - 1];
-                        int to = i == bounds.length ? units : (int) bounds[i];
+        if (split
+                && CoreWorkers.inRanges(units, parts, (from, to) ->
                         attend(qb, kb, vb, mb, ob, fk, fv, slot, heads, kvHeads, d, capacity, length, maskStride,
-                                scale, softcap, from, to);
-                        return out;
-                    });
-            if (done != null) {
-                return out;
-            }
+                                scale, softcap, from, to))) {
+            return out;
         }
         attend(qb, kb, vb, mb, ob, fk, fv, slot, heads, kvHeads, d, capacity, length, maskStride, scale, softcap, 0,
                 units);

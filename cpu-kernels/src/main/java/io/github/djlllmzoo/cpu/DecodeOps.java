@@ -50,15 +50,8 @@ final class DecodeOps {
      */
     private static void inParts(int units, long elements, Part part) {
         int parts = Math.min(CoreWorkers.PARALLELISM, units);
-        if (parts > 1 && elements >= SPLIT_MIN_ELEMENTS) {
-            long[] bounds = CoreWorkers.bounds(units, parts);
-            NDArray[] done = CoreWorkers.run(parts, i -> {
-                part.run(i == 0 ? 0 : (int) bounds[i - 1], i == bounds.length ? units : (int) bounds[i]);
-                return null;
-            });
-            if (done != null) {
-                return;
-            }
+        if (parts > 1 && elements >= SPLIT_MIN_ELEMENTS && CoreWorkers.inRanges(units, parts, part::run)) {
+            return;
         }
         part.run(0, units);
     }

@@ -127,20 +127,51 @@ final class FewRowProduct {
      */
     static void multiply(
             NDArray x, NDArray weight, NDArray bias, NDArray out, long from, long to, Layout layout) {
+        operands(x, weight, bias, out, layout).multiply(Math.toIntExact(from), Math.toIntExact(to));
+    }
+
+    /**
+     * The arrays of one product as the kernel reads them (direct buffers, one engine call each),
+     * made once for all the runs of columns that threads then fill ({@link Operands#multiply}).
+     *
+     * @param x input (..., in) for which {@link #applies} holds
+     * @param weight (out, in) or (in, out)
+     * @param bias (out), or {@code null}
+     * @param out (..., out) from {@link #output}
+     * @param layout how {@code weight} is stored
+     * @return the product's operands
+     */
+    static Operands operands(NDArray x, NDArray weight, NDArray bias, NDArray out, Layout layout) {
         Shape w = weight.getShape();
-        ByteBuffer xs = NativeKernels.buffer(x);
-        ByteBuffer ws = NativeKernels.buffer(weight);
-        ByteBuffer bs = bias == null ? null : NativeKernels.buffer(bias);
-        ByteBuffer os = NativeKernels.buffer(out);
-        int in = Math.toIntExact(layout.in(w));
         int outFeatures = Math.toIntExact(layout.out(w));
-        int rows = Math.toIntExact(out.size() / outFeatures);
-        int first = Math.toIntExact(from);
-        int last = Math.toIntExact(to);
-        if (layout == Layout.OUT_IN) {
-            multiplyOutIn(xs, ws, bs, os, rows, in, outFeatures, first, last);
-        } else {
-            multiplyInOut(xs, ws, bs, os, rows, in, outFeatures, first, last);
+        return new Operands(
+                NativeKernels.buffer(x),
+                NativeKernels.buffer(weight),
+                bias == null ? null : NativeKernels.buffer(bias),
+                NativeKernels.buffer(out),
+                Math.toIntExact(out.size() / outFeatures),
+                Math.toIntExact(layout.in(w)),
+                outFeatures,
+                layout);
+    }
+
+    /** A product's buffers and sizes, as {@link #operands} makes them. */
+    record Operands(
+            ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer out, int rows, int in, int outFeatures,
+            Layout layout) {
+
+        /**
+         * Computes the columns {@code [from, to)} of the product, as {@link FewRowProduct#multiply}.
+         *
+         * @param from first column
+         * @param to past the last column
+         */
+        void multiply(int from, int to) {
+            if (layout == Layout.OUT_IN) {
+                multiplyOutIn(x, weight, bias, out, rows, in, outFeatures, from, to);
+            } else {
+                multiplyInOut(x, weight, bias, out, rows, in, outFeatures, from, to);
+            }
         }
     }
 

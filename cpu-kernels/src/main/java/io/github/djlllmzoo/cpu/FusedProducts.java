@@ -42,14 +42,17 @@ final class FusedProducts {
 
     private FusedProducts() {}
 
-    /** Part {@code part} of {@code parts} nearly equal runs of a product's output columns. */
+    /** The runs {@code [first, last)} of {@code runs} nearly equal runs of a product's output columns. */
     @FunctionalInterface
     private interface Columns {
-        void compute(ByteBuffer bias, ByteBuffer out, int part, int parts);
+        void compute(ByteBuffer bias, ByteBuffer out, int first, int last, int runs);
     }
 
-    /** One product by a kernel that takes its arrays: its output width and its columns. */
-    private record Product(int width, long elements, Columns columns) {}
+    /**
+     * One product by a kernel that takes its arrays: its output width, its columns, and whether its
+     * last runs may go to whichever core is free ({@link CoreWorkers#share}).
+     */
+    private record Product(int width, long elements, boolean pooled, Columns columns) {}
 
     /**
      * {@code act(x @ gate^T + b_g) * (x @ up^T + b_u)} in one hand-over to the cores; {@code null}
@@ -91,10 +94,11 @@ final class FusedProducts {
         ByteBuffer ubs = upBias == null ? null : NativeKernels.buffer(upBias);
         int n = Math.toIntExact(rows);
         int code = DecodeOps.code(activation);
-        onCores(gates.elements() + ups.elements(), (part, parts) -> {
-            gates.columns().compute(gbs, os, part, parts);
-            ups.columns().compute(ubs, us, part, parts);
-            activateColumns(os, us, n, width, from(width, part, parts), from(width, part + 1, parts), code);
+        CoreWorkers.share(gates.elements() + ups.elements(), gates.pooled() && ups.pooled(), (first, last, runs) -> {
+            gates.columns().compute(gbs, os, first, last, runs);
+            ups.columns().compute(ubs, us, first, last, runs);
+            activateColumns(
+                    os, us, n, width, CoreWorkers.start(width, first, runs), CoreWorkers.start(width, last, runs), code);
         });
         return out;
     }
@@ -132,7 +136,8 @@ final class FusedProducts {
             return null;
         }
         ByteBuffer rs = NativeKernels.buffer(residual);
-        onCores(product.elements(), (part, parts) -> product.columns().compute(rs, rs, part, parts));
+        CoreWorkers.share(
+                product.elements(), product.pooled(), (first, last, runs) -> product.columns().compute(rs, rs, first, last, runs));
         return residual;
     }
 
@@ -159,8 +164,9 @@ final class FusedProducts {
             return new Product(
                     compressed.outFeatures(),
                     (long) compressed.outFeatures() * compressed.inFeatures(),
-                    (bs, os, part, parts) ->
-                            CompressedProduct.columns(xs, compressed, bs, os, n, part, parts, dotProducts));
+                    CompressedProduct.poolsRuns(compressed, rows),
+                    (bs, os, first, last, runs) ->
+                            CompressedProduct.columns(xs, compressed, bs, os, n, first, last, runs, dotProducts));
         }
         NDArray w = weight.weight(store, x.getDevice(), false);
         if (!fewRowKernel
@@ -175,39 +181,10 @@ final class FusedProducts {
         return new Product(
                 width,
                 (long) width * in,
-                (bs, os, part, parts) -> FewRowProduct.multiplyOutIn(
-                        xs, ws, bs, os, n, in, width, from(width, part, parts), from(width, part + 1, parts)));
-    }
-
-    /** Work on each part of the output columns. */
-    @FunctionalInterface
-    private interface Part {
-        void compute(int part, int parts);
-    }
-
-    /**
-     * Runs {@code task} on each core's part of the columns (products of {@code elements} weight
-     * elements in all), or as one part where that is too small to hand over, there is one core, or
-     * the workers are busy with another caller.
-     */
-    private static void onCores(long elements, Part task) {
-        int parts = CoreWorkers.PARALLELISM > 1 && elements >= SplitProjection.MIN_ELEMENTS ? CoreWorkers.PARALLELISM : 1;
-        boolean done = parts > 1
-                && CoreWorkers.run(
-                                parts,
-                                part -> {
-                                    task.compute(part, parts);
-                                    return null;
-                                })
-                        != null;
-        if (!done) {
-            task.compute(0, 1);
-        }
-    }
-
-    /** The first column of part {@code part} of {@code parts} of {@code width} columns. */
-    private static int from(int width, int part, int parts) {
-        return (int) ((long) width * part / parts);
+                rows == 1,
+                (bs, os, first, last, runs) -> FewRowProduct.multiplyOutIn(
+                        xs, ws, bs, os, n, in, width, CoreWorkers.start(width, first, runs),
+                        CoreWorkers.start(width, last, runs)));
     }
 
     /** The calling thread's buffer of at least {@code floats} floats for the up projection. */

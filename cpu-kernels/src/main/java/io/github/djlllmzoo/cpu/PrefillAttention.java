@@ -131,21 +131,11 @@ final class PrefillAttention {
         int units = b * heads;
         int parts = Math.min(CoreWorkers.PARALLELISM, units);
         boolean split = parts > 1 && q.size() * s >= SPLIT_MIN_WORK;
-        NDArray done = null;
-        if (split) {
-            long[] bounds = CoreWorkers.bounds(units, parts);
-            NDArray[] results = CoreWorkers.run(
-                    parts,
-                    i -> {
-                        int from = i == 0 ? 0 : (int) bounds[i - 1];
-                        int to = i == bounds.length ? units : (int) bounds[i];
+        boolean done = split
+                && CoreWorkers.inRanges(units, parts, (from, to) ->
                         attend(qb, kb, vb, mb, ob, heads, kvHeads, t, s, d, capacity, maskStride, scale, softcap,
-                                from, to);
-                        return out;
-                    });
-            done = results == null ? null : out;
-        }
-        if (done == null) {
+                                from, to));
+        if (!done) {
             attend(qb, kb, vb, mb, ob, heads, kvHeads, t, s, d, capacity, maskStride, scale, softcap, 0, units);
         }
         return out.transpose(0, 2, 1, 3); // (B, H, T, D)

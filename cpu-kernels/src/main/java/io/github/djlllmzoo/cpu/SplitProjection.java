@@ -187,29 +187,20 @@ final class SplitProjection {
     private static NDArray[] fewRows(NDArray x, NDArray[] weights, NDArray[] biases, boolean split, Layout layout) {
         int count = weights.length;
         NDArray[] outs = new NDArray[count];
-        long[] columns = new long[count];
+        FewRowProduct.Operands[] products = new FewRowProduct.Operands[count];
+        long elements = 0;
         for (int i = 0; i < count; i++) {
             outs[i] = FewRowProduct.output(x, weights[i], layout); // (..., out_i)
-            columns[i] = layout.out(weights[i].getShape());
+            products[i] = FewRowProduct.operands(x, weights[i], biases[i], outs[i], layout);
+            elements += weights[i].size();
         }
-        int parts = CoreWorkers.PARALLELISM;
-        boolean done = split
-                && CoreWorkers.run(
-                                parts,
-                                part -> {
-                                    for (int i = 0; i < count; i++) {
-                                        long from = columns[i] * part / parts;
-                                        long to = columns[i] * (part + 1) / parts;
-                                        FewRowProduct.multiply(x, weights[i], biases[i], outs[i], from, to, layout);
-                                    }
-                                    return outs[0];
-                                })
-                        != null;
-        if (!done) { // not split, or the workers busy with another caller
-            for (int i = 0; i < count; i++) {
-                FewRowProduct.multiply(x, weights[i], biases[i], outs[i], 0, columns[i], layout);
+        // One row's calls prepare nothing, so its last runs go to whichever core is free.
+        CoreWorkers.share(split ? elements : 0, rows(x) == 1, (first, last, runs) -> {
+            for (FewRowProduct.Operands product : products) {
+                int columns = product.outFeatures();
+                product.multiply(CoreWorkers.start(columns, first, runs), CoreWorkers.start(columns, last, runs));
             }
-        }
+        });
         return outs;
     }
 
