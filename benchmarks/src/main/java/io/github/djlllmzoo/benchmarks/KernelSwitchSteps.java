@@ -2,6 +2,7 @@ package io.github.djlllmzoo.benchmarks;
 
 import ai.djl.Device;
 import ai.djl.engine.Engine;
+import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
@@ -17,16 +18,17 @@ import java.util.Arrays;
 import java.util.Locale;
 
 /**
- * Decode steps of a model shape with random weights, alternating step by step between
- * kernel variants in one process, each variant the CPU kernels made with some switches set to
- * {@code false}: on a machine whose speed drifts by tens of percent between runs (other virtual
- * machines on the host), steps taken side by side still compare to about a percent. Every step is
- * at the same position (the cache is truncated back after it). Prints each variant's median, 25th
- * and 10th percentile step time.
+ * Decode steps (or, with {@code -Dllmzoo.switchSteps.prefill=T}, prefills of T tokens) of a model
+ * shape with random weights, alternating step by step between kernel variants in one process, each
+ * variant the CPU kernels made with some switches set to {@code false} (or, written {@code
+ * name=value}, to that value): on a machine whose speed drifts by tens of percent between runs
+ * (other virtual machines on the host), steps taken side by side still compare to about a percent.
+ * Every step is at the same position (the cache is truncated back after it; a prefill starts from an
+ * empty cache). Prints each variant's median, 25th and 10th percentile step time.
  *
  * <p>Usage: {@code java -cp "$(cat cli/target/llmzoo.classpath)"
  * io.github.djlllmzoo.benchmarks.KernelSwitchSteps SHAPE DTYPE STEPS VARIANT...} (batch 1, or {@code
- * -Dllmzoo.steps.batch=N} sequences a step), each {@code
+ * -Dllmzoo.switchSteps.batch=N} sequences a step), each {@code
  * VARIANT} a comma-separated list of switches (system properties) to turn off, or {@code -} for
  * none; e.g. {@code llama-110m int8 1000 llmzoo.gatedProduct,llmzoo.residualProduct -}. Run it as
  * {@code bin/llmzoo} runs Java ({@code -Dai.djl.pytorch.num_threads=1}).
@@ -36,11 +38,14 @@ public final class KernelSwitchSteps {
     /** Tokens in the cache before each step. */
     private static final int POSITION = 64;
 
-    /** Untimed rounds first. */
-    private static final int WARMUP = 50;
+    /** Tokens of a timed prefill instead of a decode step; 0: decode steps. */
+    private static final int PREFILL = Integer.getInteger("llmzoo.switchSteps.prefill", 0);
+
+    /** Untimed rounds first (a prefill's round takes as long as a hundred decode steps). */
+    private static final int WARMUP = PREFILL > 0 ? 5 : 50;
 
     /** Sequences in each step. */
-    private static final int BATCH = Integer.getInteger("llmzoo.steps.batch", 1);
+    private static final int BATCH = Integer.getInteger("llmzoo.switchSteps.batch", 1);
 
     private KernelSwitchSteps() {}
 
@@ -70,15 +75,20 @@ public final class KernelSwitchSteps {
             for (int v = 0; v < variants.length; v++) {
                 String[] off = variants[v].equals("-") ? new String[0] : variants[v].split(",");
                 for (String property : off) {
-                    System.setProperty(property, "false");
+                    int is = property.indexOf('=');
+                    System.setProperty(is < 0 ? property : property.substring(0, is),
+                            is < 0 ? "false" : property.substring(is + 1));
                 }
                 kernels[v] = Kernels.forModel(engine, Device.cpu(), DataType.FLOAT32);
                 for (String property : off) {
-                    System.clearProperty(property);
+                    int is = property.indexOf('=');
+                    System.clearProperty(is < 0 ? property : property.substring(0, is));
                 }
             }
             long[][] nanos = new long[variants.length][steps];
-            try (KvCache cache = model.newCache(manager, BATCH, POSITION + 1)) {
+            long[] prompt = new long[BATCH * PREFILL];
+            Arrays.setAll(prompt, i -> 100 + 7 * (i % Math.max(PREFILL, 1)));
+            try (KvCache cache = model.newCache(manager, BATCH, Math.max(POSITION + 1, PREFILL))) {
                 model.useKernels(kernels[0]);
                 try (NDManager prefill = manager.newSubManager()) {
                     long[] ids = new long[BATCH * POSITION];
@@ -90,12 +100,16 @@ public final class KernelSwitchSteps {
                         int v = (i + Math.floorMod(round, variants.length)) % variants.length; // rotate the order
                         model.useKernels(kernels[v]);
                         NDManager step = manager.newSubManager();
+                        if (PREFILL > 0) {
+                            cache.truncate(0);
+                        }
                         long[] next = new long[BATCH];
                         Arrays.fill(next, 464);
                         long start = System.nanoTime();
-                        model.forward(null, step.create(next, new Shape(BATCH, 1)), null, null, cache, true, false)
-                                .argMax(-1)
-                                .toLongArray();
+                        NDArray input = PREFILL > 0
+                                ? step.create(prompt, new Shape(BATCH, PREFILL))
+                                : step.create(next, new Shape(BATCH, 1));
+                        model.forward(null, input, null, null, cache, true, false).argMax(-1).toLongArray();
                         long time = System.nanoTime() - start;
                         kernels[v].closeStep(step);
                         cache.truncate(POSITION);
