@@ -60,6 +60,10 @@
 /* The CPU features compressed_product_features reports (CompressedProduct's constants). */
 enum { FEATURE_VNNI = 1, FEATURE_BF16 = 2 };
 
+/* The dot-product bit (CompressedProduct.VNNI_BLOCKS) that lets int8 products of VNNI_BLOCK_ROWS or
+   more rows take the transposed-block kernel. */
+#define VNNI_BLOCKS 4
+
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
 /* 16 codes from index on, widened to float32 (int8 not yet scaled). */
@@ -571,10 +575,11 @@ JNIEXPORT jint JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_features(J
     return cpu_features();
 }
 
-/* The product by the dot-product instructions; returns 0 where memory for x's form ran out. */
+/* The product by the dot-product instructions (int8 of VNNI_BLOCK_ROWS or more rows by the
+   transposed-block kernel where blocks is set); returns 0 where memory for x's form ran out. */
 static int dot_multiply(const float *x, const void *codes, const float *scales, const float *bias, float *out,
-        int format, int rows, int in, int out_features, int from, int to) {
-    if (format == INT8 && rows >= VNNI_BLOCK_ROWS) {
+        int format, int rows, int in, int out_features, int from, int to, int blocks) {
+    if (format == INT8 && blocks && rows >= VNNI_BLOCK_ROWS) {
         BlockedRows q;
         int ok = quantize_blocked(x, rows, in, &q);
         if (ok) {
@@ -666,7 +671,8 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(
     }
     if ((format == INT8 && (features & FEATURE_VNNI))
             || (format == BFLOAT16 && (features & FEATURE_BF16) && rows <= BF16_DOT_ROWS)) {
-        if (!dot_multiply(x, codes, scales, bias, out, format, rows, in, out_features, from, to)) {
+        if (!dot_multiply(x, codes, scales, bias, out, format, rows, in, out_features, from, to,
+                    dot_products & VNNI_BLOCKS)) {
             fail(env, "compressed product: no memory for the input's int8 or bfloat16 form");
         }
         return;
