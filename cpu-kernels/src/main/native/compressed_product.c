@@ -28,8 +28,10 @@
  *     (scale max|x| / 127, the weight's scheme), and vpdpbusd sums 4 code products per lane in int32,
  *     x's code + 128 (unsigned) times the weight code, from -128 times the weight codes' sum (one
  *     vpdpbusd per weight row, shared by all rows of x); each group's int32 sum times both scales goes
- *     into float32 accumulators. The result is the product of the weight with x rounded to its
- *     int8 grid (an error of at most max|x| / 254 per element of a group);
+ *     into float32 accumulators (from 5 rows each 256 inputs of the weight are transposed so that a
+ *     group's sum ends in two lanes, and the float32 step runs once per 4 dot products). The result is
+ *     the product of the weight with x rounded to its int8 grid (an error of at most max|x| / 254 per
+ *     element of a group);
  *   bfloat16 with AVX512_BF16, for 1 or 2 rows of x (BF16_DOT_ROWS): x is split into bfloat16 hi + lo
  *     (hi = x rounded, lo = the rest rounded: 16 bits of x's 24) and vdpbf16ps multiplies the weight
  *     codes by both, so the result is the product with x to about 2^-17 of each element.
@@ -57,6 +59,10 @@
 
 /* The CPU features compressed_product_features reports (CompressedProduct's constants). */
 enum { FEATURE_VNNI = 1, FEATURE_BF16 = 2 };
+
+/* The dot-product bit (CompressedProduct.VNNI_BLOCKS) that lets int8 products of VNNI_BLOCK_ROWS or
+   more rows take the transposed-block kernel. */
+#define VNNI_BLOCKS 4
 
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
@@ -310,6 +316,177 @@ static VNNI_TARGET void vnni_columns(
     SWITCH_ROWS(VNNI_ROWS)
 }
 
+/* ---- int8 x int8 with AVX512_VNNI, 5 to 8 rows: each group's sum in two lanes ---- */
+
+/*
+ * From VNNI_BLOCK_ROWS rows, the per-chunk kernel above spends more on each row's float32 step
+ * (convert, scale, add: one per vpdpbusd, since its 16 lanes hold partial sums of two groups) than
+ * on the products, and that step grows with the rows while the weight's load does not. Here each
+ * BLOCK_INPUTS inputs (8 groups, 4 chunks) of the weight are transposed in registers, once for all
+ * rows, so that dot product j of the 4 puts group g's bytes 8j to 8j+7 into lanes 2g and 2g+1: the
+ * 4 dot products of a row add into one register that ends with each group's exact sum in two
+ * lanes, and the float32 step runs once per 4 chunks. x is transposed the same way when it is
+ * quantized. The weight code w goes in as the unsigned w + 128 and x's code as the signed operand,
+ * so each row's sums start at -128 times its own codes' sums (computed with x, once per product).
+ * The integer sums are exact, so the result differs from the per-chunk kernel's only in the order
+ * of the float32 sums. At 3 and 4 rows it measured no faster (one core, a llama-110m step's products:
+ * 3 rows 8.35 / 8.54 ms against 8.35 / 8.94, 4 rows 10.0 / 10.9 against 9.4 / 9.1; 5 rows 7.9
+ * against 10.2, 8 rows 10.9 against 14.1), so those keep the per-chunk kernel.
+ */
+#define VNNI_BLOCK_ROWS 5
+#define BLOCK_CHUNKS 4
+#define BLOCK_INPUTS (BLOCK_CHUNKS * 64)
+
+typedef struct {
+    int8_t *codes;         /* (blocks, rows, 4, 64): x's codes, each block transposed as the weight's */
+    int32_t *corrections;  /* (blocks, rows, 16): -128 times each lane's sum of x's codes */
+    float *scales;         /* (blocks, rows, 16): group g's scale in lanes 2g and 2g+1 */
+    int blocks;
+} BlockedRows;
+
+/* A block's 4 chunks (group 2c in qwords 0-3 of chunk c, group 2c+1 in qwords 4-7) as 4 vectors whose
+   qword g is group g's qword j, j the vector's index. */
+static inline __attribute__((always_inline)) VNNI_TARGET void transpose_block(const __m512i chunk[4], __m512i t[4]) {
+    const __m512i first = _mm512_set_epi64(13, 9, 5, 1, 12, 8, 4, 0);
+    const __m512i second = _mm512_set_epi64(15, 11, 7, 3, 14, 10, 6, 2);
+    __m512i a01 = _mm512_permutex2var_epi64(chunk[0], first, chunk[1]);
+    __m512i a23 = _mm512_permutex2var_epi64(chunk[0], second, chunk[1]);
+    __m512i b01 = _mm512_permutex2var_epi64(chunk[2], first, chunk[3]);
+    __m512i b23 = _mm512_permutex2var_epi64(chunk[2], second, chunk[3]);
+    t[0] = _mm512_shuffle_i64x2(a01, b01, _MM_SHUFFLE(1, 0, 1, 0));
+    t[1] = _mm512_shuffle_i64x2(a01, b01, _MM_SHUFFLE(3, 2, 3, 2));
+    t[2] = _mm512_shuffle_i64x2(a23, b23, _MM_SHUFFLE(1, 0, 1, 0));
+    t[3] = _mm512_shuffle_i64x2(a23, b23, _MM_SHUFFLE(3, 2, 3, 2));
+}
+
+/* Lanes 2g and 2g+1 of the result hold values[g] for the block's groups; 0 past the last group. */
+static inline __attribute__((always_inline)) VNNI_TARGET __m512 pair_lanes(const float *values, int groups) {
+    const __m512i pairs = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    __m512 v = groups >= 8 ? _mm512_castps256_ps512(_mm256_loadu_ps(values))
+            : _mm512_maskz_loadu_ps((__mmask16)((1u << groups) - 1), values);
+    return _mm512_permutexvar_ps(pairs, v);
+}
+
+static VNNI_TARGET int quantize_blocked(const float *x, int rows, int in, BlockedRows *q) {
+    q->blocks = (in + BLOCK_INPUTS - 1) / BLOCK_INPUTS;
+    size_t cells = (size_t)rows * q->blocks;
+    q->codes = aligned_alloc(64, cells * BLOCK_INPUTS);
+    q->corrections = aligned_alloc(64, cells * 16 * sizeof(int32_t));
+    q->scales = aligned_alloc(64, cells * 16 * sizeof(float));
+    if (q->codes == NULL || q->corrections == NULL || q->scales == NULL) {
+        return 0;
+    }
+    const __m512i offset = _mm512_set1_epi8((char)0x80);
+    for (int r = 0; r < rows; r++) {
+        for (int b = 0; b < q->blocks; b++) {
+            size_t cell = (size_t)b * rows + r;
+            float d[8];
+            __m512i chunk[4];
+            for (int c = 0; c < BLOCK_CHUNKS; c++) {
+                chunk[c] = _mm512_setzero_si512();
+                for (int h = 0; h < 2; h++) {
+                    int k = b * BLOCK_INPUTS + c * 64 + h * GROUP;
+                    d[2 * c + h] = 0.0f;
+                    if (k < in) {
+                        chunk[c] = _mm512_inserti64x4(chunk[c], quantize_group(x + (size_t)r * in + k, &d[2 * c + h]), h);
+                    }
+                }
+            }
+            __m512i t[4];
+            transpose_block(chunk, t);
+            __m512i sums = _mm512_setzero_si512();
+            for (int j = 0; j < BLOCK_CHUNKS; j++) {
+                _mm512_store_si512((__m512i *)(q->codes + cell * BLOCK_INPUTS + j * 64), t[j]);
+                sums = _mm512_dpbusd_epi32(sums, offset, t[j]);
+            }
+            _mm512_store_si512((__m512i *)(q->corrections + cell * 16), _mm512_sub_epi32(_mm512_setzero_si512(), sums));
+            _mm512_store_ps(q->scales + cell * 16, pair_lanes(d, 8));
+        }
+    }
+    return 1;
+}
+
+static void free_blocked(BlockedRows *q) {
+    free(q->codes);
+    free(q->corrections);
+    free(q->scales);
+}
+
+/* The inputs [k0, k1) (whole blocks, or up to in) of output n for the blocked rows, carried as
+   weight_rows carries them. */
+static inline __attribute__((always_inline)) VNNI_TARGET void blocked_weight_rows(
+        const BlockedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, __m512 *carry) {
+    const int groups = in / GROUP;
+    const __m512i offset = _mm512_set1_epi8((char)0x80);
+    __m512 acc[MAX_ROWS];
+    for (int r = 0; r < rows; r++) {
+        acc[r] = first ? _mm512_setzero_ps() : carry[r];
+    }
+    for (int b = k0 / BLOCK_INPUTS; b * BLOCK_INPUTS < k1; b++) {
+        int k = b * BLOCK_INPUTS;
+        const int8_t *w_at = codes + (size_t)n * in + k;
+        __m512i chunk[4];
+        for (int c = 0; c < BLOCK_CHUNKS; c++) {
+            int at = k + c * 64;
+            _mm_prefetch((const char *)w_at + c * 64 + PREFETCH_BYTES, _MM_HINT_T0);
+            chunk[c] = at + 64 <= in ? _mm512_loadu_si512(w_at + c * 64)
+                    : at < in ? _mm512_maskz_loadu_epi8(0xffffffffULL, w_at + c * 64)
+                    : _mm512_setzero_si512();
+        }
+        __m512i t[4];
+        transpose_block(chunk, t);
+        for (int j = 0; j < BLOCK_CHUNKS; j++) {
+            t[j] = _mm512_xor_si512(t[j], offset); /* w + 128, unsigned */
+        }
+        int block_groups = groups - k / GROUP < 8 ? groups - k / GROUP : 8;
+        __m512 weight_scales = pair_lanes(scales + (size_t)n * groups + k / GROUP, block_groups);
+        for (int r = 0; r < rows; r++) {
+            size_t cell = (size_t)b * rows + r;
+            const int8_t *x_at = q->codes + cell * BLOCK_INPUTS;
+            __m512i sums = _mm512_load_si512((const __m512i *)(q->corrections + cell * 16));
+            for (int j = 0; j < BLOCK_CHUNKS; j++) {
+                sums = _mm512_dpbusd_epi32(sums, t[j], _mm512_load_si512((const __m512i *)(x_at + j * 64)));
+            }
+            __m512 both = _mm512_mul_ps(weight_scales, _mm512_load_ps(q->scales + cell * 16));
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), both, acc[r]);
+        }
+    }
+    for (int r = 0; r < rows; r++) {
+        if (last) {
+            out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
+        } else {
+            carry[r] = acc[r];
+        }
+    }
+}
+
+/* Inputs per tile for the blocked rows (2 bytes a row per input, as the per-chunk kernel): whole
+   blocks, or all of in where they fit. */
+static inline int block_tile_inputs(int rows, int in) {
+    int tile = X_TILE_BYTES / (rows * 2) / BLOCK_INPUTS * BLOCK_INPUTS;
+    return tile < BLOCK_INPUTS ? BLOCK_INPUTS : tile >= in ? in : tile;
+}
+
+#define BLOCKED_CALL(k0, k1, first, last, at) \
+    blocked_weight_rows(q, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at)
+
+static inline __attribute__((always_inline)) VNNI_TARGET void blocked_columns_rows(
+        const BlockedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
+        int in, int out_features, int from, int to, int rows) {
+    __m512 carry[TILE_OUTPUTS * MAX_ROWS];
+    int n;
+    TILED(BLOCKED_CALL, block_tile_inputs(rows, in));
+}
+
+#define BLOCKED_ROWS(R) blocked_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R)
+
+static VNNI_TARGET void blocked_columns(
+        const BlockedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int from, int to) {
+    SWITCH_ROWS(BLOCKED_ROWS)
+}
+
 /* ---- bfloat16 x (bfloat16 hi + lo) with AVX512_BF16 ---- */
 
 /* x (rows, in) as bfloat16 halves, hi = x rounded to nearest even and lo = x - hi rounded, each 32
@@ -398,9 +575,19 @@ JNIEXPORT jint JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_features(J
     return cpu_features();
 }
 
-/* The product by the dot-product instructions; returns 0 where memory for x's form ran out. */
+/* The product by the dot-product instructions (int8 of VNNI_BLOCK_ROWS or more rows by the
+   transposed-block kernel where blocks is set); returns 0 where memory for x's form ran out. */
 static int dot_multiply(const float *x, const void *codes, const float *scales, const float *bias, float *out,
-        int format, int rows, int in, int out_features, int from, int to) {
+        int format, int rows, int in, int out_features, int from, int to, int blocks) {
+    if (format == INT8 && blocks && rows >= VNNI_BLOCK_ROWS) {
+        BlockedRows q;
+        int ok = quantize_blocked(x, rows, in, &q);
+        if (ok) {
+            blocked_columns(&q, (const int8_t *)codes, scales, bias, out, rows, in, out_features, from, to);
+        }
+        free_blocked(&q);
+        return ok;
+    }
     if (format == INT8) {
         QuantizedRows q;
         int ok = quantize_rows(x, rows, in, &q);
@@ -484,7 +671,8 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(
     }
     if ((format == INT8 && (features & FEATURE_VNNI))
             || (format == BFLOAT16 && (features & FEATURE_BF16) && rows <= BF16_DOT_ROWS)) {
-        if (!dot_multiply(x, codes, scales, bias, out, format, rows, in, out_features, from, to)) {
+        if (!dot_multiply(x, codes, scales, bias, out, format, rows, in, out_features, from, to,
+                    dot_products & VNNI_BLOCKS)) {
             fail(env, "compressed product: no memory for the input's int8 or bfloat16 form");
         }
         return;

@@ -25,6 +25,24 @@ public abstract class AttentionBlock extends ConfiguredBlock {
             ParameterStore store, NDArray x, AttentionContext context, boolean training);
 
     /**
+     * The attention's output added to the residual stream, as a layer's skip connection takes it;
+     * an attention whose last operation is its output projection adds it there ({@link
+     * Kernels#projectAdd}).
+     *
+     * @param store the parameter store, or {@code null}
+     * @param x the input (B, T, E); results are attached to its manager
+     * @param context positions, mask and cache for this pass
+     * @param residual the residual stream (B, T, E); not to be read afterwards (it may be the
+     *     result, updated in place)
+     * @param training whether this is a training pass
+     * @return {@code forward(x) + residual}
+     */
+    NDArray forwardAdding(
+            ParameterStore store, NDArray x, AttentionContext context, NDArray residual, boolean training) {
+        return forward(store, x, context, training).addi(residual); // the output is fresh: it takes the sum
+    }
+
+    /**
      * Splits projected rows into heads: (B, T, count·D) as (B, count, T, D). At T = 1 the rows are
      * already in that order, and one reshape (one engine call) does it.
      *

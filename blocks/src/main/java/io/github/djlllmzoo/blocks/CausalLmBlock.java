@@ -110,7 +110,8 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
      * @param inputIds (B, T) int64
      * @param positionIds (B or 1, T) int64
      * @param training whether this is a training pass
-     * @return the residual stream (B, T, E)
+     * @return the residual stream (B, T, E), a new array (not a view of the table): the layers
+     *     of a decode step add into it
      */
     protected abstract NDArray embed(
             ParameterStore store, NDArray inputIds, NDArray positionIds, boolean training);
@@ -369,9 +370,11 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         try {
             // A pass over many positions frees each layer's intermediates as the layer returns; a
             // decode step's are a few small arrays, which a scope per layer would cost more than free.
+            // h, the embedding's fresh output and then each layer's, is this pass's own: a decode
+            // step's layers may add into it in place.
             boolean scoped = training || t > 1;
             for (DecoderLayer layer : layers) {
-                h = scoped ? forwardScoped(layer, store, h, context, training) : layer.forward(store, h, context, false);
+                h = scoped ? forwardScoped(layer, store, h, context, training) : layer.forward(store, h, context, true, false);
             }
         } catch (RuntimeException e) {
             if (cache != null) {

@@ -87,13 +87,37 @@ public final class DecoderLayer extends ConfiguredBlock {
      */
     public NDArray forward(
             ParameterStore store, NDArray x, AttentionContext context, boolean training) {
+        return forward(store, x, context, false, training);
+    }
+
+    /**
+     * Applies the layer to a residual stream the caller may hand over: a model's own stream
+     * between its layers, which the attention's output projection may then add into in place
+     * ({@link AttentionBlock#forwardAdding}) rather than into an array of its own.
+     *
+     * @param store the parameter store, or {@code null}
+     * @param x the residual stream (B, T, E)
+     * @param context positions, mask and cache for this pass
+     * @param handedOver whether {@code x} is a dense array of this pass that nothing reads after
+     *     this call (not a view of a weight, not the caller's input): the layer may overwrite it
+     * @param training whether this is a training pass
+     * @return the updated residual stream (B, T, E)
+     */
+    NDArray forward(
+            ParameterStore store, NDArray x, AttentionContext context, boolean handedOver, boolean training) {
         // The sublayer outputs are fresh arrays: adding the residual in place into them saves two
         // allocations per layer and leaves autograd nothing overwritten that it needs.
-        NDArray attended = attention.forward(store, norm1.forward(store, x, training), context, training);
-        if (postAttentionNorm != null) {
-            attended = postAttentionNorm.forward(store, attended, training);
+        NDArray normedInput = norm1.forward(store, x, training); // (B, T, E)
+        NDArray h;
+        if (handedOver && postAttentionNorm == null) {
+            h = attention.forwardAdding(store, normedInput, context, x, training); // x is not read again
+        } else {
+            NDArray attended = attention.forward(store, normedInput, context, training);
+            if (postAttentionNorm != null) {
+                attended = postAttentionNorm.forward(store, attended, training);
+            }
+            h = attended.addi(x);
         }
-        NDArray h = attended.addi(x);
         NDArray normed = norm2.forward(store, h, training);
         if (postMlpNorm == null) {
             return mlp.forwardAdding(store, normed, h, training); // h is not read again

@@ -38,6 +38,22 @@ public final class Gpt2Attention extends AttentionBlock {
     @Override
     public NDArray forward(
             ParameterStore store, NDArray x, AttentionContext context, boolean training) {
+        return Dropouts.apply(cProj.forward(store, attended(store, x, context, training), training), residDropout,
+                training);
+    }
+
+    @Override
+    NDArray forwardAdding(
+            ParameterStore store, NDArray x, AttentionContext context, NDArray residual, boolean training) {
+        if ((training && residDropout > 0) || cProj.loraSlot().adapts()) {
+            return forward(store, x, context, training).addi(residual);
+        }
+        // (B, T, E)
+        return kernels().projectAdd(attended(store, x, context, training), cProj.projection(), residual, store, training);
+    }
+
+    /** The heads' attention output before {@code c_proj}, (B, T, E). */
+    private NDArray attended(ParameterStore store, NDArray x, AttentionContext context, boolean training) {
         long b = x.getShape().get(0);
         long t = x.getShape().get(1);
         long e = x.getShape().get(2);
@@ -47,7 +63,6 @@ public final class Gpt2Attention extends AttentionBlock {
         NDArray v = qkv.get(2);
         KeyValues kv = context.update(layerIndex, k, v); // (B, H_kv, S, D)
         NDArray y = kernels().attend(q, kv, context.mask(), attnDropout, training); // (B, H, T, D)
-        y = merged(y, b, t, e); // (B, T, E)
-        return Dropouts.apply(cProj.forward(store, y, training), residDropout, training);
+        return merged(y, b, t, e); // (B, T, E)
     }
 }

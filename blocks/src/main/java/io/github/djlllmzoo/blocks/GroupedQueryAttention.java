@@ -110,6 +110,21 @@ public final class GroupedQueryAttention extends AttentionBlock {
     @Override
     public NDArray forward(
             ParameterStore store, NDArray x, AttentionContext context, boolean training) {
+        return oProj.forward(store, attended(store, x, context, training), training); // (B, T, E)
+    }
+
+    @Override
+    NDArray forwardAdding(
+            ParameterStore store, NDArray x, AttentionContext context, NDArray residual, boolean training) {
+        NDArray y = attended(store, x, context, training); // (B, T, H*D)
+        if (oProj.loraSlot().adapts()) {
+            return oProj.forward(store, y, training).addi(residual);
+        }
+        return kernels().projectAdd(y, oProj.projection(), residual, store, training); // (B, T, E)
+    }
+
+    /** The heads' attention output before {@code o_proj}, (B, T, H*D). */
+    private NDArray attended(ParameterStore store, NDArray x, AttentionContext context, boolean training) {
         long b = x.getShape().get(0);
         long t = x.getShape().get(1);
         NDArray[] qkv = project(store, x, training);
@@ -127,8 +142,7 @@ public final class GroupedQueryAttention extends AttentionBlock {
         KeyValues kv = context.update(layerIndex, k, v); // (B, H_kv, S, D)
         NDArray mask = context.mask(window);
         NDArray y = kernels().attend(q, kv, mask, scores, attentionDropout, training); // (B, H, T, D)
-        y = merged(y, b, t, (long) numHeads * headDim); // (B, T, H*D)
-        return oProj.forward(store, y, training); // (B, T, E)
+        return merged(y, b, t, (long) numHeads * headDim); // (B, T, H*D)
     }
 
     /** @return queries (B, T, H*D), keys and values (B, T, Hkv*D) */

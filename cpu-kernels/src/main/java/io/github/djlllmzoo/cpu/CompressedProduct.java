@@ -25,7 +25,10 @@ import java.nio.ByteBuffer;
  * the input quantized per group of 32 to int8 (llama.cpp's Q8_0 dot product), bfloat16 codes of 1
  * or 2 rows by the input split into two bfloat16 halves (close to float32's; from 3 rows the
  * widening kernel is faster). {@code -Dllmzoo.compressedProduct.dot=false}
- * keeps the widening kernel, which other CPUs use.
+ * keeps the widening kernel, which other CPUs use. An int8 product of 5 to 8 rows sums each group
+ * of 32 in two lanes of one register (the weight transposed in registers a block of 256 inputs at a
+ * time) before its float32 step, rather than in 8 lanes per dot product; {@code
+ * -Dllmzoo.compressedProduct.vnniBlocks=false} keeps the per-chunk kernel there.
  */
 final class CompressedProduct {
 
@@ -44,9 +47,17 @@ final class CompressedProduct {
     /** {@link #features} bit: AVX512_BF16 (with AVX512BW), for bfloat16 weights. */
     static final int BF16 = 2;
 
+    /**
+     * Dot-product bit (with {@link #VNNI}): int8 products of 5 to 8 rows by the kernel that sums
+     * each group in two lanes before the float32 step.
+     */
+    static final int VNNI_BLOCKS = 4;
+
+    /** The switch that keeps int8 products of 5 to 8 rows on the per-chunk VNNI kernel. */
+    static final String VNNI_BLOCKS_SWITCH = "llmzoo.compressedProduct.vnniBlocks";
+
     /** The dot-product instructions the products use: those the CPU has, unless switched off. */
-    private static volatile int dotProducts =
-            NativeKernels.loaded() && Boolean.parseBoolean(System.getProperty(DOT_SWITCH, "true")) ? features() : 0;
+    private static volatile int dotProducts = initialDotProducts();
 
     private CompressedProduct() {}
 
@@ -111,7 +122,17 @@ final class CompressedProduct {
         return multiplyAll(x, weights, biases, rows, dotProducts);
     }
 
-    /** @return the {@link #VNNI} and {@link #BF16} bits the products use */
+    /** The dot-product bits the CPU and the switches allow. */
+    static int initialDotProducts() {
+        if (!NativeKernels.loaded() || !Boolean.parseBoolean(System.getProperty(DOT_SWITCH, "true"))) {
+            return 0;
+        }
+        int bits = features();
+        boolean blocks = (bits & VNNI) != 0 && Boolean.parseBoolean(System.getProperty(VNNI_BLOCKS_SWITCH, "true"));
+        return blocks ? bits | VNNI_BLOCKS : bits;
+    }
+
+    /** @return the {@link #VNNI}, {@link #BF16} and {@link #VNNI_BLOCKS} bits the products use */
     static int dotProducts() {
         return dotProducts;
     }

@@ -29,14 +29,15 @@ import io.github.djlllmzoo.blocks.config.HiddenActivation;
  * one reused buffer ({@link WideningBuffer}); the norms, rotary embedding and MLP activation by
  * {@link DecodeOps}' kernels, one call each (a prefill's split across the cores); a prefill's
  * attention by {@link PrefillAttention}; a decode step's gate and up products with their
- * activation, and at one row its MLP's down product with the residual, in one hand-over each
- * ({@link FusedProducts}).
+ * activation, and at one row its MLP's down product and its attention's output projection each
+ * added into the residual stream, in one hand-over each ({@link FusedProducts}).
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
  * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}, {@code -Dllmzoo.prefillAttention}, {@code
- * -Dllmzoo.projectAll}, {@code -Dllmzoo.decodeAttention.writeCache}, {@code -Dllmzoo.cpu.dynamicSplit}: a
- * product's columns claimed by whichever core is free, else one fixed share a core) is not {@code false}. Each
+ * -Dllmzoo.projectAll}, {@code -Dllmzoo.decodeAttention.writeCache}, {@code -Dllmzoo.gatedProduct},
+ * {@code -Dllmzoo.residualProduct}, {@code -Dllmzoo.cpu.dynamicSplit}: a product's columns claimed by
+ * whichever core is free, else one fixed share a core) is not {@code false}. Each
  * call then takes a kernel where it can read
  * the arrays (inference on the CPU, float32 and dense for the native ones, the row counts and shapes
  * each kernel takes) and the engine's operations, as {@link

@@ -16,7 +16,8 @@ import java.nio.ByteOrder;
  * A decode step's products with the elementwise step that follows them done by each core on its
  * own output columns before it hands them back: a gated MLP's {@code act(gate(x)) * up(x)} (each
  * core computes its columns of both products, then activates them in place, {@code decode_ops.c}),
- * and, at one row, a layer's last projection added straight into the residual stream. At a decode
+ * and, at one row, a projection that ends a sublayer (the MLP's down projection, the attention's
+ * output projection) added straight into the residual stream. At a decode
  * step's few rows the arrays and calls between products, not the arithmetic, are what these save:
  * the gate and up arrays and their hand-back, the activation's call and array, the residual's
  * addition and the product's array.

@@ -50,13 +50,30 @@ class CompressedProductTest extends CompressedWeightsTest {
         }
     }
 
+    /** The transposed-block int8 kernel goes with VNNI unless its switch is {@code false}. */
+    @Test
+    void theBlockedVnniKernelFollowsVnniAndItsSwitch() {
+        assumeTrue(NativeKernels.loaded(), "no native kernels");
+        boolean vnni = (CompressedProduct.features() & CompressedProduct.VNNI) != 0;
+        assertEquals(vnni, (CompressedProduct.initialDotProducts() & CompressedProduct.VNNI_BLOCKS) != 0);
+        System.setProperty(CompressedProduct.VNNI_BLOCKS_SWITCH, "false");
+        try {
+            assertEquals(CompressedProduct.features(), CompressedProduct.initialDotProducts());
+        } finally {
+            System.clearProperty(CompressedProduct.VNNI_BLOCKS_SWITCH);
+        }
+    }
+
     /**
      * With AVX512_VNNI, an int8 product is the engine's product of the widened weight with the input
      * rounded to its own int8 grid (per group of 32, scale max|x| / 127, ties to even, as the kernel
-     * quantizes): the integer sums are exact, so only float32 rounding of the scaled sums is left.
+     * quantizes): the integer sums are exact, so only float32 rounding of the scaled sums is left,
+     * whether 5 to 8 rows take the transposed-block kernel ({@link CompressedProduct#VNNI_BLOCKS}) or
+     * the per-chunk one.
      */
     @ParameterizedTest
-    @CsvSource({"1, 768, 1000", "2, 64, 3", "5, 96, 301", "8, 2048, 512", "3, 4096, 64", "8, 1568, 45", "6, 4128, 70"})
+    @CsvSource({"1, 768, 1000", "2, 64, 3", "5, 96, 301", "8, 2048, 512", "3, 4096, 64", "8, 1568, 45", "6, 4128, 70",
+        "5, 32, 5", "7, 288, 17", "8, 768, 2048"})
     void theVnniKernelEqualsTheProductWithTheInputOnItsInt8Grid(int rows, int in, int out) {
         assumeTrue((CompressedProduct.features() & CompressedProduct.VNNI) != 0, "no AVX512_VNNI on this CPU");
         CompressedWeight weight = compressed(out, in, WeightFormat.INT8);
@@ -64,9 +81,12 @@ class CompressedProductTest extends CompressedWeightsTest {
         NDArray bias = manager.randomNormal(new Shape(out));
         NDArray x = manager.randomNormal(new Shape(rows, 1, in));
         NDArray onGrid = manager.create(int8Grid(x.toFloatArray()), x.getShape());
-        NDArray actual = CompressedProduct.multiply(x, weight, bias, rows, CompressedProduct.VNNI);
         float[] expected = onGrid.getNDArrayInternal().linear(onGrid, widened, bias).singletonOrThrow().toFloatArray();
-        assertArrayEquals(expected, actual.toFloatArray(), RoundingBound.ofProduct(onGrid, widened, bias, true));
+        var bound = RoundingBound.ofProduct(onGrid, widened, bias, true);
+        for (int bits : new int[] {CompressedProduct.VNNI, CompressedProduct.VNNI | CompressedProduct.VNNI_BLOCKS}) {
+            NDArray actual = CompressedProduct.multiply(x, weight, bias, rows, bits);
+            assertArrayEquals(expected, actual.toFloatArray(), bound, "dot-product bits " + bits);
+        }
     }
 
     /**

@@ -16,9 +16,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * rotary embedding and activation ({@code -Dllmzoo.decodeOps}), the prompt's attention ({@code
  * -Dllmzoo.prefillAttention}), q, k and v in one hand-over ({@code -Dllmzoo.projectAll}), the new
  * key and value written by the attention kernel ({@code -Dllmzoo.decodeAttention.writeCache}), the
- * gated MLP's fused products ({@code -Dllmzoo.gatedProduct}, {@code -Dllmzoo.residualProduct}), a
- * product's last columns taken by whichever core is free ({@code -Dllmzoo.cpu.dynamicSplit}), each
- * then computed the way it was before.
+ * gated MLP's fused products ({@code -Dllmzoo.gatedProduct}), the attention's and MLP's last
+ * projections added into the residual stream ({@code -Dllmzoo.residualProduct}), a product's last
+ * columns taken by whichever core is free ({@code -Dllmzoo.cpu.dynamicSplit}), each then computed
+ * the way it was before.
  */
 class KernelSwitchesGoldenTest {
 

@@ -1,0 +1,149 @@
+package io.github.djlllmzoo.blocks;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.training.ParameterStore;
+import com.google.gson.JsonObject;
+import io.github.djlllmzoo.blocks.config.ConfigJson;
+import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.blocks.config.Gpt2Config;
+import io.github.djlllmzoo.blocks.config.HiddenActivation;
+import io.github.djlllmzoo.blocks.config.LlamaConfig;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Where a decode step's sublayers add their output into the residual stream: kernels that add each
+ * {@link Kernels#projectAdd} straight into the residual's memory (as the CPU kernels do at one row)
+ * get both sublayers' last projections (the attention's output projection and the MLP's down
+ * projection) from a model's decode step, and the layer's input array only when the model hands
+ * it over; a layer called from outside leaves its input as it was.
+ */
+class ResidualStreamTest {
+
+    private static final int LAYERS = 2;
+
+    /** The engine's operations, but {@code projectAdd} adds the product into the residual in place. */
+    private static final class AddingInPlace implements Kernels {
+        private final Kernels engine = EngineKernels.INSTANCE;
+        int adds;
+
+        @Override
+        public NDArray project(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training) {
+            return engine.project(x, weight, store, training);
+        }
+
+        @Override
+        public NDArray[] projectPair(
+                NDArray x, ProjectionWeight a, ProjectionWeight b, ParameterStore store, boolean training) {
+            return engine.projectPair(x, a, b, store, training);
+        }
+
+        @Override
+        public NDArray attend(
+                NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
+            return engine.attend(q, kv, mask, scores, dropout, training);
+        }
+
+        @Override
+        public NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset, boolean training) {
+            return engine.rmsNorm(x, weight, eps, unitOffset, training);
+        }
+
+        @Override
+        public NDArray[] rotate(NDArray q, NDArray k, NDList cosSin, boolean training) {
+            return engine.rotate(q, k, cosSin, training);
+        }
+
+        @Override
+        public NDArray activate(NDArray gate, NDArray up, HiddenActivation activation, boolean training) {
+            return engine.activate(gate, up, activation, training);
+        }
+
+        @Override
+        public NDArray projectAdd(
+                NDArray x, ProjectionWeight weight, NDArray residual, ParameterStore store, boolean training) {
+            adds++;
+            return residual.addi(project(x, weight, store, training));
+        }
+
+        @Override
+        public void closeStep(NDManager step) {
+            engine.closeStep(step);
+        }
+    }
+
+    /**
+     * A decode step hands both sublayers' residual additions to {@code projectAdd} (Llama: 2 a
+     * layer; GPT-2, whose MLP adds its biased product itself: 1), and adding in place into the stream
+     * (x + y) gives the same logits bit for bit as adding into the fresh product (y + x).
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"llama", "gpt2"})
+    void aDecodeStepAddsEachSublayerIntoTheModelsOwnStream(String family) throws Exception {
+        try (NDManager manager = NDManager.newBaseManager()) {
+            CausalLmBlock model = DecoderModels.create(config(family));
+            LlamaModelTest.setRandomWeights(model, manager);
+            float[][] logits = new float[2][];
+            AddingInPlace inPlace = new AddingInPlace();
+            Kernels[] kernels = {EngineKernels.INSTANCE, inPlace};
+            for (int k = 0; k < kernels.length; k++) {
+                model.useKernels(kernels[k]);
+                try (KvCache cache = model.newCache(manager, 1, 8)) {
+                    model.forward(null, manager.create(new long[] {3, 1, 4}, new Shape(1, 3)), null, null, cache,
+                            false, false);
+                    int before = inPlace.adds;
+                    logits[k] = model.forward(null, manager.create(new long[] {5}, new Shape(1, 1)), null, null,
+                            cache, false, false).toFloatArray();
+                    if (kernels[k] == inPlace) {
+                        assertEquals(LAYERS * (family.equals("llama") ? 2 : 1), inPlace.adds - before,
+                                "projectAdd calls of the decode step");
+                    }
+                }
+            }
+            assertArrayEquals(logits[0], logits[1], 0f);
+        }
+    }
+
+    /** A layer called from outside adds into arrays of its own: its input comes back unchanged. */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"llama", "gpt2"})
+    void aLayerCalledFromOutsideLeavesItsInputAsItWas(String family) throws Exception {
+        try (NDManager manager = NDManager.newBaseManager()) {
+            CausalLmBlock model = DecoderModels.create(config(family));
+            LlamaModelTest.setRandomWeights(model, manager);
+            model.useKernels(new AddingInPlace());
+            NDArray x = manager.randomNormal(new Shape(1, 1, 8));
+            float[] before = x.toFloatArray();
+            model.layers().get(0).forward(null, x, AttentionContext.causal(x), false);
+            assertArrayEquals(before, x.toFloatArray(), 0f);
+        }
+    }
+
+    private static DecoderConfig config(String family) throws Exception {
+        JsonObject json = new JsonObject();
+        if (family.equals("llama")) {
+            json.addProperty("model_type", "llama");
+            json.addProperty("num_hidden_layers", LAYERS);
+            json.addProperty("max_position_embeddings", 16);
+            json.addProperty("vocab_size", 20);
+            json.addProperty("hidden_size", 8);
+            json.addProperty("intermediate_size", 12);
+            json.addProperty("num_attention_heads", 2);
+            json.addProperty("num_key_value_heads", 1);
+            return LlamaConfig.parse(ConfigJson.of(null, json));
+        }
+        json.addProperty("model_type", "gpt2");
+        json.addProperty("n_layer", LAYERS);
+        json.addProperty("n_positions", 16);
+        json.addProperty("vocab_size", 20);
+        json.addProperty("n_embd", 8);
+        json.addProperty("n_head", 2);
+        return Gpt2Config.parse(ConfigJson.of(null, json));
+    }
+}
