@@ -1,6 +1,6 @@
 /*
  * The elementwise operations of a decode step or a prefill, each one pass with AVX-512: RMSNorm
- * (Llama's and Gemma's 1 + w form), the rotary embedding of query or key heads, and the MLP's
+ * (Llama's and Gemma's 1 + w form), LayerNorm (GPT-2's), the rotary embedding of query or key heads, and the MLP's
  * activation (SiLU or GELU-tanh, times the up projection where there is one).
  *
  * PyTorch computes each as a chain of engine calls (an RMSNorm is six, a rotation five, GELU-tanh
@@ -48,6 +48,39 @@ static void rms_norm(const float *x, const float *w, float *out, int rows, int w
             }
             __m512 normed = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, row + k), s);
             _mm512_mask_storeu_ps(o + k, m, _mm512_mul_ps(normed, wk));
+        }
+    }
+}
+
+/*
+ * out = (x - mean) / sqrt(var + eps) * w + b, row by row, var the biased variance, as
+ * torch.nn.functional.layer_norm. The row (3 KB for GPT-2) stays in L1 over the three passes: the
+ * mean, the variance of the centred values (two passes, not one of sums and squares, so a large
+ * mean cancels nothing), and the output.
+ */
+static void layer_norm(const float *x, const float *w, const float *b, float *out, int rows, int width,
+        float eps) {
+    for (int r = 0; r < rows; r++) {
+        const float *row = x + (size_t)r * width;
+        float *o = out + (size_t)r * width;
+        __m512 sums = _mm512_setzero_ps();
+        for (int k = 0; k < width; k += 16) {
+            sums = _mm512_add_ps(sums, _mm512_maskz_loadu_ps(lanes(width, k), row + k));
+        }
+        __m512 mean = _mm512_set1_ps(_mm512_reduce_add_ps(sums) / (float)width);
+        __m512 squares = _mm512_setzero_ps();
+        for (int k = 0; k < width; k += 16) {
+            __mmask16 m = lanes(width, k);
+            __m512 centred = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, row + k), mean);
+            squares = _mm512_fmadd_ps(centred, centred, squares);
+        }
+        float variance = _mm512_reduce_add_ps(squares) / (float)width;
+        __m512 s = _mm512_set1_ps(1.0f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(variance + eps))));
+        for (int k = 0; k < width; k += 16) {
+            __mmask16 m = lanes(width, k);
+            __m512 normed = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, row + k), mean), s);
+            __m512 y = _mm512_fmadd_ps(normed, _mm512_maskz_loadu_ps(m, w + k), _mm512_maskz_loadu_ps(m, b + k));
+            _mm512_mask_storeu_ps(o + k, m, y);
         }
     }
 }
@@ -139,6 +172,21 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rmsNorm(JNIEnv *en
         return;
     }
     rms_norm(x, w, out, rows, width, eps, unit_offset);
+}
+
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_layerNorm(JNIEnv *env, jclass cls,
+        jobject x_buffer, jobject weight_buffer, jobject bias_buffer, jobject out_buffer, jint rows, jint width,
+        jfloat eps) {
+    (void)cls;
+    const float *x = address(env, x_buffer);
+    const float *w = address(env, weight_buffer);
+    const float *b = address(env, bias_buffer);
+    float *out = address(env, out_buffer);
+    if (x == NULL || w == NULL || b == NULL || out == NULL || rows < 0 || width < 1) {
+        refuse(env, "layer norm: an array's memory is not reachable, or the sizes are not positive");
+        return;
+    }
+    layer_norm(x, w, b, out, rows, width, eps);
 }
 
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rotate(JNIEnv *env, jclass cls,

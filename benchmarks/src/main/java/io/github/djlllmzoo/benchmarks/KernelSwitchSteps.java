@@ -28,7 +28,9 @@ import java.util.Locale;
  * io.github.djlllmzoo.benchmarks.KernelSwitchSteps SHAPE DTYPE STEPS VARIANT...}, each {@code
  * VARIANT} a comma-separated list of switches (system properties) to turn off, or {@code -} for
  * none; e.g. {@code llama-110m int8 1000 llmzoo.gatedProduct,llmzoo.residualProduct -}. Run it as
- * {@code bin/llmzoo} runs Java ({@code -Dai.djl.pytorch.num_threads=1}).
+ * {@code bin/llmzoo} runs Java ({@code -Dai.djl.pytorch.num_threads=1}). With {@code
+ * -Dllmzoo.switchSteps.prompt=N} each timed pass is instead the prefill of an N-token prompt into
+ * the emptied cache.
  */
 public final class KernelSwitchSteps {
 
@@ -37,6 +39,9 @@ public final class KernelSwitchSteps {
 
     /** Untimed rounds first. */
     private static final int WARMUP = 50;
+
+    /** Tokens of a timed prefill, or 0 to time decode steps. */
+    private static final int PROMPT = Integer.getInteger("llmzoo.switchSteps.prompt", 0);
 
     private KernelSwitchSteps() {}
 
@@ -74,26 +79,31 @@ public final class KernelSwitchSteps {
                 }
             }
             long[][] nanos = new long[variants.length][steps];
-            try (KvCache cache = model.newCache(manager, 1, POSITION + 1)) {
+            int start = PROMPT > 0 ? 0 : POSITION; // the cache's tokens before each timed pass
+            long[] input = PROMPT > 0 ? new long[PROMPT] : new long[] {464};
+            Arrays.setAll(input, i -> input.length == 1 ? 464 : 100 + i);
+            try (KvCache cache = model.newCache(manager, 1, start + input.length)) {
                 model.useKernels(kernels[0]);
-                try (NDManager prefill = manager.newSubManager()) {
-                    long[] ids = new long[POSITION];
-                    Arrays.setAll(ids, i -> 100 + i);
-                    model.forward(null, prefill.create(ids, new Shape(1, POSITION)), null, null, cache, true, false);
+                if (start > 0) {
+                    try (NDManager prefill = manager.newSubManager()) {
+                        long[] ids = new long[start];
+                        Arrays.setAll(ids, i -> 100 + i);
+                        model.forward(null, prefill.create(ids, new Shape(1, start)), null, null, cache, true, false);
+                    }
                 }
                 for (int round = -WARMUP; round < steps; round++) {
                     for (int i = 0; i < variants.length; i++) {
                         int v = (i + Math.floorMod(round, variants.length)) % variants.length; // rotate the order
                         model.useKernels(kernels[v]);
                         NDManager step = manager.newSubManager();
-                        long start = System.nanoTime();
-                        model.forward(null, step.create(new long[] {464}, new Shape(1, 1)), null, null, cache, true,
+                        long began = System.nanoTime();
+                        model.forward(null, step.create(input, new Shape(1, input.length)), null, null, cache, true,
                                         false)
                                 .argMax(-1)
                                 .toLongArray();
-                        long time = System.nanoTime() - start;
+                        long time = System.nanoTime() - began;
                         kernels[v].closeStep(step);
-                        cache.truncate(POSITION);
+                        cache.truncate(start);
                         if (round >= 0) {
                             nanos[v][round] = time;
                         }

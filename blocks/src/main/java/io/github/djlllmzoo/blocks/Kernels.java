@@ -134,6 +134,19 @@ public interface Kernels {
     NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset, boolean training);
 
     /**
+     * Layer normalization over the last axis: {@code (x - mean) / sqrt(var + eps) * weight + bias},
+     * {@code var} the biased variance ({@link LayerNorm}, GPT-2's).
+     *
+     * @param x input (..., W); the result is attached to its manager
+     * @param weight the scale (W)
+     * @param bias the shift (W)
+     * @param eps the epsilon added to the variance
+     * @param training whether this is a training pass
+     * @return (..., W)
+     */
+    NDArray layerNorm(NDArray x, NDArray weight, NDArray bias, float eps, boolean training);
+
+    /**
      * Rotates query and key heads by the rotary embedding ({@link RotaryEmbedding#rotate}, each).
      *
      * @param q queries (B, H, T, D); the results are attached to their managers

@@ -9,8 +9,8 @@ import java.nio.ByteBuffer;
 
 /**
  * The elementwise operations of a decode step or a prefill, each one call of a native AVX-512
- * kernel ({@code cpu-kernels/src/main/native/decode_ops.c}) writing one output: RMSNorm, the rotary
- * embedding of query or key heads, and the MLP's activation (times the up projection). The engine
+ * kernel ({@code cpu-kernels/src/main/native/decode_ops.c}) writing one output: RMSNorm, LayerNorm,
+ * the rotary embedding of query or key heads, and the MLP's activation (times the up projection). The engine
  * computes each as a chain of five or six calls with an array each, whose fixed cost, not the
  * arithmetic, is their time at a decode step's few rows (docs/PERFORMANCE.md, "A decode step's
  * elementwise operations"); at a prefill's rows they are passes over memory on one core
@@ -19,13 +19,19 @@ import java.nio.ByteBuffer;
  *
  * <p>Used for inference where {@link NativeKernels} are loaded, on float32 CPU arrays held densely
  * (query and key heads also as the transposed view of a projection's rows), unless {@code
- * -Dllmzoo.decodeOps=false}; the results agree with the engine's to float rounding. Inference and
- * the switch are the caller's to check.
+ * -Dllmzoo.decodeOps=false} (LayerNorm: {@code -Dllmzoo.layerNorm=false}); the results agree with
+ * the engine's to float rounding. Inference and the switches are the caller's to check.
  */
 final class DecodeOps {
 
     /** The switch that turns the kernels off: {@code -Dllmzoo.decodeOps=false}. */
     static final String SWITCH = "llmzoo.decodeOps";
+
+    /**
+     * The switch that leaves LayerNorm to the engine (one core, a pass for the moments and one for
+     * the output): {@code -Dllmzoo.layerNorm=false}.
+     */
+    static final String LAYER_NORM_SWITCH = "llmzoo.layerNorm";
 
     /** The largest input the kernels take: what a direct buffer's int offsets reach. */
     static final long MAX_ELEMENTS = Integer.MAX_VALUE / Float.BYTES;
@@ -108,6 +114,44 @@ final class DecodeOps {
         inParts(Math.toIntExact(shape.size() / width), shape.size(), (from, to) ->
                 rmsNorm(slice(xb, from, to, width), wb, slice(ob, from, to, width), to - from, width, eps,
                         unitOffset));
+        return out;
+    }
+
+    /**
+     * Whether {@link #layerNorm} takes these arrays: float32, dense, on the CPU, a weight and a bias
+     * as wide as {@code x}'s last axis, no more than {@link #MAX_ELEMENTS}.
+     *
+     * @param x input (..., W)
+     * @param weight the scale
+     * @param bias the shift
+     * @return whether the kernel computes the norm
+     */
+    static boolean takesLayerNorm(NDArray x, NDArray weight, NDArray bias) {
+        return takesRmsNorm(x, weight)
+                && bias.getShape().equals(weight.getShape())
+                && NativeKernels.denseFloat32OnCpu(bias);
+    }
+
+    /**
+     * {@code (x - mean) / sqrt(var + eps) * weight + bias} over the last axis, {@code var} the
+     * biased variance (as {@code torch.nn.functional.layer_norm}).
+     *
+     * @param x input (..., W) that {@link #takesLayerNorm} accepts
+     * @param weight (W)
+     * @param bias (W)
+     * @param eps the epsilon added to the variance
+     * @return (..., W), in {@code x}'s manager
+     */
+    static NDArray layerNorm(NDArray x, NDArray weight, NDArray bias, float eps) {
+        Shape shape = x.getShape();
+        int width = Math.toIntExact(shape.get(shape.dimension() - 1));
+        NDArray out = x.getManager().create(shape, DataType.FLOAT32);
+        ByteBuffer xb = NativeKernels.buffer(x);
+        ByteBuffer wb = NativeKernels.buffer(weight);
+        ByteBuffer bb = NativeKernels.buffer(bias);
+        ByteBuffer ob = NativeKernels.buffer(out);
+        inParts(Math.toIntExact(shape.size() / width), shape.size(), (from, to) ->
+                layerNorm(slice(xb, from, to, width), wb, bb, slice(ob, from, to, width), to - from, width, eps));
         return out;
     }
 
@@ -227,6 +271,9 @@ final class DecodeOps {
 
     private static native void rmsNorm(
             ByteBuffer x, ByteBuffer weight, ByteBuffer out, int rows, int width, float eps, boolean unitOffset);
+
+    private static native void layerNorm(
+            ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer out, int rows, int width, float eps);
 
     private static native void rotate(
             ByteBuffer x, ByteBuffer cos, ByteBuffer sin, ByteBuffer out, int batch, int heads, int positions,
