@@ -133,7 +133,7 @@ static inline __m512 sigmoid(__m512 a) {
 #define SILU 0
 #define GELU_TANH 1
 
-/* out = act(gate) * up (up NULL: act(gate)) over n floats. */
+/* out = act(gate) * up (up NULL: act(gate)) over n floats; out may be gate (each vector is read before it is written). */
 static void activate(const float *gate, const float *up, float *out, long n, int activation) {
     __m512 cubic = _mm512_set1_ps((float)(2 * 0.7978845608028654 * 0.044715));
     __m512 linear = _mm512_set1_ps((float)(2 * 0.7978845608028654));

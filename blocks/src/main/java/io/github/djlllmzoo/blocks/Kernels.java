@@ -161,7 +161,8 @@ public interface Kernels {
      * The MLP's activation, {@code act(gate) * up} (a gated MLP) or {@code act(gate)} ({@code up}
      * null: GPT-2), with {@link Activations}' functions.
      *
-     * @param gate the pre-activation (..., I); the result is attached to its manager
+     * @param gate the pre-activation (..., I); the result is attached to its manager; the caller
+     *     must not read it afterwards (it may be the result, updated in place)
      * @param up the up projection (..., I), or {@code null}
      * @param activation the activation
      * @param training whether this is a training pass

@@ -285,7 +285,7 @@ public final class CpuKernels implements Kernels {
                 && CoreWorkers.inferenceOnCpu(gate, training)
                 && (up == null || !up.hasGradient())
                 && DecodeOps.takesActivation(gate, up)) {
-            return DecodeOps.activate(gate, up, activation);
+            return DecodeOps.activateInPlace(gate, up, activation);
         }
         return EngineKernels.INSTANCE.activate(gate, up, activation, training);
     }

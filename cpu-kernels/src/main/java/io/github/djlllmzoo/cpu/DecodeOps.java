@@ -236,29 +236,31 @@ final class DecodeOps {
     }
 
     /**
-     * {@code act(gate) * up}, or {@code act(gate)} without {@code up}.
+     * {@code act(gate) * up}, or {@code act(gate)} without {@code up}, written over {@code gate}:
+     * at a prefill's rows a fresh output array is one more stream through the caches (its lines
+     * read in before they are written), about 1 % of a GPT-2 prefill (docs/PERFORMANCE.md).
      *
-     * @param gate the pre-activation that {@link #takesActivation} accepts
+     * @param gate the pre-activation that {@link #takesActivation} accepts, which the result
+     *     replaces; the caller must not read it afterwards
      * @param up the up projection, or {@code null}
      * @param activation the activation
-     * @return of {@code gate}'s shape, in its manager
+     * @return {@code gate}, holding the result
      */
-    static NDArray activate(NDArray gate, NDArray up, HiddenActivation activation) {
-        NDArray out = gate.getManager().create(gate.getShape(), DataType.FLOAT32);
+    static NDArray activateInPlace(NDArray gate, NDArray up, HiddenActivation activation) {
         ByteBuffer gb = NativeKernels.buffer(gate);
         ByteBuffer ub = up == null ? null : NativeKernels.buffer(up);
-        ByteBuffer ob = NativeKernels.buffer(out);
         long size = gate.size();
         int code = code(activation);
         int blocks = Math.toIntExact((size + 15) / 16); // split at whole vectors
         inParts(blocks, size, (from, to) -> {
             long first = 16L * from;
             long count = Math.min(size, 16L * to) - first;
-            activate(gb.slice(Math.toIntExact(first * Float.BYTES), Math.toIntExact(count * Float.BYTES)),
+            ByteBuffer part = gb.slice(Math.toIntExact(first * Float.BYTES), Math.toIntExact(count * Float.BYTES));
+            activate(part,
                     ub == null ? null : ub.slice(Math.toIntExact(first * Float.BYTES), Math.toIntExact(count * Float.BYTES)),
-                    ob.slice(Math.toIntExact(first * Float.BYTES), Math.toIntExact(count * Float.BYTES)), count, code);
+                    part, count, code);
         });
-        return out;
+        return gate;
     }
 
     /** decode_ops.c's number for an activation. */

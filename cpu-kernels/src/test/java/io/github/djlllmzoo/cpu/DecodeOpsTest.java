@@ -3,6 +3,7 @@ package io.github.djlllmzoo.cpu;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.engine.Engine;
@@ -204,9 +205,11 @@ class DecodeOpsTest extends ManagedArraysTest {
         NDArray gate = manager.randomNormal(new Shape(1, 1, n)).muli(3);
         NDArray up = withUp ? manager.randomNormal(new Shape(1, 1, n)) : null;
         assertTrue(DecodeOps.takesActivation(gate, up));
-        float[] kernel = kernels.activate(gate, up, activation, false).toFloatArray();
         float[] reference = EngineKernels.INSTANCE.activate(gate, up, activation, false).toFloatArray();
         float[] g = gate.toFloatArray();
+        NDArray activated = kernels.activate(gate, up, activation, false);
+        assertSame(gate, activated, "the result is written over the gate, no fresh array");
+        float[] kernel = activated.toFloatArray();
         float[] u = withUp ? up.toFloatArray() : null;
         for (int i = 0; i < n; i++) {
             double argument = activation == HiddenActivation.SILU
