@@ -152,6 +152,26 @@ static void activate(const float *gate, const float *up, float *out, long n, int
     }
 }
 
+/*
+ * out[r][offset + k] = part[r][k] (+ bias[k]) for rows of width floats into rows of out_width: one
+ * core's columns of a product split across the cores, written where a join would put them.
+ */
+static void into_columns(const float *part, const float *bias, float *out, int rows, int width, int out_width,
+        int offset) {
+    for (int r = 0; r < rows; r++) {
+        const float *p = part + (size_t)r * width;
+        float *o = out + (size_t)r * out_width + offset;
+        for (int k = 0; k < width; k += 16) {
+            __mmask16 m = lanes(width, k);
+            __m512 v = _mm512_maskz_loadu_ps(m, p + k);
+            if (bias != NULL) {
+                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + k));
+            }
+            _mm512_mask_storeu_ps(o + k, m, v);
+        }
+    }
+}
+
 static void *address(JNIEnv *env, jobject buffer) {
     return buffer == NULL ? NULL : (*env)->GetDirectBufferAddress(env, buffer);
 }
@@ -187,6 +207,21 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_layerNorm(JNIEnv *
         return;
     }
     layer_norm(x, w, b, out, rows, width, eps);
+}
+
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_intoColumns(JNIEnv *env, jclass cls,
+        jobject part_buffer, jobject bias_buffer, jobject out_buffer, jint rows, jint width, jint out_width,
+        jint offset) {
+    (void)cls;
+    const float *part = address(env, part_buffer);
+    const float *bias = address(env, bias_buffer);
+    float *out = address(env, out_buffer);
+    if (part == NULL || out == NULL || (bias_buffer != NULL && bias == NULL) || rows < 0 || width < 0
+            || offset < 0 || (long)offset + width > out_width) {
+        refuse(env, "into columns: an array's memory is not reachable, or the columns are out of range");
+        return;
+    }
+    into_columns(part, bias, out, rows, width, out_width, offset);
 }
 
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rotate(JNIEnv *env, jclass cls,

@@ -35,7 +35,7 @@ import io.github.djlllmzoo.blocks.config.HiddenActivation;
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
  * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}, {@code -Dllmzoo.layerNorm}, {@code
- * -Dllmzoo.prefillAttention}, {@code -Dllmzoo.projectAll}, {@code
+ * -Dllmzoo.placeColumns}, {@code -Dllmzoo.prefillAttention}, {@code -Dllmzoo.projectAll}, {@code
  * -Dllmzoo.decodeAttention.writeCache}) is not {@code false}. Each call then takes a kernel where it
  * can read the arrays (inference on the CPU, float32 and dense for the native ones, the row counts
  * and shapes each kernel takes) and the engine's operations, as {@link
@@ -55,6 +55,7 @@ public final class CpuKernels implements Kernels {
     private final boolean compressedGemm = compressedProduct && NativeKernels.enabled(CompressedGemm.SWITCH);
     private final boolean decodeOps = NativeKernels.enabled(DecodeOps.SWITCH);
     private final boolean layerNorm = NativeKernels.enabled(DecodeOps.LAYER_NORM_SWITCH);
+    private final boolean placeColumns = NativeKernels.enabled(DecodeOps.COLUMNS_SWITCH);
     private final boolean gatedProduct = NativeKernels.enabled(FusedProducts.GATED_SWITCH);
     private final boolean residualProduct = NativeKernels.enabled(FusedProducts.RESIDUAL_SWITCH);
     /** Whether {@link #projectAll} hands several products over at once. */
@@ -345,7 +346,7 @@ public final class CpuKernels implements Kernels {
     }
 
     private SplitProjection split(ProjectionWeight weight) {
-        return weight.prepared(this, SplitProjection.class, () -> new SplitProjection(fewRowProduct));
+        return weight.prepared(this, SplitProjection.class, () -> new SplitProjection(fewRowProduct, placeColumns));
     }
 
     @Override
@@ -356,6 +357,7 @@ public final class CpuKernels implements Kernels {
                 + ", compressed GEMM " + (compressedGemm ? "on" : "off")
                 + ", decode ops " + (decodeOps ? "on" : "off")
                 + ", layer norm " + (layerNorm ? "on" : "off")
+                + ", place columns " + (placeColumns ? "on" : "off")
                 + ", gated product " + (gatedProduct ? "on" : "off")
                 + ", residual product " + (residualProduct ? "on" : "off")
                 + ", project all " + (projectAll ? "on" : "off")

@@ -33,6 +33,13 @@ final class DecodeOps {
      */
     static final String LAYER_NORM_SWITCH = "llmzoo.layerNorm";
 
+    /**
+     * The switch that makes a product split by columns across the cores join its shares on the
+     * calling core after all are done ({@link SplitProjection}), instead of each core writing its
+     * own share into the whole output ({@link #intoColumns}): {@code -Dllmzoo.placeColumns=false}.
+     */
+    static final String COLUMNS_SWITCH = "llmzoo.placeColumns";
+
     /** The largest input the kernels take: what a direct buffer's int offsets reach. */
     static final long MAX_ELEMENTS = Integer.MAX_VALUE / Float.BYTES;
 
@@ -156,6 +163,27 @@ final class DecodeOps {
     }
 
     /**
+     * Writes {@code part} (+ {@code bias}) into columns {@code [offset, offset + w)} of {@code out}:
+     * one core's share of a product split by columns ({@link SplitProjection}), placed by that core
+     * where a join on one core would otherwise copy every share after the last one is done. The
+     * sum is the engine's single float addition, so the result equals the join's bit for bit.
+     *
+     * @param part the share (..., w), float32, dense, on the CPU
+     * @param bias its bias (w), or {@code null}
+     * @param out the whole product (..., W), float32, dense, with as many rows
+     * @param offset the share's first column
+     */
+    static void intoColumns(NDArray part, NDArray bias, NDArray out, long offset) {
+        Shape ps = part.getShape();
+        Shape os = out.getShape();
+        int width = Math.toIntExact(ps.get(ps.dimension() - 1));
+        int outWidth = Math.toIntExact(os.get(os.dimension() - 1));
+        intoColumns(NativeKernels.buffer(part), bias == null ? null : NativeKernels.buffer(bias),
+                NativeKernels.buffer(out), Math.toIntExact(ps.size() / Math.max(width, 1)), width, outWidth,
+                Math.toIntExact(offset));
+    }
+
+    /**
      * Whether {@link #rotate} takes these heads and factors: float32 on the CPU, heads (B, H, T, D)
      * of no more than {@link #MAX_ELEMENTS} held densely or as the transposed view of dense (B, T,
      * H, D) rows (a projection's), factors (B or 1, 1, T, D) held densely.
@@ -276,6 +304,9 @@ final class DecodeOps {
 
     private static native void layerNorm(
             ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer out, int rows, int width, float eps);
+
+    private static native void intoColumns(
+            ByteBuffer part, ByteBuffer bias, ByteBuffer out, int rows, int width, int outWidth, int offset);
 
     private static native void rotate(
             ByteBuffer x, ByteBuffer cos, ByteBuffer sin, ByteBuffer out, int batch, int heads, int positions,
