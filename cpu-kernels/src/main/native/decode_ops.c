@@ -180,33 +180,30 @@ static void refuse(JNIEnv *env, const char *message) {
     (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"), message);
 }
 
-JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rmsNorm(JNIEnv *env, jclass cls,
-        jobject x_buffer, jobject weight_buffer, jobject out_buffer, jint rows, jint width, jfloat eps,
-        jboolean unit_offset) {
-    (void)cls;
-    const float *x = address(env, x_buffer);
-    const float *w = address(env, weight_buffer);
-    float *out = address(env, out_buffer);
-    if (x == NULL || w == NULL || out == NULL || rows < 0 || width < 1) {
-        refuse(env, "rms norm: an array's memory is not reachable, or the sizes are not positive");
-        return;
-    }
-    rms_norm(x, w, out, rows, width, eps, unit_offset);
-}
+/* DecodeOps' numbers for a norm. */
+#define RMS_NORM 0
+#define RMS_NORM_UNIT_OFFSET 1
+#define LAYER_NORM 2
 
-JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_layerNorm(JNIEnv *env, jclass cls,
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_norm(JNIEnv *env, jclass cls,
         jobject x_buffer, jobject weight_buffer, jobject bias_buffer, jobject out_buffer, jint rows, jint width,
-        jfloat eps) {
+        jfloat eps, jint kind) {
     (void)cls;
     const float *x = address(env, x_buffer);
     const float *w = address(env, weight_buffer);
     const float *b = address(env, bias_buffer);
     float *out = address(env, out_buffer);
-    if (x == NULL || w == NULL || b == NULL || out == NULL || rows < 0 || width < 1) {
-        refuse(env, "layer norm: an array's memory is not reachable, or the sizes are not positive");
+    if (x == NULL || w == NULL || out == NULL || rows < 0 || width < 1
+            || (kind != RMS_NORM && kind != RMS_NORM_UNIT_OFFSET && kind != LAYER_NORM)
+            || (kind == LAYER_NORM && b == NULL)) {
+        refuse(env, "norm: an array's memory is not reachable, the sizes are not positive, or the norm is unknown");
         return;
     }
-    layer_norm(x, w, b, out, rows, width, eps);
+    if (kind == LAYER_NORM) {
+        layer_norm(x, w, b, out, rows, width, eps);
+    } else {
+        rms_norm(x, w, out, rows, width, eps, kind == RMS_NORM_UNIT_OFFSET);
+    }
 }
 
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_intoColumns(JNIEnv *env, jclass cls,

@@ -49,6 +49,13 @@ final class DecodeOps {
      */
     static final long SPLIT_MIN_ELEMENTS = Long.getLong("llmzoo.decodeOps.splitMinElements", 1L << 15);
 
+    /** decode_ops.c's numbers for a norm. */
+    private static final int RMS_NORM = 0;
+
+    private static final int RMS_NORM_UNIT_OFFSET = 1;
+
+    private static final int LAYER_NORM = 2;
+
     /** A kernel's call over units {@code [from, to)}. */
     @FunctionalInterface
     private interface Part {
@@ -112,16 +119,7 @@ final class DecodeOps {
      * @return (..., W), in {@code x}'s manager
      */
     static NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset) {
-        Shape shape = x.getShape();
-        int width = Math.toIntExact(shape.get(shape.dimension() - 1));
-        NDArray out = x.getManager().create(shape, DataType.FLOAT32);
-        ByteBuffer xb = NativeKernels.buffer(x);
-        ByteBuffer wb = NativeKernels.buffer(weight);
-        ByteBuffer ob = NativeKernels.buffer(out);
-        inParts(Math.toIntExact(shape.size() / width), shape.size(), (from, to) ->
-                rmsNorm(slice(xb, from, to, width), wb, slice(ob, from, to, width), to - from, width, eps,
-                        unitOffset));
-        return out;
+        return norm(x, weight, null, eps, unitOffset ? RMS_NORM_UNIT_OFFSET : RMS_NORM);
     }
 
     /**
@@ -150,15 +148,20 @@ final class DecodeOps {
      * @return (..., W), in {@code x}'s manager
      */
     static NDArray layerNorm(NDArray x, NDArray weight, NDArray bias, float eps) {
+        return norm(x, weight, bias, eps, LAYER_NORM);
+    }
+
+    /** A norm ({@code kind}: decode_ops.c's number) of the rows of {@code x}, split across the cores. */
+    private static NDArray norm(NDArray x, NDArray weight, NDArray bias, float eps, int kind) {
         Shape shape = x.getShape();
         int width = Math.toIntExact(shape.get(shape.dimension() - 1));
         NDArray out = x.getManager().create(shape, DataType.FLOAT32);
         ByteBuffer xb = NativeKernels.buffer(x);
         ByteBuffer wb = NativeKernels.buffer(weight);
-        ByteBuffer bb = NativeKernels.buffer(bias);
+        ByteBuffer bb = bias == null ? null : NativeKernels.buffer(bias);
         ByteBuffer ob = NativeKernels.buffer(out);
         inParts(Math.toIntExact(shape.size() / width), shape.size(), (from, to) ->
-                layerNorm(slice(xb, from, to, width), wb, bb, slice(ob, from, to, width), to - from, width, eps));
+                norm(slice(xb, from, to, width), wb, bb, slice(ob, from, to, width), to - from, width, eps, kind));
         return out;
     }
 
@@ -299,11 +302,9 @@ final class DecodeOps {
         };
     }
 
-    private static native void rmsNorm(
-            ByteBuffer x, ByteBuffer weight, ByteBuffer out, int rows, int width, float eps, boolean unitOffset);
-
-    private static native void layerNorm(
-            ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer out, int rows, int width, float eps);
+    private static native void norm(
+            ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer out, int rows, int width, float eps,
+            int kind);
 
     private static native void intoColumns(
             ByteBuffer part, ByteBuffer bias, ByteBuffer out, int rows, int width, int outWidth, int offset);
