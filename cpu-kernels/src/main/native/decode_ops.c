@@ -1,6 +1,6 @@
 /*
  * The elementwise operations of a decode step or a prefill, each one pass with AVX-512: RMSNorm
- * (Llama's and Gemma's 1 + w form), the rotary embedding of query or key heads, and the MLP's
+ * (Llama's and Gemma's 1 + w form), LayerNorm (GPT-2's), the rotary embedding of query or key heads, and the MLP's
  * activation (SiLU or GELU-tanh, times the up projection where there is one).
  *
  * PyTorch computes each as a chain of engine calls (an RMSNorm is six, a rotation five, GELU-tanh
@@ -53,6 +53,39 @@ static void rms_norm(const float *x, const float *w, float *out, int rows, int w
 }
 
 /*
+ * out = (x - mean) / sqrt(var + eps) * w + b, row by row, var the biased variance, as
+ * torch.nn.functional.layer_norm. The row (3 KB for GPT-2) stays in L1 over the three passes: the
+ * mean, the variance of the centred values (two passes, not one of sums and squares, so a large
+ * mean cancels nothing), and the output.
+ */
+static void layer_norm(const float *x, const float *w, const float *b, float *out, int rows, int width,
+        float eps) {
+    for (int r = 0; r < rows; r++) {
+        const float *row = x + (size_t)r * width;
+        float *o = out + (size_t)r * width;
+        __m512 sums = _mm512_setzero_ps();
+        for (int k = 0; k < width; k += 16) {
+            sums = _mm512_add_ps(sums, _mm512_maskz_loadu_ps(lanes(width, k), row + k));
+        }
+        __m512 mean = _mm512_set1_ps(_mm512_reduce_add_ps(sums) / (float)width);
+        __m512 squares = _mm512_setzero_ps();
+        for (int k = 0; k < width; k += 16) {
+            __mmask16 m = lanes(width, k);
+            __m512 centred = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, row + k), mean);
+            squares = _mm512_fmadd_ps(centred, centred, squares);
+        }
+        float variance = _mm512_reduce_add_ps(squares) / (float)width;
+        __m512 s = _mm512_set1_ps(1.0f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(variance + eps))));
+        for (int k = 0; k < width; k += 16) {
+            __mmask16 m = lanes(width, k);
+            __m512 normed = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, row + k), mean), s);
+            __m512 y = _mm512_fmadd_ps(normed, _mm512_maskz_loadu_ps(m, w + k), _mm512_maskz_loadu_ps(m, b + k));
+            _mm512_mask_storeu_ps(o + k, m, y);
+        }
+    }
+}
+
+/*
  * out = x * cos + cat(x2, x1) * sin for the (sequence, head) units [from, to), unit u = b * heads + h,
  * of heads out (batch, heads, positions, d), with cos = cat(c, c) and sin = cat(-s, s) of (batch or
  * 1, positions, d) as RotaryEmbedding gathers them; x is laid out as out, or (batch, positions,
@@ -100,7 +133,7 @@ static inline __m512 sigmoid(__m512 a) {
 #define SILU 0
 #define GELU_TANH 1
 
-/* out = act(gate) * up (up NULL: act(gate)) over n floats. */
+/* out = act(gate) * up (up NULL: act(gate)) over n floats; out may be gate (each vector is read before it is written). */
 static void activate(const float *gate, const float *up, float *out, long n, int activation) {
     __m512 cubic = _mm512_set1_ps((float)(2 * 0.7978845608028654 * 0.044715));
     __m512 linear = _mm512_set1_ps((float)(2 * 0.7978845608028654));
@@ -119,6 +152,26 @@ static void activate(const float *gate, const float *up, float *out, long n, int
     }
 }
 
+/*
+ * out[r][offset + k] = part[r][k] (+ bias[k]) for rows of width floats into rows of out_width: one
+ * core's columns of a product split across the cores, written where a join would put them.
+ */
+static void into_columns(const float *part, const float *bias, float *out, int rows, int width, int out_width,
+        int offset) {
+    for (int r = 0; r < rows; r++) {
+        const float *p = part + (size_t)r * width;
+        float *o = out + (size_t)r * out_width + offset;
+        for (int k = 0; k < width; k += 16) {
+            __mmask16 m = lanes(width, k);
+            __m512 v = _mm512_maskz_loadu_ps(m, p + k);
+            if (bias != NULL) {
+                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + k));
+            }
+            _mm512_mask_storeu_ps(o + k, m, v);
+        }
+    }
+}
+
 static void *address(JNIEnv *env, jobject buffer) {
     return buffer == NULL ? NULL : (*env)->GetDirectBufferAddress(env, buffer);
 }
@@ -127,18 +180,45 @@ static void refuse(JNIEnv *env, const char *message) {
     (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"), message);
 }
 
-JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rmsNorm(JNIEnv *env, jclass cls,
-        jobject x_buffer, jobject weight_buffer, jobject out_buffer, jint rows, jint width, jfloat eps,
-        jboolean unit_offset) {
+/* DecodeOps' numbers for a norm. */
+#define RMS_NORM 0
+#define RMS_NORM_UNIT_OFFSET 1
+#define LAYER_NORM 2
+
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_norm(JNIEnv *env, jclass cls,
+        jobject x_buffer, jobject weight_buffer, jobject bias_buffer, jobject out_buffer, jint rows, jint width,
+        jfloat eps, jint kind) {
     (void)cls;
     const float *x = address(env, x_buffer);
     const float *w = address(env, weight_buffer);
+    const float *b = address(env, bias_buffer);
     float *out = address(env, out_buffer);
-    if (x == NULL || w == NULL || out == NULL || rows < 0 || width < 1) {
-        refuse(env, "rms norm: an array's memory is not reachable, or the sizes are not positive");
+    if (x == NULL || w == NULL || out == NULL || rows < 0 || width < 1
+            || (kind != RMS_NORM && kind != RMS_NORM_UNIT_OFFSET && kind != LAYER_NORM)
+            || (kind == LAYER_NORM && b == NULL)) {
+        refuse(env, "norm: an array's memory is not reachable, the sizes are not positive, or the norm is unknown");
         return;
     }
-    rms_norm(x, w, out, rows, width, eps, unit_offset);
+    if (kind == LAYER_NORM) {
+        layer_norm(x, w, b, out, rows, width, eps);
+    } else {
+        rms_norm(x, w, out, rows, width, eps, kind == RMS_NORM_UNIT_OFFSET);
+    }
+}
+
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_intoColumns(JNIEnv *env, jclass cls,
+        jobject part_buffer, jobject bias_buffer, jobject out_buffer, jint rows, jint width, jint out_width,
+        jint offset) {
+    (void)cls;
+    const float *part = address(env, part_buffer);
+    const float *bias = address(env, bias_buffer);
+    float *out = address(env, out_buffer);
+    if (part == NULL || out == NULL || (bias_buffer != NULL && bias == NULL) || rows < 0 || width < 0
+            || offset < 0 || (long)offset + width > out_width) {
+        refuse(env, "into columns: an array's memory is not reachable, or the columns are out of range");
+        return;
+    }
+    into_columns(part, bias, out, rows, width, out_width, offset);
 }
 
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rotate(JNIEnv *env, jclass cls,

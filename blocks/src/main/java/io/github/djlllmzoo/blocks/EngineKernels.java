@@ -4,6 +4,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.config.HiddenActivation;
 
@@ -77,6 +78,12 @@ public final class EngineKernels implements Kernels {
             return widen ? scaled.toType(inputType, false) : scaled;
         }
         return (widen ? normed.toType(inputType, false) : normed).mul(weight);
+    }
+
+    @Override
+    public NDArray layerNorm(NDArray x, NDArray weight, NDArray bias, float eps, boolean training) {
+        Shape normalized = new Shape(x.getShape().get(x.getShape().dimension() - 1));
+        return x.getNDArrayInternal().layerNorm(x, normalized, weight, bias, eps).singletonOrThrow();
     }
 
     @Override

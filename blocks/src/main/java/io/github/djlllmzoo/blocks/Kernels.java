@@ -134,6 +134,19 @@ public interface Kernels {
     NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset, boolean training);
 
     /**
+     * Layer normalization over the last axis: {@code (x - mean) / sqrt(var + eps) * weight + bias},
+     * {@code var} the biased variance ({@link LayerNorm}, GPT-2's).
+     *
+     * @param x input (..., W); the result is attached to its manager
+     * @param weight the scale (W)
+     * @param bias the shift (W)
+     * @param eps the epsilon added to the variance
+     * @param training whether this is a training pass
+     * @return (..., W)
+     */
+    NDArray layerNorm(NDArray x, NDArray weight, NDArray bias, float eps, boolean training);
+
+    /**
      * Rotates query and key heads by the rotary embedding ({@link RotaryEmbedding#rotate}, each).
      *
      * @param q queries (B, H, T, D); the results are attached to their managers
@@ -148,7 +161,8 @@ public interface Kernels {
      * The MLP's activation, {@code act(gate) * up} (a gated MLP) or {@code act(gate)} ({@code up}
      * null: GPT-2), with {@link Activations}' functions.
      *
-     * @param gate the pre-activation (..., I); the result is attached to its manager
+     * @param gate the pre-activation (..., I); the result is attached to its manager; the caller
+     *     must not read it afterwards (it may be the result, updated in place)
      * @param up the up projection (..., I), or {@code null}
      * @param activation the activation
      * @param training whether this is a training pass

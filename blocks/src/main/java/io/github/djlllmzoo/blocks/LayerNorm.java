@@ -8,7 +8,6 @@ import ai.djl.training.ParameterStore;
 /** Layer normalization over the last axis with a learned scale ({@code weight}) and shift ({@code bias}). */
 public final class LayerNorm extends UnaryBlock {
 
-    private final Shape normalizedShape;
     private final float eps;
     private final Parameter weight;
     private final Parameter bias;
@@ -18,7 +17,7 @@ public final class LayerNorm extends UnaryBlock {
      * @param eps the epsilon added to the variance ({@code layer_norm_epsilon})
      */
     public LayerNorm(int width, float eps) {
-        this.normalizedShape = new Shape(width);
+        Shape normalizedShape = new Shape(width);
         this.eps = eps;
         weight =
                 declare("weight", Parameter.Type.GAMMA, normalizedShape, Parameter.Type.GAMMA.getInitializer());
@@ -29,6 +28,6 @@ public final class LayerNorm extends UnaryBlock {
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
         NDArray w = value(store, weight, x.getDevice(), training);
         NDArray b = value(store, bias, x.getDevice(), training);
-        return ex(x).layerNorm(x, normalizedShape, w, b, eps).singletonOrThrow();
+        return kernels().layerNorm(x, w, b, eps, training);
     }
 }

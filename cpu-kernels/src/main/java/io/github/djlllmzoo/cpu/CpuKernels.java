@@ -27,20 +27,20 @@ import io.github.djlllmzoo.blocks.config.HiddenActivation;
  * take, in one hand-over to the cores), its other products (a prefill) by {@link CompressedGemm}'s kernel where the CPU has
  * the format's dot-product instruction, else by the engine's over the weight widened to float32 in
  * one reused buffer ({@link WideningBuffer}); the norms, rotary embedding and MLP activation by
- * {@link DecodeOps}' kernels, one call each (a prefill's split across the cores); a prefill's
- * attention by {@link PrefillAttention}; a decode step's gate and up products with their
- * activation, and at one row its MLP's down product and its attention's output projection each
- * added into the residual stream, in one hand-over each ({@link FusedProducts}).
+ * {@link DecodeOps}' kernels, one call each (a prefill's split across the cores), GPT-2's LayerNorm
+ * too; a prefill's attention by {@link PrefillAttention}; a decode step's gate and up products
+ * with their activation, and at one row its MLP's down product and its attention's output
+ * projection each added into the residual stream, in one hand-over each ({@link FusedProducts}).
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
- * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}, {@code -Dllmzoo.prefillAttention}, {@code
- * -Dllmzoo.projectAll}, {@code -Dllmzoo.decodeAttention.writeCache}, {@code -Dllmzoo.gatedProduct},
- * {@code -Dllmzoo.residualProduct}, {@code -Dllmzoo.cpu.dynamicSplit}: a product's columns claimed by
- * whichever core is free, else one fixed share a core) is not {@code false}. Each
- * call then takes a kernel where it can read
- * the arrays (inference on the CPU, float32 and dense for the native ones, the row counts and shapes
- * each kernel takes) and the engine's operations, as {@link
+ * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}, {@code -Dllmzoo.layerNorm}, {@code
+ * -Dllmzoo.placeColumns}, {@code -Dllmzoo.prefillAttention}, {@code -Dllmzoo.projectAll}, {@code
+ * -Dllmzoo.decodeAttention.writeCache}, {@code -Dllmzoo.gatedProduct}, {@code
+ * -Dllmzoo.residualProduct}, {@code -Dllmzoo.cpu.dynamicSplit}: a product's columns claimed by
+ * whichever core is free, else one fixed share a core) is not {@code false}. Each call then takes a
+ * kernel where it can read the arrays (inference on the CPU, float32 and dense for the native ones,
+ * the row counts and shapes each kernel takes) and the engine's operations, as {@link
  * io.github.djlllmzoo.blocks.EngineKernels} computes them, elsewhere.
  */
 public final class CpuKernels implements Kernels {
@@ -56,6 +56,8 @@ public final class CpuKernels implements Kernels {
     private final boolean compressedProduct = NativeKernels.enabled(CompressedProduct.SWITCH);
     private final boolean compressedGemm = compressedProduct && NativeKernels.enabled(CompressedGemm.SWITCH);
     private final boolean decodeOps = NativeKernels.enabled(DecodeOps.SWITCH);
+    private final boolean layerNorm = NativeKernels.enabled(DecodeOps.LAYER_NORM_SWITCH);
+    private final boolean placeColumns = NativeKernels.enabled(DecodeOps.COLUMNS_SWITCH);
     private final boolean gatedProduct = NativeKernels.enabled(FusedProducts.GATED_SWITCH);
     private final boolean residualProduct = NativeKernels.enabled(FusedProducts.RESIDUAL_SWITCH);
     /** Whether {@link #projectAll} hands several products over at once. */
@@ -282,6 +284,14 @@ public final class CpuKernels implements Kernels {
     }
 
     @Override
+    public NDArray layerNorm(NDArray x, NDArray weight, NDArray bias, float eps, boolean training) {
+        if (layerNorm && CoreWorkers.inferenceOnCpu(x, training) && DecodeOps.takesLayerNorm(x, weight, bias)) {
+            return DecodeOps.layerNorm(x, weight, bias, eps);
+        }
+        return EngineKernels.INSTANCE.layerNorm(x, weight, bias, eps, training);
+    }
+
+    @Override
     public NDArray[] rotate(NDArray q, NDArray k, NDList cosSin, boolean training) {
         if (decodeOps
                 && CoreWorkers.inferenceOnCpu(q, training)
@@ -299,7 +309,7 @@ public final class CpuKernels implements Kernels {
                 && CoreWorkers.inferenceOnCpu(gate, training)
                 && (up == null || !up.hasGradient())
                 && DecodeOps.takesActivation(gate, up)) {
-            return DecodeOps.activate(gate, up, activation);
+            return DecodeOps.activateInPlace(gate, up, activation);
         }
         return EngineKernels.INSTANCE.activate(gate, up, activation, training);
     }
@@ -365,7 +375,7 @@ public final class CpuKernels implements Kernels {
     }
 
     private SplitProjection split(ProjectionWeight weight) {
-        return weight.prepared(this, SplitProjection.class, () -> new SplitProjection(fewRowProduct));
+        return weight.prepared(this, SplitProjection.class, () -> new SplitProjection(fewRowProduct, placeColumns));
     }
 
     /** @return the bytes the widening buffer holds: 0 until a product widens a weight */
@@ -380,6 +390,8 @@ public final class CpuKernels implements Kernels {
                 + ", compressed product " + (compressedProduct ? "on" : "off")
                 + ", compressed GEMM " + (compressedGemm ? "on" : "off")
                 + ", decode ops " + (decodeOps ? "on" : "off")
+                + ", layer norm " + (layerNorm ? "on" : "off")
+                + ", place columns " + (placeColumns ? "on" : "off")
                 + ", gated product " + (gatedProduct ? "on" : "off")
                 + ", residual product " + (residualProduct ? "on" : "off")
                 + ", project all " + (projectAll ? "on" : "off")

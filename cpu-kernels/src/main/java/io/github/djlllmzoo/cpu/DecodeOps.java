@@ -9,8 +9,8 @@ import java.nio.ByteBuffer;
 
 /**
  * The elementwise operations of a decode step or a prefill, each one call of a native AVX-512
- * kernel ({@code cpu-kernels/src/main/native/decode_ops.c}) writing one output: RMSNorm, the rotary
- * embedding of query or key heads, and the MLP's activation (times the up projection). The engine
+ * kernel ({@code cpu-kernels/src/main/native/decode_ops.c}) writing one output: RMSNorm, LayerNorm,
+ * the rotary embedding of query or key heads, and the MLP's activation (times the up projection). The engine
  * computes each as a chain of five or six calls with an array each, whose fixed cost, not the
  * arithmetic, is their time at a decode step's few rows (docs/PERFORMANCE.md, "A decode step's
  * elementwise operations"); at a prefill's rows they are passes over memory on one core
@@ -19,13 +19,26 @@ import java.nio.ByteBuffer;
  *
  * <p>Used for inference where {@link NativeKernels} are loaded, on float32 CPU arrays held densely
  * (query and key heads also as the transposed view of a projection's rows), unless {@code
- * -Dllmzoo.decodeOps=false}; the results agree with the engine's to float rounding. Inference and
- * the switch are the caller's to check.
+ * -Dllmzoo.decodeOps=false} (LayerNorm: {@code -Dllmzoo.layerNorm=false}); the results agree with
+ * the engine's to float rounding. Inference and the switches are the caller's to check.
  */
 final class DecodeOps {
 
     /** The switch that turns the kernels off: {@code -Dllmzoo.decodeOps=false}. */
     static final String SWITCH = "llmzoo.decodeOps";
+
+    /**
+     * The switch that leaves LayerNorm to the engine (one core, a pass for the moments and one for
+     * the output): {@code -Dllmzoo.layerNorm=false}.
+     */
+    static final String LAYER_NORM_SWITCH = "llmzoo.layerNorm";
+
+    /**
+     * The switch that makes a product split by columns across the cores join its shares on the
+     * calling core after all are done ({@link SplitProjection}), instead of each core writing its
+     * own share into the whole output ({@link #intoColumns}): {@code -Dllmzoo.placeColumns=false}.
+     */
+    static final String COLUMNS_SWITCH = "llmzoo.placeColumns";
 
     /** The largest input the kernels take: what a direct buffer's int offsets reach. */
     static final long MAX_ELEMENTS = Integer.MAX_VALUE / Float.BYTES;
@@ -35,6 +48,13 @@ final class DecodeOps {
      * norm has 98304): below it, a decode step's, a hand-over costs about what it saves.
      */
     static final long SPLIT_MIN_ELEMENTS = Long.getLong("llmzoo.decodeOps.splitMinElements", 1L << 15);
+
+    /** decode_ops.c's numbers for a norm. */
+    private static final int RMS_NORM = 0;
+
+    private static final int RMS_NORM_UNIT_OFFSET = 1;
+
+    private static final int LAYER_NORM = 2;
 
     /** A kernel's call over units {@code [from, to)}. */
     @FunctionalInterface
@@ -92,16 +112,71 @@ final class DecodeOps {
      * @return (..., W), in {@code x}'s manager
      */
     static NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset) {
+        return norm(x, weight, null, eps, unitOffset ? RMS_NORM_UNIT_OFFSET : RMS_NORM);
+    }
+
+    /**
+     * Whether {@link #layerNorm} takes these arrays: float32, dense, on the CPU, a weight and a bias
+     * as wide as {@code x}'s last axis, no more than {@link #MAX_ELEMENTS}.
+     *
+     * @param x input (..., W)
+     * @param weight the scale
+     * @param bias the shift
+     * @return whether the kernel computes the norm
+     */
+    static boolean takesLayerNorm(NDArray x, NDArray weight, NDArray bias) {
+        return takesRmsNorm(x, weight)
+                && bias.getShape().equals(weight.getShape())
+                && NativeKernels.denseFloat32OnCpu(bias);
+    }
+
+    /**
+     * {@code (x - mean) / sqrt(var + eps) * weight + bias} over the last axis, {@code var} the
+     * biased variance (as {@code torch.nn.functional.layer_norm}).
+     *
+     * @param x input (..., W) that {@link #takesLayerNorm} accepts
+     * @param weight (W)
+     * @param bias (W)
+     * @param eps the epsilon added to the variance
+     * @return (..., W), in {@code x}'s manager
+     */
+    static NDArray layerNorm(NDArray x, NDArray weight, NDArray bias, float eps) {
+        return norm(x, weight, bias, eps, LAYER_NORM);
+    }
+
+    /** A norm ({@code kind}: decode_ops.c's number) of the rows of {@code x}, split across the cores. */
+    private static NDArray norm(NDArray x, NDArray weight, NDArray bias, float eps, int kind) {
         Shape shape = x.getShape();
         int width = Math.toIntExact(shape.get(shape.dimension() - 1));
         NDArray out = x.getManager().create(shape, DataType.FLOAT32);
         ByteBuffer xb = NativeKernels.buffer(x);
         ByteBuffer wb = NativeKernels.buffer(weight);
+        ByteBuffer bb = bias == null ? null : NativeKernels.buffer(bias);
         ByteBuffer ob = NativeKernels.buffer(out);
         inParts(Math.toIntExact(shape.size() / width), shape.size(), (from, to) ->
-                rmsNorm(slice(xb, from, to, width), wb, slice(ob, from, to, width), to - from, width, eps,
-                        unitOffset));
+                norm(slice(xb, from, to, width), wb, bb, slice(ob, from, to, width), to - from, width, eps, kind));
         return out;
+    }
+
+    /**
+     * Writes {@code part} (+ {@code bias}) into columns {@code [offset, offset + w)} of {@code out}:
+     * one core's share of a product split by columns ({@link SplitProjection}), placed by that core
+     * where a join on one core would otherwise copy every share after the last one is done. The
+     * sum is the engine's single float addition, so the result equals the join's bit for bit.
+     *
+     * @param part the share (..., w), float32, dense, on the CPU
+     * @param bias its bias (w), or {@code null}
+     * @param out the whole product (..., W), float32, dense, with as many rows
+     * @param offset the share's first column
+     */
+    static void intoColumns(NDArray part, NDArray bias, NDArray out, long offset) {
+        Shape ps = part.getShape();
+        Shape os = out.getShape();
+        int width = Math.toIntExact(ps.get(ps.dimension() - 1));
+        int outWidth = Math.toIntExact(os.get(os.dimension() - 1));
+        intoColumns(NativeKernels.buffer(part), bias == null ? null : NativeKernels.buffer(bias),
+                NativeKernels.buffer(out), Math.toIntExact(ps.size() / Math.max(width, 1)), width, outWidth,
+                Math.toIntExact(offset));
     }
 
     /**
@@ -185,29 +260,31 @@ final class DecodeOps {
     }
 
     /**
-     * {@code act(gate) * up}, or {@code act(gate)} without {@code up}.
+     * {@code act(gate) * up}, or {@code act(gate)} without {@code up}, written over {@code gate}:
+     * at a prefill's rows a fresh output array is one more stream through the caches (its lines
+     * read in before they are written), about 1 % of a GPT-2 prefill (docs/PERFORMANCE.md).
      *
-     * @param gate the pre-activation that {@link #takesActivation} accepts
+     * @param gate the pre-activation that {@link #takesActivation} accepts, which the result
+     *     replaces; the caller must not read it afterwards
      * @param up the up projection, or {@code null}
      * @param activation the activation
-     * @return of {@code gate}'s shape, in its manager
+     * @return {@code gate}, holding the result
      */
-    static NDArray activate(NDArray gate, NDArray up, HiddenActivation activation) {
-        NDArray out = gate.getManager().create(gate.getShape(), DataType.FLOAT32);
+    static NDArray activateInPlace(NDArray gate, NDArray up, HiddenActivation activation) {
         ByteBuffer gb = NativeKernels.buffer(gate);
         ByteBuffer ub = up == null ? null : NativeKernels.buffer(up);
-        ByteBuffer ob = NativeKernels.buffer(out);
         long size = gate.size();
         int code = code(activation);
         int blocks = Math.toIntExact((size + 15) / 16); // split at whole vectors
         inParts(blocks, size, (from, to) -> {
             long first = 16L * from;
             long count = Math.min(size, 16L * to) - first;
-            activate(gb.slice(Math.toIntExact(first * Float.BYTES), Math.toIntExact(count * Float.BYTES)),
+            ByteBuffer part = gb.slice(Math.toIntExact(first * Float.BYTES), Math.toIntExact(count * Float.BYTES));
+            activate(part,
                     ub == null ? null : ub.slice(Math.toIntExact(first * Float.BYTES), Math.toIntExact(count * Float.BYTES)),
-                    ob.slice(Math.toIntExact(first * Float.BYTES), Math.toIntExact(count * Float.BYTES)), count, code);
+                    part, count, code);
         });
-        return out;
+        return gate;
     }
 
     /** decode_ops.c's number for an activation. */
@@ -218,8 +295,12 @@ final class DecodeOps {
         };
     }
 
-    private static native void rmsNorm(
-            ByteBuffer x, ByteBuffer weight, ByteBuffer out, int rows, int width, float eps, boolean unitOffset);
+    private static native void norm(
+            ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer out, int rows, int width, float eps,
+            int kind);
+
+    private static native void intoColumns(
+            ByteBuffer part, ByteBuffer bias, ByteBuffer out, int rows, int width, int outWidth, int offset);
 
     private static native void rotate(
             ByteBuffer x, ByteBuffer cos, ByteBuffer sin, ByteBuffer out, int batch, int heads, int positions,

@@ -3,6 +3,7 @@ package io.github.djlllmzoo.cpu;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.EngineKernels;
 import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
@@ -58,11 +59,17 @@ final class SplitProjection {
     }
 
     private final boolean fewRowKernel;
+    private final boolean placeColumns;
     private volatile Slices slices;
 
-    /** @param fewRowKernel whether products of a few rows may take {@link FewRowProduct}'s kernel */
-    SplitProjection(boolean fewRowKernel) {
+    /**
+     * @param fewRowKernel whether products of a few rows may take {@link FewRowProduct}'s kernel
+     * @param placeColumns whether each core writes its share of a product split by columns into
+     *     the whole output ({@link DecodeOps#intoColumns}) instead of the caller joining the shares
+     */
+    SplitProjection(boolean fewRowKernel, boolean placeColumns) {
         this.fewRowKernel = fewRowKernel;
+        this.placeColumns = placeColumns;
     }
 
     /**
@@ -87,12 +94,18 @@ final class SplitProjection {
             NDArray[] parts = s.parts();
             NDArray[] biases = s.biases();
             if (!transposed(rows)) {
+                NDArray whole = placed(x, weight, weight.getShape().get(0)); // (..., out), or null
+                long[] offsets = offsets(parts, 0);
                 NDArray[] outputs =
-                        CoreWorkers.run(
-                                parts.length,
-                                i -> engineLinear(x, parts[i], biases == null ? null : biases[i]));
+                        CoreWorkers.run(parts.length, i -> {
+                            NDArray part = engineLinear(x, parts[i], biases == null ? null : biases[i]);
+                            return whole == null ? part : into(part, null, whole, offsets[i]);
+                        });
                 if (outputs != null) {
-                    return joined(outputs, -1); // (..., out)
+                    return whole == null ? joined(outputs, -1) : closed(outputs, whole); // (..., out)
+                }
+                if (whole != null) {
+                    whole.close();
                 }
             } else {
                 NDArray columns = columns(x, rows); // (in, N)
@@ -241,6 +254,44 @@ final class SplitProjection {
         return whole;
     }
 
+    /**
+     * The whole output (..., out) that each core writes its share into where {@link #placeColumns}
+     * and the shares are float32, else {@code null} (the shares are then joined).
+     */
+    private NDArray placed(NDArray x, NDArray weight, long out) {
+        if (!placeColumns
+                || !NativeKernels.loaded()
+                || x.getDataType() != DataType.FLOAT32
+                || weight.getDataType() != DataType.FLOAT32) {
+            return null;
+        }
+        Shape shape = x.getShape();
+        return x.getManager().create(shape.slice(0, shape.dimension() - 1).add(out), DataType.FLOAT32);
+    }
+
+    /** Each slice's first column of the whole: the widths along {@code axis} of the slices before it. */
+    private static long[] offsets(NDArray[] parts, int axis) {
+        long[] offsets = new long[parts.length];
+        for (int i = 1; i < parts.length; i++) {
+            offsets[i] = offsets[i - 1] + parts[i - 1].getShape().get(axis);
+        }
+        return offsets;
+    }
+
+    /** A core's share written into its columns of {@code whole}; the share is freed by the caller. */
+    private static NDArray into(NDArray part, NDArray bias, NDArray whole, long offset) {
+        DecodeOps.intoColumns(part, bias, whole, offset);
+        return part;
+    }
+
+    /** {@code whole}, once the shares written into it are freed. */
+    private static NDArray closed(NDArray[] parts, NDArray whole) {
+        for (NDArray part : parts) {
+            part.close();
+        }
+        return whole;
+    }
+
     /** A product made from the weight belongs to the weight's manager; it goes to the input's. */
     private static NDArray attached(NDArray product, NDArray x) {
         product.attach(x.getManager());
@@ -278,7 +329,7 @@ final class SplitProjection {
         }
         Slices s =
                 inference && splitsRows(rows) && splittable(weight)
-                        ? slices(weight, null, 1)
+                        ? slices(weight, bias, 1)
                         : null;
         if (s != null) {
             // One row goes in as a vector: the engine's matrix-vector product reads a column slice
@@ -287,10 +338,22 @@ final class SplitProjection {
             long in = weight.getShape().get(0);
             NDArray rowsIn = rows == 1 ? x.reshape(in) : x.reshape(rows, in); // (in) or (N, in)
             NDArray[] parts = s.parts();
-            NDArray[] outputs = CoreWorkers.run(parts.length, i -> rowsIn.matMul(parts[i])); // (out_i) or (N, out_i)
+            NDArray[] biases = s.biases();
+            NDArray whole = bias == null ? null : placed(x, weight, weight.getShape().get(1)); // (..., out), or null
+            long[] offsets = offsets(parts, 1);
+            NDArray[] outputs = CoreWorkers.run(parts.length, i -> {
+                NDArray part = rowsIn.matMul(parts[i]); // (out_i) or (N, out_i)
+                return whole == null ? part : into(part, biases[i], whole, offsets[i]);
+            });
             if (outputs != null) {
+                if (whole != null) {
+                    return closed(outputs, whole); // (..., out)
+                }
                 Shape out = shape.slice(0, shape.dimension() - 1).add(weight.getShape().get(1));
                 return joined(outputs, -1).addi(bias).reshape(out); // (..., out)
+            }
+            if (whole != null) {
+                whole.close();
             }
         }
         return EngineKernels.product(x, weight, bias, Layout.IN_OUT);

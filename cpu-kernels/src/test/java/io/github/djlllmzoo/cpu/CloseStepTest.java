@@ -18,7 +18,7 @@ class CloseStepTest extends ManagedArraysTest {
     void releasedStepsAreAllClosedSoonAfterWhileLaterStepsComputeCorrectly() throws InterruptedException {
         NDArray weight = manager.randomNormal(new Shape(1000, 384)); // large enough to be split
         NDManager parent = manager.newSubManager();
-        SplitProjection split = new SplitProjection(true);
+        SplitProjection split = new SplitProjection(true, true);
         CpuKernels kernels = new CpuKernels();
         List<NDManager> steps = new ArrayList<>();
         for (int i = 0; i < 40; i++) {

@@ -146,6 +146,11 @@ class CpuKernelsTest extends ManagedArraysTest {
         }
 
         @Override
+        public NDArray layerNorm(NDArray x, NDArray weight, NDArray bias, float eps, boolean training) {
+            return cpu.layerNorm(x, weight, bias, eps, training);
+        }
+
+        @Override
         public NDArray[] rotate(NDArray q, NDArray k, NDList cosSin, boolean training) {
             return cpu.rotate(q, k, cosSin, training);
         }

@@ -1,7 +1,9 @@
 package io.github.djlllmzoo.cpu;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.engine.Engine;
@@ -67,6 +69,66 @@ class DecodeOpsTest extends ManagedArraysTest {
                 int i = r * width + k;
                 assertEquals(reference[i], kernel[i], relative * Math.abs(reference[i]) + Float.MIN_NORMAL,
                         "row " + r + " element " + k);
+            }
+        }
+    }
+
+    /**
+     * Each side sums W elements for the mean (the two means differ by {@link RoundingBound#ofSums}
+     * over W), W squares of the centred values for the variance (relatively, {@code ofSums} of the
+     * squares over their sum, half of it after the root), a mean off by {@code dm} moves each
+     * centred value by {@code dm} and their mean square by {@code dm^2}; then a subtraction, the
+     * epsilon's addition, the root, the reciprocal, two products and the bias's addition round by
+     * half an ulp each. The engine may compute {@code x * (r w) + (b - mean r w)}, whose terms of
+     * {@code |x r w|}, {@code |mean r w|} and {@code |b|} each round too.
+     */
+    @ParameterizedTest(name = "rows={0} W={1} mean={2}")
+    @CsvSource({
+        "1, 768, 0", // a decode step of GPT-2 small
+        "128, 768, 0", // a prefill of GPT-2 small, its rows split across the cores
+        "128, 768, 20", // rows far from zero: the centred values are what is left after cancelling
+        "3, 37, 1", // a width not a multiple of 16
+        "1031, 7, -2", // an odd prefill narrower than one vector
+    })
+    void layerNormEqualsTheReference(int rows, int width, float mean) {
+        NDArray x = manager.randomNormal(new Shape(rows, 1, width)).muli(3).addi(mean);
+        NDArray weight = manager.randomNormal(new Shape(width));
+        NDArray bias = manager.randomNormal(new Shape(width));
+        float eps = 1e-5f;
+        assertTrue(DecodeOps.takesLayerNorm(x, weight, bias));
+        float[] kernel = kernels.layerNorm(x, weight, bias, eps, false).toFloatArray();
+        float[] reference = EngineKernels.INSTANCE.layerNorm(x, weight, bias, eps, false).toFloatArray();
+        float[] xs = x.toFloatArray();
+        float[] ws = weight.toFloatArray();
+        float[] bs = bias.toFloatArray();
+        for (int r = 0; r < rows; r++) {
+            double sum = 0;
+            double squares = 0;
+            for (int k = 0; k < width; k++) {
+                sum += xs[r * width + k];
+                squares += (double) xs[r * width + k] * xs[r * width + k];
+            }
+            double m = sum / width;
+            double centredSquares = 0;
+            double fourth = 0;
+            for (int k = 0; k < width; k++) {
+                double c = xs[r * width + k] - m;
+                centredSquares += c * c;
+                fourth += c * c * c * c;
+            }
+            double dm = RoundingBound.ofSums(width, Math.sqrt(squares)) / width + 2 * U * Math.abs(m);
+            double variance = centredSquares / width;
+            double relativeRoot = (RoundingBound.ofSums(width, Math.sqrt(fourth)) / centredSquares
+                    + dm * dm / variance) / 2 + 2 * 4 * U;
+            double root = 1 / Math.sqrt(variance + eps);
+            for (int k = 0; k < width; k++) {
+                int i = r * width + k;
+                double c = xs[i] - m;
+                double scale = root * Math.abs(ws[k]);
+                double bound = scale * (dm + 2 * U * Math.abs(c))
+                        + scale * Math.abs(c) * (relativeRoot + 2 * 2 * U)
+                        + 2 * U * (scale * (Math.abs(xs[i]) + Math.abs(m)) + Math.abs(bs[k]) + Math.abs(reference[i]));
+                assertEquals(reference[i], kernel[i], bound + Float.MIN_NORMAL, "row " + r + " element " + k);
             }
         }
     }
@@ -143,9 +205,11 @@ class DecodeOpsTest extends ManagedArraysTest {
         NDArray gate = manager.randomNormal(new Shape(1, 1, n)).muli(3);
         NDArray up = withUp ? manager.randomNormal(new Shape(1, 1, n)) : null;
         assertTrue(DecodeOps.takesActivation(gate, up));
-        float[] kernel = kernels.activate(gate, up, activation, false).toFloatArray();
         float[] reference = EngineKernels.INSTANCE.activate(gate, up, activation, false).toFloatArray();
         float[] g = gate.toFloatArray();
+        NDArray activated = kernels.activate(gate, up, activation, false);
+        assertSame(gate, activated, "the result is written over the gate, no fresh array");
+        float[] kernel = activated.toFloatArray();
         float[] u = withUp ? up.toFloatArray() : null;
         for (int i = 0; i < n; i++) {
             double argument = activation == HiddenActivation.SILU
@@ -179,6 +243,9 @@ class DecodeOpsTest extends ManagedArraysTest {
         NDArray weight = manager.randomNormal(new Shape(64));
         NDArray half = manager.randomNormal(new Shape(1, 1, 64)).toType(DataType.FLOAT16, false);
         assertFalse(DecodeOps.takesRmsNorm(half, weight), "a float16 input");
+        assertFalse(DecodeOps.takesLayerNorm(half, weight, weight), "a float16 input");
+        assertFalse(DecodeOps.takesLayerNorm(manager.randomNormal(new Shape(1, 1, 64)), weight,
+                manager.randomNormal(new Shape(32))), "a narrower bias");
         assertFalse(DecodeOps.takesActivation(half, null), "a float16 input");
         NDArray strided = manager.randomNormal(new Shape(2, 3, 64)).transpose(1, 0, 2);
         assertFalse(DecodeOps.takesRmsNorm(strided, weight), "a transposed view");
@@ -193,6 +260,35 @@ class DecodeOpsTest extends ManagedArraysTest {
                 .cosSin(manager.create(new long[] {1, 2, 3}, new Shape(1, 3)), manager, DataType.FLOAT32);
         NDArray everyOther = manager.randomNormal(new Shape(2, 4, 6, 16)).get(":, :, ::2, :"); // (2, 4, 3, 16)
         assertFalse(DecodeOps.takesRotation(everyOther, three), "heads that are neither dense nor rows transposed");
+    }
+
+    @Test
+    void aTrainingPassThroughLayerNormRecordsGradientsThroughTheReference() {
+        NDArray x = manager.randomNormal(new Shape(2, 3, 32));
+        NDArray weight = manager.randomNormal(new Shape(32));
+        NDArray bias = manager.randomNormal(new Shape(32));
+        bias.setRequiresGradient(true);
+        try (GradientCollector collector = Engine.getInstance().newGradientCollector()) {
+            collector.backward(kernels.layerNorm(x, weight, bias, 1e-5f, true).sum());
+        }
+        assertTrue(bias.getGradient().abs().sum().getFloat() > 0, "the norm's bias got a gradient");
+    }
+
+    @Test
+    void theLayerNormSwitchLeavesTheNormToTheEngine() {
+        NDArray x = manager.randomNormal(new Shape(4, 1, 40)).addi(7);
+        NDArray weight = manager.randomNormal(new Shape(40));
+        NDArray bias = manager.randomNormal(new Shape(40));
+        System.setProperty(DecodeOps.LAYER_NORM_SWITCH, "false");
+        try {
+            CpuKernels off = new CpuKernels(true, true);
+            assertTrue(off.toString().contains("layer norm off"), off.toString());
+            float[] engine = EngineKernels.INSTANCE.layerNorm(x, weight, bias, 1e-5f, false).toFloatArray();
+            assertArrayEquals(engine, off.layerNorm(x, weight, bias, 1e-5f, false).toFloatArray(),
+                    "with the switch off the engine computes it, bit for bit");
+        } finally {
+            System.clearProperty(DecodeOps.LAYER_NORM_SWITCH);
+        }
     }
 
     @Test

@@ -61,7 +61,7 @@ class SplitProjectionTest extends ManagedArraysTest {
     void aSplitMatMulAddOfOneRowEqualsMatMulPlusBias() {
         NDArray weight = manager.randomNormal(new Shape(IN, OUT)); // (in, out), GPT-2's Conv1D
         NDArray bias = manager.randomNormal(new Shape(OUT));
-        SplitProjection split = new SplitProjection(true);
+        SplitProjection split = new SplitProjection(true, true);
         try (NDManager scope = manager.newSubManager()) {
             NDArray x = scope.randomNormal(new Shape(1, 1, IN));
             NDArray actual = split.matMulAdd(x, weight, bias, false);
@@ -74,7 +74,7 @@ class SplitProjectionTest extends ManagedArraysTest {
     @Test
     void severalRowsAndTrainingPassesGiveTheSameValuesAsTheEngine() {
         NDArray weight = manager.randomNormal(new Shape(OUT, IN));
-        SplitProjection split = new SplitProjection(true);
+        SplitProjection split = new SplitProjection(true, true);
         try (NDManager scope = manager.newSubManager()) {
             NDArray rows = scope.randomNormal(new Shape(2, 3, IN));
             assertArrayEquals(
@@ -95,8 +95,8 @@ class SplitProjectionTest extends ManagedArraysTest {
         NDArray weight = manager.randomNormal(new Shape(OUT, IN)); // (out, in)
         NDArray bias = manager.randomNormal(new Shape(OUT));
         NDArray conv = manager.randomNormal(new Shape(IN, OUT)); // (in, out)
-        SplitProjection linear = new SplitProjection(true);
-        SplitProjection matMulAdd = new SplitProjection(true);
+        SplitProjection linear = new SplitProjection(true, true);
+        SplitProjection matMulAdd = new SplitProjection(true, true);
         int afterFirstStep = -1;
         for (int step = 0; step < 3; step++) {
             try (NDManager scope = manager.newSubManager()) {
@@ -118,6 +118,31 @@ class SplitProjectionTest extends ManagedArraysTest {
                 afterFirstStep = manager.getManagedArrays().size();
             }
             assertEquals(afterFirstStep, manager.getManagedArrays().size(), "arrays of the weights' manager, step " + step);
+        }
+    }
+
+    /**
+     * Each core writing its columns into the whole output holds the same floats as the shares
+     * joined afterwards: the same products, and the bias added by one float addition either way.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {1, 3, 16})
+    void sharesWrittenIntoTheirColumnsEqualTheJoinedSharesBitForBit(int rows) throws Exception {
+        NativeKernelsAssumption.assumeKernelsLoaded();
+        assumeTrue(CoreWorkers.PARALLELISM > 1, "one core: nothing is split");
+        NDArray weight = manager.randomNormal(new Shape(OUT, IN)); // (out, in)
+        NDArray conv = manager.randomNormal(new Shape(IN, OUT)); // (in, out)
+        NDArray bias = manager.randomNormal(new Shape(OUT));
+        SplitProjection placed = new SplitProjection(false, true);
+        SplitProjection joined = new SplitProjection(false, false);
+        try (NDManager scope = manager.newSubManager()) {
+            NDArray x = scope.randomNormal(new Shape(rows, 1, IN));
+            assertArrayEquals(joined.linear(x, weight, bias, false).toFloatArray(),
+                    placed.linear(x, weight, bias, false).toFloatArray(), "linear");
+            NDArray fromPlaced = placed.matMulAdd(x, conv, bias, false);
+            assertEquals(new Shape(rows, 1, OUT), fromPlaced.getShape());
+            assertArrayEquals(joined.matMulAdd(x, conv, bias, false).toFloatArray(), fromPlaced.toFloatArray(),
+                    "matMulAdd");
         }
     }
 
@@ -168,12 +193,13 @@ class SplitProjectionTest extends ManagedArraysTest {
             NDArray x = inputs.randomNormal(new Shape(1, 128, IN)); // a 128-token prompt
             int before = manager.getManagedArrays().size();
             TorchThreads.setIntraOp(2);
-            new SplitProjection(true).linear(x, weight, bias, false);
+            new SplitProjection(true, true).linear(x, weight, bias, false);
             assertEquals(before, manager.getManagedArrays().size(), "two engine threads: no slices made");
             TorchThreads.setIntraOp(1);
-            NDArray linear = new SplitProjection(true).linear(x, weight, bias, false);
-            NDArray matMulAdd = new SplitProjection(true).matMulAdd(x, conv, bias, false);
-            assertEquals(before + 3 * CoreWorkers.PARALLELISM, manager.getManagedArrays().size(), "slices of both weights and the bias");
+            NDArray linear = new SplitProjection(true, true).linear(x, weight, bias, false);
+            NDArray matMulAdd = new SplitProjection(true, true).matMulAdd(x, conv, bias, false);
+            assertEquals(before + 4 * CoreWorkers.PARALLELISM, manager.getManagedArrays().size(),
+                    "slices of both weights, and of the bias for each");
             assertArrayEquals(
                     x.getNDArrayInternal().linear(x, weight, bias).singletonOrThrow().toFloatArray(),
                     linear.toFloatArray(),
@@ -189,7 +215,7 @@ class SplitProjectionTest extends ManagedArraysTest {
     @ValueSource(ints = {1, 8})
     void concurrentCallersAllGetTheirOwnResults(int rows) throws Exception {
         NDArray weight = manager.randomNormal(new Shape(OUT, IN));
-        SplitProjection split = new SplitProjection(true);
+        SplitProjection split = new SplitProjection(true, true);
         try (NDManager scope = manager.newSubManager()) { // makes the slices
             split.linear(scope.randomNormal(new Shape(rows, 1, IN)), weight, null, false);
         }

@@ -13,7 +13,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * Every golden case (sliding windows and Gemma's soft-capped scores among them) generates its greedy
  * continuation with each switchable CPU kernel on and, with its switch {@code false}, off: the norms,
- * rotary embedding and activation ({@code -Dllmzoo.decodeOps}), the prompt's attention ({@code
+ * rotary embedding and activation ({@code -Dllmzoo.decodeOps}), LayerNorm ({@code
+ * -Dllmzoo.layerNorm}), each core's share of a split product written into the whole ({@code
+ * -Dllmzoo.placeColumns}), the prompt's attention ({@code
  * -Dllmzoo.prefillAttention}), q, k and v in one hand-over ({@code -Dllmzoo.projectAll}), the new
  * key and value written by the attention kernel ({@code -Dllmzoo.decodeAttention.writeCache}), the
  * gated MLP's fused products ({@code -Dllmzoo.gatedProduct}), the attention's and MLP's last
@@ -26,6 +28,8 @@ class KernelSwitchesGoldenTest {
     /** Each switch's system property and the words {@code CpuKernels.toString} names it by. */
     private static final String[][] SWITCHES = {
         {"llmzoo.decodeOps", "decode ops"},
+        {"llmzoo.layerNorm", "layer norm"},
+        {"llmzoo.placeColumns", "place columns"},
         {"llmzoo.prefillAttention", "prefill attention"},
         {"llmzoo.projectAll", "project all"},
         {"llmzoo.decodeAttention.writeCache", "attention writes cache"},
