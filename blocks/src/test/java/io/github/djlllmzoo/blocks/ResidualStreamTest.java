@@ -56,6 +56,11 @@ class ResidualStreamTest {
         }
 
         @Override
+        public NDArray layerNorm(NDArray x, NDArray weight, NDArray bias, float eps, boolean training) {
+            return engine.layerNorm(x, weight, bias, eps, training);
+        }
+
+        @Override
         public NDArray[] rotate(NDArray q, NDArray k, NDList cosSin, boolean training) {
             return engine.rotate(q, k, cosSin, training);
         }
