@@ -80,6 +80,21 @@ static inline __attribute__((always_inline)) __m512 widen16(const void *codes, s
 }
 
 /*
+ * The end of an output's run of inputs for rows of x: each row's 16 lanes summed into out (last,
+ * with the bias) or put back into carry for the next run.
+ */
+static inline __attribute__((always_inline)) void finish_rows(
+        const __m512 *acc, int rows, int last, const float *bias, float *out, int out_features, int n, __m512 *carry) {
+    for (int r = 0; r < rows; r++) {
+        if (last) {
+            out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
+        } else {
+            carry[r] = acc[r];
+        }
+    }
+}
+
+/*
  * The inputs [k0, k1) of output n for rows of x: each row's 16 lanes start at 0 (first) or at its
  * sums so far in carry, and are summed into out (last) or put back into carry. An output's sums go
  * in the same order however its inputs are tiled.
@@ -109,13 +124,7 @@ static inline __attribute__((always_inline)) void weight_rows(
             acc[r] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(xr + 16), acc[r]);
         }
     }
-    for (int r = 0; r < rows; r++) {
-        if (last) {
-            out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
-        } else {
-            carry[r] = acc[r];
-        }
-    }
+    finish_rows(acc, rows, last, bias, out, out_features, n, carry);
 }
 
 /*
@@ -267,13 +276,7 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
             acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), both, acc[r]);
         }
     }
-    for (int r = 0; r < rows; r++) {
-        if (last) {
-            out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
-        } else {
-            carry[r] = acc[r];
-        }
-    }
+    finish_rows(acc, rows, last, bias, out, out_features, n, carry);
 }
 
 /* Calls NAME_rows(..., R) with the row count R fixed, so the loops over the rows unroll. */
@@ -452,13 +455,7 @@ static inline __attribute__((always_inline)) VNNI_TARGET void blocked_weight_row
             acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), both, acc[r]);
         }
     }
-    for (int r = 0; r < rows; r++) {
-        if (last) {
-            out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
-        } else {
-            carry[r] = acc[r];
-        }
-    }
+    finish_rows(acc, rows, last, bias, out, out_features, n, carry);
 }
 
 /* Inputs per tile for the blocked rows (2 bytes a row per input, as the per-chunk kernel): whole
@@ -527,13 +524,7 @@ static inline __attribute__((always_inline)) BF16_TARGET void bf16_weight_rows(
             acc[r] = _mm512_dpbf16_ps(acc[r], w, split[cell + 1]);
         }
     }
-    for (int r = 0; r < rows; r++) {
-        if (last) {
-            out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
-        } else {
-            carry[r] = acc[r];
-        }
-    }
+    finish_rows(acc, rows, last, bias, out, out_features, n, carry);
 }
 
 #define BF16_CALL(k0, k1, first, last, at) \
