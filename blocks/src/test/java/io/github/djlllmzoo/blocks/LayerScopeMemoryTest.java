@@ -8,9 +8,6 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.GradientCollector;
-import com.google.gson.JsonObject;
-import io.github.djlllmzoo.blocks.config.ConfigJson;
-import io.github.djlllmzoo.blocks.config.LlamaConfig;
 import org.junit.jupiter.api.Test;
 
 /** A pass over many positions frees each layer's intermediate arrays as the layer returns. */
@@ -59,7 +56,7 @@ class LayerScopeMemoryTest {
         int[] held = new int[LAYERS.length];
         for (int i = 0; i < LAYERS.length; i++) {
             try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
-                CausalLmBlock model = DecoderModels.create(config(LAYERS[i]));
+                CausalLmBlock model = DecoderModels.create(TinyConfigs.llama(LAYERS[i]));
                 LlamaModelTest.setRandomWeights(model, manager);
                 try (NDManager scope = manager.newSubManager()) {
                     held[i] = pass.held(model, scope);
@@ -79,18 +76,5 @@ class LayerScopeMemoryTest {
         int perLayer = (held[1] - held[0]) / (LAYERS[1] - LAYERS[0]);
         assertTrue(perLayer <= most, "arrays the pass's manager holds per layer: " + perLayer + " (" + held[0]
                 + " with " + LAYERS[0] + " layers, " + held[1] + " with " + LAYERS[1] + ")");
-    }
-
-    private static LlamaConfig config(int layers) throws Exception {
-        JsonObject json = new JsonObject();
-        json.addProperty("model_type", "llama");
-        json.addProperty("num_hidden_layers", layers);
-        json.addProperty("max_position_embeddings", 16);
-        json.addProperty("vocab_size", 20);
-        json.addProperty("hidden_size", 8);
-        json.addProperty("intermediate_size", 12);
-        json.addProperty("num_attention_heads", 2);
-        json.addProperty("num_key_value_heads", 1);
-        return LlamaConfig.parse(ConfigJson.of(null, json));
     }
 }

@@ -8,12 +8,8 @@ import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
-import com.google.gson.JsonObject;
-import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
-import io.github.djlllmzoo.blocks.config.Gpt2Config;
 import io.github.djlllmzoo.blocks.config.HiddenActivation;
-import io.github.djlllmzoo.blocks.config.LlamaConfig;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -131,24 +127,6 @@ class ResidualStreamTest {
     }
 
     private static DecoderConfig config(String family) throws Exception {
-        JsonObject json = new JsonObject();
-        if (family.equals("llama")) {
-            json.addProperty("model_type", "llama");
-            json.addProperty("num_hidden_layers", LAYERS);
-            json.addProperty("max_position_embeddings", 16);
-            json.addProperty("vocab_size", 20);
-            json.addProperty("hidden_size", 8);
-            json.addProperty("intermediate_size", 12);
-            json.addProperty("num_attention_heads", 2);
-            json.addProperty("num_key_value_heads", 1);
-            return LlamaConfig.parse(ConfigJson.of(null, json));
-        }
-        json.addProperty("model_type", "gpt2");
-        json.addProperty("n_layer", LAYERS);
-        json.addProperty("n_positions", 16);
-        json.addProperty("vocab_size", 20);
-        json.addProperty("n_embd", 8);
-        json.addProperty("n_head", 2);
-        return Gpt2Config.parse(ConfigJson.of(null, json));
+        return family.equals("llama") ? TinyConfigs.llama(LAYERS) : TinyConfigs.gpt2(LAYERS);
     }
 }
