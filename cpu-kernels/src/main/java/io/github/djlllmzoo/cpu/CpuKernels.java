@@ -15,6 +15,7 @@ import io.github.djlllmzoo.blocks.ProjectionWeight;
 import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
 import io.github.djlllmzoo.blocks.config.HiddenActivation;
+import java.util.function.Supplier;
 
 /**
  * The {@link Kernels} of models that PyTorch runs on the CPU ({@link CpuKernelsProvider}): a decode
@@ -87,9 +88,7 @@ public final class CpuKernels implements Kernels {
 
     @Override
     public NDArray project(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training) {
-        return dynamicSplit
-                ? projectShared(x, weight, store, training)
-                : CoreWorkers.withFixedShares(() -> projectShared(x, weight, store, training));
+        return shared(() -> projectShared(x, weight, store, training));
     }
 
     private NDArray projectShared(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training) {
@@ -125,9 +124,7 @@ public final class CpuKernels implements Kernels {
     @Override
     public NDArray[] projectPair(
             NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
-        return dynamicSplit
-                ? projectPairShared(x, first, second, store, training)
-                : CoreWorkers.withFixedShares(() -> projectPairShared(x, first, second, store, training));
+        return shared(() -> projectPairShared(x, first, second, store, training));
     }
 
     private NDArray[] projectPairShared(
@@ -166,9 +163,7 @@ public final class CpuKernels implements Kernels {
      */
     @Override
     public NDArray[] projectAll(NDArray x, ProjectionWeight[] weights, ParameterStore store, boolean training) {
-        return dynamicSplit
-                ? projectAllShared(x, weights, store, training)
-                : CoreWorkers.withFixedShares(() -> projectAllShared(x, weights, store, training));
+        return shared(() -> projectAllShared(x, weights, store, training));
     }
 
     private NDArray[] projectAllShared(NDArray x, ProjectionWeight[] weights, ParameterStore store, boolean training) {
@@ -323,10 +318,8 @@ public final class CpuKernels implements Kernels {
             ParameterStore store,
             boolean training) {
         if (gatedProduct && CoreWorkers.inferenceOnCpu(x, training)) {
-            NDArray fused = dynamicSplit
-                    ? FusedProducts.gated(x, gate, up, activation, store, fewRowProduct, compressedProduct)
-                    : CoreWorkers.withFixedShares(() ->
-                            FusedProducts.gated(x, gate, up, activation, store, fewRowProduct, compressedProduct));
+            NDArray fused =
+                    shared(() -> FusedProducts.gated(x, gate, up, activation, store, fewRowProduct, compressedProduct));
             if (fused != null) {
                 return fused;
             }
@@ -338,10 +331,8 @@ public final class CpuKernels implements Kernels {
     public NDArray projectAdd(
             NDArray x, ProjectionWeight weight, NDArray residual, ParameterStore store, boolean training) {
         if (residualProduct && CoreWorkers.inferenceOnCpu(x, training)) {
-            NDArray sum = dynamicSplit
-                    ? FusedProducts.residual(x, weight, residual, store, fewRowProduct, compressedProduct)
-                    : CoreWorkers.withFixedShares(() ->
-                            FusedProducts.residual(x, weight, residual, store, fewRowProduct, compressedProduct));
+            NDArray sum =
+                    shared(() -> FusedProducts.residual(x, weight, residual, store, fewRowProduct, compressedProduct));
             if (sum != null) {
                 return sum;
             }
@@ -372,6 +363,14 @@ public final class CpuKernels implements Kernels {
     @Override
     public void closeStep(NDManager step) {
         CoreWorkers.release(step);
+    }
+
+    /**
+     * Computes {@code products} with their columns shared as {@link #dynamicSplit} says: a pool for
+     * whichever core is free, or one fixed share a core ({@link CoreWorkers#withFixedShares}).
+     */
+    private <T> T shared(Supplier<T> products) {
+        return dynamicSplit ? products.get() : CoreWorkers.withFixedShares(products);
     }
 
     private SplitProjection split(ProjectionWeight weight) {
