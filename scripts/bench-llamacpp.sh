@@ -5,10 +5,13 @@
 #
 #   scripts/bench-llamacpp.sh [--shape gpt2-small|gpt2-tiny|llama-110m|tinyllama-1.1b] [--runs 3] [--threads 2]
 #                             [--prompt-tokens 128] [--new-tokens 128] [--dir DIR] [--formats f32,f16,bf16,q8_0]
-#                             [--warmup 1]
+#                             [--warmup 1] [--rounds 1]
 #
 # --warmup: llmzoo bench's untimed runs before the timed ones (the JVM compiles its hot code over the first
 # runs); llama-bench makes one untimed warm-up run of its own.
+# --rounds N: measure each format N times, the two engines back to back in each round and their order swapped
+# from round to round, so that a slow minute of this shared machine lands on one pair and not on one engine; the
+# table gives each round's ratio and their median (the figure to compare with a target).
 # Pairs: F32 ~ float32, F16 ~ float16, BF16 ~ bfloat16, Q8_0 ~ int8 (both: symmetric int8 codes, one float
 # scale per 32 inputs; llama.cpp's scale is float16, ours float32). The formats alternate engine by engine
 # so a change of load hits both. llama-bench decodes tg from an empty context with its default F16 KV cache;
@@ -16,18 +19,19 @@
 # /tmp/llamacpp-peer, outside the repository) and the checkpoint and GGUF files are kept under --dir.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-shape=llama-110m runs=3 threads=2 prompt_tokens=128 new_tokens=128 dir="" formats=f32,f16,bf16,q8_0 warmup=1
+shape=llama-110m runs=3 threads=2 prompt_tokens=128 new_tokens=128 dir="" formats=f32,f16,bf16,q8_0 warmup=1 rounds=1
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { echo "error: $1 needs a value" >&2; exit 2; }
   case "$1" in
     --shape) shape="$2";; --runs) runs="$2";; --threads) threads="$2";; --dir) dir="$2";;
     --prompt-tokens) prompt_tokens="$2";; --new-tokens) new_tokens="$2";; --formats) formats="$2";;
-    --warmup) warmup="$2";;
+    --warmup) warmup="$2";; --rounds) rounds="$2";;
     *) echo "error: unknown option $1" >&2; exit 2;;
   esac
   shift 2
 done
 [[ "$warmup" =~ ^[0-9]+$ ]] || { echo "error: --warmup takes a count of runs (0 or more), not '$warmup'" >&2; exit 2; }
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "error: --rounds takes a count of rounds (1 or more), not '$rounds'" >&2; exit 2; }
 kit="${LLAMACPP_KIT:-$root/../shared/peers/llamacpp}"
 fixtures="${LLMZOO_FIXTURES:-$root/../shared/fixtures}"
 [ -x "$kit/build.sh" ] || { echo "error: no llama.cpp kit at $kit (set LLAMACPP_KIT)" >&2; exit 2; }
@@ -65,35 +69,76 @@ if [ ! -f "$gguf-bf16.gguf" ] || [ "$gguf-f32.gguf" -nt "$gguf-bf16.gguf" ]; the
 fi
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-for f in "${format_list[@]}"; do
-  echo "llama.cpp $f ..." >&2
-  "$bin/llama-bench" -m "$gguf-$f.gguf" -p "$prompt_tokens" -n "$new_tokens" -t "$threads" -r "$runs" -o json \
-    > "$out/llamacpp-$f.json" 2> "$out/llamacpp-$f.log"
-  d="$(dtype_of "$f")"
-  echo "llmzoo $d ..." >&2
+run_llamacpp() {
+  echo "round $2: llama.cpp $1 ..." >&2
+  "$bin/llama-bench" -m "$gguf-$1.gguf" -p "$prompt_tokens" -n "$new_tokens" -t "$threads" -r "$runs" -o json \
+    > "$out/llamacpp-$1-$2.json" 2> "$out/llamacpp-$1-$2.log"
+}
+run_llmzoo() {
+  local d; d="$(dtype_of "$1")"
+  echo "round $2: llmzoo $d ..." >&2
   "$root/bin/llmzoo" bench --model "$dir" --dtype "$d" --prompt-tokens "$prompt_tokens" --new-tokens "$new_tokens" \
     --runs "$runs" --warmup "$warmup" --long-positions 0 --bandwidth-mib 0 --compute-size 0 --output json \
-    > "$out/llmzoo-$d.json" 2> "$out/llmzoo-$d.log"
+    > "$out/llmzoo-$d-$2.json" 2> "$out/llmzoo-$d-$2.log"
+}
+for ((round = 1; round <= rounds; round++)); do
+  for f in "${format_list[@]}"; do
+    if ((round % 2)); then run_llamacpp "$f" "$round"; run_llmzoo "$f" "$round"
+    else run_llmzoo "$f" "$round"; run_llamacpp "$f" "$round"; fi
+  done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-echo "$shape, random weights ($dir), $prompt_tokens-token prompt, $new_tokens new tokens, $threads threads, $runs runs; $cpu"
-python3 - "$out" "$formats" << 'EOF'
-import json, sys
-out, formats = sys.argv[1], sys.argv[2].split(",")
+echo "$shape, random weights ($dir), $prompt_tokens-token prompt, $new_tokens new tokens, $threads threads, $runs runs, $rounds rounds; $cpu"
+python3 - "$out" "$formats" "$rounds" << 'EOF'
+import json, statistics, sys
+out, formats, rounds = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3])
 dtypes = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "q8_0": "int8"}
-print("| llama.cpp | pp tok/s | tg tok/s | llmzoo | prefill tok/s | decode tok/s | prefill ratio | decode ratio"
-      " | llmzoo MB read/token | llmzoo MB held | llmzoo peak RSS MiB | llmzoo load peak MiB | llmzoo anon / file MiB |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-for f in formats:
-    tests = json.load(open(f"{out}/llamacpp-{f}.json"))
+
+def llamacpp(f, r):
+    tests = json.load(open(f"{out}/llamacpp-{f}-{r}.json"))
     pp = next(t["avg_ts"] for t in tests if t["n_prompt"] > 0 and t["n_gen"] == 0)
     tg = next(t["avg_ts"] for t in tests if t["n_gen"] > 0 and t["n_prompt"] == 0)
-    ours = json.load(open(f"{out}/llmzoo-{dtypes[f]}.json"))
-    prefill, decode = ours["prefill_tokens_per_s"], ours["decode_tokens_per_s"]
-    print(f"| {f.upper()} | {pp:.1f} | {tg:.1f} | {dtypes[f]} | {prefill:.1f} | {decode:.1f} | {prefill / pp:.2f}"
-          f" | {decode / tg:.2f} | {ours['weight_bytes'] / 1e6:.1f} | {ours['resident_weight_bytes'] / 1e6:.1f}"
-          f" | {ours['peak_rss_mb']:.0f} | {ours['load_peak_rss_mb']:.0f}"
-          f" | {ours['rss_anon_mb']:.0f} / {ours['rss_file_mb']:.0f} |")
+    return pp, tg
+
+def llmzoo(f, r):
+    return json.load(open(f"{out}/llmzoo-{dtypes[f]}-{r}.json"))
+
+def rounds_text(values):
+    return " ".join(f"{v:.2f}" for v in values)
+
+print("Each round's tokens/s (llama.cpp pp / tg, llmzoo prefill / decode):")
+for f in formats:
+    for r in range(1, rounds + 1):
+        pp, tg = llamacpp(f, r)
+        ours = llmzoo(f, r)
+        print(f"  {f.upper()} round {r}: llama.cpp {pp:.1f} / {tg:.1f}, llmzoo {dtypes[f]}"
+              f" {ours['prefill_tokens_per_s']:.1f} / {ours['decode_tokens_per_s']:.1f}")
+print()
+print("| llama.cpp | pp tok/s | tg tok/s | llmzoo | prefill tok/s | decode tok/s | prefill ratio | decode ratio"
+      " | prefill ratio by round | decode ratio by round"
+      " | llmzoo MB read/token | llmzoo MB held | llmzoo peak RSS MiB | llmzoo load peak MiB | llmzoo anon / file MiB |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+decode_ratios = {}
+for f in formats:
+    theirs = [llamacpp(f, r) for r in range(1, rounds + 1)]
+    ours = [llmzoo(f, r) for r in range(1, rounds + 1)]
+    prefill_ratios = [o["prefill_tokens_per_s"] / t[0] for o, t in zip(ours, theirs)]
+    decode_ratios[f] = [o["decode_tokens_per_s"] / t[1] for o, t in zip(ours, theirs)]
+    last = ours[-1]
+    print(f"| {f.upper()} | {statistics.median(t[0] for t in theirs):.1f} | {statistics.median(t[1] for t in theirs):.1f}"
+          f" | {dtypes[f]} | {statistics.median(o['prefill_tokens_per_s'] for o in ours):.1f}"
+          f" | {statistics.median(o['decode_tokens_per_s'] for o in ours):.1f}"
+          f" | {statistics.median(prefill_ratios):.2f} | {statistics.median(decode_ratios[f]):.2f}"
+          f" | {rounds_text(prefill_ratios)} | {rounds_text(decode_ratios[f])}"
+          f" | {last['weight_bytes'] / 1e6:.1f} | {last['resident_weight_bytes'] / 1e6:.1f}"
+          f" | {max(o['peak_rss_mb'] for o in ours):.0f} | {max(o['load_peak_rss_mb'] for o in ours):.0f}"
+          f" | {last['rss_anon_mb']:.0f} / {last['rss_file_mb']:.0f} |")
+if "f16" in formats and "bf16" in formats:
+    # Issue 21 compares bfloat16's decode with llama.cpp's F16 as well as BF16.
+    against_f16 = [llmzoo("bf16", r)["decode_tokens_per_s"] / llamacpp("f16", r)[1] for r in range(1, rounds + 1)]
+    print()
+    print(f"bfloat16 decode against llama.cpp F16: median {statistics.median(against_f16):.2f}"
+          f" (by round {rounds_text(against_f16)})")
 EOF
