@@ -149,7 +149,8 @@ public interface Kernels {
     /**
      * Rotates query and key heads by the rotary embedding ({@link RotaryEmbedding#rotate}, each).
      *
-     * @param q queries (B, H, T, D); the results are attached to their managers
+     * @param q queries (B, H, T, D); the results are attached to their managers; the caller must
+     *     not read {@code q} and {@code k} afterwards (they may be the results, rotated in place)
      * @param k keys (B, H_kv, T, D)
      * @param cosSin the factors {@link RotaryEmbedding#cosSin} gathered for these positions
      * @param training whether this is a training pass

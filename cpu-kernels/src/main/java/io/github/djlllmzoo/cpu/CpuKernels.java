@@ -39,7 +39,8 @@ import java.util.function.Supplier;
  * -Dllmzoo.placeColumns}, {@code -Dllmzoo.prefillAttention}, {@code -Dllmzoo.projectAll}, {@code
  * -Dllmzoo.decodeAttention.writeCache}, {@code -Dllmzoo.gatedProduct}, {@code
  * -Dllmzoo.residualProduct}, {@code -Dllmzoo.cpu.dynamicSplit}: a product's columns claimed by
- * whichever core is free, else one fixed share a core) is not {@code false}. Each call then takes a
+ * whichever core is free, else one fixed share a core; {@code -Dllmzoo.rotateInPlace}: dense query and
+ * key heads rotated over themselves, else into new arrays) is not {@code false}. Each call then takes a
  * kernel where it can read the arrays (inference on the CPU, float32 and dense for the native ones,
  * the row counts and shapes each kernel takes) and the engine's operations, as {@link
  * io.github.djlllmzoo.blocks.EngineKernels} computes them, elsewhere.
@@ -66,6 +67,8 @@ public final class CpuKernels implements Kernels {
     /** Whether the decode attention kernel writes a step's new keys and values into the cache. */
     private final boolean attentionWritesCache = NativeKernels.enabled(DecodeAttention.WRITE_SWITCH);
     private final boolean prefillAttention = NativeKernels.enabled(PrefillAttention.SWITCH);
+    /** Whether dense query and key heads are rotated in place ({@link DecodeOps#rotateInPlace}). */
+    private final boolean rotateInPlace = NativeKernels.enabled(DecodeOps.ROTATE_IN_PLACE_SWITCH);
     /** Whether a product's columns go to whichever core is free ({@link CoreWorkers#share}). */
     private final boolean dynamicSplit = NativeKernels.enabled(CoreWorkers.DYNAMIC_SPLIT_SWITCH);
 
@@ -293,9 +296,16 @@ public final class CpuKernels implements Kernels {
                 && !k.hasGradient()
                 && DecodeOps.takesRotation(q, cosSin)
                 && DecodeOps.takesRotation(k, cosSin)) {
-            return new NDArray[] {DecodeOps.rotate(q, cosSin), DecodeOps.rotate(k, cosSin)};
+            return new NDArray[] {rotated(q, cosSin), rotated(k, cosSin)};
         }
         return EngineKernels.INSTANCE.rotate(q, k, cosSin, training);
+    }
+
+    /** Heads rotated in place where they are dense and the switch allows, else into a new array. */
+    private NDArray rotated(NDArray x, NDList cosSin) {
+        return rotateInPlace && NativeKernels.denseFloat32OnCpu(x)
+                ? DecodeOps.rotateInPlace(x, cosSin)
+                : DecodeOps.rotate(x, cosSin);
     }
 
     @Override
@@ -396,6 +406,7 @@ public final class CpuKernels implements Kernels {
                 + ", project all " + (projectAll ? "on" : "off")
                 + ", attention writes cache " + (attentionWritesCache ? "on" : "off")
                 + ", prefill attention " + (prefillAttention ? "on" : "off")
-                + ", dynamic split " + (dynamicSplit ? "on" : "off") + ")";
+                + ", dynamic split " + (dynamicSplit ? "on" : "off")
+                + ", rotate in place " + (rotateInPlace ? "on" : "off") + ")";
     }
 }

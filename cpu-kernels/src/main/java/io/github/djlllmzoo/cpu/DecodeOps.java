@@ -40,6 +40,12 @@ final class DecodeOps {
      */
     static final String COLUMNS_SWITCH = "llmzoo.placeColumns";
 
+    /**
+     * The switch that makes the rotary embedding write new arrays instead of rotating dense query
+     * and key heads in place ({@link #rotateInPlace}): {@code -Dllmzoo.rotateInPlace=false}.
+     */
+    static final String ROTATE_IN_PLACE_SWITCH = "llmzoo.rotateInPlace";
+
     /** The largest input the kernels take: what a direct buffer's int offsets reach. */
     static final long MAX_ELEMENTS = Integer.MAX_VALUE / Float.BYTES;
 
@@ -241,6 +247,31 @@ final class DecodeOps {
             source.close();
         }
         return out;
+    }
+
+    /**
+     * {@link #rotate} written over {@code x}, as a decode step takes it: no output array, whose
+     * engine call costs several times the rotation of one position's heads (docs/PERFORMANCE.md,
+     * "A Llama decode step's calls outside the products"). Each vector of both halves of a head is
+     * read before either is written, so the result is {@link #rotate}'s bit for bit.
+     *
+     * @param x heads (B, H, T, D) that {@link #takesRotation} accepts, held densely; the result
+     *     replaces them, and the caller must not read the unrotated heads afterwards
+     * @param cosSin {@code cat(cos, cos)} and {@code cat(-sin, sin)}, (B or 1, 1, T, D)
+     * @return {@code x}, holding the rotated heads
+     */
+    static NDArray rotateInPlace(NDArray x, NDList cosSin) {
+        Shape heads = x.getShape();
+        ByteBuffer xb = NativeKernels.buffer(x);
+        ByteBuffer cos = NativeKernels.buffer(cosSin.get(0));
+        ByteBuffer sin = NativeKernels.buffer(cosSin.get(1));
+        int b = Math.toIntExact(heads.get(0));
+        int h = Math.toIntExact(heads.get(1));
+        int t = Math.toIntExact(heads.get(2));
+        int d = Math.toIntExact(heads.get(3));
+        boolean perSequence = cosSin.get(0).getShape().get(0) != 1;
+        inParts(b * h, heads.size(), (from, to) -> rotate(xb, cos, sin, xb, b, h, t, d, perSequence, false, from, to));
+        return x;
     }
 
     /**
