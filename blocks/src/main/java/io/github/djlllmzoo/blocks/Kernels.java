@@ -196,6 +196,62 @@ public interface Kernels {
     }
 
     /**
+     * {@link #projectAll} of {@code rmsNorm(x)}: a pre-norm layer's first products (attention's
+     * query, key and value), which an implementation may compute with the norm inside the products'
+     * hand-over and no array for the normed input. The reference norms, then projects.
+     *
+     * @param x input (..., in), the residual stream before its norm; the results are attached to
+     *     its manager
+     * @param normWeight the norm's scale (in)
+     * @param eps the epsilon added to the mean square
+     * @param unitOffset whether the scale is {@code 1 + normWeight} (Gemma)
+     * @param weights the projections
+     * @param store the parameter store, or {@code null}
+     * @param training whether this is a training pass
+     * @return {@code weights[i](rmsNorm(x))} in the order of the weights
+     */
+    default NDArray[] normedProjectAll(
+            NDArray x,
+            NDArray normWeight,
+            float eps,
+            boolean unitOffset,
+            ProjectionWeight[] weights,
+            ParameterStore store,
+            boolean training) {
+        return projectAll(rmsNorm(x, normWeight, eps, unitOffset, training), weights, store, training);
+    }
+
+    /**
+     * {@link #gatedProject} of {@code rmsNorm(x)}: a pre-norm layer's gated MLP, which an
+     * implementation may compute with the norm inside the products' hand-over and no array for the
+     * normed input. The reference norms, then projects.
+     *
+     * @param x input (..., in), the residual stream before its norm; the result is attached to its
+     *     manager
+     * @param normWeight the norm's scale (in)
+     * @param eps the epsilon added to the mean square
+     * @param unitOffset whether the scale is {@code 1 + normWeight} (Gemma)
+     * @param gate the gate projection (I, in)
+     * @param up the up projection (I, in)
+     * @param activation the gate's activation
+     * @param store the parameter store, or {@code null}
+     * @param training whether this is a training pass
+     * @return (..., I)
+     */
+    default NDArray normedGatedProject(
+            NDArray x,
+            NDArray normWeight,
+            float eps,
+            boolean unitOffset,
+            ProjectionWeight gate,
+            ProjectionWeight up,
+            HiddenActivation activation,
+            ParameterStore store,
+            boolean training) {
+        return gatedProject(rmsNorm(x, normWeight, eps, unitOffset, training), gate, up, activation, store, training);
+    }
+
+    /**
      * A projection added to the residual stream, {@code residual + project(x, weight)} (a layer's
      * last projection and its skip connection), which an implementation may compute by adding the
      * product straight into {@code residual}'s memory.

@@ -177,9 +177,26 @@ final class CompressedProduct {
      */
     static NDArray[] multiplyAll(
             NDArray x, CompressedWeight[] weights, NDArray[] biases, long rows, int dotProducts) {
+        return multiplyAll(x, NativeKernels.buffer(x), weights, biases, rows, dotProducts);
+    }
+
+    /**
+     * {@link #multiplyAll(NDArray, CompressedWeight[], NDArray[], long, int)} of the rows in {@code
+     * xs} instead of {@code x}'s own (its normed rows, {@link DecodeOps#rmsNormed}).
+     *
+     * @param x input (..., in) that {@link #applies} accepts with each weight and bias: the shape
+     *     and manager of the results
+     * @param xs the rows to multiply, dense float32 of {@code x}'s shape
+     * @param weights compressed weights (out_i, in)
+     * @param biases their biases (out_i), or {@code null}s
+     * @param rows the rows of {@code x}
+     * @param dotProducts {@link #VNNI} and {@link #BF16} bits, at most those {@link #features} reports
+     * @return the products (..., out_i) in the order of the weights
+     */
+    static NDArray[] multiplyAll(
+            NDArray x, ByteBuffer xs, CompressedWeight[] weights, NDArray[] biases, long rows, int dotProducts) {
         Shape shape = x.getShape();
         Shape lead = shape.slice(0, shape.dimension() - 1);
-        ByteBuffer xs = NativeKernels.buffer(x);
         int n = Math.toIntExact(rows);
         int count = weights.length;
         NDArray[] outs = new NDArray[count];

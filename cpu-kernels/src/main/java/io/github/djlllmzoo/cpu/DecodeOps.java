@@ -6,6 +6,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.config.HiddenActivation;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 
 /**
  * The elementwise operations of a decode step or a prefill, each one call of a native AVX-512
@@ -46,6 +47,13 @@ final class DecodeOps {
      */
     static final String ROTATE_IN_PLACE_SWITCH = "llmzoo.rotateInPlace";
 
+    /**
+     * The switch that leaves a decode step's norms before its products to {@link #rmsNorm}'s own
+     * array ({@code CpuKernels.normedProjectAll}, {@code normedGatedProject}): {@code
+     * -Dllmzoo.normedProducts=false}.
+     */
+    static final String NORMED_PRODUCTS_SWITCH = "llmzoo.normedProducts";
+
     /** The largest input the kernels take: what a direct buffer's int offsets reach. */
     static final long MAX_ELEMENTS = Integer.MAX_VALUE / Float.BYTES;
 
@@ -54,6 +62,9 @@ final class DecodeOps {
      * norm has 98304): below it, a decode step's, a hand-over costs about what it saves.
      */
     static final long SPLIT_MIN_ELEMENTS = Long.getLong("llmzoo.decodeOps.splitMinElements", 1L << 15);
+
+    /** Each calling thread's buffer for {@link #rmsNormed}, grown as needed. */
+    private static final ThreadLocal<ByteBuffer> NORMED = new ThreadLocal<>();
 
     /** decode_ops.c's numbers for a norm. */
     private static final int RMS_NORM = 0;
@@ -119,6 +130,35 @@ final class DecodeOps {
      */
     static NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset) {
         return norm(x, weight, null, eps, unitOffset ? RMS_NORM_UNIT_OFFSET : RMS_NORM);
+    }
+
+    /**
+     * {@link #rmsNorm} into the calling thread's buffer instead of a new array, for a product that
+     * reads its input from memory ({@code CpuKernels.normedProjectAll}, {@code normedGatedProject}):
+     * at a decode step's few rows the output array's engine call costs several times the norm.
+     * The buffer is overwritten by the thread's next call.
+     *
+     * @param x input (..., W) that {@link #takesRmsNorm} accepts, at most {@link
+     *     CompressedProduct#MAX_ROWS} rows
+     * @param weight (W)
+     * @param eps the epsilon added to the mean square
+     * @param unitOffset whether the scale is {@code 1 + weight}
+     * @return the normed rows, dense float32 in {@code x}'s order
+     */
+    static ByteBuffer rmsNormed(NDArray x, NDArray weight, float eps, boolean unitOffset) {
+        Shape shape = x.getShape();
+        int width = Math.toIntExact(shape.get(shape.dimension() - 1));
+        int rows = Math.toIntExact(shape.size() / width);
+        int bytes = Math.multiplyExact(Math.toIntExact(shape.size()), Float.BYTES);
+        ByteBuffer out = NORMED.get();
+        if (out == null || out.capacity() < bytes) {
+            out = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
+            NORMED.set(out);
+        }
+        out = out.slice(0, bytes).order(ByteOrder.nativeOrder());
+        norm(NativeKernels.buffer(x), NativeKernels.buffer(weight), null, out, rows, width, eps,
+                unitOffset ? RMS_NORM_UNIT_OFFSET : RMS_NORM);
+        return out;
     }
 
     /**

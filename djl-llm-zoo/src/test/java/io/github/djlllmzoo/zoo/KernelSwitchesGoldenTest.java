@@ -21,7 +21,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * gated MLP's fused products ({@code -Dllmzoo.gatedProduct}), the attention's and MLP's last
  * projections added into the residual stream ({@code -Dllmzoo.residualProduct}), a product's last
  * columns taken by whichever core is free ({@code -Dllmzoo.cpu.dynamicSplit}), dense query and key
- * heads rotated in place ({@code -Dllmzoo.rotateInPlace}), each then computed
+ * heads rotated in place ({@code -Dllmzoo.rotateInPlace}), a decode step's norms computed into the
+ * input of the products after them ({@code -Dllmzoo.normedProducts}), each then computed
  * the way it was before.
  */
 class KernelSwitchesGoldenTest {
@@ -38,6 +39,7 @@ class KernelSwitchesGoldenTest {
         {"llmzoo.residualProduct", "residual product"},
         {"llmzoo.cpu.dynamicSplit", "dynamic split"},
         {"llmzoo.rotateInPlace", "rotate in place"},
+        {"llmzoo.normedProducts", "normed products"},
     };
 
     static Stream<Arguments> casesEachWay() {
