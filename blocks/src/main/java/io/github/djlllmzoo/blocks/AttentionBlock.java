@@ -64,7 +64,8 @@ public abstract class AttentionBlock extends ConfiguredBlock {
      * Splits projected rows into heads: (B, T, count·D) as (B, count, T, D). At T = 1 the rows are
      * already in that order, and one reshape (one engine call) does it.
      *
-     * @param x projected rows (B, T, count·D)
+     * @param x projected rows (B, T, count·D), or at T = 1 heads (B, count, 1, D) already, which
+     *     come back as they are
      * @param b the batch size
      * @param t the positions
      * @param count the heads
@@ -72,6 +73,9 @@ public abstract class AttentionBlock extends ConfiguredBlock {
      * @return (B, count, T, D)
      */
     protected static NDArray heads(NDArray x, long b, long t, long count, long headDim) {
+        if (t == 1 && x.getShape().dimension() == 4) {
+            return x;
+        }
         if (t == 1) {
             return x.reshape(b, count, 1, headDim);
         }

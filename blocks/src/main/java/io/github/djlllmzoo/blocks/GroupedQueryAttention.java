@@ -2,6 +2,7 @@ package io.github.djlllmzoo.blocks;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.config.GemmaLayout;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
@@ -128,9 +129,17 @@ public final class GroupedQueryAttention extends AttentionBlock {
                 || qProj.loraSlot().adapts() || kProj.loraSlot().adapts() || vProj.loraSlot().adapts()) {
             return super.forwardNormedAdding(store, norm, x, context, training);
         }
+        long b = x.getShape().get(0);
+        long t = x.getShape().get(1);
+        Shape[] shapes = t == 1 // at one position the rows are the heads: the products may be made as heads
+                ? new Shape[] {new Shape(b, numHeads, 1, headDim), new Shape(b, numKvHeads, 1, headDim),
+                        new Shape(b, numKvHeads, 1, headDim)}
+                : new Shape[] {new Shape(b, t, (long) numHeads * headDim), new Shape(b, t, (long) numKvHeads * headDim),
+                        new Shape(b, t, (long) numKvHeads * headDim)};
         NDArray[] qkv = kernels().normedProjectAll(
                 x, rms.scale(store, x, training), rms.eps(), rms.unitOffset(),
-                new ProjectionWeight[] {qProj.projection(), kProj.projection(), vProj.projection()}, store, training);
+                new ProjectionWeight[] {qProj.projection(), kProj.projection(), vProj.projection()}, shapes, store,
+                training);
         return outputAdding(store, attended(store, x, qkv, context, training), x, training);
     }
 
@@ -146,7 +155,8 @@ public final class GroupedQueryAttention extends AttentionBlock {
      * The heads' attention output before {@code o_proj}, (B, T, H*D).
      *
      * @param x the attention's input (B, T, E), or the residual stream it is the norm of: its shape
-     * @param qkv queries (B, T, H*D), keys and values (B, T, Hkv*D)
+     * @param qkv queries (B, T, H*D), keys and values (B, T, Hkv*D), or at T = 1 already as heads
+     *     (B, H, 1, D) and (B, Hkv, 1, D)
      */
     private NDArray attended(
             ParameterStore store, NDArray x, NDArray[] qkv, AttentionContext context, boolean training) {

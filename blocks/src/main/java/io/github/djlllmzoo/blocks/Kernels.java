@@ -6,6 +6,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.config.HiddenActivation;
 import java.util.Optional;
@@ -206,9 +207,12 @@ public interface Kernels {
      * @param eps the epsilon added to the mean square
      * @param unitOffset whether the scale is {@code 1 + normWeight} (Gemma)
      * @param weights the projections
+     * @param shapes the shape of each result: its elements in the order of (..., out_i), e.g. a
+     *     decode step's heads (B, H, 1, D), which an implementation may make the result in, where
+     *     the reference reshapes it
      * @param store the parameter store, or {@code null}
      * @param training whether this is a training pass
-     * @return {@code weights[i](rmsNorm(x))} in the order of the weights
+     * @return {@code weights[i](rmsNorm(x))} in the order of the weights, each of {@code shapes[i]}
      */
     default NDArray[] normedProjectAll(
             NDArray x,
@@ -216,9 +220,14 @@ public interface Kernels {
             float eps,
             boolean unitOffset,
             ProjectionWeight[] weights,
+            Shape[] shapes,
             ParameterStore store,
             boolean training) {
-        return projectAll(rmsNorm(x, normWeight, eps, unitOffset, training), weights, store, training);
+        NDArray[] out = projectAll(rmsNorm(x, normWeight, eps, unitOffset, training), weights, store, training);
+        for (int i = 0; i < out.length; i++) {
+            out[i] = out[i].getShape().equals(shapes[i]) ? out[i] : out[i].reshape(shapes[i]);
+        }
+        return out;
     }
 
     /**

@@ -349,24 +349,26 @@ public final class CpuKernels implements Kernels {
             float eps,
             boolean unitOffset,
             ProjectionWeight[] weights,
+            Shape[] shapes,
             ParameterStore store,
             boolean training) {
         if (normedProducts(x, normWeight, training) && projectAll) {
-            NDArray[] all = shared(() -> normedCompressedAll(x, normWeight, eps, unitOffset, weights, store));
+            NDArray[] all = shared(() -> normedCompressedAll(x, normWeight, eps, unitOffset, weights, shapes, store));
             if (all != null) {
                 return all;
             }
         }
-        return Kernels.super.normedProjectAll(x, normWeight, eps, unitOffset, weights, store, training);
+        return Kernels.super.normedProjectAll(x, normWeight, eps, unitOffset, weights, shapes, store, training);
     }
 
     /**
      * {@link CompressedProduct#multiplyAll} of {@code rmsNorm(x)}, the norm in the calling thread's
-     * buffer, or {@code null} where a weight is not compressed or the kernel does not take it.
+     * buffer, each product made in its shape, or {@code null} where a weight is not compressed or
+     * the kernel does not take it.
      */
     private NDArray[] normedCompressedAll(
             NDArray x, NDArray normWeight, float eps, boolean unitOffset, ProjectionWeight[] projections,
-            ParameterStore store) {
+            Shape[] shapes, ParameterStore store) {
         Device device = x.getDevice();
         CompressedWeight[] weights = new CompressedWeight[projections.length];
         NDArray[] biases = new NDArray[projections.length];
@@ -374,12 +376,13 @@ public final class CpuKernels implements Kernels {
         for (int i = 0; i < weights.length; i++) {
             weights[i] = projections[i].compressed();
             biases[i] = projections[i].bias(store, device, false);
-            if (weights[i] == null || !CompressedProduct.applies(x, weights[i], biases[i], rows)) {
+            if (weights[i] == null || !CompressedProduct.applies(x, weights[i], biases[i], rows)
+                    || shapes[i].size() != rows * weights[i].outFeatures()) {
                 return null;
             }
         }
         ByteBuffer normed = DecodeOps.rmsNormed(x, normWeight, eps, unitOffset);
-        return CompressedProduct.multiplyAll(x, normed, weights, biases, rows, CompressedProduct.dotProducts());
+        return CompressedProduct.multiplyAll(x, normed, weights, biases, shapes, rows, CompressedProduct.dotProducts());
     }
 
     @Override

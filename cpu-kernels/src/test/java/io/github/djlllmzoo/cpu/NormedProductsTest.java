@@ -50,13 +50,22 @@ class NormedProductsTest extends ManagedArraysTest {
         return weight;
     }
 
-    @ParameterizedTest(name = "{0} rows={1} 1+w={2}")
+    /**
+     * q, k and v as heads of 64 (B, H, 1, D), as a decode step asks for them, or as rows (B, 1, out):
+     * with the switch on compressed weights' products are made in that shape (no reshape), float32
+     * ones are reshaped after the norm's array and the few-row kernel.
+     */
+    @ParameterizedTest(name = "{0} rows={1} 1+w={2} heads={3}")
     @CsvSource({
-        "INT8, 1, false", "INT8, 8, true", "BFLOAT16, 1, false", "FLOAT16, 3, false", "FLOAT32, 1, false",
+        "INT8, 1, false, true", "INT8, 8, true, true", "INT8, 2, false, false", "BFLOAT16, 1, false, true",
+        "FLOAT16, 3, false, true", "FLOAT32, 1, false, true",
     })
     void queryKeyAndValueOfTheNormedInputEqualTheNormThenTheProductsBitForBit(
-            String format, int rows, boolean unitOffset) {
+            String format, int rows, boolean unitOffset, boolean heads) {
         ProjectionWeight[] qkv = {projection(384, 256, format), projection(128, 256, format), projection(128, 256, format)};
+        Shape[] shapes = heads
+                ? new Shape[] {new Shape(rows, 6, 1, 64), new Shape(rows, 2, 1, 64), new Shape(rows, 2, 1, 64)}
+                : new Shape[] {new Shape(rows, 1, 384), new Shape(rows, 1, 128), new Shape(rows, 1, 128)};
         NDArray x = manager.randomNormal(new Shape(rows, 1, 256)).muli(3); // the residual stream (B, 1, E)
         NDArray scale = manager.randomNormal(new Shape(256));
         NDArray[] separate = kernels.projectAll(kernels.rmsNorm(x, scale, 1e-6f, unitOffset, false), qkv, null, false);
@@ -65,18 +74,18 @@ class NormedProductsTest extends ManagedArraysTest {
         for (int k = 0; k < 2; k++) {
             CpuKernels each = both[k];
             int before = manager.getManagedArrays().size();
-            NDArray[] normed = each.normedProjectAll(x, scale, 1e-6f, unitOffset, qkv, null, false);
+            NDArray[] normed = each.normedProjectAll(x, scale, 1e-6f, unitOffset, qkv, shapes, null, false);
             madeArrays[k] = manager.getManagedArrays().size() - before;
             assertEquals(3, normed.length);
             for (int i = 0; i < 3; i++) {
-                assertEquals(separate[i].getShape(), normed[i].getShape());
+                assertEquals(shapes[i], normed[i].getShape());
                 assertArrayEquals(separate[i].toFloatArray(), normed[i].toFloatArray(), 0f, each + ": product " + i);
             }
         }
-        if (!format.equals("FLOAT32")) { // float32 q/k/v take the norm's array, then the few-row kernel
-            assertEquals(3, madeArrays[0], "the three products, no normed input");
-        }
-        assertEquals(4, madeArrays[1], "switched off: the norm's array and the three products");
+        int reshapes = heads ? 3 : 0;
+        assertEquals(format.equals("FLOAT32") ? 4 + reshapes : 3, madeArrays[0],
+                "compressed: the three products in their shapes; float32: the norm's array, products, reshapes");
+        assertEquals(4 + reshapes, madeArrays[1], "switched off: the norm's array, the products and their reshapes");
     }
 
     @ParameterizedTest(name = "{0} rows={1} {2}")
