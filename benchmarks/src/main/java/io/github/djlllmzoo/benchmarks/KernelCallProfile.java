@@ -156,6 +156,20 @@ public final class KernelCallProfile {
 
     private KernelCallProfile() {}
 
+    /** One table: each entry's count a step, mean and median time, time a step and share of the steps. */
+    private static void print(String title, String sum, Map<String, long[]> entries, int steps, long total) {
+        System.out.println(title + " | count a step | us each (mean) | median | us a step | % of step");
+        long all = 0;
+        for (Map.Entry<String, long[]> e : entries.entrySet()) {
+            long[] c = e.getValue();
+            all += c[0];
+            System.out.printf(Locale.ROOT, "%s | %.1f | %.2f | %.2f | %.1f | %.1f%n", e.getKey(), (double) c[1] / steps,
+                    c[0] / 1e3 / c[1], median(c) / 1e3, c[0] / 1e3 / steps, 100.0 * c[0] / total);
+        }
+        System.out.printf(Locale.ROOT, "%s | | | | %.1f | %.1f%n", sum, all / 1e3 / steps, 100.0 * all / total);
+    }
+
+    /** The median of the samples of {@code c} ({@code [sum, count, samples...]}). */
     static long median(long[] c) {
         long[] s = Arrays.copyOfRange(c, 2, (int) c[1] + 2);
         Arrays.sort(s);
@@ -173,12 +187,8 @@ public final class KernelCallProfile {
         Engine engine = Engine.getEngine("PyTorch");
         engine.setRandomSeed(1);
         Path dir = Files.createTempDirectory("kernel-call-profile");
-        CausalLmBlock model = DecoderModels.create(RandomCheckpoint.writeConfig(shape, dir));
         try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
-            model.initialize(manager, DataType.FLOAT32, new Shape(1, 1));
-            if (format != WeightFormat.FLOAT32) {
-                model.compressWeights(format);
-            }
+            CausalLmBlock model = KernelSwitchSteps.randomModel(shape, format, dir, manager);
             Timed kernels = new Timed(Kernels.forModel(engine, Device.cpu(), DataType.FLOAT32));
             model.useKernels(kernels);
             long[] stepNanos = new long[steps];
@@ -209,24 +219,8 @@ public final class KernelCallProfile {
             Arrays.sort(sorted);
             System.out.printf(Locale.ROOT, "%s %s: mean step %.1f us, median %.1f us (%d steps)%n",
                     shape.label(), args[1], total / 1e3 / steps, sorted[steps / 2] / 1e3, steps);
-            System.out.println("call kind | calls a step | us a call (mean) | median | us a step | % of step");
-            long inCalls = 0;
-            for (Map.Entry<String, long[]> e : kernels.calls.entrySet()) {
-                long[] c = e.getValue();
-                inCalls += c[0];
-                System.out.printf(Locale.ROOT, "%s | %.1f | %.2f | %.2f | %.1f | %.1f%n", e.getKey(), (double) c[1] / steps,
-                        c[0] / 1e3 / c[1], median(c) / 1e3, c[0] / 1e3 / steps, 100.0 * c[0] / total);
-            }
-            System.out.printf(Locale.ROOT, "all kernel calls | | | %.1f | %.1f%n", inCalls / 1e3 / steps, 100.0 * inCalls / total);
-            System.out.println("gap (outside Kernels) | count a step | us each (mean) | median | us a step | % of step");
-            long inGaps = 0;
-            for (Map.Entry<String, long[]> e : kernels.gaps.entrySet()) {
-                long[] c = e.getValue();
-                inGaps += c[0];
-                System.out.printf(Locale.ROOT, "%s | %.1f | %.2f | %.2f | %.1f | %.1f%n", e.getKey(), (double) c[1] / steps,
-                        c[0] / 1e3 / c[1], median(c) / 1e3, c[0] / 1e3 / steps, 100.0 * c[0] / total);
-            }
-            System.out.printf(Locale.ROOT, "all gaps | | | %.1f | %.1f%n", inGaps / 1e3 / steps, 100.0 * inGaps / total);
+            print("call kind", "all kernel calls", kernels.calls, steps, total);
+            print("gap (outside Kernels)", "all gaps", kernels.gaps, steps, total);
         } finally {
             Files.deleteIfExists(dir.resolve("config.json"));
             Files.deleteIfExists(dir);
