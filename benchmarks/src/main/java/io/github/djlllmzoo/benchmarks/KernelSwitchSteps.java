@@ -50,6 +50,26 @@ public final class KernelSwitchSteps {
     private KernelSwitchSteps() {}
 
     /**
+     * A model of {@code shape} with random weights (the engine's seed set first), held as {@code format}.
+     *
+     * @param shape the model shape
+     * @param format the weight format
+     * @param dir where its config is written
+     * @param manager the manager of its parameters
+     * @return the model
+     * @throws Exception if the config cannot be written or parsed
+     */
+    static CausalLmBlock randomModel(ModelShape shape, WeightFormat format, Path dir, NDManager manager)
+            throws Exception {
+        CausalLmBlock model = DecoderModels.create(RandomCheckpoint.writeConfig(shape, dir));
+        model.initialize(manager, DataType.FLOAT32, new Shape(1, 1));
+        if (format != WeightFormat.FLOAT32) {
+            model.compressWeights(format);
+        }
+        return model;
+    }
+
+    /**
      * @param args shape, dtype, steps per variant, variants
      * @throws Exception if the shape's config cannot be written or parsed
      */
@@ -65,12 +85,8 @@ public final class KernelSwitchSteps {
         Engine engine = Engine.getEngine("PyTorch");
         engine.setRandomSeed(1);
         Path dir = Files.createTempDirectory("kernel-switch-steps");
-        CausalLmBlock model = DecoderModels.create(RandomCheckpoint.writeConfig(shape, dir));
         try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
-            model.initialize(manager, DataType.FLOAT32, new Shape(1, 1));
-            if (format != WeightFormat.FLOAT32) {
-                model.compressWeights(format);
-            }
+            CausalLmBlock model = randomModel(shape, format, dir, manager);
             Kernels[] kernels = new Kernels[variants.length];
             for (int v = 0; v < variants.length; v++) {
                 String[] off = variants[v].equals("-") ? new String[0] : variants[v].split(",");

@@ -43,10 +43,29 @@ public abstract class AttentionBlock extends ConfiguredBlock {
     }
 
     /**
+     * {@link #forwardAdding} of {@code norm(x)} onto {@code x}: a pre-norm layer's attention and skip
+     * connection, which an attention whose first products take the normed input may compute with
+     * the norm inside them ({@link Kernels#normedProjectAll}).
+     *
+     * @param store the parameter store, or {@code null}
+     * @param norm the norm before the attention
+     * @param x the residual stream (B, T, E), the norm's input; not to be read afterwards (it may
+     *     be the result, updated in place)
+     * @param context positions, mask and cache for this pass
+     * @param training whether this is a training pass
+     * @return {@code forward(norm(x)) + x}
+     */
+    NDArray forwardNormedAdding(
+            ParameterStore store, UnaryBlock norm, NDArray x, AttentionContext context, boolean training) {
+        return forwardAdding(store, norm.forward(store, x, training), context, x, training);
+    }
+
+    /**
      * Splits projected rows into heads: (B, T, count·D) as (B, count, T, D). At T = 1 the rows are
      * already in that order, and one reshape (one engine call) does it.
      *
-     * @param x projected rows (B, T, count·D)
+     * @param x projected rows (B, T, count·D), or at T = 1 heads (B, count, 1, D) already, which
+     *     come back as they are
      * @param b the batch size
      * @param t the positions
      * @param count the heads
@@ -54,6 +73,9 @@ public abstract class AttentionBlock extends ConfiguredBlock {
      * @return (B, count, T, D)
      */
     protected static NDArray heads(NDArray x, long b, long t, long count, long headDim) {
+        if (t == 1 && x.getShape().dimension() == 4) {
+            return x;
+        }
         if (t == 1) {
             return x.reshape(b, count, 1, headDim);
         }

@@ -107,22 +107,21 @@ public final class DecoderLayer extends ConfiguredBlock {
             ParameterStore store, NDArray x, AttentionContext context, boolean handedOver, boolean training) {
         // The sublayer outputs are fresh arrays: adding the residual in place into them saves two
         // allocations per layer and leaves autograd nothing overwritten that it needs.
-        NDArray normedInput = norm1.forward(store, x, training); // (B, T, E)
         NDArray h;
         if (handedOver && postAttentionNorm == null) {
-            h = attention.forwardAdding(store, normedInput, context, x, training); // x is not read again
+            h = attention.forwardNormedAdding(store, norm1, x, context, training); // x is not read again
         } else {
-            NDArray attended = attention.forward(store, normedInput, context, training);
+            NDArray attended = attention.forward(store, norm1.forward(store, x, training), context, training);
             if (postAttentionNorm != null) {
                 attended = postAttentionNorm.forward(store, attended, training);
             }
             h = attended.addi(x);
         }
-        NDArray normed = norm2.forward(store, h, training);
         if (postMlpNorm == null) {
-            return mlp.forwardAdding(store, normed, h, training); // h is not read again
+            return mlp.forwardNormedAdding(store, norm2, h, training); // h is not read again
         }
-        return postMlpNorm.forward(store, mlp.forward(store, normed, training), training).addi(h);
+        return postMlpNorm.forward(store, mlp.forward(store, norm2.forward(store, h, training), training), training)
+                .addi(h);
     }
 
     @Override

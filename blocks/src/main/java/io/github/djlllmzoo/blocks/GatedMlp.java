@@ -91,17 +91,38 @@ public final class GatedMlp extends UnaryBlock {
     }
 
     @Override
+    NDArray forwardNormedAdding(ParameterStore store, UnaryBlock norm, NDArray x, boolean training) {
+        if (!(norm instanceof RmsNorm rms) || !unadaptedPair()) {
+            return super.forwardNormedAdding(store, norm, x, training);
+        }
+        NDArray activated = kernels().normedGatedProject(
+                x, rms.scale(store, x, training), rms.eps(), rms.unitOffset(), gateProj.projection(),
+                upProj.projection(), activation, store, training); // (B, T, I)
+        return forwardActivatedAdding(store, activated, x, training);
+    }
+
+    @Override
     NDArray forwardAdding(ParameterStore store, NDArray x, NDArray residual, boolean training) {
-        NDArray activated = activated(store, x, training); // (B, T, I)
+        return forwardActivatedAdding(store, activated(store, x, training), residual, training);
+    }
+
+    /** {@code down_proj(activated) + residual}, (B, T, E). */
+    private NDArray forwardActivatedAdding(
+            ParameterStore store, NDArray activated, NDArray residual, boolean training) {
         if (downProj.loraSlot().adapts()) {
             return downProj.forward(store, activated, training).addi(residual);
         }
         return kernels().projectAdd(activated, downProj.projection(), residual, store, training); // (B, T, E)
     }
 
+    /** Whether gate and up are two projections without LoRA adapters, which the kernels take as they are. */
+    private boolean unadaptedPair() {
+        return gateUpProj == null && !gateProj.loraSlot().adapts() && !upProj.loraSlot().adapts();
+    }
+
     /** {@code act(gate_proj(x)) * up_proj(x)}, (B, T, I). */
     private NDArray activated(ParameterStore store, NDArray x, boolean training) {
-        if (gateUpProj == null && !gateProj.loraSlot().adapts() && !upProj.loraSlot().adapts()) {
+        if (unadaptedPair()) {
             return kernels().gatedProject(x, gateProj.projection(), upProj.projection(), activation, store, training);
         }
         NDArray gate; // gate_proj(x), (B, T, I)

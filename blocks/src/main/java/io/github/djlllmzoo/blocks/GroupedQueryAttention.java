@@ -2,6 +2,7 @@ package io.github.djlllmzoo.blocks;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.config.GemmaLayout;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
@@ -110,24 +111,57 @@ public final class GroupedQueryAttention extends AttentionBlock {
     @Override
     public NDArray forward(
             ParameterStore store, NDArray x, AttentionContext context, boolean training) {
-        return oProj.forward(store, attended(store, x, context, training), training); // (B, T, E)
+        NDArray y = attended(store, x, project(store, x, training), context, training); // (B, T, H*D)
+        return oProj.forward(store, y, training); // (B, T, E)
     }
 
     @Override
     NDArray forwardAdding(
             ParameterStore store, NDArray x, AttentionContext context, NDArray residual, boolean training) {
-        NDArray y = attended(store, x, context, training); // (B, T, H*D)
+        NDArray y = attended(store, x, project(store, x, training), context, training); // (B, T, H*D)
+        return outputAdding(store, y, residual, training);
+    }
+
+    @Override
+    NDArray forwardNormedAdding(
+            ParameterStore store, UnaryBlock norm, NDArray x, AttentionContext context, boolean training) {
+        if (!(norm instanceof RmsNorm rms) || qkvProj != null
+                || qProj.loraSlot().adapts() || kProj.loraSlot().adapts() || vProj.loraSlot().adapts()) {
+            return super.forwardNormedAdding(store, norm, x, context, training);
+        }
+        long b = x.getShape().get(0);
+        long t = x.getShape().get(1);
+        Shape[] shapes = t == 1 // at one position the rows are the heads: the products may be made as heads
+                ? new Shape[] {new Shape(b, numHeads, 1, headDim), new Shape(b, numKvHeads, 1, headDim),
+                        new Shape(b, numKvHeads, 1, headDim)}
+                : new Shape[] {new Shape(b, t, (long) numHeads * headDim), new Shape(b, t, (long) numKvHeads * headDim),
+                        new Shape(b, t, (long) numKvHeads * headDim)};
+        NDArray[] qkv = kernels().normedProjectAll(
+                x, rms.scale(store, x, training), rms.eps(), rms.unitOffset(),
+                new ProjectionWeight[] {qProj.projection(), kProj.projection(), vProj.projection()}, shapes, store,
+                training);
+        return outputAdding(store, attended(store, x, qkv, context, training), x, training);
+    }
+
+    /** {@code o_proj(y) + residual}, (B, T, E). */
+    private NDArray outputAdding(ParameterStore store, NDArray y, NDArray residual, boolean training) {
         if (oProj.loraSlot().adapts()) {
             return oProj.forward(store, y, training).addi(residual);
         }
         return kernels().projectAdd(y, oProj.projection(), residual, store, training); // (B, T, E)
     }
 
-    /** The heads' attention output before {@code o_proj}, (B, T, H*D). */
-    private NDArray attended(ParameterStore store, NDArray x, AttentionContext context, boolean training) {
+    /**
+     * The heads' attention output before {@code o_proj}, (B, T, H*D).
+     *
+     * @param x the attention's input (B, T, E), or the residual stream it is the norm of: its shape
+     * @param qkv queries (B, T, H*D), keys and values (B, T, Hkv*D), or at T = 1 already as heads
+     *     (B, H, 1, D) and (B, Hkv, 1, D)
+     */
+    private NDArray attended(
+            ParameterStore store, NDArray x, NDArray[] qkv, AttentionContext context, boolean training) {
         long b = x.getShape().get(0);
         long t = x.getShape().get(1);
-        NDArray[] qkv = project(store, x, training);
         NDArray q = heads(qkv[0], b, t, numHeads, headDim); // (B, H, T, D)
         NDArray k = heads(qkv[1], b, t, numKvHeads, headDim); // (B, Hkv, T, D)
         NDArray v = heads(qkv[2], b, t, numKvHeads, headDim); // (B, Hkv, T, D)

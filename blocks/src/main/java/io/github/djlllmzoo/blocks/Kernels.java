@@ -6,6 +6,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.config.HiddenActivation;
 import java.util.Optional;
@@ -149,7 +150,8 @@ public interface Kernels {
     /**
      * Rotates query and key heads by the rotary embedding ({@link RotaryEmbedding#rotate}, each).
      *
-     * @param q queries (B, H, T, D); the results are attached to their managers
+     * @param q queries (B, H, T, D); the results are attached to their managers; the caller must
+     *     not read {@code q} and {@code k} afterwards (they may be the results, rotated in place)
      * @param k keys (B, H_kv, T, D)
      * @param cosSin the factors {@link RotaryEmbedding#cosSin} gathered for these positions
      * @param training whether this is a training pass
@@ -192,6 +194,70 @@ public interface Kernels {
             boolean training) {
         NDArray[] both = projectPair(x, gate, up, store, training); // 2 x (..., I)
         return activate(both[0], both[1], activation, training);
+    }
+
+    /**
+     * {@link #projectAll} of {@code rmsNorm(x)}: a pre-norm layer's first products (attention's
+     * query, key and value), which an implementation may compute with the norm inside the products'
+     * hand-over and no array for the normed input. The reference norms, then projects.
+     *
+     * @param x input (..., in), the residual stream before its norm; the results are attached to
+     *     its manager
+     * @param normWeight the norm's scale (in)
+     * @param eps the epsilon added to the mean square
+     * @param unitOffset whether the scale is {@code 1 + normWeight} (Gemma)
+     * @param weights the projections
+     * @param shapes the shape of each result: its elements in the order of (..., out_i), e.g. a
+     *     decode step's heads (B, H, 1, D), which an implementation may make the result in, where
+     *     the reference reshapes it
+     * @param store the parameter store, or {@code null}
+     * @param training whether this is a training pass
+     * @return {@code weights[i](rmsNorm(x))} in the order of the weights, each of {@code shapes[i]}
+     */
+    default NDArray[] normedProjectAll(
+            NDArray x,
+            NDArray normWeight,
+            float eps,
+            boolean unitOffset,
+            ProjectionWeight[] weights,
+            Shape[] shapes,
+            ParameterStore store,
+            boolean training) {
+        NDArray[] out = projectAll(rmsNorm(x, normWeight, eps, unitOffset, training), weights, store, training);
+        for (int i = 0; i < out.length; i++) {
+            out[i] = out[i].getShape().equals(shapes[i]) ? out[i] : out[i].reshape(shapes[i]);
+        }
+        return out;
+    }
+
+    /**
+     * {@link #gatedProject} of {@code rmsNorm(x)}: a pre-norm layer's gated MLP, which an
+     * implementation may compute with the norm inside the products' hand-over and no array for the
+     * normed input. The reference norms, then projects.
+     *
+     * @param x input (..., in), the residual stream before its norm; the result is attached to its
+     *     manager
+     * @param normWeight the norm's scale (in)
+     * @param eps the epsilon added to the mean square
+     * @param unitOffset whether the scale is {@code 1 + normWeight} (Gemma)
+     * @param gate the gate projection (I, in)
+     * @param up the up projection (I, in)
+     * @param activation the gate's activation
+     * @param store the parameter store, or {@code null}
+     * @param training whether this is a training pass
+     * @return (..., I)
+     */
+    default NDArray normedGatedProject(
+            NDArray x,
+            NDArray normWeight,
+            float eps,
+            boolean unitOffset,
+            ProjectionWeight gate,
+            ProjectionWeight up,
+            HiddenActivation activation,
+            ParameterStore store,
+            boolean training) {
+        return gatedProject(rmsNorm(x, normWeight, eps, unitOffset, training), gate, up, activation, store, training);
     }
 
     /**

@@ -46,7 +46,26 @@ public final class RmsNorm extends UnaryBlock {
 
     @Override
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
-        NDArray w = value(store, weight, x.getDevice(), training);
-        return kernels().rmsNorm(x, w, eps, unitOffset, training);
+        return kernels().rmsNorm(x, scale(store, x, training), eps, unitOffset, training);
+    }
+
+    /**
+     * @param store the parameter store, or {@code null}
+     * @param x the input, on the device the scale is wanted on
+     * @param training whether this is a training pass
+     * @return the scale (W) as {@link Kernels#rmsNorm} takes it
+     */
+    NDArray scale(ParameterStore store, NDArray x, boolean training) {
+        return value(store, weight, x.getDevice(), training);
+    }
+
+    /** @return the epsilon added to the mean square */
+    float eps() {
+        return eps;
+    }
+
+    /** @return whether the scale is {@code 1 + weight} (Gemma) */
+    boolean unitOffset() {
+        return unitOffset;
     }
 }

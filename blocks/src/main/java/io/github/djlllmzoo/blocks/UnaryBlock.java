@@ -34,6 +34,22 @@ public abstract class UnaryBlock extends ConfiguredBlock {
         return forward(store, x, training).addi(residual); // the output is fresh: it takes the sum
     }
 
+    /**
+     * {@link #forwardAdding} of {@code norm(x)} onto {@code x}: a pre-norm layer's sublayer and skip
+     * connection, which a block whose first products take the normed input may compute with the
+     * norm inside them ({@link Kernels#normedGatedProject}).
+     *
+     * @param store the parameter store, or {@code null}
+     * @param norm the norm before this block
+     * @param x the residual stream, the norm's input; not to be read afterwards (it may be the
+     *     result, updated in place)
+     * @param training whether this is a training pass
+     * @return {@code forward(norm(x)) + x}
+     */
+    NDArray forwardNormedAdding(ParameterStore store, UnaryBlock norm, NDArray x, boolean training) {
+        return forwardAdding(store, norm.forward(store, x, training), x, training);
+    }
+
     @Override
     protected NDList forwardInternal(
             ParameterStore store, NDList inputs, boolean training, PairList<String, Object> params) {

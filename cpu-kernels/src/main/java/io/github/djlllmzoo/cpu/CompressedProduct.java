@@ -177,9 +177,29 @@ final class CompressedProduct {
      */
     static NDArray[] multiplyAll(
             NDArray x, CompressedWeight[] weights, NDArray[] biases, long rows, int dotProducts) {
+        return multiplyAll(x, NativeKernels.buffer(x), weights, biases, null, rows, dotProducts);
+    }
+
+    /**
+     * {@link #multiplyAll(NDArray, CompressedWeight[], NDArray[], long, int)} of the rows in {@code
+     * xs} instead of {@code x}'s own (its normed rows, {@link DecodeOps#rmsNormed}).
+     *
+     * @param x input (..., in) that {@link #applies} accepts with each weight and bias: the shape
+     *     and manager of the results
+     * @param xs the rows to multiply, dense float32 of {@code x}'s shape
+     * @param weights compressed weights (out_i, in)
+     * @param biases their biases (out_i), or {@code null}s
+     * @param shapes each product's shape, of the elements of (..., out_i) in their order (a decode
+     *     step's heads), or {@code null} for (..., out_i)
+     * @param rows the rows of {@code x}
+     * @param dotProducts {@link #VNNI} and {@link #BF16} bits, at most those {@link #features} reports
+     * @return the products in the order of the weights
+     */
+    static NDArray[] multiplyAll(
+            NDArray x, ByteBuffer xs, CompressedWeight[] weights, NDArray[] biases, Shape[] shapes, long rows,
+            int dotProducts) {
         Shape shape = x.getShape();
         Shape lead = shape.slice(0, shape.dimension() - 1);
-        ByteBuffer xs = NativeKernels.buffer(x);
         int n = Math.toIntExact(rows);
         int count = weights.length;
         NDArray[] outs = new NDArray[count];
@@ -187,7 +207,8 @@ final class CompressedProduct {
         ByteBuffer[] bs = new ByteBuffer[count];
         long elements = 0;
         for (int i = 0; i < count; i++) {
-            outs[i] = x.getManager().create(lead.add(weights[i].outFeatures()), DataType.FLOAT32); // (..., out_i)
+            Shape product = shapes == null ? lead.add(weights[i].outFeatures()) : shapes[i]; // (..., out_i)
+            outs[i] = x.getManager().create(product, DataType.FLOAT32);
             os[i] = NativeKernels.buffer(outs[i]);
             bs[i] = biases[i] == null ? null : NativeKernels.buffer(biases[i]);
             elements += (long) weights[i].outFeatures() * weights[i].inFeatures();

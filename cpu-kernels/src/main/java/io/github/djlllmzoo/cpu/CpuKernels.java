@@ -15,6 +15,7 @@ import io.github.djlllmzoo.blocks.ProjectionWeight;
 import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
 import io.github.djlllmzoo.blocks.config.HiddenActivation;
+import java.nio.ByteBuffer;
 import java.util.function.Supplier;
 
 /**
@@ -39,7 +40,10 @@ import java.util.function.Supplier;
  * -Dllmzoo.placeColumns}, {@code -Dllmzoo.prefillAttention}, {@code -Dllmzoo.projectAll}, {@code
  * -Dllmzoo.decodeAttention.writeCache}, {@code -Dllmzoo.gatedProduct}, {@code
  * -Dllmzoo.residualProduct}, {@code -Dllmzoo.cpu.dynamicSplit}: a product's columns claimed by
- * whichever core is free, else one fixed share a core) is not {@code false}. Each call then takes a
+ * whichever core is free, else one fixed share a core; {@code -Dllmzoo.rotateInPlace}: dense query and
+ * key heads rotated over themselves, else into new arrays; {@code -Dllmzoo.normedProducts}: a decode
+ * step's norm before its q/k/v or gate/up products computed into their input buffer, else into an
+ * array of its own) is not {@code false}. Each call then takes a
  * kernel where it can read the arrays (inference on the CPU, float32 and dense for the native ones,
  * the row counts and shapes each kernel takes) and the engine's operations, as {@link
  * io.github.djlllmzoo.blocks.EngineKernels} computes them, elsewhere.
@@ -66,6 +70,10 @@ public final class CpuKernels implements Kernels {
     /** Whether the decode attention kernel writes a step's new keys and values into the cache. */
     private final boolean attentionWritesCache = NativeKernels.enabled(DecodeAttention.WRITE_SWITCH);
     private final boolean prefillAttention = NativeKernels.enabled(PrefillAttention.SWITCH);
+    /** Whether dense query and key heads are rotated in place ({@link DecodeOps#rotateInPlace}). */
+    private final boolean rotateInPlace = NativeKernels.enabled(DecodeOps.ROTATE_IN_PLACE_SWITCH);
+    /** Whether a norm before a decode step's products is computed into their input ({@link DecodeOps#rmsNormed}). */
+    private final boolean normedProducts = NativeKernels.enabled(DecodeOps.NORMED_PRODUCTS_SWITCH);
     /** Whether a product's columns go to whichever core is free ({@link CoreWorkers#share}). */
     private final boolean dynamicSplit = NativeKernels.enabled(CoreWorkers.DYNAMIC_SPLIT_SWITCH);
 
@@ -293,9 +301,16 @@ public final class CpuKernels implements Kernels {
                 && !k.hasGradient()
                 && DecodeOps.takesRotation(q, cosSin)
                 && DecodeOps.takesRotation(k, cosSin)) {
-            return new NDArray[] {DecodeOps.rotate(q, cosSin), DecodeOps.rotate(k, cosSin)};
+            return new NDArray[] {rotated(q, cosSin), rotated(k, cosSin)};
         }
         return EngineKernels.INSTANCE.rotate(q, k, cosSin, training);
+    }
+
+    /** Heads rotated in place where they are dense and the switch allows, else into a new array. */
+    private NDArray rotated(NDArray x, NDList cosSin) {
+        return rotateInPlace && NativeKernels.denseFloat32OnCpu(x)
+                ? DecodeOps.rotateInPlace(x, cosSin)
+                : DecodeOps.rotate(x, cosSin);
     }
 
     @Override
@@ -325,6 +340,88 @@ public final class CpuKernels implements Kernels {
             }
         }
         return Kernels.super.gatedProject(x, gate, up, activation, store, training);
+    }
+
+    @Override
+    public NDArray[] normedProjectAll(
+            NDArray x,
+            NDArray normWeight,
+            float eps,
+            boolean unitOffset,
+            ProjectionWeight[] weights,
+            Shape[] shapes,
+            ParameterStore store,
+            boolean training) {
+        if (normedProducts(x, normWeight, training) && projectAll) {
+            NDArray[] all = shared(() -> normedCompressedAll(x, normWeight, eps, unitOffset, weights, shapes, store));
+            if (all != null) {
+                return all;
+            }
+        }
+        return Kernels.super.normedProjectAll(x, normWeight, eps, unitOffset, weights, shapes, store, training);
+    }
+
+    /**
+     * {@link CompressedProduct#multiplyAll} of {@code rmsNorm(x)}, the norm in the calling thread's
+     * buffer, each product made in its shape, or {@code null} where a weight is not compressed or
+     * the kernel does not take it.
+     */
+    private NDArray[] normedCompressedAll(
+            NDArray x, NDArray normWeight, float eps, boolean unitOffset, ProjectionWeight[] projections,
+            Shape[] shapes, ParameterStore store) {
+        Device device = x.getDevice();
+        CompressedWeight[] weights = new CompressedWeight[projections.length];
+        NDArray[] biases = new NDArray[projections.length];
+        long rows = rows(x);
+        for (int i = 0; i < weights.length; i++) {
+            weights[i] = projections[i].compressed();
+            biases[i] = projections[i].bias(store, device, false);
+            if (weights[i] == null || !CompressedProduct.applies(x, weights[i], biases[i], rows)
+                    || shapes[i].size() != rows * weights[i].outFeatures()) {
+                return null;
+            }
+        }
+        ByteBuffer normed = DecodeOps.rmsNormed(x, normWeight, eps, unitOffset);
+        return CompressedProduct.multiplyAll(x, normed, weights, biases, shapes, rows, CompressedProduct.dotProducts());
+    }
+
+    @Override
+    public NDArray normedGatedProject(
+            NDArray x,
+            NDArray normWeight,
+            float eps,
+            boolean unitOffset,
+            ProjectionWeight gate,
+            ProjectionWeight up,
+            HiddenActivation activation,
+            ParameterStore store,
+            boolean training) {
+        if (normedProducts(x, normWeight, training) && gatedProduct) {
+            NDArray fused = shared(() -> FusedProducts.gated(x, DecodeOps.rmsNormed(x, normWeight, eps, unitOffset),
+                    gate, up, activation, store, fewRowProduct, compressedProduct));
+            if (fused != null) {
+                return fused;
+            }
+        }
+        return Kernels.super.normedGatedProject(x, normWeight, eps, unitOffset, gate, up, activation, store, training);
+    }
+
+    /**
+     * Whether a norm before products may go into the calling thread's buffer for them to read
+     * ({@link DecodeOps#rmsNormed}): inference on the CPU at a decode step's rows, with the norm
+     * kernel on and taking these arrays.
+     */
+    private boolean normedProducts(NDArray x, NDArray normWeight, boolean training) {
+        return normedProducts
+                && decodeOps
+                && CoreWorkers.inferenceOnCpu(x, training)
+                && rows(x) <= CompressedProduct.MAX_ROWS
+                && DecodeOps.takesRmsNorm(x, normWeight);
+    }
+
+    private static long rows(NDArray x) {
+        Shape shape = x.getShape();
+        return shape.size() / Math.max(1, shape.get(shape.dimension() - 1));
     }
 
     @Override
@@ -396,6 +493,8 @@ public final class CpuKernels implements Kernels {
                 + ", project all " + (projectAll ? "on" : "off")
                 + ", attention writes cache " + (attentionWritesCache ? "on" : "off")
                 + ", prefill attention " + (prefillAttention ? "on" : "off")
-                + ", dynamic split " + (dynamicSplit ? "on" : "off") + ")";
+                + ", dynamic split " + (dynamicSplit ? "on" : "off")
+                + ", rotate in place " + (rotateInPlace ? "on" : "off")
+                + ", normed products " + (normedProducts ? "on" : "off") + ")";
     }
 }

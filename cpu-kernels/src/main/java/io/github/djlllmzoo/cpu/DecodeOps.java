@@ -6,6 +6,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.config.HiddenActivation;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 
 /**
  * The elementwise operations of a decode step or a prefill, each one call of a native AVX-512
@@ -40,6 +41,19 @@ final class DecodeOps {
      */
     static final String COLUMNS_SWITCH = "llmzoo.placeColumns";
 
+    /**
+     * The switch that makes the rotary embedding write new arrays instead of rotating dense query
+     * and key heads in place ({@link #rotateInPlace}): {@code -Dllmzoo.rotateInPlace=false}.
+     */
+    static final String ROTATE_IN_PLACE_SWITCH = "llmzoo.rotateInPlace";
+
+    /**
+     * The switch that leaves a decode step's norms before its products to {@link #rmsNorm}'s own
+     * array ({@code CpuKernels.normedProjectAll}, {@code normedGatedProject}): {@code
+     * -Dllmzoo.normedProducts=false}.
+     */
+    static final String NORMED_PRODUCTS_SWITCH = "llmzoo.normedProducts";
+
     /** The largest input the kernels take: what a direct buffer's int offsets reach. */
     static final long MAX_ELEMENTS = Integer.MAX_VALUE / Float.BYTES;
 
@@ -48,6 +62,12 @@ final class DecodeOps {
      * norm has 98304): below it, a decode step's, a hand-over costs about what it saves.
      */
     static final long SPLIT_MIN_ELEMENTS = Long.getLong("llmzoo.decodeOps.splitMinElements", 1L << 15);
+
+    /** The alignment of {@link #rmsNormed}'s buffer, in bytes. */
+    private static final int CACHE_LINE = 64;
+
+    /** Each calling thread's buffer for {@link #rmsNormed}, grown as needed. */
+    private static final ThreadLocal<ByteBuffer> NORMED = new ThreadLocal<>();
 
     /** decode_ops.c's numbers for a norm. */
     private static final int RMS_NORM = 0;
@@ -113,6 +133,37 @@ final class DecodeOps {
      */
     static NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset) {
         return norm(x, weight, null, eps, unitOffset ? RMS_NORM_UNIT_OFFSET : RMS_NORM);
+    }
+
+    /**
+     * {@link #rmsNorm} into the calling thread's buffer instead of a new array, for a product that
+     * reads its input from memory ({@code CpuKernels.normedProjectAll}, {@code normedGatedProject}):
+     * at a decode step's few rows the output array's engine call costs several times the norm.
+     * The buffer is overwritten by the thread's next call.
+     *
+     * @param x input (..., W) that {@link #takesRmsNorm} accepts, at most {@link
+     *     CompressedProduct#MAX_ROWS} rows
+     * @param weight (W)
+     * @param eps the epsilon added to the mean square
+     * @param unitOffset whether the scale is {@code 1 + weight}
+     * @return the normed rows, dense float32 in {@code x}'s order
+     */
+    static ByteBuffer rmsNormed(NDArray x, NDArray weight, float eps, boolean unitOffset) {
+        Shape shape = x.getShape();
+        int width = Math.toIntExact(shape.get(shape.dimension() - 1));
+        int rows = Math.toIntExact(shape.size() / width);
+        int bytes = Math.multiplyExact(Math.toIntExact(shape.size()), Float.BYTES);
+        ByteBuffer out = NORMED.get();
+        if (out == null || out.capacity() < bytes) {
+            // at a cache line's start, as the engine's arrays are: the float16 kernel reads x once per
+            // 32 weights, and loads across two lines made its decode step 5 % slower
+            out = ByteBuffer.allocateDirect(bytes + CACHE_LINE).alignedSlice(CACHE_LINE).order(ByteOrder.nativeOrder());
+            NORMED.set(out);
+        }
+        out = out.slice(0, bytes).order(ByteOrder.nativeOrder());
+        norm(NativeKernels.buffer(x), NativeKernels.buffer(weight), null, out, rows, width, eps,
+                unitOffset ? RMS_NORM_UNIT_OFFSET : RMS_NORM);
+        return out;
     }
 
     /**
@@ -241,6 +292,31 @@ final class DecodeOps {
             source.close();
         }
         return out;
+    }
+
+    /**
+     * {@link #rotate} written over {@code x}, as a decode step takes it: no output array, whose
+     * engine call costs several times the rotation of one position's heads (docs/PERFORMANCE.md,
+     * "A Llama decode step's calls outside the products"). Each vector of both halves of a head is
+     * read before either is written, so the result is {@link #rotate}'s bit for bit.
+     *
+     * @param x heads (B, H, T, D) that {@link #takesRotation} accepts, held densely; the result
+     *     replaces them, and the caller must not read the unrotated heads afterwards
+     * @param cosSin {@code cat(cos, cos)} and {@code cat(-sin, sin)}, (B or 1, 1, T, D)
+     * @return {@code x}, holding the rotated heads
+     */
+    static NDArray rotateInPlace(NDArray x, NDList cosSin) {
+        Shape heads = x.getShape();
+        ByteBuffer xb = NativeKernels.buffer(x);
+        ByteBuffer cos = NativeKernels.buffer(cosSin.get(0));
+        ByteBuffer sin = NativeKernels.buffer(cosSin.get(1));
+        int b = Math.toIntExact(heads.get(0));
+        int h = Math.toIntExact(heads.get(1));
+        int t = Math.toIntExact(heads.get(2));
+        int d = Math.toIntExact(heads.get(3));
+        boolean perSequence = cosSin.get(0).getShape().get(0) != 1;
+        inParts(b * h, heads.size(), (from, to) -> rotate(xb, cos, sin, xb, b, h, t, d, perSequence, false, from, to));
+        return x;
     }
 
     /**

@@ -77,12 +77,39 @@ final class FusedProducts {
             ParameterStore store,
             boolean fewRowKernel,
             boolean compressedKernel) {
+        return gated(x, null, gate, up, activation, store, fewRowKernel, compressedKernel);
+    }
+
+    /**
+     * {@link #gated(NDArray, ProjectionWeight, ProjectionWeight, HiddenActivation, ParameterStore,
+     * boolean, boolean)} of the rows in {@code xs} (the normed rows of {@code x}, {@link
+     * DecodeOps#rmsNormed}), or of {@code x}'s own where {@code xs} is {@code null}.
+     *
+     * @param x input (..., in), inference on the CPU: the shape and manager of the result
+     * @param xs the rows to multiply, dense float32 of {@code x}'s shape, or {@code null}
+     * @param gate the gate projection (I, in)
+     * @param up the up projection (I, in)
+     * @param activation the gate's activation
+     * @param store the parameter store, or {@code null}
+     * @param fewRowKernel whether float32 weights may take {@link FewRowProduct}'s kernel
+     * @param compressedKernel whether compressed weights may take {@link CompressedProduct}'s kernel
+     * @return (..., I), or {@code null}
+     */
+    static NDArray gated(
+            NDArray x,
+            ByteBuffer xs,
+            ProjectionWeight gate,
+            ProjectionWeight up,
+            HiddenActivation activation,
+            ParameterStore store,
+            boolean fewRowKernel,
+            boolean compressedKernel) {
         Device device = x.getDevice();
         long rows = rows(x);
         NDArray gateBias = gate.bias(store, device, false);
         NDArray upBias = up.bias(store, device, false);
-        Product gates = product(x, gate, gateBias, store, rows, fewRowKernel, compressedKernel);
-        Product ups = gates == null ? null : product(x, up, upBias, store, rows, fewRowKernel, compressedKernel);
+        Product gates = product(x, xs, gate, gateBias, store, rows, fewRowKernel, compressedKernel);
+        Product ups = gates == null ? null : product(x, xs, up, upBias, store, rows, fewRowKernel, compressedKernel);
         if (ups == null || ups.width() != gates.width()) {
             return null;
         }
@@ -129,7 +156,7 @@ final class FusedProducts {
         if (rows(x) != 1 || residual.hasGradient() || weight.bias(store, x.getDevice(), false) != null) {
             return null;
         }
-        Product product = product(x, weight, null, store, 1, fewRowKernel, compressedKernel);
+        Product product = product(x, null, weight, null, store, 1, fewRowKernel, compressedKernel);
         Shape shape = x.getShape();
         if (product == null
                 || !residual.getShape().equals(shape.slice(0, shape.dimension() - 1).add(product.width()))
@@ -143,11 +170,13 @@ final class FusedProducts {
     }
 
     /**
-     * The product of {@code x} with one weight by the kernel for its kind, or {@code null} where
-     * that kernel is off or does not take the arrays.
+     * The product of {@code x} (its rows in {@code input}, or its own where that is {@code null})
+     * with one weight by the kernel for its kind, or {@code null} where that kernel is off or does
+     * not take the arrays.
      */
     private static Product product(
             NDArray x,
+            ByteBuffer input,
             ProjectionWeight weight,
             NDArray bias,
             ParameterStore store,
@@ -160,7 +189,7 @@ final class FusedProducts {
             if (!compressedKernel || !CompressedProduct.applies(x, compressed, bias, rows)) {
                 return null;
             }
-            ByteBuffer xs = NativeKernels.buffer(x);
+            ByteBuffer xs = input != null ? input : NativeKernels.buffer(x);
             int dotProducts = CompressedProduct.dotProducts();
             return new Product(
                     compressed.outFeatures(),
@@ -175,7 +204,7 @@ final class FusedProducts {
                 || !FewRowProduct.applies(x, w, bias, rows, Layout.OUT_IN)) {
             return null;
         }
-        ByteBuffer xs = NativeKernels.buffer(x);
+        ByteBuffer xs = input != null ? input : NativeKernels.buffer(x);
         ByteBuffer ws = NativeKernels.buffer(w);
         int width = Math.toIntExact(w.getShape().get(0));
         int in = Math.toIntExact(w.getShape().get(1));

@@ -159,9 +159,9 @@ class DecodeOpsTest extends ManagedArraysTest {
         NDArray k = views
                 ? manager.randomNormal(new Shape(b, t, kvHeads, d)).muli(3).transpose(0, 2, 1, 3)
                 : manager.randomNormal(new Shape(b, kvHeads, t, d)).muli(3);
-        NDArray[] kernel = kernels.rotate(q, k, cosSin, false);
+        NDArray[] inputs = {q.duplicate(), k.duplicate()}; // the kernel may rotate q and k in place
         NDArray[] reference = EngineKernels.INSTANCE.rotate(q, k, cosSin, false);
-        NDArray[] inputs = {q, k};
+        NDArray[] kernel = kernels.rotate(q, k, cosSin, false);
         float[] cos = cosSin.get(0).toFloatArray();
         float[] sin = cosSin.get(1).toFloatArray();
         for (int j = 0; j < 2; j++) {
@@ -180,6 +180,54 @@ class DecodeOpsTest extends ManagedArraysTest {
                 assertEquals(expected[i], actual[i], bound + Float.MIN_NORMAL, (j == 0 ? "q" : "k") + " element " + i);
             }
         }
+    }
+
+    /**
+     * Dense heads (a decode step's, and a prefill's split across the cores) rotated over themselves
+     * hold exactly what the kernel writes into a new array: each head's halves are read before
+     * either is written.
+     */
+    @ParameterizedTest(name = "B={0} H={1} T={2} D={3}")
+    @CsvSource({
+        "1, 12, 1, 64", // a decode step of the Llama-110M shape
+        "8, 4, 1, 40", // batch 8, a half of 20
+        "2, 16, 128, 64", // dense heads of a prefill, split across the cores
+    })
+    void rotationInPlaceEqualsTheNewArraysBitForBit(long b, long heads, long t, int d) {
+        RotaryEmbedding rope = new RotaryEmbedding(d, 256, 10000, null);
+        NDList cosSin = rope.cosSin(manager.randomInteger(0, 256, new Shape(1, t), DataType.INT64), manager,
+                DataType.FLOAT32);
+        NDArray x = manager.randomNormal(new Shape(b, heads, t, d)).muli(3);
+        float[] apart = DecodeOps.rotate(x, cosSin).toFloatArray();
+        NDArray rotated = DecodeOps.rotateInPlace(x, cosSin);
+        assertSame(x, rotated);
+        assertArrayEquals(apart, rotated.toFloatArray());
+    }
+
+    /** With the switch off, the kernels rotate into new arrays and leave q and k as they were. */
+    @Test
+    void theSwitchOffLeavesTheHeadsUnrotated() {
+        System.setProperty(DecodeOps.ROTATE_IN_PLACE_SWITCH, "false");
+        CpuKernels apart;
+        try {
+            apart = new CpuKernels(true, true);
+        } finally {
+            System.clearProperty(DecodeOps.ROTATE_IN_PLACE_SWITCH);
+        }
+        RotaryEmbedding rope = new RotaryEmbedding(64, 256, 10000, null);
+        NDList cosSin = rope.cosSin(manager.create(new long[] {17}, new Shape(1, 1)), manager, DataType.FLOAT32);
+        NDArray q = manager.randomNormal(new Shape(1, 12, 1, 64));
+        NDArray k = manager.randomNormal(new Shape(1, 4, 1, 64));
+        float[] qs = q.toFloatArray();
+        float[] ks = k.toFloatArray();
+        NDArray[] off = apart.rotate(q, k, cosSin, false);
+        assertArrayEquals(qs, q.toFloatArray());
+        assertArrayEquals(ks, k.toFloatArray());
+        NDArray[] on = kernels.rotate(q, k, cosSin, false);
+        assertSame(q, on[0]);
+        assertSame(k, on[1]);
+        assertArrayEquals(off[0].toFloatArray(), q.toFloatArray());
+        assertArrayEquals(off[1].toFloatArray(), k.toFloatArray());
     }
 
     /**

@@ -20,7 +20,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * key and value written by the attention kernel ({@code -Dllmzoo.decodeAttention.writeCache}), the
  * gated MLP's fused products ({@code -Dllmzoo.gatedProduct}), the attention's and MLP's last
  * projections added into the residual stream ({@code -Dllmzoo.residualProduct}), a product's last
- * columns taken by whichever core is free ({@code -Dllmzoo.cpu.dynamicSplit}), each then computed
+ * columns taken by whichever core is free ({@code -Dllmzoo.cpu.dynamicSplit}), dense query and key
+ * heads rotated in place ({@code -Dllmzoo.rotateInPlace}), a decode step's norms computed into the
+ * input of the products after them ({@code -Dllmzoo.normedProducts}), each then computed
  * the way it was before.
  */
 class KernelSwitchesGoldenTest {
@@ -36,6 +38,8 @@ class KernelSwitchesGoldenTest {
         {"llmzoo.gatedProduct", "gated product"},
         {"llmzoo.residualProduct", "residual product"},
         {"llmzoo.cpu.dynamicSplit", "dynamic split"},
+        {"llmzoo.rotateInPlace", "rotate in place"},
+        {"llmzoo.normedProducts", "normed products"},
     };
 
     static Stream<Arguments> casesEachWay() {
