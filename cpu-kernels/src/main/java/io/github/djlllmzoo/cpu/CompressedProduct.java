@@ -22,10 +22,13 @@ import java.nio.ByteBuffer;
  *
  * <p>Where the CPU has AVX512_VNNI (int8) or AVX512_BF16 (bfloat16), checked once when this class
  * loads, the decode product multiplies the codes themselves instead of widening them: int8 codes by
- * the input quantized per group of 32 to int8 (llama.cpp's Q8_0 dot product), bfloat16 codes of 1
- * or 2 rows by the input split into two bfloat16 halves (close to float32's; from 3 rows the
- * widening kernel is faster). {@code -Dllmzoo.compressedProduct.dot=false}
- * keeps the widening kernel, which other CPUs use. An int8 product of 5 to 8 rows sums each group
+ * the input quantized per group of 32 to int8 (llama.cpp's Q8_0 dot product). bfloat16 codes take
+ * the widening kernel (a 16-bit shift, exact) unless {@code -Dllmzoo.compressedProduct.bf16Dot=true}
+ * multiplies those of 1 or 2 rows by the input split into two bfloat16 halves: on AMD Zen 4 that
+ * kernel's chain of two {@code vdpbf16ps} per 32 weights made a decode step's products 10-17 % slower
+ * than widening, which is also the more accurate (docs/PERFORMANCE.md, "bfloat16's decode product by
+ * widening"). {@code -Dllmzoo.compressedProduct.dot=false} keeps the widening kernel for int8 too, as
+ * other CPUs have it. An int8 product of 5 to 8 rows sums each group
  * of 32 in two lanes of one register (the weight transposed in registers a block of 256 inputs at a
  * time) before its float32 step, rather than in 8 lanes per dot product; {@code
  * -Dllmzoo.compressedProduct.vnniBlocks=false} keeps the per-chunk kernel there.
@@ -37,6 +40,9 @@ final class CompressedProduct {
 
     /** The switch that keeps the widening kernel on CPUs with the dot-product instructions. */
     static final String DOT_SWITCH = "llmzoo.compressedProduct.dot";
+
+    /** The switch that multiplies bfloat16 codes of 1 or 2 rows by {@code vdpbf16ps} (off by default). */
+    static final String BF16_DOT_SWITCH = "llmzoo.compressedProduct.bf16Dot";
 
     /** The most rows the kernel multiplies in one pass over the weight. */
     static final int MAX_ROWS = 8;
@@ -128,6 +134,9 @@ final class CompressedProduct {
             return 0;
         }
         int bits = features();
+        if (!Boolean.parseBoolean(System.getProperty(BF16_DOT_SWITCH, "false"))) {
+            bits &= ~BF16;
+        }
         boolean blocks = (bits & VNNI) != 0 && Boolean.parseBoolean(System.getProperty(VNNI_BLOCKS_SWITCH, "true"));
         return blocks ? bits | VNNI_BLOCKS : bits;
     }

@@ -58,9 +58,23 @@ class CompressedProductTest extends CompressedWeightsTest {
         assertEquals(vnni, (CompressedProduct.initialDotProducts() & CompressedProduct.VNNI_BLOCKS) != 0);
         System.setProperty(CompressedProduct.VNNI_BLOCKS_SWITCH, "false");
         try {
-            assertEquals(CompressedProduct.features(), CompressedProduct.initialDotProducts());
+            assertEquals(CompressedProduct.features() & CompressedProduct.VNNI, CompressedProduct.initialDotProducts());
         } finally {
             System.clearProperty(CompressedProduct.VNNI_BLOCKS_SWITCH);
+        }
+    }
+
+    /** bfloat16's {@code vdpbf16ps} kernel is taken only where its switch asks for it and the CPU has it. */
+    @Test
+    void theBfloat16DotKernelIsTakenOnlyWhenAskedFor() {
+        assumeTrue(NativeKernels.loaded(), "no native kernels");
+        assertEquals(0, CompressedProduct.initialDotProducts() & CompressedProduct.BF16);
+        System.setProperty(CompressedProduct.BF16_DOT_SWITCH, "true");
+        try {
+            assertEquals(CompressedProduct.features() & CompressedProduct.BF16,
+                    CompressedProduct.initialDotProducts() & CompressedProduct.BF16);
+        } finally {
+            System.clearProperty(CompressedProduct.BF16_DOT_SWITCH);
         }
     }
 
