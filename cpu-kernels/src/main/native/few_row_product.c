@@ -239,7 +239,8 @@ static void in_out_row_range(const float *x, const float *w, float *out, int out
 /*
  * part = bias (or zeros where bias is null) + x[k_from:k_to] @ weight[k_from:k_to, :], x one row
  * (in), weight (in, out_features): a share of one row's product by the weight's rows [k_from,
- * k_to); the shares are then summed (addInto).
+ * k_to); the shares are then summed (addInto). bias may be part itself: the share is then added
+ * into what part holds (a residual stream).
  */
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_FewRowProduct_multiplyInOutRows(
         JNIEnv *env, jclass cls, jobject x_buffer, jobject weight_buffer, jobject bias_buffer, jobject part_buffer,

@@ -208,15 +208,53 @@ final class FewRowProduct {
     static NDArray multiplyByRows(
             NDArray x, NDArray weight, NDArray bias, int parts, Predicate<IntFunction<NDArray>> run) {
         NDArray out = output(x, weight, Layout.IN_OUT); // (..., out)
+        ByteBuffer os = NativeKernels.buffer(out);
+        byRows(x, weight, os, bias == null ? null : NativeKernels.buffer(bias), null, parts, run, out);
+        return out;
+    }
+
+    /**
+     * {@link #multiplyByRows} added into {@code residual}'s memory, {@code residual + x @ weight +
+     * bias}: the first run's share starts from the residual, the second's from the bias, and the
+     * shares are summed into the residual as before (one run: the bias added after it), with no
+     * output array and no addition of the engine's.
+     *
+     * @param x input (..., in), one row, for which {@link #appliesByRows} holds
+     * @param weight (in, out)
+     * @param bias (out), or {@code null}
+     * @param residual (..., out), float32, dense, on the CPU; overwritten with the sum
+     * @param parts the runs of rows, 1 to {@link CoreWorkers#PARALLELISM}
+     * @param run as {@link #multiplyByRows} takes it
+     * @return {@code residual}
+     */
+    static NDArray multiplyByRowsInto(
+            NDArray x, NDArray weight, NDArray bias, NDArray residual, int parts,
+            Predicate<IntFunction<NDArray>> run) {
+        ByteBuffer rs = NativeKernels.buffer(residual);
+        ByteBuffer bs = bias == null ? null : NativeKernels.buffer(bias);
+        byRows(x, weight, rs, rs, bs, parts, run, residual);
+        if (parts == 1 && bs != null) {
+            addInto(rs, bs, Math.toIntExact(weight.getShape().get(1)));
+        }
+        return residual;
+    }
+
+    /**
+     * The shares of one row's product by the weight's rows summed into {@code out}: the first run's
+     * share is {@code out} itself, starting from {@code firstStart} (the bias, or {@code out}'s own
+     * values where that is {@code out}), the second's starts from {@code secondStart}, the others
+     * from zeros.
+     */
+    private static void byRows(
+            NDArray x, NDArray weight, ByteBuffer out, ByteBuffer firstStart, ByteBuffer secondStart, int parts,
+            Predicate<IntFunction<NDArray>> run, NDArray result) {
         Shape w = weight.getShape();
         int in = Math.toIntExact(w.get(0));
         int outFeatures = Math.toIntExact(w.get(1));
         ByteBuffer xs = NativeKernels.buffer(x);
         ByteBuffer ws = NativeKernels.buffer(weight);
-        ByteBuffer bs = bias == null ? null : NativeKernels.buffer(bias);
-        ByteBuffer os = NativeKernels.buffer(out);
         ByteBuffer[] shares = new ByteBuffer[parts];
-        shares[0] = os;
+        shares[0] = out;
         for (int i = 1; i < parts; i++) {
             shares[i] = SHARES.get().share(i - 1, outFeatures);
         }
@@ -225,8 +263,9 @@ final class FewRowProduct {
                 i -> {
                     int from = i == 0 ? 0 : Math.toIntExact(bounds[i - 1]);
                     int to = i == parts - 1 ? in : Math.toIntExact(bounds[i]);
-                    multiplyInOutRows(xs, ws, i == 0 ? bs : null, shares[i], outFeatures, from, to);
-                    return out;
+                    ByteBuffer start = i == 0 ? firstStart : i == 1 ? secondStart : null;
+                    multiplyInOutRows(xs, ws, start, shares[i], outFeatures, from, to);
+                    return result;
                 };
         if (!run.test(task)) {
             for (int i = 0; i < parts; i++) {
@@ -234,9 +273,8 @@ final class FewRowProduct {
             }
         }
         for (int i = 1; i < parts; i++) {
-            addInto(os, shares[i], outFeatures);
+            addInto(out, shares[i], outFeatures);
         }
-        return out;
     }
 
     /** Direct buffers for the shares of a product, grown to the widest product asked for. */
@@ -260,7 +298,8 @@ final class FewRowProduct {
     private static native void multiplyInOutRows(
             ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer part, int outFeatures, int from, int to);
 
-    private static native void addInto(ByteBuffer out, ByteBuffer part, int count);
+    /** {@code out += part}, {@code count} floats of each. */
+    static native void addInto(ByteBuffer out, ByteBuffer part, int count);
 
     /**
      * The columns {@code [from, to)} of {@code out = x @ weight^T + bias}, weight (out, in), over

@@ -359,6 +359,30 @@ final class SplitProjection {
         return EngineKernels.product(x, weight, bias, Layout.IN_OUT);
     }
 
+    /**
+     * {@code residual + x @ weight + bias} for one row and an (in, out) weight, added into {@code
+     * residual}'s memory by {@link FewRowProduct#multiplyByRowsInto} (GPT-2's {@code c_proj} and its
+     * skip connection), or {@code null} where {@link #matMulAdd}'s by-rows kernel does not take these
+     * arrays or the residual is not the product's shape, float32 and dense.
+     *
+     * @param x input (..., in), inference on the CPU
+     * @param weight (in, out)
+     * @param bias (out), or {@code null}
+     * @param residual the residual stream (..., out), overwritten with the sum
+     * @return {@code residual}, or {@code null}
+     */
+    NDArray matMulAddInto(NDArray x, NDArray weight, NDArray bias, NDArray residual) {
+        if (!fewRowKernel
+                || residual.hasGradient()
+                || !FewRowProduct.appliesByRows(x, weight, bias, rows(x))
+                || !FusedProducts.takesResidual(x, residual, weight.getShape().get(1))) {
+            return null;
+        }
+        int parts = splittable(weight) ? CoreWorkers.PARALLELISM : 1;
+        return FewRowProduct.multiplyByRowsInto(
+                x, weight, bias, residual, parts, task -> parts > 1 && CoreWorkers.run(parts, task) != null);
+    }
+
     /** Whether a product of this many rows is split: a decode step always, more on one thread. */
     private static boolean splitsRows(long rows) {
         return rows <= MAX_ROWS || TorchThreads.intraOp() == 1;

@@ -19,7 +19,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * -Dllmzoo.prefillAttention}), q, k and v in one hand-over ({@code -Dllmzoo.projectAll}), the new
  * key and value written by the attention kernel ({@code -Dllmzoo.decodeAttention.writeCache}), the
  * gated MLP's fused products ({@code -Dllmzoo.gatedProduct}), the attention's and MLP's last
- * projections added into the residual stream ({@code -Dllmzoo.residualProduct}), a product's last
+ * projections added into the residual stream ({@code -Dllmzoo.residualProduct}), with their bias
+ * where they have one (GPT-2's {@code c_proj}, {@code -Dllmzoo.residualBias}), a product's last
  * columns taken by whichever core is free ({@code -Dllmzoo.cpu.dynamicSplit}), each then computed
  * the way it was before.
  */
@@ -35,6 +36,7 @@ class KernelSwitchesGoldenTest {
         {"llmzoo.decodeAttention.writeCache", "attention writes cache"},
         {"llmzoo.gatedProduct", "gated product"},
         {"llmzoo.residualProduct", "residual product"},
+        {"llmzoo.residualBias", "residual bias"},
         {"llmzoo.cpu.dynamicSplit", "dynamic split"},
     };
 
