@@ -41,7 +41,8 @@ import java.util.function.Supplier;
  * -Dllmzoo.placeColumns}, {@code -Dllmzoo.prefillAttention}, {@code -Dllmzoo.projectAll}, {@code
  * -Dllmzoo.decodeAttention.writeCache}, {@code -Dllmzoo.gatedProduct}, {@code
  * -Dllmzoo.residualProduct}, {@code -Dllmzoo.residualBias}: the same for a projection with a bias,
- * GPT-2's {@code c_proj}, {@code -Dllmzoo.cpu.dynamicSplit}: a product's columns claimed by
+ * GPT-2's {@code c_proj}, {@code -Dllmzoo.fewRowProduct.fourRows}: one row's product by a wide (in, out)
+ * weight four weight rows at a time, {@code -Dllmzoo.cpu.dynamicSplit}: a product's columns claimed by
  * whichever core is free, else one fixed share a core) is not {@code false}. Each call then takes a
  * kernel where it can read the arrays (inference on the CPU, float32 and dense for the native ones,
  * the row counts and shapes each kernel takes) and the engine's operations, as {@link
@@ -66,6 +67,8 @@ public final class CpuKernels implements Kernels {
     private final boolean residualProduct = NativeKernels.enabled(FusedProducts.RESIDUAL_SWITCH);
     /** Whether a projection with a bias (GPT-2's {@code c_proj}) is added into the residual too. */
     private final boolean residualBias = residualProduct && NativeKernels.enabled(FusedProducts.RESIDUAL_BIAS_SWITCH);
+    /** Whether one row's product by a wide (in, out) weight reads four weight rows at a time. */
+    private final boolean fourRows = NativeKernels.enabled(FewRowProduct.FOUR_ROWS_SWITCH);
     /** Whether {@link #projectAll} hands several products over at once. */
     private final boolean projectAll = NativeKernels.enabled(PROJECT_ALL_SWITCH);
     /** Whether the decode attention kernel writes a step's new keys and values into the cache. */
@@ -384,7 +387,7 @@ public final class CpuKernels implements Kernels {
     }
 
     private SplitProjection split(ProjectionWeight weight) {
-        return weight.prepared(this, SplitProjection.class, () -> new SplitProjection(fewRowProduct, placeColumns));
+        return weight.prepared(this, SplitProjection.class, () -> new SplitProjection(fewRowProduct, placeColumns, fourRows));
     }
 
     /** @return the bytes the widening buffer holds: 0 until a product widens a weight */
@@ -404,6 +407,7 @@ public final class CpuKernels implements Kernels {
                 + ", gated product " + (gatedProduct ? "on" : "off")
                 + ", residual product " + (residualProduct ? "on" : "off")
                 + ", residual bias " + (residualBias ? "on" : "off")
+                + ", four weight rows " + (fourRows ? "on" : "off")
                 + ", project all " + (projectAll ? "on" : "off")
                 + ", attention writes cache " + (attentionWritesCache ? "on" : "off")
                 + ", prefill attention " + (prefillAttention ? "on" : "off")

@@ -20,7 +20,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * key and value written by the attention kernel ({@code -Dllmzoo.decodeAttention.writeCache}), the
  * gated MLP's fused products ({@code -Dllmzoo.gatedProduct}), the attention's and MLP's last
  * projections added into the residual stream ({@code -Dllmzoo.residualProduct}), with their bias
- * where they have one (GPT-2's {@code c_proj}, {@code -Dllmzoo.residualBias}), a product's last
+ * where they have one (GPT-2's {@code c_proj}, {@code -Dllmzoo.residualBias}), one row's product by a
+ * wide (in, out) weight four weight rows at a time ({@code -Dllmzoo.fewRowProduct.fourRows}), a product's last
  * columns taken by whichever core is free ({@code -Dllmzoo.cpu.dynamicSplit}), each then computed
  * the way it was before.
  */
@@ -37,6 +38,7 @@ class KernelSwitchesGoldenTest {
         {"llmzoo.gatedProduct", "gated product"},
         {"llmzoo.residualProduct", "residual product"},
         {"llmzoo.residualBias", "residual bias"},
+        {"llmzoo.fewRowProduct.fourRows", "four weight rows"},
         {"llmzoo.cpu.dynamicSplit", "dynamic split"},
     };
 
