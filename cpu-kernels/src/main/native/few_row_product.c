@@ -237,13 +237,55 @@ static void in_out_row_range(const float *x, const float *w, float *out, int out
 }
 
 /*
+ * in_out_row_range four weight rows at a time: each 16 outputs are read and written once per four
+ * rows, where a wide out (4 KB and more) read and written once a row fell out of L1 beside the
+ * weight stream (the four rows are adjacent, still one stream: docs/PERFORMANCE.md, "GPT-2's decode
+ * step at batch 1"). Two sums per 16 outputs, out + w0 x0 + w2 x2 and w1 x1 + w3 x3, added last.
+ */
+static void in_out_row_range4(const float *x, const float *w, float *out, int out_features, int k_from, int k_to) {
+    int k = k_from;
+    for (; k + 4 <= k_to; k += 4) {
+        const float *w0 = w + (size_t)k * out_features;
+        const float *w1 = w0 + out_features;
+        const float *w2 = w1 + out_features;
+        const float *w3 = w2 + out_features;
+        __m512 x0 = _mm512_set1_ps(x[k]);
+        __m512 x1 = _mm512_set1_ps(x[k + 1]);
+        __m512 x2 = _mm512_set1_ps(x[k + 2]);
+        __m512 x3 = _mm512_set1_ps(x[k + 3]);
+        int n = 0;
+        for (; n + 16 <= out_features; n += 16) {
+            _mm_prefetch((const char *)(w0 + n + PREFETCH_SINGLE), _MM_HINT_T0);
+            _mm_prefetch((const char *)(w1 + n + PREFETCH_SINGLE), _MM_HINT_T0);
+            _mm_prefetch((const char *)(w2 + n + PREFETCH_SINGLE), _MM_HINT_T0);
+            _mm_prefetch((const char *)(w3 + n + PREFETCH_SINGLE), _MM_HINT_T0);
+            __m512 a = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + n), x0, _mm512_loadu_ps(out + n));
+            __m512 b = _mm512_mul_ps(_mm512_loadu_ps(w1 + n), x1);
+            a = _mm512_fmadd_ps(_mm512_loadu_ps(w2 + n), x2, a);
+            b = _mm512_fmadd_ps(_mm512_loadu_ps(w3 + n), x3, b);
+            _mm512_storeu_ps(out + n, _mm512_add_ps(a, b));
+        }
+        if (n < out_features) {
+            __mmask16 mask = (__mmask16)((1u << (out_features - n)) - 1);
+            __m512 a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w0 + n), x0, _mm512_maskz_loadu_ps(mask, out + n));
+            __m512 b = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, w1 + n), x1);
+            a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w2 + n), x2, a);
+            b = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w3 + n), x3, b);
+            _mm512_mask_storeu_ps(out + n, mask, _mm512_add_ps(a, b));
+        }
+    }
+    in_out_row_range(x, w, out, out_features, k, k_to);
+}
+
+/*
  * part = bias (or zeros where bias is null) + x[k_from:k_to] @ weight[k_from:k_to, :], x one row
  * (in), weight (in, out_features): a share of one row's product by the weight's rows [k_from,
- * k_to); the shares are then summed (addInto).
+ * k_to); the shares are then summed (addInto). bias may be part itself: the share is then added
+ * into what part holds (a residual stream). four: four weight rows at a time (in_out_row_range4).
  */
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_FewRowProduct_multiplyInOutRows(
         JNIEnv *env, jclass cls, jobject x_buffer, jobject weight_buffer, jobject bias_buffer, jobject part_buffer,
-        jint out_features, jint k_from, jint k_to) {
+        jint out_features, jint k_from, jint k_to, jboolean four) {
     (void)cls;
     const float *x, *w, *bias;
     float *part;
@@ -253,7 +295,11 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_FewRowProduct_multiplyInOutR
     for (int n = 0; n < out_features; n++) {
         part[n] = bias ? bias[n] : 0.0f;
     }
-    in_out_row_range(x, w, part, out_features, k_from, k_to);
+    if (four) {
+        in_out_row_range4(x, w, part, out_features, k_from, k_to);
+    } else {
+        in_out_row_range(x, w, part, out_features, k_from, k_to);
+    }
 }
 
 /* out += part, both count floats: a second share of a product added into the first. */

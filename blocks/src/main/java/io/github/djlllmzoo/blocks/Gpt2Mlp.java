@@ -24,9 +24,19 @@ public final class Gpt2Mlp extends UnaryBlock {
 
     @Override
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
-        NDArray h =
-                kernels().activate(cFc.forward(store, x, training), null, HiddenActivation.GELU_TANH, training);
-        // (B, T, n_inner), gelu_new
-        return Dropouts.apply(cProj.forward(store, h, training), residDropout, training);
+        return Dropouts.apply(cProj.forward(store, activated(store, x, training), training), residDropout, training);
+    }
+
+    @Override
+    NDArray forwardAdding(ParameterStore store, NDArray x, NDArray residual, boolean training) {
+        if ((training && residDropout > 0) || cProj.loraSlot().adapts()) {
+            return forward(store, x, training).addi(residual);
+        }
+        return kernels().projectAdd(activated(store, x, training), cProj.projection(), residual, store, training);
+    }
+
+    /** {@code gelu_new(c_fc(x))}, (B, T, n_inner). */
+    private NDArray activated(ParameterStore store, NDArray x, boolean training) {
+        return kernels().activate(cFc.forward(store, x, training), null, HiddenActivation.GELU_TANH, training);
     }
 }

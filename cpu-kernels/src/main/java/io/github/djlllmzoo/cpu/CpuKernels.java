@@ -32,14 +32,18 @@ import java.util.function.Supplier;
  * {@link DecodeOps}' kernels, one call each (a prefill's split across the cores), GPT-2's LayerNorm
  * too; a prefill's attention by {@link PrefillAttention}; a decode step's gate and up products
  * with their activation, and at one row its MLP's down product and its attention's output
- * projection each added into the residual stream, in one hand-over each ({@link FusedProducts}).
+ * projection each added into the residual stream, in one hand-over each, with a bias where the
+ * projection has one ({@link FusedProducts}; GPT-2's (in, out) float32 {@code c_proj} by {@link
+ * SplitProjection#matMulAddInto}).
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
  * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}, {@code -Dllmzoo.layerNorm}, {@code
  * -Dllmzoo.placeColumns}, {@code -Dllmzoo.prefillAttention}, {@code -Dllmzoo.projectAll}, {@code
  * -Dllmzoo.decodeAttention.writeCache}, {@code -Dllmzoo.gatedProduct}, {@code
- * -Dllmzoo.residualProduct}, {@code -Dllmzoo.cpu.dynamicSplit}: a product's columns claimed by
+ * -Dllmzoo.residualProduct}, {@code -Dllmzoo.residualBias}: the same for a projection with a bias,
+ * GPT-2's {@code c_proj}, {@code -Dllmzoo.fewRowProduct.fourRows}: one row's product by a wide (in, out)
+ * weight four weight rows at a time, {@code -Dllmzoo.cpu.dynamicSplit}: a product's columns claimed by
  * whichever core is free, else one fixed share a core; {@code -Dllmzoo.rotateInPlace}: dense query and
  * key heads rotated over themselves, else into new arrays; {@code -Dllmzoo.normedProducts}: a decode
  * step's norm before its q/k/v or gate/up products computed into their input buffer, else into an
@@ -65,6 +69,10 @@ public final class CpuKernels implements Kernels {
     private final boolean placeColumns = NativeKernels.enabled(DecodeOps.COLUMNS_SWITCH);
     private final boolean gatedProduct = NativeKernels.enabled(FusedProducts.GATED_SWITCH);
     private final boolean residualProduct = NativeKernels.enabled(FusedProducts.RESIDUAL_SWITCH);
+    /** Whether a projection with a bias (GPT-2's {@code c_proj}) is added into the residual too. */
+    private final boolean residualBias = residualProduct && NativeKernels.enabled(FusedProducts.RESIDUAL_BIAS_SWITCH);
+    /** Whether one row's product by a wide (in, out) weight reads four weight rows at a time. */
+    private final boolean fourRows = NativeKernels.enabled(FewRowProduct.FOUR_ROWS_SWITCH);
     /** Whether {@link #projectAll} hands several products over at once. */
     private final boolean projectAll = NativeKernels.enabled(PROJECT_ALL_SWITCH);
     /** Whether the decode attention kernel writes a step's new keys and values into the cache. */
@@ -428,8 +436,13 @@ public final class CpuKernels implements Kernels {
     public NDArray projectAdd(
             NDArray x, ProjectionWeight weight, NDArray residual, ParameterStore store, boolean training) {
         if (residualProduct && CoreWorkers.inferenceOnCpu(x, training)) {
-            NDArray sum =
-                    shared(() -> FusedProducts.residual(x, weight, residual, store, fewRowProduct, compressedProduct));
+            NDArray sum = shared(() -> FusedProducts.residual(
+                    x, weight, residual, store, fewRowProduct, compressedProduct, residualBias));
+            if (sum == null && residualBias && weight.compressed() == null && weight.layout() == Layout.IN_OUT) {
+                Device device = x.getDevice();
+                sum = split(weight).matMulAddInto(
+                        x, weight.weight(store, device, false), weight.bias(store, device, false), residual);
+            }
             if (sum != null) {
                 return sum;
             }
@@ -471,7 +484,7 @@ public final class CpuKernels implements Kernels {
     }
 
     private SplitProjection split(ProjectionWeight weight) {
-        return weight.prepared(this, SplitProjection.class, () -> new SplitProjection(fewRowProduct, placeColumns));
+        return weight.prepared(this, SplitProjection.class, () -> new SplitProjection(fewRowProduct, placeColumns, fourRows));
     }
 
     /** @return the bytes the widening buffer holds: 0 until a product widens a weight */
@@ -490,6 +503,8 @@ public final class CpuKernels implements Kernels {
                 + ", place columns " + (placeColumns ? "on" : "off")
                 + ", gated product " + (gatedProduct ? "on" : "off")
                 + ", residual product " + (residualProduct ? "on" : "off")
+                + ", residual bias " + (residualBias ? "on" : "off")
+                + ", four weight rows " + (fourRows ? "on" : "off")
                 + ", project all " + (projectAll ? "on" : "off")
                 + ", attention writes cache " + (attentionWritesCache ? "on" : "off")
                 + ", prefill attention " + (prefillAttention ? "on" : "off")

@@ -41,6 +41,22 @@ final class FewRowProduct {
     private static final boolean BY_ROWS =
             !"false".equalsIgnoreCase(System.getProperty("llmzoo.fewRowProduct.byRows"));
 
+    /**
+     * The switch that keeps {@link #multiplyByRows} at one weight row at a time whatever the output
+     * width: {@code -Dllmzoo.fewRowProduct.fourRows=false}.
+     */
+    static final String FOUR_ROWS_SWITCH = "llmzoo.fewRowProduct.fourRows";
+
+    /**
+     * The output width from which {@link #multiplyByRows} takes four weight rows at a time, reading
+     * and writing each output once per four rows: at 1024 outputs (4 KB) and more the output,
+     * written once a row, no longer stays in L1 beside the weight stream (two cores, AMD EPYC Zen 4:
+     * 768 x 3072 22-23 against 34-36 GB/s, 1536 x 1024 24-31 against 31-33), while at 768 outputs
+     * one row at a time reads faster (3072 x 768: 35-39 against 29-30; docs/PERFORMANCE.md,
+     * "GPT-2's decode step at batch 1").
+     */
+    static final int FOUR_ROWS_MIN_OUT = 1024;
+
     /** Each calling thread's buffers for the shares of {@link #multiplyByRows} past the first. */
     private static final ThreadLocal<Shares> SHARES = ThreadLocal.withInitial(Shares::new);
 
@@ -201,22 +217,65 @@ final class FewRowProduct {
      * @param weight (in, out)
      * @param bias (out), or {@code null}
      * @param parts the runs of rows, 1 to {@link CoreWorkers#PARALLELISM}
+     * @param fourRows whether four weight rows at a time are read where the output is at least
+     *     {@link #FOUR_ROWS_MIN_OUT} wide
      * @param run computes the tasks it is given, {@code task(0)} .. {@code task(parts - 1)}, and
      *     says whether it did (else they are computed here, one after another)
      * @return (..., out)
      */
     static NDArray multiplyByRows(
-            NDArray x, NDArray weight, NDArray bias, int parts, Predicate<IntFunction<NDArray>> run) {
+            NDArray x, NDArray weight, NDArray bias, int parts, boolean fourRows,
+            Predicate<IntFunction<NDArray>> run) {
         NDArray out = output(x, weight, Layout.IN_OUT); // (..., out)
+        ByteBuffer os = NativeKernels.buffer(out);
+        byRows(x, weight, os, bias == null ? null : NativeKernels.buffer(bias), null, parts, fourRows, run, out);
+        return out;
+    }
+
+    /**
+     * {@link #multiplyByRows} added into {@code residual}'s memory, {@code residual + x @ weight +
+     * bias}: the first run's share starts from the residual, the second's from the bias, and the
+     * shares are summed into the residual as before (one run: the bias added after it), with no
+     * output array and no addition of the engine's.
+     *
+     * @param x input (..., in), one row, for which {@link #appliesByRows} holds
+     * @param weight (in, out)
+     * @param bias (out), or {@code null}
+     * @param residual (..., out), float32, dense, on the CPU; overwritten with the sum
+     * @param parts the runs of rows, 1 to {@link CoreWorkers#PARALLELISM}
+     * @param fourRows as {@link #multiplyByRows} takes it
+     * @param run as {@link #multiplyByRows} takes it
+     * @return {@code residual}
+     */
+    static NDArray multiplyByRowsInto(
+            NDArray x, NDArray weight, NDArray bias, NDArray residual, int parts, boolean fourRows,
+            Predicate<IntFunction<NDArray>> run) {
+        ByteBuffer rs = NativeKernels.buffer(residual);
+        ByteBuffer bs = bias == null ? null : NativeKernels.buffer(bias);
+        byRows(x, weight, rs, rs, bs, parts, fourRows, run, residual);
+        if (parts == 1 && bs != null) {
+            addInto(rs, bs, Math.toIntExact(weight.getShape().get(1)));
+        }
+        return residual;
+    }
+
+    /**
+     * The shares of one row's product by the weight's rows summed into {@code out}: the first run's
+     * share is {@code out} itself, starting from {@code firstStart} (the bias, or {@code out}'s own
+     * values where that is {@code out}), the second's starts from {@code secondStart}, the others
+     * from zeros.
+     */
+    private static void byRows(
+            NDArray x, NDArray weight, ByteBuffer out, ByteBuffer firstStart, ByteBuffer secondStart, int parts,
+            boolean fourRows, Predicate<IntFunction<NDArray>> run, NDArray result) {
         Shape w = weight.getShape();
         int in = Math.toIntExact(w.get(0));
         int outFeatures = Math.toIntExact(w.get(1));
+        boolean four = fourRows && outFeatures >= FOUR_ROWS_MIN_OUT;
         ByteBuffer xs = NativeKernels.buffer(x);
         ByteBuffer ws = NativeKernels.buffer(weight);
-        ByteBuffer bs = bias == null ? null : NativeKernels.buffer(bias);
-        ByteBuffer os = NativeKernels.buffer(out);
         ByteBuffer[] shares = new ByteBuffer[parts];
-        shares[0] = os;
+        shares[0] = out;
         for (int i = 1; i < parts; i++) {
             shares[i] = SHARES.get().share(i - 1, outFeatures);
         }
@@ -225,8 +284,9 @@ final class FewRowProduct {
                 i -> {
                     int from = i == 0 ? 0 : Math.toIntExact(bounds[i - 1]);
                     int to = i == parts - 1 ? in : Math.toIntExact(bounds[i]);
-                    multiplyInOutRows(xs, ws, i == 0 ? bs : null, shares[i], outFeatures, from, to);
-                    return out;
+                    ByteBuffer start = i == 0 ? firstStart : i == 1 ? secondStart : null;
+                    multiplyInOutRows(xs, ws, start, shares[i], outFeatures, from, to, four);
+                    return result;
                 };
         if (!run.test(task)) {
             for (int i = 0; i < parts; i++) {
@@ -234,9 +294,8 @@ final class FewRowProduct {
             }
         }
         for (int i = 1; i < parts; i++) {
-            addInto(os, shares[i], outFeatures);
+            addInto(out, shares[i], outFeatures);
         }
-        return out;
     }
 
     /** Direct buffers for the shares of a product, grown to the widest product asked for. */
@@ -258,9 +317,11 @@ final class FewRowProduct {
     }
 
     private static native void multiplyInOutRows(
-            ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer part, int outFeatures, int from, int to);
+            ByteBuffer x, ByteBuffer weight, ByteBuffer bias, ByteBuffer part, int outFeatures, int from, int to,
+            boolean four);
 
-    private static native void addInto(ByteBuffer out, ByteBuffer part, int count);
+    /** {@code out += part}, {@code count} floats of each. */
+    static native void addInto(ByteBuffer out, ByteBuffer part, int count);
 
     /**
      * The columns {@code [from, to)} of {@code out = x @ weight^T + bias}, weight (out, in), over

@@ -38,6 +38,12 @@ final class FusedProducts {
     /** The switch that turns the residual product off: {@code -Dllmzoo.residualProduct=false}. */
     static final String RESIDUAL_SWITCH = "llmzoo.residualProduct";
 
+    /**
+     * The switch that keeps a projection with a bias (GPT-2's {@code c_proj}) out of the residual
+     * product: {@code -Dllmzoo.residualBias=false}.
+     */
+    static final String RESIDUAL_BIAS_SWITCH = "llmzoo.residualBias";
+
     /** Each calling thread's buffer for the up projection's product, grown as needed. */
     private static final ThreadLocal<ByteBuffer> UP = new ThreadLocal<>();
 
@@ -132,11 +138,13 @@ final class FusedProducts {
     }
 
     /**
-     * {@code residual + x @ weight^T} at one row, the product added into {@code residual}'s memory:
-     * the kernels add the bias to each output last, reading it just before they write that output,
-     * so the residual goes in as the bias and is the output. {@code null} where the kernels do not
-     * take these arrays (more than one row, a weight with a bias, a residual of another shape or
-     * recording gradients, a kernel off).
+     * {@code residual + x @ weight^T + bias} at one row, the product added into {@code residual}'s
+     * memory: the kernels add the bias to each output last, reading it just before they write that
+     * output, so the residual goes in as the bias and is the output. A weight's own bias (GPT-2's
+     * {@code c_proj}) is first added into each core's columns of the residual by that core, where
+     * {@code biased}. {@code null} where the kernels do not take these arrays (more than one row, a
+     * weight with a bias unless {@code biased}, a residual of another shape or recording gradients,
+     * a kernel off).
      *
      * @param x input (..., in), one row, inference on the CPU
      * @param weight the projection (out, in)
@@ -144,6 +152,7 @@ final class FusedProducts {
      * @param store the parameter store, or {@code null}
      * @param fewRowKernel whether float32 weights may take {@link FewRowProduct}'s kernel
      * @param compressedKernel whether compressed weights may take {@link CompressedProduct}'s kernel
+     * @param biased whether a weight with a bias is taken
      * @return {@code residual}, or {@code null}
      */
     static NDArray residual(
@@ -152,21 +161,51 @@ final class FusedProducts {
             NDArray residual,
             ParameterStore store,
             boolean fewRowKernel,
-            boolean compressedKernel) {
-        if (rows(x) != 1 || residual.hasGradient() || weight.bias(store, x.getDevice(), false) != null) {
+            boolean compressedKernel,
+            boolean biased) {
+        NDArray bias = weight.bias(store, x.getDevice(), false);
+        if (rows(x) != 1 || residual.hasGradient() || (bias != null && !biased)) {
             return null;
         }
-        Product product = product(x, null, weight, null, store, 1, fewRowKernel, compressedKernel);
-        Shape shape = x.getShape();
-        if (product == null
-                || !residual.getShape().equals(shape.slice(0, shape.dimension() - 1).add(product.width()))
-                || !NativeKernels.denseFloat32OnCpu(residual)) {
+        Product product = product(x, null, weight, bias, store, 1, fewRowKernel, compressedKernel);
+        if (product == null || !takesResidual(x, residual, product.width())) {
             return null;
         }
         ByteBuffer rs = NativeKernels.buffer(residual);
-        CoreWorkers.share(
-                product.elements(), product.pooled(), (first, last, runs) -> product.columns().compute(rs, rs, first, last, runs));
+        ByteBuffer bs = bias == null ? null : NativeKernels.buffer(bias);
+        int width = product.width();
+        CoreWorkers.share(product.elements(), product.pooled(), (first, last, runs) -> {
+            if (bs != null) {
+                addColumns(rs, bs, CoreWorkers.start(width, first, runs), CoreWorkers.start(width, last, runs));
+            }
+            product.columns().compute(rs, rs, first, last, runs);
+        });
         return residual;
+    }
+
+    /**
+     * Whether {@code residual} can take a product of {@code x} with {@code width} outputs in place:
+     * the product's shape (..., width), float32, dense, on the CPU.
+     *
+     * @param x input (..., in)
+     * @param residual the residual stream
+     * @param width the product's output width
+     * @return whether the residual can be the product's output
+     */
+    static boolean takesResidual(NDArray x, NDArray residual, long width) {
+        Shape shape = x.getShape();
+        return residual.getShape().equals(shape.slice(0, shape.dimension() - 1).add(width))
+                && NativeKernels.denseFloat32OnCpu(residual);
+    }
+
+    /** {@code out[from:to] += bias[from:to]}, one row. */
+    private static void addColumns(ByteBuffer out, ByteBuffer bias, int from, int to) {
+        if (to > from) {
+            FewRowProduct.addInto(
+                    out.slice(from * Float.BYTES, (to - from) * Float.BYTES),
+                    bias.slice(from * Float.BYTES, (to - from) * Float.BYTES),
+                    to - from);
+        }
     }
 
     /**

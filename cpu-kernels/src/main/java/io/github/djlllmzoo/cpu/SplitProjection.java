@@ -60,16 +60,32 @@ final class SplitProjection {
 
     private final boolean fewRowKernel;
     private final boolean placeColumns;
+    private final boolean fourRows;
     private volatile Slices slices;
 
     /**
+     * A projection whose one-row (in, out) products read four weight rows at a time where the
+     * output is wide ({@link FewRowProduct#FOUR_ROWS_MIN_OUT}).
+     *
      * @param fewRowKernel whether products of a few rows may take {@link FewRowProduct}'s kernel
      * @param placeColumns whether each core writes its share of a product split by columns into
      *     the whole output ({@link DecodeOps#intoColumns}) instead of the caller joining the shares
      */
     SplitProjection(boolean fewRowKernel, boolean placeColumns) {
+        this(fewRowKernel, placeColumns, true);
+    }
+
+    /**
+     * @param fewRowKernel whether products of a few rows may take {@link FewRowProduct}'s kernel
+     * @param placeColumns whether each core writes its share of a product split by columns into
+     *     the whole output ({@link DecodeOps#intoColumns}) instead of the caller joining the shares
+     * @param fourRows whether one row's product by an (in, out) weight may read four weight rows at
+     *     a time ({@link FewRowProduct#multiplyByRows})
+     */
+    SplitProjection(boolean fewRowKernel, boolean placeColumns, boolean fourRows) {
         this.fewRowKernel = fewRowKernel;
         this.placeColumns = placeColumns;
+        this.fourRows = fourRows;
     }
 
     /**
@@ -322,7 +338,7 @@ final class SplitProjection {
         if (inference && fewRowKernel && FewRowProduct.appliesByRows(x, weight, bias, rows)) {
             int parts = splittable(weight) ? CoreWorkers.PARALLELISM : 1;
             return FewRowProduct.multiplyByRows(
-                    x, weight, bias, parts, task -> parts > 1 && CoreWorkers.run(parts, task) != null);
+                    x, weight, bias, parts, fourRows, task -> parts > 1 && CoreWorkers.run(parts, task) != null);
         }
         if (inference && fewRowKernel && FewRowProduct.applies(x, weight, bias, rows, Layout.IN_OUT)) {
             return fewRows(x, weight, bias, splittable(weight), Layout.IN_OUT);
@@ -357,6 +373,30 @@ final class SplitProjection {
             }
         }
         return EngineKernels.product(x, weight, bias, Layout.IN_OUT);
+    }
+
+    /**
+     * {@code residual + x @ weight + bias} for one row and an (in, out) weight, added into {@code
+     * residual}'s memory by {@link FewRowProduct#multiplyByRowsInto} (GPT-2's {@code c_proj} and its
+     * skip connection), or {@code null} where {@link #matMulAdd}'s by-rows kernel does not take these
+     * arrays or the residual is not the product's shape, float32 and dense.
+     *
+     * @param x input (..., in), inference on the CPU
+     * @param weight (in, out)
+     * @param bias (out), or {@code null}
+     * @param residual the residual stream (..., out), overwritten with the sum
+     * @return {@code residual}, or {@code null}
+     */
+    NDArray matMulAddInto(NDArray x, NDArray weight, NDArray bias, NDArray residual) {
+        if (!fewRowKernel
+                || residual.hasGradient()
+                || !FewRowProduct.appliesByRows(x, weight, bias, rows(x))
+                || !FusedProducts.takesResidual(x, residual, weight.getShape().get(1))) {
+            return null;
+        }
+        int parts = splittable(weight) ? CoreWorkers.PARALLELISM : 1;
+        return FewRowProduct.multiplyByRowsInto(
+                x, weight, bias, residual, parts, fourRows, task -> parts > 1 && CoreWorkers.run(parts, task) != null);
     }
 
     /** Whether a product of this many rows is split: a decode step always, more on one thread. */

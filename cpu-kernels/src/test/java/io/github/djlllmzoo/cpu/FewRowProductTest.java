@@ -154,21 +154,24 @@ class FewRowProductTest extends ManagedArraysTest {
     @ParameterizedTest
     @CsvSource({
         "768, 2304, 1", "768, 2304, 2", "3072, 768, 2", "768, 768, 3", "100, 257, 2", "13, 17, 3", "1, 3, 1",
-        "2, 3, 2"
+        "2, 3, 2", "1030, 1027, 2", "13, 1030, 3", "3, 1024, 2"
     })
     void oneRowOfAnInOutWeightReadByRunsOfRowsEqualsTheEnginesProduct(int in, int out, int parts) {
         NDArray weight = weight(Layout.IN_OUT, in, out);
         NDArray bias = manager.randomNormal(new Shape(out));
         NDArray x = manager.randomNormal(new Shape(1, 1, in)); // a decode step: (1, 1, in)
-        for (NDArray b : new NDArray[] {bias, null}) {
-            assertTrue(FewRowProduct.appliesByRows(x, weight, b, 1));
-            NDArray actual = FewRowProduct.multiplyByRows(x, weight, b, parts, task -> inTurn(task, parts));
-            assertEquals(new Shape(1, 1, out), actual.getShape());
-            assertArrayEquals(engine(x, weight, b, Layout.IN_OUT).toFloatArray(), actual.toFloatArray(),
-                    RoundingBound.ofProduct(x, weight, b, false), "bias " + (b != null));
-            NDArray unsplit = FewRowProduct.multiplyByRows(x, weight, b, parts, task -> false);
-            assertArrayEquals(actual.toFloatArray(), unsplit.toFloatArray(), 0f,
-                    "the shares computed here when the workers do not take them");
+        for (boolean four : new boolean[] {true, false}) {
+            for (NDArray b : new NDArray[] {bias, null}) {
+                String what = "four rows " + four + ", bias " + (b != null);
+                assertTrue(FewRowProduct.appliesByRows(x, weight, b, 1));
+                NDArray actual = FewRowProduct.multiplyByRows(x, weight, b, parts, four, task -> inTurn(task, parts));
+                assertEquals(new Shape(1, 1, out), actual.getShape());
+                assertArrayEquals(engine(x, weight, b, Layout.IN_OUT).toFloatArray(), actual.toFloatArray(),
+                        RoundingBound.ofProduct(x, weight, b, false), what);
+                NDArray unsplit = FewRowProduct.multiplyByRows(x, weight, b, parts, four, task -> false);
+                assertArrayEquals(actual.toFloatArray(), unsplit.toFloatArray(), 0f,
+                        what + ": the shares computed here when the workers do not take them");
+            }
         }
     }
 
@@ -195,7 +198,7 @@ class FewRowProductTest extends ManagedArraysTest {
                 RoundingBound.ofProduct(x, weight, bias, layout == Layout.OUT_IN));
         if (layout == Layout.IN_OUT && FewRowProduct.appliesByRows(x, weight, bias, rows)) {
             int parts = CoreWorkers.PARALLELISM;
-            NDArray byRows = FewRowProduct.multiplyByRows(x, weight, bias, parts, task -> inTurn(task, parts));
+            NDArray byRows = FewRowProduct.multiplyByRows(x, weight, bias, parts, true, task -> inTurn(task, parts));
             assertArrayEquals(byRows.toFloatArray(), actual.toFloatArray(), 0f, "the by-rows product");
         } else if (FewRowProduct.applies(x, weight, bias, rows, layout)) {
             NDArray kernel = FewRowProduct.output(x, weight, layout);

@@ -50,8 +50,14 @@ class FusedProductsTest extends ManagedArraysTest {
 
     /** A projection of a realistic scale (std 0.02), compressed to {@code format} unless FLOAT32. */
     private ProjectionWeight projection(int out, int in, boolean bias, String format) {
-        ProjectionWeight weight = Projections.of(Layout.OUT_IN,
-                manager.randomNormal(0, 0.02f, new Shape(out, in), DataType.FLOAT32),
+        return projection(Layout.OUT_IN, out, in, bias, format);
+    }
+
+    /** {@link #projection(int, int, boolean, String)} with the weight stored as {@code layout} says. */
+    private ProjectionWeight projection(Layout layout, int out, int in, boolean bias, String format) {
+        Shape shape = layout == Layout.OUT_IN ? new Shape(out, in) : new Shape(in, out);
+        ProjectionWeight weight = Projections.of(layout,
+                manager.randomNormal(0, 0.02f, shape, DataType.FLOAT32),
                 bias ? manager.randomNormal(new Shape(out)) : null);
         if (!format.equals("FLOAT32")) {
             weight.compress(WeightFormat.valueOf(format));
@@ -142,6 +148,50 @@ class FusedProductsTest extends ManagedArraysTest {
     }
 
     /**
+     * A projection with a bias (GPT-2's {@code c_proj}, float32 (in, out) read by rows, one run or
+     * two, or compressed) goes into the residual's memory too, its bias added there by each core
+     * before its columns' sums: the residual array comes back holding {@code residual + x W + b}.
+     * Float32 against the reference to the bound of a product whose bias term is {@code |residual| +
+     * |b|}; compressed against the separate kernel product plus the residual, the two evaluations
+     * rounding {@code r + b}, then {@code + S}, against {@code S + b}, then {@code + r}: each rounding
+     * off by at most half an ulp of its result.
+     */
+    @ParameterizedTest(name = "{0} {1} {2}x{3}")
+    @CsvSource({
+        "FLOAT32, IN_OUT, 768, 3072", "FLOAT32, IN_OUT, 256, 256", "FLOAT32, OUT_IN, 768, 768",
+        "INT8, IN_OUT, 768, 3072", "BFLOAT16, IN_OUT, 768, 768", "FLOAT16, IN_OUT, 768, 3072"
+    })
+    void aBiasedProjectionAddsIntoTheResidualWithItsBias(String format, Layout layout, int out, int in) {
+        ProjectionWeight proj = projection(layout, out, in, true, format);
+        NDArray x = manager.randomNormal(new Shape(1, 1, in));
+        NDArray residual = manager.randomNormal(new Shape(1, 1, out));
+        NDArray b = proj.bias(null, x.getDevice(), false);
+        NDArray stream = residual.duplicate();
+        NDArray sum = kernels.projectAdd(x, proj, stream, null, false);
+        assertSame(stream, sum, "added in place");
+        float[] actual = sum.toFloatArray();
+        if (format.equals("FLOAT32")) {
+            NDArray w = proj.weight(null, x.getDevice(), false);
+            float[] expected = EngineKernels.INSTANCE.projectAdd(x, proj, residual.duplicate(), null, false)
+                    .toFloatArray();
+            NDArray both = residual.reshape(out).abs().add(b.abs());
+            assertArrayEquals(expected, actual,
+                    RoundingBound.ofProduct(x, w, both, layout == Layout.OUT_IN), "the reference's sum");
+            return;
+        }
+        float[] product = kernels.project(x, proj, null, false).toFloatArray(); // S + b, the kernel's
+        float[] separate = without(FusedProducts.RESIDUAL_BIAS_SWITCH)
+                .projectAdd(x, proj, residual.duplicate(), null, false).toFloatArray();
+        float[] r = residual.toFloatArray();
+        float[] bs = b.toFloatArray();
+        for (int i = 0; i < out; i++) {
+            double rounding = U * (Math.abs(product[i]) + Math.abs(separate[i]) + Math.abs(r[i] + bs[i])
+                    + Math.abs(actual[i]));
+            assertEquals(separate[i], actual[i], rounding + Float.MIN_NORMAL, "element " + i);
+        }
+    }
+
+    /**
      * A decode step's gated product makes one array (the result) where the separate operations make
      * two (gate and up, the activation written over the gate), and the residual product none where
      * the separate one makes the product.
@@ -170,8 +220,8 @@ class FusedProductsTest extends ManagedArraysTest {
 
     /**
      * What the fused kernels do not take goes to the separate operations: more than 8 rows, gate and
-     * up of different widths; for the residual more than one row, a bias, a residual of another
-     * shape.
+     * up of different widths; for the residual more than one row, a bias with its switch off, a
+     * residual of another shape.
      */
     @Test
     void inputsTheFusedKernelsDoNotTakeGoToTheSeparateOperations() {
@@ -189,13 +239,17 @@ class FusedProductsTest extends ManagedArraysTest {
         NDArray inner = manager.randomNormal(new Shape(1, 1, 512));
         NDArray residual = manager.randomNormal(new Shape(1, 1, 256));
         assertNull(FusedProducts.residual(manager.randomNormal(new Shape(2, 1, 512)), down,
-                manager.randomNormal(new Shape(2, 1, 256)), null, true, true), "2 rows");
-        assertNull(FusedProducts.residual(inner, biased, residual, null, true, true), "a bias");
-        assertNull(FusedProducts.residual(inner, down, manager.randomNormal(new Shape(1, 256)), null, true, true),
+                manager.randomNormal(new Shape(2, 1, 256)), null, true, true, true), "2 rows");
+        assertNull(FusedProducts.residual(inner, biased, residual, null, true, true, false), "a bias, switched off");
+        assertNull(FusedProducts.residual(
+                inner, down, manager.randomNormal(new Shape(1, 256)), null, true, true, true),
                 "a residual of another shape");
-        assertNull(FusedProducts.residual(inner, down, residual, null, true, false), "the compressed kernel off");
-        NDArray sum = kernels.projectAdd(inner, biased, residual, null, false);
+        assertNull(FusedProducts.residual(inner, down, residual, null, true, false, true), "the compressed kernel off");
+        NDArray sum = without(FusedProducts.RESIDUAL_BIAS_SWITCH).projectAdd(inner, biased, residual, null, false);
         assertNotSame(residual, sum, "a new array");
+        ProjectionWeight conv1d = projection(Layout.IN_OUT, 256, 512, true, "FLOAT32");
+        assertNotSame(residual, without(FusedProducts.RESIDUAL_BIAS_SWITCH)
+                .projectAdd(inner, conv1d, residual, null, false), "(in, out), switched off: a new array");
         assertArrayEquals(without(FusedProducts.GATED_SWITCH).gatedProject(nine, gate, up, silu, null, false)
                 .toFloatArray(), kernels.gatedProject(nine, gate, up, silu, null, false).toFloatArray(), 0f,
                 "9 rows: the separate operations");

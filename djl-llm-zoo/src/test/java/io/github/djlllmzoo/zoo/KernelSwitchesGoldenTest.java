@@ -19,7 +19,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * -Dllmzoo.prefillAttention}), q, k and v in one hand-over ({@code -Dllmzoo.projectAll}), the new
  * key and value written by the attention kernel ({@code -Dllmzoo.decodeAttention.writeCache}), the
  * gated MLP's fused products ({@code -Dllmzoo.gatedProduct}), the attention's and MLP's last
- * projections added into the residual stream ({@code -Dllmzoo.residualProduct}), a product's last
+ * projections added into the residual stream ({@code -Dllmzoo.residualProduct}), with their bias
+ * where they have one (GPT-2's {@code c_proj}, {@code -Dllmzoo.residualBias}), one row's product by a
+ * wide (in, out) weight four weight rows at a time ({@code -Dllmzoo.fewRowProduct.fourRows}), a product's last
  * columns taken by whichever core is free ({@code -Dllmzoo.cpu.dynamicSplit}), dense query and key
  * heads rotated in place ({@code -Dllmzoo.rotateInPlace}), a decode step's norms computed into the
  * input of the products after them ({@code -Dllmzoo.normedProducts}), each then computed
@@ -37,6 +39,8 @@ class KernelSwitchesGoldenTest {
         {"llmzoo.decodeAttention.writeCache", "attention writes cache"},
         {"llmzoo.gatedProduct", "gated product"},
         {"llmzoo.residualProduct", "residual product"},
+        {"llmzoo.residualBias", "residual bias"},
+        {"llmzoo.fewRowProduct.fourRows", "four weight rows"},
         {"llmzoo.cpu.dynamicSplit", "dynamic split"},
         {"llmzoo.rotateInPlace", "rotate in place"},
         {"llmzoo.normedProducts", "normed products"},
