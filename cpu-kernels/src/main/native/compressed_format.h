@@ -49,6 +49,8 @@ static inline __attribute__((always_inline)) __m512 widen_scales(const uint16_t 
         uint32_t pair;
         memcpy(&pair, s, sizeof pair);
         bits = _mm_cvtsi32_si128((int)pair);
+    } else if (count == 1) {
+        bits = _mm_cvtsi32_si128(*s);
     } else {
         uint16_t part[8] = {0};
         for (int i = 0; i < count; i++) {
@@ -67,6 +69,17 @@ static inline __attribute__((always_inline)) __m512 broadcast_scale(const uint16
 /* The int8 group scale at s widened to float32. */
 static inline __attribute__((always_inline)) float scale_value(const uint16_t *s) {
     return _mm512_cvtss_f32(widen_scales(s, 1));
+}
+
+/* count int8 group scales from s widened to float32 into out, 8 a conversion. */
+static inline __attribute__((always_inline)) void widen_scale_run(const uint16_t *s, int count, float *out) {
+    int i = 0;
+    for (; i + 8 <= count; i += 8) {
+        _mm256_storeu_ps(out + i, _mm512_castps512_ps256(widen_scales(s + i, 8)));
+    }
+    for (; i < count; i++) {
+        out[i] = scale_value(s + i);
+    }
 }
 
 /* Refuses a call's arguments: an IllegalArgumentException with the message, thrown when the native call returns. */

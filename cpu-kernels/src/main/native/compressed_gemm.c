@@ -153,6 +153,7 @@ static VNNI_TARGET void group_terms(const uint32_t *panel, const uint16_t *weigh
         int groups, int out_features, int n0, int columns, float *scales, int32_t *starts) {
     const __m512i offset = _mm512_set1_epi8((char)0x80);
     const int words = groups * GROUP / 4;
+    float column[SPAN / GROUP]; /* one column's scales over the panel's groups, widened */
     for (int b = 0; b < (columns + 15) / 16; b++) {
         for (int g = 0; g < groups; g++) {
             __m512i sum = _mm512_setzero_si512();
@@ -160,12 +161,17 @@ static VNNI_TARGET void group_terms(const uint32_t *panel, const uint16_t *weigh
                 __m512i codes = _mm512_loadu_si512(panel + ((size_t)b * words + (size_t)g * (GROUP / 4) + w) * 16);
                 sum = _mm512_dpbusd_epi32(sum, offset, codes);
             }
-            size_t at = ((size_t)b * groups + g) * 16;
-            _mm512_storeu_si512(starts + at, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
-            for (int j = 0; j < 16; j++) {
-                int n = n0 + b * 16 + j;
-                scales[at + j] = n < out_features && b * 16 + j < columns
-                        ? scale_value(weight_scales + (size_t)n * row_groups + g0 + g) : 0.0f;
+            _mm512_storeu_si512(starts + ((size_t)b * groups + g) * 16, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
+        }
+        for (int j = 0; j < 16; j++) {
+            int n = n0 + b * 16 + j;
+            if (n < out_features && b * 16 + j < columns) {
+                widen_scale_run(weight_scales + (size_t)n * row_groups + g0, groups, column);
+            } else {
+                memset(column, 0, sizeof column);
+            }
+            for (int g = 0; g < groups; g++) {
+                scales[((size_t)b * groups + g) * 16 + j] = column[g];
             }
         }
     }
