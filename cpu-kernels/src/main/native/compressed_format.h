@@ -1,15 +1,18 @@
 /*
  * What the compressed-weight kernels share (compressed_product.c for decode steps, compressed_gemm.c for
- * prefills): the formats' numbers (CompressedProduct's constants), int8's group of 32, how a group of
- * the input is quantized for vpdpbusd (both kernels must round x the same way), and their refusal.
+ * prefills): the formats' numbers (CompressedProduct's constants), int8's group of 32 and its float16
+ * scale, how a group of the input is quantized for vpdpbusd (both kernels must round x the same way),
+ * and their refusal.
  */
 #ifndef LLMZOO_COMPRESSED_FORMAT_H
 #define LLMZOO_COMPRESSED_FORMAT_H
 
 #include <immintrin.h>
 #include <jni.h>
+#include <stdint.h>
+#include <string.h>
 
-/* Inputs sharing one int8 scale (llama.cpp's Q8_0 block). */
+/* Inputs sharing one int8 scale, a float16 (llama.cpp's Q8_0 block). */
 #define GROUP 32
 
 enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
@@ -31,6 +34,52 @@ static inline __attribute__((always_inline)) VNNI_TARGET __m256i quantize_group(
     __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_max_epi32(low, _mm512_cvtps_epi32(_mm512_mul_ps(v1, inverse))));
     *scale = d;
     return _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
+}
+
+/*
+ * count (1 to 8) int8 group scales from s, held as IEEE half bits (llama.cpp's Q8_0 keeps them so),
+ * widened exactly to float32 into lanes 0 to count - 1 and 0 in the others. The library is built
+ * for AVX-512F without F16C, so this takes AVX-512F's vcvtph2ps (zmm) even for one scale.
+ */
+static inline __attribute__((always_inline)) __m512 widen_scales(const uint16_t *s, int count) {
+    __m128i bits;
+    if (count == 8) {
+        bits = _mm_loadu_si128((const __m128i *)s);
+    } else if (count == 2) {
+        uint32_t pair;
+        memcpy(&pair, s, sizeof pair);
+        bits = _mm_cvtsi32_si128((int)pair);
+    } else if (count == 1) {
+        bits = _mm_cvtsi32_si128(*s);
+    } else {
+        uint16_t part[8] = {0};
+        for (int i = 0; i < count; i++) {
+            part[i] = s[i];
+        }
+        bits = _mm_loadu_si128((const __m128i *)part);
+    }
+    return _mm512_cvtph_ps(_mm256_zextsi128_si256(bits));
+}
+
+/* The int8 group scale at s widened to float32 in every lane. */
+static inline __attribute__((always_inline)) __m512 broadcast_scale(const uint16_t *s) {
+    return _mm512_cvtph_ps(_mm256_set1_epi16((short)*s));
+}
+
+/* The int8 group scale at s widened to float32. */
+static inline __attribute__((always_inline)) float scale_value(const uint16_t *s) {
+    return _mm512_cvtss_f32(widen_scales(s, 1));
+}
+
+/* count int8 group scales from s widened to float32 into out, 8 a conversion. */
+static inline __attribute__((always_inline)) void widen_scale_run(const uint16_t *s, int count, float *out) {
+    int i = 0;
+    for (; i + 8 <= count; i += 8) {
+        _mm256_storeu_ps(out + i, _mm512_castps512_ps256(widen_scales(s + i, 8)));
+    }
+    for (; i < count; i++) {
+        out[i] = scale_value(s + i);
+    }
 }
 
 /* Refuses a call's arguments: an IllegalArgumentException with the message, thrown when the native call returns. */

@@ -7,7 +7,7 @@
  *     (vdpbf16ps with x rounded to bfloat16, llama.cpp's BF16 product, ran 1.5x faster but moved a
  *     model's log-probabilities by 0.0017-0.0021 nats against float32, over issue 21's 0.002;
  *     docs/PERFORMANCE.md);
- *   format 2: int8 codes with one float32 scale per 32 inputs of an output (llama.cpp's Q8_0),
+ *   format 2: int8 codes with one float16 scale per 32 inputs of an output (llama.cpp's Q8_0),
  *     multiplied by vpdpbusd (AVX512_VNNI) with x quantized per group of 32 to int8 (scale
  *     max|x| / 127, the weight's scheme); each group's int32 sum times both scales goes into float32
  *     sums.
@@ -149,10 +149,11 @@ static VNNI_TARGET void quantize(const float *x, int rows, int in, uint8_t *code
  * The panel's group scales [block][group][16 columns] and starting sums -128 * (sum of the column's
  * codes in the group), same layout.
  */
-static VNNI_TARGET void group_terms(const uint32_t *panel, const float *weight_scales, int row_groups, int g0,
+static VNNI_TARGET void group_terms(const uint32_t *panel, const uint16_t *weight_scales, int row_groups, int g0,
         int groups, int out_features, int n0, int columns, float *scales, int32_t *starts) {
     const __m512i offset = _mm512_set1_epi8((char)0x80);
     const int words = groups * GROUP / 4;
+    float column[SPAN / GROUP]; /* one column's scales over the panel's groups, widened */
     for (int b = 0; b < (columns + 15) / 16; b++) {
         for (int g = 0; g < groups; g++) {
             __m512i sum = _mm512_setzero_si512();
@@ -160,12 +161,17 @@ static VNNI_TARGET void group_terms(const uint32_t *panel, const float *weight_s
                 __m512i codes = _mm512_loadu_si512(panel + ((size_t)b * words + (size_t)g * (GROUP / 4) + w) * 16);
                 sum = _mm512_dpbusd_epi32(sum, offset, codes);
             }
-            size_t at = ((size_t)b * groups + g) * 16;
-            _mm512_storeu_si512(starts + at, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
-            for (int j = 0; j < 16; j++) {
-                int n = n0 + b * 16 + j;
-                scales[at + j] = n < out_features && b * 16 + j < columns
-                        ? weight_scales[(size_t)n * row_groups + g0 + g] : 0.0f;
+            _mm512_storeu_si512(starts + ((size_t)b * groups + g) * 16, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
+        }
+        for (int j = 0; j < 16; j++) {
+            int n = n0 + b * 16 + j;
+            if (n < out_features && b * 16 + j < columns) {
+                widen_scale_run(weight_scales + (size_t)n * row_groups + g0, groups, column);
+            } else {
+                memset(column, 0, sizeof column);
+            }
+            for (int g = 0; g < groups; g++) {
+                scales[((size_t)b * groups + g) * 16 + j] = column[g];
             }
         }
     }
@@ -226,7 +232,7 @@ static VNNI_TARGET void vnni_panel(const uint8_t *codes, const float *x_scales, 
 }
 
 /* Returns 0 where memory ran out. */
-static VNNI_TARGET int vnni_multiply(const float *x, const int8_t *weight, const float *weight_scales,
+static VNNI_TARGET int vnni_multiply(const float *x, const int8_t *weight, const uint16_t *weight_scales,
         const float *bias, float *out, int rows, int in, int out_features, int from, int to) {
     const int groups = in / GROUP;
     uint8_t *codes = aligned_alloc(64, (size_t)rows * in);
@@ -347,8 +353,8 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(
     __builtin_cpu_init();
     const float *x = (const float *)(*env)->GetDirectBufferAddress(env, x_buffer);
     const void *codes = (*env)->GetDirectBufferAddress(env, codes_buffer);
-    const float *scales =
-            scales_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, scales_buffer);
+    const uint16_t *scales =
+            scales_buffer == NULL ? NULL : (const uint16_t *)(*env)->GetDirectBufferAddress(env, scales_buffer);
     const float *bias = bias_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, bias_buffer);
     float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
     if (x == NULL || codes == NULL || out == NULL || (bias_buffer != NULL && bias == NULL)

@@ -3,7 +3,7 @@
  * code once for all rows with AVX-512: out = x @ weight^T + bias, weight (out, in) held as
  *   format 0: bfloat16 bits (widened by a 16-bit shift),
  *   format 1: IEEE half bits (widened by vcvtph2ps),
- *   format 2: int8 codes with one float32 scale per 32 inputs of an output (llama.cpp's Q8_0),
+ *   format 2: int8 codes with one float16 scale per 32 inputs of an output (llama.cpp's Q8_0),
  * each 16 codes widened to float32 in registers (int8 times its scale) and multiplied into float32
  * accumulators, so the product is that of the weight widened exactly to float32
  * (io.github.djlllmzoo.blocks.CompressedWeight#toFloatArray) up to the order of the sums.
@@ -100,7 +100,7 @@ static inline __attribute__((always_inline)) void finish_rows(
  * in the same order however its inputs are tiled.
  */
 static inline __attribute__((always_inline)) void weight_rows(
-        const float *x, const void *codes, const float *scales, const float *bias, float *out,
+        const float *x, const void *codes, const uint16_t *scales, const float *bias, float *out,
         int rows, int in, int out_features, int n, int k0, int k1, int first, int last, __m512 *carry, int format) {
     const int element = format == INT8 ? 1 : 2;
     const int groups = in / GROUP;
@@ -114,7 +114,7 @@ static inline __attribute__((always_inline)) void weight_rows(
         __m512 lo = widen16(codes, base, format);
         __m512 hi = widen16(codes, base + 16, format);
         if (format == INT8) {
-            __m512 s = _mm512_set1_ps(scales[(size_t)n * groups + k / GROUP]);
+            __m512 s = broadcast_scale(scales + (size_t)n * groups + k / GROUP);
             lo = _mm512_mul_ps(lo, s);
             hi = _mm512_mul_ps(hi, s);
         }
@@ -164,7 +164,7 @@ static inline int tile_inputs(int rows, int in, int input_bytes) {
     weight_rows(x, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at, format)
 
 static inline __attribute__((always_inline)) void columns(
-        const float *x, const void *codes, const float *scales, const float *bias, float *out,
+        const float *x, const void *codes, const uint16_t *scales, const float *bias, float *out,
         int rows, int in, int out_features, int from, int to, int format) {
     __m512 carry[TILE_OUTPUTS * MAX_ROWS];
     int n;
@@ -240,7 +240,7 @@ static void free_quantized(QuantizedRows *q) {
 
 /* The inputs [k0, k1) of output n for the quantized rows, carried as weight_rows carries them. */
 static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
-        const QuantizedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
+        const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
         int rows, int in, int out_features, int n, int k0, int k1, int first, int last, __m512 *carry) {
     const int groups = in / GROUP;
     const __m512i zero = _mm512_setzero_si512();
@@ -254,18 +254,18 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
         int k = c * 64;
         int whole = k + 64 <= in;
         const int8_t *w_at = codes + (size_t)n * in + k;
-        const float *s_at = scales + (size_t)n * groups + k / GROUP;
+        const uint16_t *s_at = scales + (size_t)n * groups + k / GROUP;
         _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
         __m512i w;
-        __m128 s;
+        __m512 s;
         if (whole) {
             w = _mm512_loadu_si512(w_at);
-            s = _mm_castpd_ps(_mm_load_sd((const double *)s_at));
+            s = widen_scales(s_at, 2);
         } else {
             w = _mm512_maskz_loadu_epi8(0xffffffffULL, w_at);
-            s = _mm_load_ss(s_at);
+            s = widen_scales(s_at, 1);
         }
-        __m512 weight_scales = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(s));
+        __m512 weight_scales = _mm512_permutexvar_ps(halves, s);
         /* sum (q + 128) w - 128 sum w = sum q w: start each row's sums at -128 sum w. */
         __m512i correction = _mm512_dpbusd_epi32(zero, offset, _mm512_sub_epi8(zero, w));
         for (int r = 0; r < rows; r++) {
@@ -304,7 +304,7 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
 
 /* An int8 input takes its code and, per 64, 64 bytes of scales: 2 bytes a row. */
 static inline __attribute__((always_inline)) VNNI_TARGET void vnni_columns_rows(
-        const QuantizedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
+        const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
         int in, int out_features, int from, int to, int rows) {
     __m512 carry[TILE_OUTPUTS * MAX_ROWS];
     int n;
@@ -314,7 +314,7 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_columns_rows(
 #define VNNI_ROWS(R) vnni_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R)
 
 static VNNI_TARGET void vnni_columns(
-        const QuantizedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
+        const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
         int rows, int in, int out_features, int from, int to) {
     SWITCH_ROWS(VNNI_ROWS)
 }
@@ -362,12 +362,10 @@ static inline __attribute__((always_inline)) VNNI_TARGET void transpose_block(co
     t[3] = _mm512_shuffle_i64x2(a23, b23, _MM_SHUFFLE(3, 2, 3, 2));
 }
 
-/* Lanes 2g and 2g+1 of the result hold values[g] for the block's groups; 0 past the last group. */
-static inline __attribute__((always_inline)) VNNI_TARGET __m512 pair_lanes(const float *values, int groups) {
+/* Lanes 2g and 2g+1 of the result hold lane g of values, g from 0 to 7 (a block's groups). */
+static inline __attribute__((always_inline)) VNNI_TARGET __m512 pair_lanes(__m512 values) {
     const __m512i pairs = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
-    __m512 v = groups >= 8 ? _mm512_castps256_ps512(_mm256_loadu_ps(values))
-            : _mm512_maskz_loadu_ps((__mmask16)((1u << groups) - 1), values);
-    return _mm512_permutexvar_ps(pairs, v);
+    return _mm512_permutexvar_ps(pairs, values);
 }
 
 static VNNI_TARGET int quantize_blocked(const float *x, int rows, int in, BlockedRows *q) {
@@ -403,7 +401,7 @@ static VNNI_TARGET int quantize_blocked(const float *x, int rows, int in, Blocke
                 sums = _mm512_dpbusd_epi32(sums, offset, t[j]);
             }
             _mm512_store_si512((__m512i *)(q->corrections + cell * 16), _mm512_sub_epi32(_mm512_setzero_si512(), sums));
-            _mm512_store_ps(q->scales + cell * 16, pair_lanes(d, 8));
+            _mm512_store_ps(q->scales + cell * 16, pair_lanes(_mm512_castps256_ps512(_mm256_loadu_ps(d))));
         }
     }
     return 1;
@@ -418,7 +416,7 @@ static void free_blocked(BlockedRows *q) {
 /* The inputs [k0, k1) (whole blocks, or up to in) of output n for the blocked rows, carried as
    weight_rows carries them. */
 static inline __attribute__((always_inline)) VNNI_TARGET void blocked_weight_rows(
-        const BlockedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
+        const BlockedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
         int rows, int in, int out_features, int n, int k0, int k1, int first, int last, __m512 *carry) {
     const int groups = in / GROUP;
     const __m512i offset = _mm512_set1_epi8((char)0x80);
@@ -443,7 +441,9 @@ static inline __attribute__((always_inline)) VNNI_TARGET void blocked_weight_row
             t[j] = _mm512_xor_si512(t[j], offset); /* w + 128, unsigned */
         }
         int block_groups = groups - k / GROUP < 8 ? groups - k / GROUP : 8;
-        __m512 weight_scales = pair_lanes(scales + (size_t)n * groups + k / GROUP, block_groups);
+        const uint16_t *s_at = scales + (size_t)n * groups + k / GROUP;
+        /* A whole block's 8 scales in one load; only a ragged last block takes the copy. */
+        __m512 weight_scales = pair_lanes(block_groups == 8 ? widen_scales(s_at, 8) : widen_scales(s_at, block_groups));
         for (int r = 0; r < rows; r++) {
             size_t cell = (size_t)b * rows + r;
             const int8_t *x_at = q->codes + cell * BLOCK_INPUTS;
@@ -469,7 +469,7 @@ static inline int block_tile_inputs(int rows, int in) {
     blocked_weight_rows(q, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at)
 
 static inline __attribute__((always_inline)) VNNI_TARGET void blocked_columns_rows(
-        const BlockedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
+        const BlockedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
         int in, int out_features, int from, int to, int rows) {
     __m512 carry[TILE_OUTPUTS * MAX_ROWS];
     int n;
@@ -479,7 +479,7 @@ static inline __attribute__((always_inline)) VNNI_TARGET void blocked_columns_ro
 #define BLOCKED_ROWS(R) blocked_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R)
 
 static VNNI_TARGET void blocked_columns(
-        const BlockedRows *q, const int8_t *codes, const float *scales, const float *bias, float *out,
+        const BlockedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
         int rows, int in, int out_features, int from, int to) {
     SWITCH_ROWS(BLOCKED_ROWS)
 }
@@ -568,7 +568,7 @@ JNIEXPORT jint JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_features(J
 
 /* The product by the dot-product instructions (int8 of VNNI_BLOCK_ROWS or more rows by the
    transposed-block kernel where blocks is set); returns 0 where memory for x's form ran out. */
-static int dot_multiply(const float *x, const void *codes, const float *scales, const float *bias, float *out,
+static int dot_multiply(const float *x, const void *codes, const uint16_t *scales, const float *bias, float *out,
         int format, int rows, int in, int out_features, int from, int to, int blocks) {
     if (format == INT8 && blocks && rows >= VNNI_BLOCK_ROWS) {
         BlockedRows q;
@@ -612,7 +612,7 @@ static void interleave_rows(const float *x, int rows, int in, float *out) {
 
 /* The product by the widening kernel; returns 0 where memory for x's interleaved rows ran out. One
    row is already in that form. */
-static int widening_multiply(const float *x, const void *codes, const float *scales, const float *bias,
+static int widening_multiply(const float *x, const void *codes, const uint16_t *scales, const float *bias,
         float *out, int format, int rows, int in, int out_features, int from, int to) {
     float *interleaved = NULL;
     if (rows > 1) {
@@ -647,8 +647,8 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(
     const int features = dot_products & cpu_features(); /* never an instruction the CPU lacks */
     const float *x = (const float *)(*env)->GetDirectBufferAddress(env, x_buffer);
     const void *codes = (*env)->GetDirectBufferAddress(env, codes_buffer);
-    const float *scales =
-            scales_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, scales_buffer);
+    const uint16_t *scales =
+            scales_buffer == NULL ? NULL : (const uint16_t *)(*env)->GetDirectBufferAddress(env, scales_buffer);
     const float *bias = bias_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, bias_buffer);
     float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
     if (x == NULL || codes == NULL || out == NULL || (bias_buffer != NULL && bias == NULL)
@@ -684,8 +684,8 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_widen(
         jint in, jint from, jint to) {
     (void)cls;
     const void *codes = (*env)->GetDirectBufferAddress(env, codes_buffer);
-    const float *scales =
-            scales_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, scales_buffer);
+    const uint16_t *scales =
+            scales_buffer == NULL ? NULL : (const uint16_t *)(*env)->GetDirectBufferAddress(env, scales_buffer);
     float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
     if (codes == NULL || out == NULL || (format == INT8 && scales == NULL)) {
         fail(env, "compressed widening: an array's memory is not reachable as a direct buffer");
@@ -701,8 +701,7 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_widen(
             size_t index = (size_t)n * in + k;
             __m512 v = format == BFLOAT16 ? widen16(codes, index, BFLOAT16)
                     : format == FLOAT16 ? widen16(codes, index, FLOAT16)
-                    : _mm512_mul_ps(widen16(codes, index, INT8),
-                            _mm512_set1_ps(scales[(size_t)n * groups + k / GROUP]));
+                    : _mm512_mul_ps(widen16(codes, index, INT8), broadcast_scale(scales + (size_t)n * groups + k / GROUP));
             _mm512_storeu_ps(out + index, v);
         }
     }

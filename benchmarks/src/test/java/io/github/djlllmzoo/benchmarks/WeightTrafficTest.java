@@ -35,7 +35,9 @@ class WeightTrafficTest {
                     format == WeightFormat.FLOAT32
                             ? hidden * 4L
                             : hidden * (long) format.bytesPerElement()
-                                    + (format == WeightFormat.INT8 ? CompressedWeight.groups(hidden) * 4L : 0);
+                                    + (format == WeightFormat.INT8
+                                            ? CompressedWeight.groups(hidden) * (long) CompressedWeight.SCALE_BYTES
+                                            : 0);
             assertEquals(
                     untiedTables * row,
                     WeightTraffic.bytesPerStep(model, 3) - WeightTraffic.bytesPerStep(model, 2),

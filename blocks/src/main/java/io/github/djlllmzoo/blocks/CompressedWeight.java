@@ -10,15 +10,22 @@ import java.nio.ByteOrder;
  * A projection weight held compressed in direct buffers outside the engine, always (out, in) row
  * major whatever the block's layout, so each output's inputs are contiguous for a kernel and for
  * int8's groups: {@link WeightFormat#BFLOAT16} and {@link WeightFormat#FLOAT16} as their 16-bit
- * codes, {@link WeightFormat#INT8} as one signed byte per element and one float32 scale per group
+ * codes, {@link WeightFormat#INT8} as one signed byte per element and one float16 scale per group
  * of {@link #GROUP} consecutive inputs of an output (the last group of a row shorter where {@code
- * in} is not a multiple of it). The engine never sees these bits (DJL 0.35.1's PyTorch JNI aborts
+ * in} is not a multiple of it): llama.cpp's Q8_0 block of 34 bytes per 32 weights, its codes and
+ * its scales each in a buffer of their own so that a kernel's loads of the codes stay aligned. The engine never sees these bits (DJL 0.35.1's PyTorch JNI aborts
  * on bfloat16 arrays); {@link #toFloat32} widens them for the engine's products.
  */
 public final class CompressedWeight {
 
     /** Inputs per int8 scale, as llama.cpp's Q8_0. */
     public static final int GROUP = 32;
+
+    /** Bytes of one int8 group's scale: IEEE half precision, as llama.cpp's Q8_0. */
+    public static final int SCALE_BYTES = Short.BYTES;
+
+    /** The largest finite float16. */
+    private static final float MAX_FLOAT16 = 65504f;
 
     private final WeightFormat format;
     private final int out;
@@ -50,7 +57,8 @@ public final class CompressedWeight {
 
     /**
      * Compresses a float32 weight: rounds to the nearest 16-bit value (ties to even), or quantizes
-     * each group symmetrically to [-127, 127] with scale {@code max|w| / 127}.
+     * each group symmetrically to [-127, 127] with scale {@code max|w| / 127} rounded to float16,
+     * each code the weight divided by that rounded scale.
      *
      * @param weight (out, in) row major
      * @param out output width
@@ -81,7 +89,7 @@ public final class CompressedWeight {
             throw new IllegalArgumentException("float32 is not a compressed format");
         }
         ByteBuffer codes = direct((long) out * in * format.bytesPerElement());
-        ByteBuffer scales = format == WeightFormat.INT8 ? direct((long) out * groups(in) * Float.BYTES) : null;
+        ByteBuffer scales = format == WeightFormat.INT8 ? direct((long) out * groups(in) * SCALE_BYTES) : null;
         float[] row = new float[in];
         for (int r = 0; r < out; r++) {
             rows.read(r, row);
@@ -108,7 +116,11 @@ public final class CompressedWeight {
         return new CompressedWeight(format, out, in, codes, scales);
     }
 
-    /** Appends one row's int8 codes and its groups' scales. */
+    /**
+     * Appends one row's int8 codes and its groups' float16 scales. The codes divide by the scale as
+     * stored (rounded to float16), not by the exact {@code max / 127} as llama.cpp's Q8_0 does, so
+     * that {@code code * scale} is the weight to half a step of the grid the kernels multiply by.
+     */
     private static void quantize(float[] row, ByteBuffer codes, ByteBuffer scales) {
         for (int start = 0; start < row.length; start += GROUP) {
             int end = Math.min(row.length, start + GROUP);
@@ -116,9 +128,14 @@ public final class CompressedWeight {
             for (int k = start; k < end; k++) {
                 max = Math.max(max, Math.abs(row[k]));
             }
-            float scale = max / 127f;
+            short half = HalfPrecision.floatToFloat16(max / 127f);
+            float scale = HalfPrecision.float16ToFloat(half);
+            if (Float.isInfinite(scale) && Float.isFinite(max)) {
+                throw new IllegalArgumentException("an int8 group's largest weight " + max
+                        + " is beyond what a float16 scale holds (" + MAX_FLOAT16 * 127 + ")");
+            }
             float inverse = scale == 0 ? 0 : 1 / scale;
-            scales.putFloat(scale);
+            scales.putShort(half);
             for (int k = start; k < end; k++) {
                 int q = Math.round(row[k] * inverse);
                 codes.put((byte) Math.max(-127, Math.min(127, q)));
@@ -186,11 +203,12 @@ public final class CompressedWeight {
 
     /** @return the bytes one row (output) is held in: its codes and, for int8, its scales */
     public long rowBytes() {
-        return (long) in * format.bytesPerElement() + (scales == null ? 0 : (long) groups(in) * Float.BYTES);
+        return (long) in * format.bytesPerElement() + (scales == null ? 0 : (long) groups(in) * SCALE_BYTES);
     }
 
     /**
-     * The weight widened to float32 exactly (int8 as {@code code * scale} in float32).
+     * The weight widened to float32 exactly (int8 as {@code code * scale} in float32, the scale
+     * widened from float16 exactly).
      *
      * @return (out, in) row major
      */
@@ -228,9 +246,11 @@ public final class CompressedWeight {
                 break;
             default:
                 int groups = groups(in);
-                for (int k = 0; k < in; k++) {
-                    float scale = scales.getFloat(Float.BYTES * (row * groups + k / GROUP));
-                    into[offset + k] = codes.get(base + k) * scale;
+                for (int g = 0; g < groups; g++) {
+                    float scale = HalfPrecision.float16ToFloat(scales.getShort(SCALE_BYTES * (row * groups + g)));
+                    for (int k = g * GROUP; k < Math.min(in, (g + 1) * GROUP); k++) {
+                        into[offset + k] = codes.get(base + k) * scale;
+                    }
                 }
                 break;
         }

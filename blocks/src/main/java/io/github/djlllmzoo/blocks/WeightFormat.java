@@ -14,8 +14,8 @@ public enum WeightFormat {
     /** IEEE half precision bits. */
     FLOAT16(2),
     /**
-     * Symmetric int8 per group of {@link CompressedWeight#GROUP} input elements with one float32
-     * scale per group (llama.cpp's Q8_0 layout, its scale kept as float32).
+     * Symmetric int8 per group of {@link CompressedWeight#GROUP} input elements with one float16
+     * scale per group (llama.cpp's Q8_0 layout).
      */
     INT8(1);
 

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 class CompressedWeightTest {
 
     @Test
-    void int8CodesAreWithinHalfAScaleOfTheWeightPerGroupOfThirtyTwoInputs() {
+    void int8CodesAreWithinHalfAFloat16ScaleOfTheWeightPerGroupOfThirtyTwoInputs() {
         int out = 3;
         int in = 70; // two whole groups and one of 6
         float[] w = new float[out * in];
@@ -21,20 +21,22 @@ class CompressedWeightTest {
             w[i] = (float) random.nextGaussian() * (1 + i / 32); // each group of another scale
         }
         CompressedWeight c = CompressedWeight.compress(w, out, in, WeightFormat.INT8);
-        assertEquals(out * in + out * 3 * Float.BYTES, c.bytes(), "one byte a weight, one float a group");
+        assertEquals(out * in + out * 3 * Short.BYTES, c.bytes(), "one byte a weight, one float16 a group");
         ByteBuffer scales = c.directBuffers()[1];
         float[] back = c.toFloatArray();
         for (int row = 0; row < out; row++) {
             for (int group = 0; group < 3; group++) {
-                float scale = scales.getFloat(Float.BYTES * (row * 3 + group));
+                float scale = HalfPrecision.float16ToFloat(scales.getShort(Short.BYTES * (row * 3 + group)));
                 float largest = 0;
                 for (int k = group * 32; k < Math.min(in, group * 32 + 32); k++) {
                     int i = row * in + k;
                     largest = Math.max(largest, Math.abs(w[i]));
-                    // half a scale of rounding, and the float32 rounding of code * scale
+                    // half a scale of rounding (the codes divide by the rounded scale), and the float32
+                    // rounding of code * scale
                     assertEquals(w[i], back[i], scale / 2 + Math.ulp(Math.abs(w[i]) + scale), "element " + i);
                 }
-                assertEquals(largest / 127f, scale, "scale of group " + group + " of row " + row);
+                assertEquals(HalfPrecision.float16ToFloat(HalfPrecision.floatToFloat16(largest / 127f)), scale,
+                        "scale of group " + group + " of row " + row);
             }
         }
         byte[] codes = new byte[out * in];
@@ -45,6 +47,21 @@ class CompressedWeightTest {
             extremes += Math.abs(b) == 127 ? 1 : 0;
         }
         assertTrue(extremes >= out * 3, "each group's largest weight is +-127");
+    }
+
+    @Test
+    void int8RefusesAGroupWhoseScaleIsBeyondFloat16AndKeepsOneWithinIt() {
+        float largest = 65504f * 127; // the largest weight whose scale is float16's largest
+        float[] within = new float[32];
+        within[0] = largest;
+        within[1] = -32.25f * 65504f;
+        float[] back = CompressedWeight.compress(within, 1, 32, WeightFormat.INT8).toFloatArray();
+        assertEquals(largest, back[0]);
+        assertEquals(-32 * 65504f, back[1], "rounded to the grid of the largest scale");
+        float[] beyond = {Math.nextUp(largest * (1 + 0x1p-11f))};
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> CompressedWeight.compress(beyond, 1, 1, WeightFormat.INT8));
+        assertTrue(e.getMessage().contains("float16"), e.getMessage());
     }
 
     @Test

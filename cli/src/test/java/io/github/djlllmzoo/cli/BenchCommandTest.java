@@ -186,7 +186,7 @@ class BenchCommandTest {
         assertTrue(r.get("stream_gb_per_s").isJsonNull(), "bandwidth not measured with --bandwidth-mib 0");
     }
 
-    /** Float32 holds 4 bytes a projection weight, bfloat16 2 and int8 1 plus a 4-byte scale per 32. */
+    /** Float32 holds 4 bytes a projection weight, bfloat16 2 and int8 1 plus a 2-byte scale per 32. */
     @Test
     void compressedDtypesOnTheCpuReadAndHoldFewerWeightBytesAndSayWhichTheyAre() {
         java.util.Map<String, JsonObject> results = new java.util.HashMap<>();
@@ -204,7 +204,7 @@ class BenchCommandTest {
         long int8 = results.get("int8").get("resident_weight_bytes").getAsLong();
         assertTrue(bf16 < float32 && int8 < bf16, float32 + " " + bf16 + " " + int8);
         long projections = 2 * (float32 - bf16) / 4; // elements of the projection weights: 4 - 2 bytes each
-        assertEquals(float32 - projections * 4 + projections + projections / 32 * 4, int8, "int8 holds 1 + 4/32 bytes");
+        assertEquals(float32 - projections * 4 + projections + projections / 32 * 2, int8, "int8 holds 1 + 2/32 bytes");
         assertTrue(results.get("int8").get("weight_bytes").getAsLong()
                 < results.get("float32").get("weight_bytes").getAsLong(), "a step reads fewer bytes");
     }
