@@ -28,7 +28,7 @@ static double now(void) {
 typedef struct {
     const float *x;
     const void *codes;
-    const float *scales;
+    const uint16_t *scales;
     float *out;
     int format, dot, rows, in, out_features, from, to;
 } Slice;
@@ -36,13 +36,11 @@ typedef struct {
 static void *product(void *arg) {
     const Slice *s = arg;
     if (s->dot) {
-        dot_multiply(s->x, s->codes, s->scales, NULL, s->out, s->format, s->rows, s->in, s->out_features, s->from, s->to);
-    } else if (s->format == BFLOAT16) {
-        columns(s->x, s->codes, s->scales, NULL, s->out, s->rows, s->in, s->out_features, s->from, s->to, BFLOAT16);
-    } else if (s->format == FLOAT16) {
-        columns(s->x, s->codes, s->scales, NULL, s->out, s->rows, s->in, s->out_features, s->from, s->to, FLOAT16);
+        dot_multiply(s->x, s->codes, s->scales, NULL, s->out, s->format, s->rows, s->in, s->out_features, s->from,
+                s->to, 1);
     } else {
-        columns(s->x, s->codes, s->scales, NULL, s->out, s->rows, s->in, s->out_features, s->from, s->to, INT8);
+        widening_multiply(s->x, s->codes, s->scales, NULL, s->out, s->format, s->rows, s->in, s->out_features,
+                s->from, s->to);
     }
     return NULL;
 }
@@ -61,9 +59,9 @@ int main(int argc, char **argv) {
         x[i] = (float)((i * 7919 % 1000) - 500) / 500.0f;
     }
     void *codes[3];
-    float *scales = malloc(sizeof(float) * copies * out_features * groups);
+    uint16_t *scales = malloc(sizeof(uint16_t) * copies * out_features * groups);
     for (int i = 0; i < copies * out_features * groups; i++) {
-        scales[i] = 0.01f;
+        scales[i] = 0x211f; /* 0.01 as float16, as CompressedWeight holds its scales */
     }
     for (int f = 0; f < 3; f++) {
         size_t bytes = copies * elements * (f == INT8 ? 1 : 2);
@@ -89,7 +87,7 @@ int main(int argc, char **argv) {
                 for (int pass = 0; pass < passes; pass++) {
                     for (int c = 0; c < copies; c++) {
                         const char *w = (const char *)codes[f] + c * elements * element;
-                        const float *s = scales + (size_t)c * out_features * groups;
+                        const uint16_t *s = scales + (size_t)c * out_features * groups;
                         Slice slices[16];
                         pthread_t ids[16];
                         for (int t = 0; t < threads; t++) {
@@ -106,7 +104,7 @@ int main(int argc, char **argv) {
                     }
                 }
                 double seconds = now() - start;
-                double rate = (double)passes * copies * elements * (element + (f == INT8 ? 4.0 / GROUP : 0)) / seconds / 1e9;
+                double rate = (double)passes * copies * elements * (element + (f == INT8 ? 2.0 / GROUP : 0)) / seconds / 1e9;
                 best = rate > best ? rate : best;
             }
             printf("%-8s %-9s %6.1f GB/s\n", names[f], dot ? "dot" : "widening", best);
