@@ -233,22 +233,43 @@ public final class CpuKernels implements Kernels {
      * cores, or {@code null} where the kernel does not take one of them.
      */
     private NDArray[] compressedAll(NDArray x, ProjectionWeight[] projections, ParameterStore store, boolean training) {
-        if (!compressedProduct || !CoreWorkers.inferenceOnCpu(x, training)) {
+        if (!CoreWorkers.inferenceOnCpu(x, training)) {
+            return null;
+        }
+        Compressed operands = compressed(x, projections, null, store, training);
+        return operands == null
+                ? null
+                : CompressedProduct.multiplyAll(x, operands.weights(), operands.biases(), operands.rows());
+    }
+
+    /** A decode step's compressed weights, their biases and the rows of x they multiply. */
+    private record Compressed(CompressedWeight[] weights, NDArray[] biases, long rows) {}
+
+    /**
+     * The compressed weights and biases of {@code projections} for {@link CompressedProduct}'s
+     * kernel, or {@code null} where that kernel is off, a weight is not compressed, the kernel does
+     * not take it, or a product does not fit its shape.
+     *
+     * @param shapes each product's shape, or {@code null} for the kernel's own
+     */
+    private Compressed compressed(
+            NDArray x, ProjectionWeight[] projections, Shape[] shapes, ParameterStore store, boolean training) {
+        if (!compressedProduct) {
             return null;
         }
         Device device = x.getDevice();
         CompressedWeight[] weights = new CompressedWeight[projections.length];
         NDArray[] biases = new NDArray[projections.length];
-        Shape shape = x.getShape();
-        long rows = shape.size() / shape.get(shape.dimension() - 1);
+        long rows = rows(x);
         for (int i = 0; i < weights.length; i++) {
             weights[i] = projections[i].compressed();
             biases[i] = projections[i].bias(store, device, training);
-            if (!CompressedProduct.applies(x, weights[i], biases[i], rows)) {
+            if (weights[i] == null || !CompressedProduct.applies(x, weights[i], biases[i], rows)
+                    || (shapes != null && shapes[i].size() != rows * weights[i].outFeatures())) {
                 return null;
             }
         }
-        return CompressedProduct.multiplyAll(x, weights, biases, rows);
+        return new Compressed(weights, biases, rows);
     }
 
     @Override
@@ -377,20 +398,13 @@ public final class CpuKernels implements Kernels {
     private NDArray[] normedCompressedAll(
             NDArray x, NDArray normWeight, float eps, boolean unitOffset, ProjectionWeight[] projections,
             Shape[] shapes, ParameterStore store) {
-        Device device = x.getDevice();
-        CompressedWeight[] weights = new CompressedWeight[projections.length];
-        NDArray[] biases = new NDArray[projections.length];
-        long rows = rows(x);
-        for (int i = 0; i < weights.length; i++) {
-            weights[i] = projections[i].compressed();
-            biases[i] = projections[i].bias(store, device, false);
-            if (weights[i] == null || !CompressedProduct.applies(x, weights[i], biases[i], rows)
-                    || shapes[i].size() != rows * weights[i].outFeatures()) {
-                return null;
-            }
+        Compressed operands = compressed(x, projections, shapes, store, false);
+        if (operands == null) {
+            return null;
         }
         ByteBuffer normed = DecodeOps.rmsNormed(x, normWeight, eps, unitOffset);
-        return CompressedProduct.multiplyAll(x, normed, weights, biases, shapes, rows, CompressedProduct.dotProducts());
+        return CompressedProduct.multiplyAll(x, normed, operands.weights(), operands.biases(), shapes, operands.rows(),
+                CompressedProduct.dotProducts());
     }
 
     @Override
