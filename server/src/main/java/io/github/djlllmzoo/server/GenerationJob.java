@@ -25,7 +25,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>The result is complete as soon as the job's own sequences end, even while batch-mates still
  * generate; with log-probabilities it waits for the batch, which computes them. The job holds one
  * of the scheduler's slots until then, or until {@link #cancel()}, which also stops its generation
- * at the next step.
+ * at the next step; the slot is freed before the last event or the result is handed over, so a
+ * client that sends its next request as soon as it has its answer is admitted.
  */
 public final class GenerationJob implements GenerationListener {
 
@@ -55,6 +56,16 @@ public final class GenerationJob implements GenerationListener {
      * @param error the cause
      */
     public record Failed(Throwable error) implements Event {}
+
+    /** How a job ended, as the scheduler counts it. */
+    enum Outcome {
+        /** Its sequences ended (EOS, stop string, budget). */
+        COMPLETED,
+        /** It was given up, e.g. its client went away. */
+        CANCELLED,
+        /** Its generation failed. */
+        FAILED
+    }
 
     private final GenerationScheduler scheduler;
     private final GenerationRequest request;
@@ -98,7 +109,6 @@ public final class GenerationJob implements GenerationListener {
             texts[n] = new StringBuilder();
             tokens[n] = new long[Math.min(config.maxNewTokens(), 64)];
         }
-        result.whenComplete((r, e) -> release());
     }
 
     GenerationRequest request() {
@@ -151,9 +161,11 @@ public final class GenerationJob implements GenerationListener {
      */
     public void cancel() {
         if (cancelled.compareAndSet(false, true)) {
-            result.cancel(false);
+            // out of the queue before the slot is free: the queue holds as many jobs as there are
+            // slots, and the job admitted next must find room in it
             scheduler.dequeue(this);
-            release();
+            release(Outcome.CANCELLED);
+            result.cancel(false);
             if (streamed) {
                 // wakes a reader waiting for events that will not come
                 events.add(new Failed(new CancellationException("the request was cancelled")));
@@ -190,23 +202,31 @@ public final class GenerationJob implements GenerationListener {
     public void onFinish(int sequence, FinishReason reason) {
         reasons[sequence] = reason;
         finished++;
+        boolean done = finished == sequences && !waitsForBatch;
+        if (done) {
+            // before the last event or the result: a client that sends its next request as soon
+            // as it has this answer must find the slot free
+            release(Outcome.COMPLETED);
+        }
         // A generation that stops because the job was cancelled ends its sequences too; its reader
         // must get the Failed event cancel() adds, not a normal end that could overtake it.
         if (streamed && !cancelled.get()) {
             events.add(new Finished(sequence, reason, tokenCounts[sequence]));
         }
-        if (finished == sequences && !waitsForBatch) {
+        if (done) {
             result.complete(collected());
         }
     }
 
     /** Called by the scheduler when the batch is done: completes a job still waiting for it. */
     void complete(GenerationResult batchResult) {
+        release(Outcome.COMPLETED);
         result.complete(batchResult);
     }
 
     /** Called by the scheduler when the batch failed. */
     void fail(Throwable error) {
+        release(Outcome.FAILED);
         if (streamed) {
             events.add(new Failed(error));
         }
@@ -234,9 +254,10 @@ public final class GenerationJob implements GenerationListener {
                 new GenerationTimings(ttft, Duration.ofNanos(end - submittedNanos), generated));
     }
 
-    private void release() {
+    /** Frees the job's slot once, before its answer is handed over, counting how it ended. */
+    private void release(Outcome outcome) {
         if (released.compareAndSet(false, true)) {
-            scheduler.release(this);
+            scheduler.release(this, outcome);
         }
     }
 }

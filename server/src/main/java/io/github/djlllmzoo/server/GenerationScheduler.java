@@ -228,14 +228,12 @@ public final class GenerationScheduler implements AutoCloseable {
         queue.remove(job);
     }
 
-    void release(GenerationJob job) {
+    void release(GenerationJob job, GenerationJob.Outcome outcome) {
         if (live.remove(job)) {
-            if (job.result().isCancelled()) {
-                cancelled.increment();
-            } else if (job.result().isCompletedExceptionally()) {
-                failed.increment();
-            } else {
-                completed.increment();
+            switch (outcome) {
+                case COMPLETED -> completed.increment();
+                case CANCELLED -> cancelled.increment();
+                case FAILED -> failed.increment();
             }
             slots.release();
         }
