@@ -6,6 +6,9 @@ import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -87,6 +90,27 @@ final class ServeCommand implements Callable<Integer> {
                             + " given; for a directory, its name: 'default' for the default model).")
     String modelName;
 
+    @Option(
+            names = "--api-key",
+            paramLabel = "KEY",
+            description =
+                    "A key clients must send as 'Authorization: Bearer KEY' on every /v1 route (/health and"
+                            + " /metrics stay open); repeat it to accept several. Without it, the environment's"
+                            + " LLMZOO_API_KEY (comma-separated keys) is used; without both the server is open.")
+    List<String> apiKeys = new ArrayList<>();
+
+    /**
+     * @param options the {@code --api-key} values
+     * @param environment the value of {@code LLMZOO_API_KEY}, or {@code null}
+     * @return the options when given, else the environment's comma-separated keys
+     */
+    static List<String> apiKeys(List<String> options, String environment) {
+        if (!options.isEmpty() || environment == null) {
+            return options;
+        }
+        return Arrays.stream(environment.split(",")).map(String::strip).filter(k -> !k.isEmpty()).toList();
+    }
+
     @Override
     public Integer call() throws Exception {
         ServerOptions options;
@@ -99,7 +123,8 @@ final class ServeCommand implements Callable<Integer> {
                                     maxConcurrency,
                                     maxBatch,
                                     workers,
-                                    Duration.ofMillis(batchWaitMs));
+                                    Duration.ofMillis(batchWaitMs))
+                            .withApiKeys(apiKeys(apiKeys, System.getenv("LLMZOO_API_KEY")));
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
@@ -135,7 +160,9 @@ final class ServeCommand implements Callable<Integer> {
                         + "' on "
                         + server.uri()
                         + (adapters.isEmpty() ? "" : ", adapters '" + String.join("', '", adapters.keySet()) + "'")
-                        + " (Ctrl-C stops)");
+                        + " (Ctrl-C stops"
+                        + (options.apiKeys().isEmpty() ? "" : "; " + options.apiKeys().size() + " API key(s)")
+                        + ")");
         err.flush();
         stopped.await();
         return 0;

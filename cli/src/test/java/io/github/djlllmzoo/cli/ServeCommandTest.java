@@ -20,6 +20,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -146,12 +147,20 @@ class ServeCommandTest {
     }
 
     @Test
+    void apiKeysComeFromTheOptionsElseFromTheEnvironmentsCommaSeparatedList() {
+        assertEquals(List.of("a"), ServeCommand.apiKeys(List.of("a"), "b,c"));
+        assertEquals(List.of("b", "c"), ServeCommand.apiKeys(List.of(), " b, ,c "));
+        assertEquals(List.of(), ServeCommand.apiKeys(List.of(), null));
+    }
+
+    @Test
     void helpListsTheServerOptions() {
         String[] help = run("serve", "--help");
         assertEquals("0", help[0]);
         for (String option :
                 new String[] {
-                    "--model", "--host", "--port", "--max-concurrency", "--max-batch", "--workers"
+                    "--model", "--host", "--port", "--max-concurrency", "--max-batch", "--workers",
+                    "--api-key"
                 }) {
             assertTrue(help[1].contains(option), option);
         }

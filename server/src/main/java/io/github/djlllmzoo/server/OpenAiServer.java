@@ -41,6 +41,10 @@ import org.slf4j.LoggerFactory;
  *       scheduler's counters).
  * </ul>
  *
+ * <p>With API keys ({@link ServerOptions#apiKeys()}) every {@code /v1} route asks for {@code
+ * Authorization: Bearer KEY} and answers 401 with an OpenAI {@code invalid_api_key} error
+ * otherwise; {@code /health} stays open.
+ *
  * <p>Besides the model it may serve LoRA adapters of it, each under its own name, on the one copy
  * of the base weights; a request's {@code model} picks one.
  *
@@ -66,6 +70,7 @@ public final class OpenAiServer implements AutoCloseable {
     private final long created = Instant.now().getEpochSecond();
     private final RequestParser parser;
     private final GenerationScheduler scheduler;
+    private final ApiKeys keys;
     private final Javalin app;
 
     private OpenAiServer(LocalModel model, Map<String, Path> adapterDirs, ServerOptions options)
@@ -114,6 +119,7 @@ public final class OpenAiServer implements AutoCloseable {
                         options.maxBatch(),
                         options.workers(),
                         options.batchWait());
+        this.keys = new ApiKeys(options.apiKeys());
         this.app =
                 Javalin.create(
                         config -> {
@@ -121,6 +127,7 @@ public final class OpenAiServer implements AutoCloseable {
                             config.startupWatcherEnabled = false;
                             config.http.disableCompression();
                         });
+        app.before("/v1/*", ctx -> keys.check(ctx.header("Authorization")));
         app.post("/v1/completions", ctx -> generate(ctx, Endpoint.COMPLETIONS));
         app.post("/v1/chat/completions", ctx -> generate(ctx, Endpoint.CHAT));
         app.get("/v1/models", ctx -> json(ctx, 200, OpenAiResponses.models(modelIds, created)));
@@ -436,6 +443,9 @@ public final class OpenAiServer implements AutoCloseable {
             error =
                     new ApiException(
                             500, "server_error", null, null, "internal error: " + describe(e));
+        }
+        if (error.status() == 401) {
+            ctx.header("WWW-Authenticate", "Bearer"); // RFC 6750
         }
         json(ctx, error.status(), OpenAiResponses.error(error));
     }

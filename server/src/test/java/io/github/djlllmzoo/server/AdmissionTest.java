@@ -3,17 +3,13 @@ package io.github.djlllmzoo.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
-import io.github.djlllmzoo.benchmarks.RandomGpt2Checkpoint;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationTranslator;
 import io.github.djlllmzoo.zoo.LocalModel;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -37,13 +33,7 @@ class AdmissionTest {
 
     @BeforeAll
     static void start() throws Exception {
-        String fixtures = System.getProperty("llmzoo.fixtures");
-        Path tokenizer = fixtures == null ? null : Paths.get(fixtures, "gpt2-tokenizer");
-        Assumptions.assumeTrue(
-                tokenizer != null && Files.isRegularFile(tokenizer.resolve("tokenizer.json")),
-                "no GPT-2 tokenizer fixture at " + tokenizer);
-        RandomGpt2Checkpoint.write(dir, tokenizer, 32, 1, 4, 64, 3);
-        model = LocalModel.load(dir);
+        model = TinyModels.randomGpt2(dir, 64);
         GenerationConfig defaults = GenerationConfig.forCheckpoint(dir, model.config()).build();
         oneToken = defaults.toBuilder().greedy().maxNewTokens(1).build();
         scheduler =
