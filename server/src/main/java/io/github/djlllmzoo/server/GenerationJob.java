@@ -85,8 +85,10 @@ public final class GenerationJob implements GenerationListener {
     private final long[][] tokens;
     private final int[] tokenCounts;
     private final FinishReason[] reasons;
-    private int finished;
+    private volatile int finished; // volatile: the scheduler's stats read it
     private long firstTokenNanos;
+    private long lastTokenNanos;
+    private volatile boolean started;
 
     GenerationJob(
             GenerationScheduler scheduler,
@@ -188,8 +190,10 @@ public final class GenerationJob implements GenerationListener {
 
     @Override
     public void onToken(int sequence, long tokenId) {
+        lastTokenNanos = System.nanoTime();
         if (firstTokenNanos == 0) {
-            firstTokenNanos = System.nanoTime();
+            firstTokenNanos = lastTokenNanos;
+            scheduler.metrics().firstToken(submittedNanos, firstTokenNanos);
         }
         if (tokenCounts[sequence] == tokens[sequence].length) {
             tokens[sequence] = Arrays.copyOf(tokens[sequence], tokens[sequence].length * 2);
@@ -218,6 +222,16 @@ public final class GenerationJob implements GenerationListener {
         }
     }
 
+    /** Called by the scheduler when the job's batch starts. */
+    void start() {
+        started = true;
+    }
+
+    /** @return the job's sequences that are being generated now: in a running batch, not ended */
+    int runningRows() {
+        return started && !released.get() ? sequences - finished : 0;
+    }
+
     /** Called by the scheduler when the batch is done: completes a job still waiting for it. */
     void complete(GenerationResult batchResult) {
         release(Outcome.COMPLETED);
@@ -231,6 +245,14 @@ public final class GenerationJob implements GenerationListener {
             events.add(new Failed(error));
         }
         result.completeExceptionally(error);
+    }
+
+    private int steps() {
+        int steps = 0;
+        for (int count : tokenCounts) {
+            steps = Math.max(steps, count);
+        }
+        return steps;
     }
 
     private GenerationResult collected() {
@@ -257,6 +279,10 @@ public final class GenerationJob implements GenerationListener {
     /** Frees the job's slot once, before its answer is handed over, counting how it ended. */
     private void release(Outcome outcome) {
         if (released.compareAndSet(false, true)) {
+            if (outcome == Outcome.COMPLETED) {
+                // on the generating thread, which wrote the timings
+                scheduler.metrics().completed(submittedNanos, firstTokenNanos, lastTokenNanos, steps());
+            }
             scheduler.release(this, outcome);
         }
     }

@@ -70,6 +70,7 @@ public final class GenerationScheduler implements AutoCloseable {
     private final LongAdder generatedTokens = new LongAdder();
     private final LongAdder batches = new LongAdder();
     private final LongAdder batchedJobs = new LongAdder();
+    private final GenerationMetrics metrics = new GenerationMetrics();
 
     /**
      * Creates the predictors and starts the dispatcher.
@@ -171,6 +172,7 @@ public final class GenerationScheduler implements AutoCloseable {
         }
         GenerationJob job = new GenerationJob(this, promptIds, config, streamed, adapter);
         live.add(job);
+        metrics.promptTokens.add(promptIds.length);
         if (!queue.offerLast(job)) {
             // cannot happen: the queue holds at most the admitted jobs; refuse rather than block
             job.cancel();
@@ -181,14 +183,20 @@ public final class GenerationScheduler implements AutoCloseable {
 
     /** @return counters and gauges, for health checks and load tests */
     public Stats stats() {
+        int runningRows = 0;
+        for (GenerationJob job : live) {
+            runningRows += job.runningRows();
+        }
         return new Stats(
                 maxConcurrency - slots.availablePermits(),
                 queue.size(),
+                runningRows,
                 maxConcurrency,
                 completed.sum(),
                 cancelled.sum(),
                 failed.sum(),
                 rejected.sum(),
+                metrics.promptTokens.sum(),
                 generatedTokens.sum(),
                 batches.sum(),
                 batchedJobs.sum());
@@ -199,11 +207,14 @@ public final class GenerationScheduler implements AutoCloseable {
      *
      * @param active jobs holding a slot now (waiting or generating)
      * @param queued jobs waiting for a batch now
+     * @param runningRows sequences of admitted jobs being generated now (in a running batch, not
+     *     ended)
      * @param maxConcurrency the number of slots
      * @param completed jobs that ended normally
      * @param cancelled jobs cancelled (e.g. their client disconnected)
      * @param failed jobs whose generation failed
      * @param rejected submissions refused for want of a slot
+     * @param promptTokens prompt tokens over all admitted jobs
      * @param generatedTokens tokens generated over all jobs
      * @param batches batches run
      * @param batchedJobs jobs run in those batches (divided by {@code batches}: the mean batch)
@@ -211,14 +222,21 @@ public final class GenerationScheduler implements AutoCloseable {
     public record Stats(
             int active,
             int queued,
+            int runningRows,
             int maxConcurrency,
             long completed,
             long cancelled,
             long failed,
             long rejected,
+            long promptTokens,
             long generatedTokens,
             long batches,
             long batchedJobs) {}
+
+    /** @return the jobs' timings and token counts */
+    GenerationMetrics metrics() {
+        return metrics;
+    }
 
     void countToken() {
         generatedTokens.increment();
@@ -297,6 +315,7 @@ public final class GenerationScheduler implements AutoCloseable {
             List<GenerationRequest> requests = new ArrayList<>(batch.size());
             for (GenerationJob job : batch) {
                 requests.add(job.request());
+                job.start();
             }
             List<GenerationResult> results;
             if (batch.get(0).adapter() == null) {

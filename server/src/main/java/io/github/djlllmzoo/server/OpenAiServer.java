@@ -38,7 +38,8 @@ import org.slf4j.LoggerFactory;
  *       with {@code "stream": true}, as server-sent events ({@code data: {chunk}} lines, then
  *       {@code data: [DONE]});
  *   <li>{@code GET /v1/models}, {@code GET /v1/models/{id}} and {@code GET /health} (with the
- *       scheduler's counters).
+ *       scheduler's counters);
+ *   <li>{@code GET /metrics}: counters, gauges and latency histograms in Prometheus' text format.
  * </ul>
  *
  * <p>With API keys ({@link ServerOptions#apiKeys()}) every {@code /v1} route asks for {@code
@@ -71,6 +72,7 @@ public final class OpenAiServer implements AutoCloseable {
     private final RequestParser parser;
     private final GenerationScheduler scheduler;
     private final ApiKeys keys;
+    private final ServerMetrics metrics = new ServerMetrics();
     private final Javalin app;
 
     private OpenAiServer(LocalModel model, Map<String, Path> adapterDirs, ServerOptions options)
@@ -127,13 +129,18 @@ public final class OpenAiServer implements AutoCloseable {
                             config.startupWatcherEnabled = false;
                             config.http.disableCompression();
                         });
-        app.before("/v1/*", ctx -> keys.check(ctx.header("Authorization")));
+        app.before("/v1/*", this::authorize);
         app.post("/v1/completions", ctx -> generate(ctx, Endpoint.COMPLETIONS));
         app.post("/v1/chat/completions", ctx -> generate(ctx, Endpoint.CHAT));
         app.get("/v1/models", ctx -> json(ctx, 200, OpenAiResponses.models(modelIds, created)));
         // <model>, not {model}: Hugging Face ids have a slash
         app.get("/v1/models/<model>", this::describeModel);
         app.get("/health", this::health);
+        app.get(
+                "/metrics",
+                ctx ->
+                        ctx.contentType(PrometheusText.CONTENT_TYPE)
+                                .result(metrics.page(scheduler.stats(), scheduler.metrics())));
         app.exception(Exception.class, this::failed);
         app.error(404, this::notFound);
     }
@@ -252,6 +259,7 @@ public final class OpenAiServer implements AutoCloseable {
             job = scheduler.trySubmit(
                     call.promptIds(), call.config(), call.stream(), served.equals(modelId) ? null : served);
         } catch (IllegalStateException e) {
+            metrics.unavailable.increment();
             throw new ApiException(503, "server_error", null, null, "the server is shutting down");
         }
         if (job == null) {
@@ -398,6 +406,15 @@ public final class OpenAiServer implements AutoCloseable {
                 ("data: " + OpenAiResponses.GSON.toJson(chunk) + "\n\n")
                         .getBytes(StandardCharsets.UTF_8));
         out.flush();
+    }
+
+    private void authorize(Context ctx) {
+        try {
+            keys.check(ctx.header("Authorization"));
+        } catch (ApiException e) {
+            metrics.unauthorized.increment();
+            throw e;
+        }
     }
 
     private void describeModel(Context ctx) {

@@ -3,6 +3,7 @@ package io.github.djlllmzoo.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
@@ -94,6 +95,11 @@ class ApiKeyTest {
     @Test
     void healthAndMetricsStayOpen() throws Exception {
         assertEquals(200, send("GET", "/health", null).statusCode());
+        HttpResponse<String> metrics = send("GET", "/metrics", null);
+        assertEquals(200, metrics.statusCode());
+        long refused = Long.parseLong(metrics.body().lines().filter(l -> l.startsWith("llmzoo_unauthorized_requests_total ")).findFirst().orElseThrow().split(" ")[1]);
+        assertUnauthorized(send("GET", "/v1/models", null));
+        assertTrue(send("GET", "/metrics", null).body().contains("llmzoo_unauthorized_requests_total " + (refused + 1) + "\n"));
     }
 
     @Test
