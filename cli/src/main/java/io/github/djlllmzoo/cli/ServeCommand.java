@@ -99,6 +99,26 @@ final class ServeCommand implements Callable<Integer> {
                             + " LLMZOO_API_KEY (comma-separated keys) is used; without both the server is open.")
     List<String> apiKeys = new ArrayList<>();
 
+    @Option(
+            names = "--request-timeout-seconds",
+            defaultValue = "600",
+            paramLabel = "S",
+            description =
+                    "Longest a request may take from admission to its last token; past it a streamed answer"
+                            + " ends with finish_reason \"length\" and a whole one gets 408 (default:"
+                            + " ${DEFAULT-VALUE}).")
+    long requestTimeoutSeconds;
+
+    @Option(
+            names = "--drain-seconds",
+            defaultValue = "30",
+            paramLabel = "S",
+            description =
+                    "On SIGTERM or Ctrl-C: new requests get 503 while running ones get up to this long to"
+                            + " finish; then the rest are cancelled and the process exits 0 (default:"
+                            + " ${DEFAULT-VALUE}).")
+    long drainSeconds;
+
     /**
      * @param options the {@code --api-key} values
      * @param environment the value of {@code LLMZOO_API_KEY}, or {@code null}
@@ -124,7 +144,10 @@ final class ServeCommand implements Callable<Integer> {
                                     maxBatch,
                                     workers,
                                     Duration.ofMillis(batchWaitMs))
-                            .withApiKeys(apiKeys(apiKeys, System.getenv("LLMZOO_API_KEY")));
+                            .withApiKeys(apiKeys(apiKeys, System.getenv("LLMZOO_API_KEY")))
+                            .withTimeouts(
+                                    Duration.ofSeconds(requestTimeoutSeconds),
+                                    Duration.ofSeconds(drainSeconds));
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }

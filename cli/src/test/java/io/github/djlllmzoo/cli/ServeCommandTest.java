@@ -45,6 +45,10 @@ class ServeCommandTest {
         assertTrue(port[2].contains("port must be in [0, 65535]"), port[2]);
         String batch = run("serve", "--model", dir.toString(), "--max-batch", "0")[2];
         assertTrue(batch.contains("maxBatch must be at least 1"), batch);
+        String timeout = run("serve", "--model", dir.toString(), "--request-timeout-seconds", "0")[2];
+        assertTrue(timeout.contains("requestTimeout must be > 0"), timeout);
+        String drain = run("serve", "--model", dir.toString(), "--drain-seconds", "-1")[2];
+        assertTrue(drain.contains("drainTimeout must be >= 0"), drain);
     }
 
     @Test
@@ -160,7 +164,7 @@ class ServeCommandTest {
         for (String option :
                 new String[] {
                     "--model", "--host", "--port", "--max-concurrency", "--max-batch", "--workers",
-                    "--api-key"
+                    "--api-key", "--request-timeout-seconds", "--drain-seconds"
                 }) {
             assertTrue(help[1].contains(option), option);
         }

@@ -15,6 +15,8 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -64,7 +66,9 @@ public final class GenerationJob implements GenerationListener {
         /** It was given up, e.g. its client went away. */
         CANCELLED,
         /** Its generation failed. */
-        FAILED
+        FAILED,
+        /** It ran past the request timeout. */
+        TIMED_OUT
     }
 
     private final GenerationScheduler scheduler;
@@ -89,6 +93,7 @@ public final class GenerationJob implements GenerationListener {
     private long firstTokenNanos;
     private long lastTokenNanos;
     private volatile boolean started;
+    private volatile ScheduledFuture<?> expiry;
 
     GenerationJob(
             GenerationScheduler scheduler,
@@ -175,21 +180,53 @@ public final class GenerationJob implements GenerationListener {
         }
     }
 
+    /**
+     * Ends the job at its request timeout, as {@link #cancel()} does but so that its client gets a
+     * clean end: a streamed job's sequences that have not ended get a {@link Finished} event with
+     * {@link FinishReason#LENGTH} (the answer was cut short, as by its token budget); a whole
+     * answer's result fails with a {@link TimeoutException}. Called by the scheduler's timer.
+     *
+     * @param timeout the timeout it ran past, for the message
+     */
+    synchronized void expire(Duration timeout) {
+        if (cancelled.compareAndSet(false, true)) {
+            scheduler.dequeue(this);
+            release(Outcome.TIMED_OUT);
+            if (streamed) {
+                for (int n = 0; n < sequences; n++) {
+                    if (reasons[n] == null) {
+                        events.add(new Finished(n, FinishReason.LENGTH, tokenCounts[n]));
+                    }
+                }
+            }
+            result.completeExceptionally(
+                    new TimeoutException(
+                            "the request took longer than the server's request timeout of "
+                                    + timeout.toSeconds()
+                                    + " s"));
+        }
+    }
+
+    /** @param future the timer task that will {@link #expire} the job, cancelled when it ends */
+    void expiresBy(ScheduledFuture<?> future) {
+        expiry = future;
+    }
+
     @Override
     public boolean isCancelled() {
         return cancelled.get();
     }
 
     @Override
-    public void onText(int sequence, String piece) {
+    public synchronized void onText(int sequence, String piece) {
         texts[sequence].append(piece);
-        if (streamed) {
+        if (streamed && !cancelled.get()) {
             events.add(new Text(sequence, piece));
         }
     }
 
     @Override
-    public void onToken(int sequence, long tokenId) {
+    public synchronized void onToken(int sequence, long tokenId) {
         lastTokenNanos = System.nanoTime();
         if (firstTokenNanos == 0) {
             firstTokenNanos = lastTokenNanos;
@@ -203,7 +240,7 @@ public final class GenerationJob implements GenerationListener {
     }
 
     @Override
-    public void onFinish(int sequence, FinishReason reason) {
+    public synchronized void onFinish(int sequence, FinishReason reason) {
         reasons[sequence] = reason;
         finished++;
         boolean done = finished == sequences && !waitsForBatch;
@@ -279,6 +316,10 @@ public final class GenerationJob implements GenerationListener {
     /** Frees the job's slot once, before its answer is handed over, counting how it ended. */
     private void release(Outcome outcome) {
         if (released.compareAndSet(false, true)) {
+            ScheduledFuture<?> timer = expiry;
+            if (timer != null) {
+                timer.cancel(false); // the timer drops it: nothing waits 10 minutes per request
+            }
             if (outcome == Outcome.COMPLETED) {
                 // on the generating thread, which wrote the timings
                 scheduler.metrics().completed(submittedNanos, firstTokenNanos, lastTokenNanos, steps());

@@ -19,6 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingDeque;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -61,11 +62,14 @@ public final class GenerationScheduler implements AutoCloseable {
     private final BlockingQueue<Predictor<GenerationRequest, GenerationResult>> idle;
     private final ExecutorService workers;
     private final Thread dispatcher;
+    private final Duration requestTimeout;
+    private final ScheduledThreadPoolExecutor timer;
     private volatile boolean closed;
 
     private final LongAdder completed = new LongAdder();
     private final LongAdder cancelled = new LongAdder();
     private final LongAdder failed = new LongAdder();
+    private final LongAdder timedOut = new LongAdder();
     private final LongAdder rejected = new LongAdder();
     private final LongAdder generatedTokens = new LongAdder();
     private final LongAdder batches = new LongAdder();
@@ -81,6 +85,8 @@ public final class GenerationScheduler implements AutoCloseable {
      * @param maxBatch most sequences per batch (≥ 1)
      * @param workers predictors, each running one batch at a time (≥ 1)
      * @param batchWait how long a batch waits for more jobs once it has one (≥ 0)
+     * @param requestTimeout how long a job may take from admission to its last token (&gt; 0);
+     *     past it the job ends ({@link GenerationJob#expire})
      */
     public GenerationScheduler(
             Model model,
@@ -88,8 +94,10 @@ public final class GenerationScheduler implements AutoCloseable {
             int maxConcurrency,
             int maxBatch,
             int workers,
-            Duration batchWait) {
-        if (maxConcurrency < 1 || maxBatch < 1 || workers < 1 || batchWait.isNegative()) {
+            Duration batchWait,
+            Duration requestTimeout) {
+        if (maxConcurrency < 1 || maxBatch < 1 || workers < 1 || batchWait.isNegative()
+                || requestTimeout.isNegative() || requestTimeout.isZero()) {
             throw new IllegalArgumentException(
                     "maxConcurrency, maxBatch and workers must be at least 1 and batchWait >= 0,"
                         + " got "
@@ -99,8 +107,20 @@ public final class GenerationScheduler implements AutoCloseable {
                             + ", "
                             + workers
                             + ", "
-                            + batchWait);
+                            + batchWait
+                            + ", request timeout "
+                            + requestTimeout);
         }
+        this.requestTimeout = requestTimeout;
+        this.timer =
+                new ScheduledThreadPoolExecutor(
+                        1,
+                        r -> {
+                            Thread t = new Thread(r, "llmzoo-request-timeout");
+                            t.setDaemon(true);
+                            return t;
+                        });
+        timer.setRemoveOnCancelPolicy(true);
         this.maxConcurrency = maxConcurrency;
         this.maxBatch = maxBatch;
         this.batchWaitNanos = batchWait.toNanos();
@@ -173,6 +193,11 @@ public final class GenerationScheduler implements AutoCloseable {
         GenerationJob job = new GenerationJob(this, promptIds, config, streamed, adapter);
         live.add(job);
         metrics.promptTokens.add(promptIds.length);
+        job.expiresBy(
+                timer.schedule(
+                        () -> job.expire(requestTimeout),
+                        requestTimeout.toNanos(),
+                        TimeUnit.NANOSECONDS));
         if (!queue.offerLast(job)) {
             // cannot happen: the queue holds at most the admitted jobs; refuse rather than block
             job.cancel();
@@ -195,6 +220,7 @@ public final class GenerationScheduler implements AutoCloseable {
                 completed.sum(),
                 cancelled.sum(),
                 failed.sum(),
+                timedOut.sum(),
                 rejected.sum(),
                 metrics.promptTokens.sum(),
                 generatedTokens.sum(),
@@ -213,6 +239,7 @@ public final class GenerationScheduler implements AutoCloseable {
      * @param completed jobs that ended normally
      * @param cancelled jobs cancelled (e.g. their client disconnected)
      * @param failed jobs whose generation failed
+     * @param timedOut jobs ended at the request timeout
      * @param rejected submissions refused for want of a slot
      * @param promptTokens prompt tokens over all admitted jobs
      * @param generatedTokens tokens generated over all jobs
@@ -227,6 +254,7 @@ public final class GenerationScheduler implements AutoCloseable {
             long completed,
             long cancelled,
             long failed,
+            long timedOut,
             long rejected,
             long promptTokens,
             long generatedTokens,
@@ -252,6 +280,7 @@ public final class GenerationScheduler implements AutoCloseable {
                 case COMPLETED -> completed.increment();
                 case CANCELLED -> cancelled.increment();
                 case FAILED -> failed.increment();
+                case TIMED_OUT -> timedOut.increment();
             }
             slots.release();
         }
@@ -349,6 +378,7 @@ public final class GenerationScheduler implements AutoCloseable {
             job.cancel();
         }
         workers.shutdown();
+        timer.shutdownNow();
         try {
             dispatcher.join(TimeUnit.SECONDS.toMillis(10));
             if (!workers.awaitTermination(30, TimeUnit.SECONDS)) {

@@ -27,6 +27,7 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -120,7 +121,8 @@ public final class OpenAiServer implements AutoCloseable {
                         options.maxConcurrency(),
                         options.maxBatch(),
                         options.workers(),
-                        options.batchWait());
+                        options.batchWait(),
+                        options.requestTimeout());
         this.keys = new ApiKeys(options.apiKeys());
         this.app =
                 Javalin.create(
@@ -301,6 +303,9 @@ public final class OpenAiServer implements AutoCloseable {
                     null,
                     "the request was cancelled: the server is shutting down");
         } catch (ExecutionException e) {
+            if (e.getCause() instanceof TimeoutException timeout) {
+                throw new ApiException(408, "server_error", null, "request_timeout", timeout.getMessage());
+            }
             throw new ApiException(
                     500,
                     "server_error",

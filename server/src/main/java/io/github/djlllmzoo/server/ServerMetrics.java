@@ -27,6 +27,7 @@ final class ServerMetrics {
         out.sample(requests, "outcome", "completed", stats.completed());
         out.sample(requests, "outcome", "cancelled", stats.cancelled());
         out.sample(requests, "outcome", "failed", stats.failed());
+        out.sample(requests, "outcome", "timed_out", stats.timedOut());
         out.sample(requests, "outcome", "rejected", stats.rejected());
         out.sample(requests, "outcome", "unavailable", unavailable.sum());
         out.metric(

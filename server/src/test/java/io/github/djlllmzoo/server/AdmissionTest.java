@@ -43,7 +43,8 @@ class AdmissionTest {
                         1,
                         1,
                         1,
-                        Duration.ZERO);
+                        Duration.ZERO,
+                        Duration.ofMinutes(1));
     }
 
     @AfterAll
