@@ -19,7 +19,11 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-/** {@code llmzoo serve}: the OpenAI-compatible HTTP server, until the process is stopped. */
+/**
+ * {@code llmzoo serve}: the OpenAI-compatible HTTP server, until the process is stopped. SIGTERM
+ * (or Ctrl-C) stops it gracefully: new requests get 503, running ones get {@code --drain-seconds}
+ * to finish, and the process exits 0.
+ */
 @Command(
         name = "serve",
         mixinStandardHelpOptions = true,
@@ -167,16 +171,25 @@ final class ServeCommand implements Callable<Integer> {
             throw e;
         }
         CountDownLatch stopped = new CountDownLatch(1);
+        PrintWriter err = spec.commandLine().getErr();
         Runtime.getRuntime()
                 .addShutdownHook(
                         new Thread(
                                 () -> {
-                                    server.close();
+                                    err.println("llmzoo serve: stopping; running requests get " + drainSeconds + " s to finish");
+                                    err.flush();
+                                    boolean drained = server.shutdown();
                                     model.close();
+                                    err.println(
+                                            "llmzoo serve: stopped"
+                                                    + (drained ? "" : " (requests still running were cancelled)"));
+                                    err.flush();
                                     stopped.countDown();
+                                    // After SIGTERM the JVM's status would be 143; a drained stop
+                                    // is a clean one, which process managers expect as 0.
+                                    Runtime.getRuntime().halt(0);
                                 },
                                 "llmzoo-serve-shutdown"));
-        PrintWriter err = spec.commandLine().getErr();
         err.println(
                 "llmzoo serve: model '"
                         + server.modelId()

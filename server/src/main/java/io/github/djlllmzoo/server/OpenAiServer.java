@@ -18,6 +18,7 @@ import java.net.BindException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -45,7 +46,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>With API keys ({@link ServerOptions#apiKeys()}) every {@code /v1} route asks for {@code
  * Authorization: Bearer KEY} and answers 401 with an OpenAI {@code invalid_api_key} error
- * otherwise; {@code /health} stays open.
+ * otherwise; {@code /health} and {@code /metrics} stay open. A request that runs past {@link
+ * ServerOptions#requestTimeout()} ends: a streamed answer with {@code finish_reason "length"}, a
+ * whole one with 408. {@link #shutdown()} stops gracefully: new requests get 503 while the running
+ * ones get {@link ServerOptions#drainTimeout()} to finish.
  *
  * <p>Besides the model it may serve LoRA adapters of it, each under its own name, on the one copy
  * of the base weights; a request's {@code model} picks one.
@@ -74,6 +78,7 @@ public final class OpenAiServer implements AutoCloseable {
     private final GenerationScheduler scheduler;
     private final ApiKeys keys;
     private final ServerMetrics metrics = new ServerMetrics();
+    private final RequestGate gate = new RequestGate();
     private final Javalin app;
 
     private OpenAiServer(LocalModel model, Map<String, Path> adapterDirs, ServerOptions options)
@@ -132,8 +137,8 @@ public final class OpenAiServer implements AutoCloseable {
                             config.http.disableCompression();
                         });
         app.before("/v1/*", this::authorize);
-        app.post("/v1/completions", ctx -> generate(ctx, Endpoint.COMPLETIONS));
-        app.post("/v1/chat/completions", ctx -> generate(ctx, Endpoint.CHAT));
+        app.post("/v1/completions", ctx -> admit(ctx, Endpoint.COMPLETIONS));
+        app.post("/v1/chat/completions", ctx -> admit(ctx, Endpoint.CHAT));
         app.get("/v1/models", ctx -> json(ctx, 200, OpenAiResponses.models(modelIds, created)));
         // <model>, not {model}: Hugging Face ids have a slash
         app.get("/v1/models/<model>", this::describeModel);
@@ -233,6 +238,37 @@ public final class OpenAiServer implements AutoCloseable {
         return scheduler.stats();
     }
 
+    /**
+     * Stops admitting requests (new ones get 503, {@code /health} answers 503 {@code "draining"})
+     * and waits for the running ones to be answered; the server keeps listening until {@link
+     * #close()}.
+     *
+     * @param timeout how long to wait
+     * @return whether every running request was answered within it
+     * @throws InterruptedException if the thread is interrupted while waiting
+     */
+    public boolean drain(Duration timeout) throws InterruptedException {
+        return gate.drain(timeout);
+    }
+
+    /**
+     * A graceful stop, as on SIGTERM: {@link #drain} for the options' {@link
+     * ServerOptions#drainTimeout()}, then {@link #close()}, which cancels what still runs.
+     *
+     * @return whether every running request was answered before the close
+     */
+    public boolean shutdown() {
+        boolean drained;
+        try {
+            drained = drain(options.drainTimeout());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            drained = false;
+        }
+        close();
+        return drained;
+    }
+
     /** Stops listening, cancels the requests in flight and stops the predictors. */
     @Override
     public void close() {
@@ -248,6 +284,19 @@ public final class OpenAiServer implements AutoCloseable {
     private void detachAdapters() {
         adapters.forEach((name, adapter) -> adapter.detach(name));
         adapters.clear();
+    }
+
+    /** Answers a generation request unless the server is draining. */
+    private void admit(Context ctx, Endpoint endpoint) {
+        if (!gate.enter()) {
+            metrics.unavailable.increment();
+            throw new ApiException(503, "server_error", null, null, "the server is shutting down");
+        }
+        try {
+            generate(ctx, endpoint);
+        } finally {
+            gate.exit();
+        }
     }
 
     private void generate(Context ctx, Endpoint endpoint) {
@@ -438,7 +487,8 @@ public final class OpenAiServer implements AutoCloseable {
     private void health(Context ctx) {
         GenerationScheduler.Stats stats = scheduler.stats();
         JsonObject body = new JsonObject();
-        body.addProperty("status", "ok");
+        // 503 while draining: load balancers stop sending requests here
+        body.addProperty("status", gate.draining() ? "draining" : "ok");
         body.addProperty("model", modelId);
         body.addProperty("active", stats.active());
         body.addProperty("queued", stats.queued());
@@ -450,7 +500,7 @@ public final class OpenAiServer implements AutoCloseable {
         body.addProperty("generated_tokens", stats.generatedTokens());
         body.addProperty("batches", stats.batches());
         body.addProperty("batched_requests", stats.batchedJobs());
-        json(ctx, 200, body);
+        json(ctx, gate.draining() ? 503 : 200, body);
     }
 
     private void failed(Exception e, Context ctx) {

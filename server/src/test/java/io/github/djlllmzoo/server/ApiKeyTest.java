@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.server;
 
+import static io.github.djlllmzoo.server.TestHttp.CLIENT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -8,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.zoo.LocalModel;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
@@ -23,8 +23,6 @@ import org.junit.jupiter.api.io.TempDir;
 class ApiKeyTest {
 
     private static final String COMPLETION = "{\"prompt\": \"Hi\", \"max_tokens\": 2}";
-    private static final HttpClient CLIENT =
-            HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
     @TempDir static Path dir;
 

@@ -1,5 +1,7 @@
 package io.github.djlllmzoo.server;
 
+import static io.github.djlllmzoo.server.TestHttp.CLIENT;
+import static io.github.djlllmzoo.server.TestHttp.completion;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -7,7 +9,6 @@ import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.InputStream;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
@@ -27,8 +28,6 @@ import org.junit.jupiter.api.io.TempDir;
 /** {@code /metrics}: the Prometheus text format, and values that follow the requests served. */
 class MetricsTest {
 
-    private static final HttpClient CLIENT =
-            HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
     /** A sample line: a name, optional labels, a number. */
     private static final Pattern SAMPLE =
             Pattern.compile("([a-z_]+)(\\{[a-z]+=\"[^\"]*\"\\})? (-?[0-9.eE+-]+|\\+Inf|NaN)");
@@ -55,21 +54,6 @@ class MetricsTest {
                 ServerOptions.DEFAULTS
                         .withAddress("127.0.0.1", 0)
                         .withScheduling(maxConcurrency, 1, 1, Duration.ZERO));
-    }
-
-    private static HttpRequest completion(OpenAiServer server, int maxTokens, boolean stream) {
-        String body =
-                "{\"prompt\": \"Once upon a time\", \"max_tokens\": "
-                        + maxTokens
-                        + ", \"ignore_eos\": true, \"stream\": "
-                        + stream
-                        + (stream ? ", \"stream_options\": {\"include_usage\": true}" : "")
-                        + "}";
-        return HttpRequest.newBuilder(server.uri().resolve("/v1/completions"))
-                .timeout(Duration.ofSeconds(60))
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(body))
-                .build();
     }
 
     /** The page's samples by name and labels, checking every line's syntax and metadata. */

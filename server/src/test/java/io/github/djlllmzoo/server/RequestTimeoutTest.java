@@ -1,13 +1,12 @@
 package io.github.djlllmzoo.server;
 
+import static io.github.djlllmzoo.server.TestHttp.CLIENT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.zoo.LocalModel;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,8 +29,6 @@ class RequestTimeoutTest {
     private static final int WINDOW = 4096;
     private static final int MAX_TOKENS = WINDOW - 16;
     private static final Duration TIMEOUT = Duration.ofMillis(200);
-    private static final HttpClient CLIENT =
-            HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
     @TempDir static Path dir;
 
@@ -61,13 +58,7 @@ class RequestTimeoutTest {
     }
 
     private static HttpResponse<String> post(String path, String body) throws Exception {
-        return CLIENT.send(
-                HttpRequest.newBuilder(server.uri().resolve(path))
-                        .timeout(Duration.ofSeconds(60))
-                        .header("Content-Type", "application/json")
-                        .POST(HttpRequest.BodyPublishers.ofString(body))
-                        .build(),
-                HttpResponse.BodyHandlers.ofString());
+        return CLIENT.send(TestHttp.post(server, path, body), HttpResponse.BodyHandlers.ofString());
     }
 
     private static Map<String, Double> metrics() throws Exception {
