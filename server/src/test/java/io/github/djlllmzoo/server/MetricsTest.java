@@ -11,13 +11,16 @@ import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.InputStream;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
@@ -140,6 +143,31 @@ class MetricsTest {
             assertEquals(4.0, after.get("llmzoo_max_concurrent_requests"));
             assertEquals(2.0, after.get("llmzoo_batches_total"));
         }
+    }
+
+    @Test
+    void everyMetricOnThePageIsDocumentedWithItsTypeAndNoOtherIs() throws Exception {
+        Path doc = Paths.get("..", "docs", "serving-production.md");
+        Map<String, String> documented = new TreeMap<>();
+        Matcher row = Pattern.compile("(?m)^\\| `(llmzoo_[a-z_]+)` \\| (counter|gauge|histogram) \\|").matcher(Files.readString(doc));
+        while (row.find()) {
+            documented.put(row.group(1), row.group(2));
+        }
+        Map<String, String> exposed = new TreeMap<>();
+        try (OpenAiServer server = start(1)) {
+            String page =
+                    CLIENT.send(
+                                    HttpRequest.newBuilder(server.uri().resolve("/metrics")).build(),
+                                    HttpResponse.BodyHandlers.ofString())
+                            .body();
+            for (String line : page.split("\n")) {
+                if (line.startsWith("# TYPE ")) {
+                    String[] parts = line.split(" ");
+                    exposed.put(parts[2], parts[3]);
+                }
+            }
+        }
+        assertEquals(exposed, documented, doc.toString());
     }
 
     @Test
