@@ -19,6 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingDeque;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -44,8 +45,9 @@ import org.slf4j.LoggerFactory;
  * <p>A job may name a LoRA adapter attached to the model; a batch holds the jobs of one adapter
  * (or none) only, the oldest waiting job's, and ends at the first waiting job of another.
  *
- * <p>Jobs end on their own within a batch (EOS, stop string, budget, cancellation) and free their
- * slot then; a batch's predictor becomes idle when its last row ends.
+ * <p>Jobs end on their own within a batch (EOS, stop string, budget, cancellation, or the request
+ * timeout, which a timer enforces) and free their slot then, before their last event or result is
+ * handed over; a batch's predictor becomes idle when its last row ends.
  */
 public final class GenerationScheduler implements AutoCloseable {
 
@@ -193,11 +195,16 @@ public final class GenerationScheduler implements AutoCloseable {
         GenerationJob job = new GenerationJob(this, promptIds, config, streamed, adapter);
         live.add(job);
         metrics.promptTokens.add(promptIds.length);
-        job.expiresBy(
-                timer.schedule(
-                        () -> job.expire(requestTimeout),
-                        requestTimeout.toNanos(),
-                        TimeUnit.NANOSECONDS));
+        try {
+            job.expiresBy(
+                    timer.schedule(
+                            () -> job.expire(requestTimeout),
+                            requestTimeout.toNanos(),
+                            TimeUnit.NANOSECONDS));
+        } catch (RejectedExecutionException e) {
+            job.cancel(); // closed since the check above
+            throw new IllegalStateException("the scheduler is closed", e);
+        }
         if (!queue.offerLast(job)) {
             // cannot happen: the queue holds at most the admitted jobs; refuse rather than block
             job.cancel();
