@@ -289,14 +289,19 @@ public final class OpenAiServer implements AutoCloseable {
     /** Answers a generation request unless the server is draining. */
     private void admit(Context ctx, Endpoint endpoint) {
         if (!gate.enter()) {
-            metrics.unavailable.increment();
-            throw new ApiException(503, "server_error", null, null, "the server is shutting down");
+            throw shuttingDown();
         }
         try {
             generate(ctx, endpoint);
         } finally {
             gate.exit();
         }
+    }
+
+    /** @return the 503 of a server that no longer admits requests, counted */
+    private ApiException shuttingDown() {
+        metrics.unavailable.increment();
+        return new ApiException(503, "server_error", null, null, "the server is shutting down");
     }
 
     private void generate(Context ctx, Endpoint endpoint) {
@@ -310,8 +315,7 @@ public final class OpenAiServer implements AutoCloseable {
             job = scheduler.trySubmit(
                     call.promptIds(), call.config(), call.stream(), served.equals(modelId) ? null : served);
         } catch (IllegalStateException e) {
-            metrics.unavailable.increment();
-            throw new ApiException(503, "server_error", null, null, "the server is shutting down");
+            throw shuttingDown();
         }
         if (job == null) {
             ctx.header("Retry-After", String.valueOf(options.retryAfterSeconds()));
