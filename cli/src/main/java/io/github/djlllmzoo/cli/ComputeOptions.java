@@ -52,7 +52,7 @@ final class ComputeOptions {
                     throw new ParameterException(
                             spec.commandLine(),
                             "--device gpu: DJL's PyTorch engine sees no GPU (it needs CUDA native"
-                                    + " libraries; see the README, section CUDA)");
+                                    + " libraries; see docs/models.md, section CUDA)");
                 }
                 return Device.gpu();
             default:
@@ -68,7 +68,7 @@ final class ComputeOptions {
      *     0.35.1 cannot hold (refused with its own reason)
      */
     DataType dataType() {
-        WeightFormat format = weightFormat();
+        WeightFormat format = requestedFormat();
         if (!"gpu".equals(device)) {
             return DataType.FLOAT32;
         }
@@ -97,12 +97,16 @@ final class ComputeOptions {
      * @throws ParameterException for an unknown form
      */
     WeightFormat weightFormat() {
-        WeightFormat format;
+        WeightFormat format = requestedFormat();
+        return "gpu".equals(device) ? WeightFormat.FLOAT32 : format;
+    }
+
+    /** @return {@code --dtype} as given, whatever the device (a GPU's refusals need it unmapped) */
+    private WeightFormat requestedFormat() {
         try {
-            format = WeightFormat.parse(dtype);
+            return WeightFormat.parse(dtype);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), "--" + e.getMessage());
         }
-        return "gpu".equals(device) ? WeightFormat.FLOAT32 : format;
     }
 }
