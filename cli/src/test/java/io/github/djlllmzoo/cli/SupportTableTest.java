@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import ai.djl.Device;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
@@ -127,7 +128,7 @@ class SupportTableTest {
         for (String format : formats) {
             boolean accepted;
             try {
-                gpuOptions(format).dataType();
+                gpuOptions(format).dataType(Device.gpu());
                 accepted = true;
             } catch (ParameterException e) {
                 accepted = false;
@@ -139,7 +140,7 @@ class SupportTableTest {
         }
     }
 
-    /** The compute options {@code generate --device gpu --dtype FORMAT} parses to (no engine is asked). */
+    /** The compute options {@code generate --device gpu --dtype FORMAT} parses to (asked with a GPU given, not the engine). */
     private static ComputeOptions gpuOptions(String format) {
         CommandLine cli = new CommandLine(new LlmZoo());
         cli.parseArgs("generate", "--device", "gpu", "--dtype", format, "--prompt", "x");
