@@ -58,7 +58,18 @@ public record ServerOptions(
                     Duration.ofMinutes(10),
                     Duration.ofSeconds(30));
 
-    /** Validates the values; each message names the option at fault. */
+    /**
+     * Validates the values; each message names the option at fault.
+     *
+     * @param host the address to bind ({@code 127.0.0.1} keeps it local)
+     * @param port the port to bind (0 picks a free one; see {@link OpenAiServer#port()})
+     * @param modelId the model name clients send and {@code /v1/models} lists, or {@code null} for the checkpoint directory's name
+     * @param maxConcurrency most requests admitted at once (waiting or generating); more get 429
+     * @param maxBatch most sequences generated together in one batch (also the most {@code n} per request)
+     * @param workers predictors, each generating one batch at a time
+     * @param batchWait how long a batch waits for more requests once it has one
+     * @param retryAfterSeconds the {@code Retry-After} of a 429 answer
+     */
     public ServerOptions {
         if (host == null || host.isBlank()) {
             throw new IllegalArgumentException("host must be given");
