@@ -159,6 +159,7 @@ final class JsonGrammar {
         return list("[", "]", item, min, max);
     }
 
+    /** {@code open ws (items ws)? close}: one white-space site between two tokens, never two. */
     private Grammar.Fragment list(
             String open, String close, java.util.function.Supplier<Grammar.Fragment> item, int min, int max) {
         Grammar.Fragment body;
@@ -171,10 +172,11 @@ final class JsonGrammar {
                             g.repeat(
                                     () -> g.seq(ws(), g.text(","), ws(), item.get()),
                                     Math.max(min - 1, 0),
-                                    max == Integer.MAX_VALUE ? max : max - 1));
+                                    max == Integer.MAX_VALUE ? max : max - 1),
+                            ws());
             body = min == 0 ? g.optional(items) : items;
         }
-        return g.seq(g.text(open), ws(), body, ws(), g.text(close));
+        return g.seq(g.text(open), ws(), body, g.text(close));
     }
 
     // ---- integer ranges as regular expressions ----

@@ -267,9 +267,11 @@ final class JsonSchemaCompiler {
                 g.epsilon(someYet[i], someYet[i + 1]);
             }
         }
-        Grammar.Fragment close = g.seq(json.ws(), g.text("}"));
+        // One white-space site between two tokens: "{" ws "}" when nothing was written.
+        Grammar.Fragment close = g.text("}");
+        Grammar.Fragment afterSome = g.seq(json.ws(), close);
         g.epsilon(noneYet[n], close.start());
-        g.epsilon(someYet[n], close.start());
+        g.epsilon(someYet[n], afterSome.start());
         return new Grammar.Fragment(open.start(), close.end());
     }
 
@@ -480,15 +482,21 @@ final class JsonSchemaCompiler {
         String date =
                 "\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)"
                         + "|02-(?:0[1-9]|1\\d|2[0-8]))";
-        String time = "(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d{1,6})?(?:Z|[+-](?:[01]\\d|2[0-3]):[0-5]\\d)";
+        // Offsets within Java's +-18:00 (RFC 3339 allows up to 23:59, java.time does not); a time
+        // alone in UTC, as validators that move it to UTC then refuse a change of day.
+        String clock = "(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d{1,6})?";
+        String time = clock + "Z";
         String octet = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
         String label = "[a-z0-9]{1,20}";
         Map<String, String> f = new java.util.LinkedHashMap<>();
         f.put("date", date);
         f.put("time", time);
-        f.put("date-time", date + "T" + time);
+        f.put("date-time", date + "T" + clock + "(?:Z|[+-](?:0\\d|1[0-7]):[0-5]\\d)");
         f.put("uuid", "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
-        f.put("email", label + "(?:[._+-]" + label + "){0,3}@" + label + "(?:-" + label + ")?(?:\\." + label + "){0,2}\\.[a-z]{2,6}");
+        // A local part of at most 62 characters (RFC 5321 allows 64); top-level domains that exist
+        // (validators check them against IANA's list).
+        f.put("email", label + "(?:[.+-]" + label + "){0,2}@" + label + "(?:-" + label + ")?(?:\\." + label
+                + "){0,2}\\.(?:com|org|net|edu|gov|io|dev|ai|de|fr|uk|jp|ch|nl)");
         f.put("ipv4", "(?:" + octet + "\\.){3}" + octet);
         return f;
     }
