@@ -183,7 +183,7 @@ public final class TokenVocabulary {
                 return c;
             }
         }
-        CompiledConstraint c = new CompiledConstraint(ConstraintCompiler.compile(constraint), this);
+        CompiledConstraint c = CompiledConstraint.compile(constraint, this);
         synchronized (compiled) {
             compiled.putIfAbsent(constraint, c);
             return compiled.get(constraint);
