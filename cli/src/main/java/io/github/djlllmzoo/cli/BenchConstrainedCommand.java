@@ -2,7 +2,10 @@ package io.github.djlllmzoo.cli;
 
 import ai.djl.ndarray.NDManager;
 import com.google.gson.JsonArray;
+import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
+import com.google.gson.JsonParseException;
+import com.google.gson.JsonParser;
 import io.github.djlllmzoo.benchmarks.ConstrainedDecodeBenchmark;
 import io.github.djlllmzoo.benchmarks.ModelShape;
 import io.github.djlllmzoo.benchmarks.RandomCheckpoint;
@@ -51,7 +54,7 @@ final class BenchConstrainedCommand implements Callable<Integer> {
     @Option(names = "--tokenizer", paramLabel = "DIR", description = "Tokenizer directory (tokenizer.json); default: the --model directory. Needed with --shape.")
     Path tokenizer;
 
-    @Option(names = "--json-schema", required = true, arity = "1..*", paramLabel = "FILE", description = "JSON Schema files: all are compiled (median compile time), the first constrains the timed steps.")
+    @Option(names = "--json-schema", required = true, arity = "1..*", paramLabel = "FILE", description = "JSON Schema files, or files of a JSON array of schemas: all are compiled (median compile time), the first constrains the timed steps.")
     List<Path> schemas;
 
     @Option(names = "--batch", split = ",", defaultValue = "1,8", paramLabel = "B", description = "Batch sizes (default: ${DEFAULT-VALUE}).")
@@ -81,7 +84,7 @@ final class BenchConstrainedCommand implements Callable<Integer> {
         }
         List<OutputConstraint> constraints = new ArrayList<>();
         for (Path file : schemas) {
-            constraints.add(OutputConstraint.jsonSchema(Files.readString(file, StandardCharsets.UTF_8)));
+            constraints.addAll(schemas(file));
         }
         JsonObject result = new JsonObject();
         try (TextTokenizer text = TextTokenizer.load(tokenizerDir)) {
@@ -112,6 +115,32 @@ final class BenchConstrainedCommand implements Callable<Integer> {
         }
         out.flush();
         return 0;
+    }
+
+    /**
+     * The schemas of a file: the file is one schema, or a JSON array of schemas (or of objects whose
+     * {@code schema} field is one, as the constrained module's test schemas are).
+     */
+    private static List<OutputConstraint> schemas(Path file) throws java.io.IOException {
+        JsonElement json;
+        try {
+            json = JsonParser.parseString(Files.readString(file, StandardCharsets.UTF_8));
+        } catch (JsonParseException e) {
+            throw new IllegalArgumentException(file + ": not JSON: " + e.getMessage(), e);
+        }
+        List<OutputConstraint> out = new ArrayList<>();
+        if (!json.isJsonArray()) {
+            out.add(OutputConstraint.jsonSchema(json.toString()));
+            return out;
+        }
+        for (JsonElement e : json.getAsJsonArray()) {
+            boolean wrapped = e.isJsonObject() && e.getAsJsonObject().has("schema");
+            out.add(OutputConstraint.jsonSchema((wrapped ? e.getAsJsonObject().get("schema") : e).toString()));
+        }
+        if (out.isEmpty()) {
+            throw new IllegalArgumentException(file + ": an empty list of schemas");
+        }
+        return out;
     }
 
     private void measure(

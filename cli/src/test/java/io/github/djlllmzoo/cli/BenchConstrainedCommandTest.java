@@ -25,13 +25,14 @@ class BenchConstrainedCommandTest {
         Files.writeString(schema, "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"]}",
                 StandardCharsets.UTF_8);
         Path other = dir.resolve("other.json");
-        Files.writeString(other, "{\"type\":\"array\",\"items\":{\"enum\":[\"x\",\"y\"]},\"maxItems\":3}", StandardCharsets.UTF_8);
+        Files.writeString(other, "[{\"name\":\"a\",\"schema\":{\"type\":\"array\",\"items\":{\"enum\":[\"x\",\"y\"]},\"maxItems\":3}},"
+                + "{\"type\":\"boolean\"}]", StandardCharsets.UTF_8);
         CliRunner run = CliRunner.run("bench-constrained", "--shape", "gpt2-tiny", "--tokenizer", tokenizer.toString(),
                 "--json-schema", schema.toString(), other.toString(), "--batch", "1,2", "--steps", "6",
                 "--prompt-tokens", "4", "--output", "json");
         assertEquals(0, run.exitCode, run.err);
         JsonObject r = JsonParser.parseString(run.out).getAsJsonObject();
-        assertEquals(2, r.get("schemas").getAsInt());
+        assertEquals(3, r.get("schemas").getAsInt(), "one schema, then a list of two");
         assertTrue(r.get("compile_ms_median").getAsDouble() > 0);
         assertEquals(2, r.getAsJsonArray("decode").size());
         for (var e : r.getAsJsonArray("decode")) {
