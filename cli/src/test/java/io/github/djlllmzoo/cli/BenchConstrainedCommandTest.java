@@ -8,8 +8,6 @@ import com.google.gson.JsonParser;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -18,9 +16,7 @@ class BenchConstrainedCommandTest {
 
     @Test
     void reportsStepTimesWithAndWithoutTheSchemaAndCompileTimes(@TempDir Path dir) throws Exception {
-        String fixtures = System.getProperty("llmzoo.fixtures");
-        Path tokenizer = fixtures == null ? null : Paths.get(fixtures, "gpt2-tokenizer");
-        Assumptions.assumeTrue(tokenizer != null && Files.isDirectory(tokenizer), "no GPT-2 tokenizer fixture");
+        Path tokenizer = Fixtures.gpt2Tokenizer();
         Path schema = dir.resolve("schema.json");
         Files.writeString(schema, "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"]}",
                 StandardCharsets.UTF_8);

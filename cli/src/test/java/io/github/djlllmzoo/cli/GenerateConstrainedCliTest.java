@@ -8,9 +8,7 @@ import com.google.gson.JsonParser;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.Set;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -19,9 +17,7 @@ class GenerateConstrainedCliTest {
 
     @Test
     void generateConstrainsItsOutputToASchemaOrARegex(@TempDir Path dir) throws Exception {
-        String fixtures = System.getProperty("llmzoo.fixtures");
-        Path tokenizer = fixtures == null ? null : Paths.get(fixtures, "gpt2-tokenizer");
-        Assumptions.assumeTrue(tokenizer != null && Files.isDirectory(tokenizer), "no GPT-2 tokenizer fixture");
+        Path tokenizer = Fixtures.gpt2Tokenizer();
         Path model = dir.resolve("model");
         CliRunner init = CliRunner.run("init-random", "--shape", "gpt2-tiny", "--out", model.toString(),
                 "--tokenizer", tokenizer.toString(), "--seed", "4");
