@@ -39,9 +39,25 @@ class EngineDefaultsTest {
         assertNull(untouched.getProperty("OPT_OUT_TRACKING"), "the environment's value is DJL's to read");
     }
 
+    @Test
+    void tokenizersTakeTheCpuBuildOfTheirLibraryUnlessTheUserChose() {
+        Properties properties = new Properties();
+        EngineDefaults.apply(Map.of(), properties);
+        assertEquals("cpu", properties.getProperty("RUST_FLAVOR"));
+
+        Properties chosen = new Properties();
+        chosen.setProperty("RUST_FLAVOR", "cu124");
+        EngineDefaults.apply(Map.of(), chosen);
+        assertEquals("cu124", chosen.getProperty("RUST_FLAVOR"));
+
+        Properties fromEnvironment = new Properties();
+        EngineDefaults.apply(Map.of("RUST_FLAVOR", "cu124"), fromEnvironment);
+        assertNull(fromEnvironment.getProperty("RUST_FLAVOR"), "the environment's value is DJL's to read");
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"model-path", "zoo", "local-model"})
-    void loadingAModelOptsOutBeforeDjlsEngineStarts(String way) throws Exception {
+    void loadingAModelOptsOutBeforeDjlsEngineStartsAndPicksTheCpuTokenizers(String way) throws Exception {
         String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
         ProcessBuilder pb =
                 new ProcessBuilder(
@@ -57,13 +73,14 @@ class EngineDefaultsTest {
         // Neither DJL's switch nor its offline mode (which also skips the check) comes from outside.
         pb.environment().remove("OPT_OUT_TRACKING");
         pb.environment().remove("DJL_OFFLINE");
+        pb.environment().remove("RUST_FLAVOR");
         pb.redirectErrorStream(true);
         Process process = pb.start();
         String output = readAll(process);
         assertTrue(process.waitFor(60, TimeUnit.SECONDS), way);
         assertEquals(0, process.exitValue(), output);
         String[] lines = output.strip().split("\n");
-        assertEquals("true 0", lines[lines.length - 1], output);
+        assertEquals("true 0 cpu", lines[lines.length - 1], output);
     }
 
     private static String readAll(Process process) throws IOException {
