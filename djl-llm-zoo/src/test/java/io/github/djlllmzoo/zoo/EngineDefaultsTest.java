@@ -11,8 +11,8 @@ import java.nio.file.Paths;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 class EngineDefaultsTest {
@@ -20,39 +20,21 @@ class EngineDefaultsTest {
     private static final Path GPT2_TINY =
             Paths.get(System.getProperty("llmzoo.testdata", "../testdata"), "golden", "gpt2-tiny").toAbsolutePath();
 
-    @Test
-    void trackingIsOptedOutWhenNeitherTheVariableNorThePropertySaysEitherWay() {
+    @ParameterizedTest
+    @CsvSource({"OPT_OUT_TRACKING, true, false", "RUST_FLAVOR, cpu, cu124"})
+    void eachDefaultIsSetUnlessTheVariableOrThePropertyChose(String key, String value, String chosen) {
         Properties properties = new Properties();
         EngineDefaults.apply(Map.of(), properties);
-        assertEquals("true", properties.getProperty("OPT_OUT_TRACKING"));
-    }
+        assertEquals(value, properties.getProperty(key));
 
-    @Test
-    void aSettingTheUserMadeIsKept() {
-        Properties properties = new Properties();
-        properties.setProperty("OPT_OUT_TRACKING", "false");
-        EngineDefaults.apply(Map.of(), properties);
-        assertEquals("false", properties.getProperty("OPT_OUT_TRACKING"));
+        Properties byProperty = new Properties();
+        byProperty.setProperty(key, chosen);
+        EngineDefaults.apply(Map.of(), byProperty);
+        assertEquals(chosen, byProperty.getProperty(key));
 
-        Properties untouched = new Properties();
-        EngineDefaults.apply(Map.of("OPT_OUT_TRACKING", "false"), untouched);
-        assertNull(untouched.getProperty("OPT_OUT_TRACKING"), "the environment's value is DJL's to read");
-    }
-
-    @Test
-    void tokenizersTakeTheCpuBuildOfTheirLibraryUnlessTheUserChose() {
-        Properties properties = new Properties();
-        EngineDefaults.apply(Map.of(), properties);
-        assertEquals("cpu", properties.getProperty("RUST_FLAVOR"));
-
-        Properties chosen = new Properties();
-        chosen.setProperty("RUST_FLAVOR", "cu124");
-        EngineDefaults.apply(Map.of(), chosen);
-        assertEquals("cu124", chosen.getProperty("RUST_FLAVOR"));
-
-        Properties fromEnvironment = new Properties();
-        EngineDefaults.apply(Map.of("RUST_FLAVOR", "cu124"), fromEnvironment);
-        assertNull(fromEnvironment.getProperty("RUST_FLAVOR"), "the environment's value is DJL's to read");
+        Properties byVariable = new Properties();
+        EngineDefaults.apply(Map.of(key, chosen), byVariable);
+        assertNull(byVariable.getProperty(key), "the environment's value is DJL's to read");
     }
 
     @ParameterizedTest
