@@ -150,9 +150,11 @@ final class BenchCommand implements Callable<Integer> {
         double loadBefore = ProcessMemory.loadAverage();
         JsonObject result = new JsonObject();
         if (source.model != null) {
-            try (LocalModel model = LocalModel.load(source.model, device, dataType, weights)) {
+            try (LocalModel model =
+                    LocalModel.load(source.model, device, dataType, weights, compute.float16Overflow())) {
+                dataType = model.model().getDataType();
                 result.addProperty("model", source.model.toString());
-                measure(model.block(), model.model().getNDManager(), result);
+                measure(model.block(), model.model().getNDManager(), dataType, result);
             }
         } else {
             ModelShape shape = ModelShape.of(source.shape);
@@ -163,10 +165,11 @@ final class BenchCommand implements Callable<Integer> {
             } finally {
                 deleteTree(dir);
             }
+            dataType = compute.float16Overflow().computeType(config, dataType);
             try (NDManager manager = NDManager.newBaseManager(device, "PyTorch")) {
                 CausalLmBlock block = RandomCheckpoint.create(config, manager, dataType, seed, weights);
                 result.addProperty("model", shape.label() + " (random weights)");
-                measure(block, manager, result);
+                measure(block, manager, dataType, result);
             }
         }
         result.addProperty("device", device.toString());
@@ -211,7 +214,7 @@ final class BenchCommand implements Callable<Integer> {
         }
     }
 
-    private void measure(CausalLmBlock model, NDManager manager, JsonObject result) {
+    private void measure(CausalLmBlock model, NDManager manager, DataType dataType, JsonObject result) {
         DecoderConfig config = model.config();
         long[][] prompts = prompts(config);
         int promptLength = prompts[0].length;
@@ -312,7 +315,7 @@ final class BenchCommand implements Callable<Integer> {
         double computePeak =
                 computeSize == 0
                         ? Double.NaN
-                        : ComputePeak.measure(manager, compute.dataType(), computeSize, COMPUTE_PASSES);
+                        : ComputePeak.measure(manager, dataType, computeSize, COMPUTE_PASSES);
         double effectiveGflops = stepGflop * decodeMedian / batch;
         // A step takes at least as long as reading its weights and as doing its products.
         double readSeconds = weightBytes / (stream * 1e9);

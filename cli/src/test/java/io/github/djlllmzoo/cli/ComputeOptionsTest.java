@@ -85,18 +85,51 @@ class ComputeOptionsTest {
         assertEquals(fullBytes, 2 * halfBytes);
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"generate", "bench"})
+    void gemma2InFloat16OnAGpuComputesInFloat32UnlessForced(String command) throws Exception {
+        Path gemma2 = GoldenCase.dir("gemma2-softcap-window");
+        ComputeOptions guarded = parse(args(command, "--device", "gpu", "--dtype", "float16"));
+        ComputeOptions forced =
+                parse(args(command, "--device", "gpu", "--dtype", "float16", "--allow-float16-overflow"));
+        assertEquals(DataType.FLOAT32, loadedType(gemma2, guarded));
+        assertEquals(DataType.FLOAT16, loadedType(gemma2, forced));
+        assertEquals(DataType.FLOAT16, loadedType(LLAMA, guarded), "other families keep float16");
+    }
+
+    /** The data type a checkpoint loads in (on the CPU) as the options decide for a GPU. */
+    private static DataType loadedType(Path dir, ComputeOptions options) throws Exception {
+        try (Model model = loadAsOnAGpu(dir, options)) {
+            return model.getDataType();
+        }
+    }
+
     /** Loads the golden Llama on the CPU as the options decide for a GPU; checks every weight's type. */
     private static long residentBytes(ComputeOptions options, DataType expected) throws Exception {
-        DataType dataType = options.dataType(Device.gpu());
-        assertEquals(expected, dataType);
-        try (Model model = LocalModel.loadModel(LLAMA, Device.cpu(), dataType, options.weightFormat(Device.gpu()))) {
+        try (Model model = loadAsOnAGpu(LLAMA, options)) {
+            assertEquals(expected, model.getDataType());
             CausalLmBlock block = (CausalLmBlock) model.getBlock();
             assertTrue(block.compressedWeights().isEmpty(), "no compressed weights on a GPU");
-            for (Parameter p : block.namedParameters().values()) {
-                assertEquals(expected, p.getArray().getDataType(), p.getName());
-            }
             return WeightTraffic.residentBytes(block);
         }
+    }
+
+    /**
+     * A checkpoint loaded on the CPU with what the options decide for a GPU, every weight checked to
+     * be of the model's data type.
+     */
+    private static Model loadAsOnAGpu(Path dir, ComputeOptions options) throws Exception {
+        Model model =
+                LocalModel.loadModel(
+                        dir,
+                        Device.cpu(),
+                        options.dataType(Device.gpu()),
+                        options.weightFormat(Device.gpu()),
+                        options.float16Overflow());
+        for (Parameter p : ((CausalLmBlock) model.getBlock()).namedParameters().values()) {
+            assertEquals(model.getDataType(), p.getArray().getDataType(), p.getName());
+        }
+        return model;
     }
 
     private static String[] args(String command, String... options) {
