@@ -184,6 +184,18 @@ class BenchCommandTest {
         JsonObject r = JsonParser.parseString(run.out).getAsJsonObject();
         assertTrue(r.get("model").getAsString().startsWith("gpt2-tiny"));
         assertTrue(r.get("stream_gb_per_s").isJsonNull(), "bandwidth not measured with --bandwidth-mib 0");
+        assertTrue(r.get("peak_gpu_mb").isJsonNull(), "no GPU memory on the CPU");
+        assertTrue(r.get("gpu_total_mb").isJsonNull());
+        assertEquals(null, BenchCommand.gpuMemoryLine(r), "no GPU line on the CPU");
+    }
+
+    @Test
+    void theGpuMemoryLineSaysThePeakInUseAndTheDevicesMemory() {
+        JsonObject r = new JsonObject();
+        r.addProperty("peak_gpu_mb", 5120.4);
+        r.addProperty("gpu_total_mb", 81559.0);
+        String line = BenchCommand.gpuMemoryLine(r);
+        assertTrue(line.startsWith("gpu memory     peak 5120 MiB in use on the device of 81559 MiB"), line);
     }
 
     /** Float32 holds 4 bytes a projection weight, bfloat16 2 and int8 1 plus a 2-byte scale per 32. */
