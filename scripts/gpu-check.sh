@@ -12,7 +12,7 @@ set -o pipefail
 PROMPT=${PROMPT:-128}; NEW=${NEW:-128}; RUNS=${RUNS:-3}
 status=0
 echo "=== GPU golden cases (float32 and float16)" >&2
-junit --select-class io.github.djlllmzoo.zoo.GpuGoldenCasesTest --details=tree 2>&1 | tail -80 | tee "$OUT/gpu-goldens.txt" || status=1
+junit --select-class io.github.djlllmzoo.zoo.GpuGoldenCasesTest 2>&1 | tail -80 | tee "$OUT/gpu-goldens.txt" || status=1
 for b in 1 8; do
   echo "=== llmzoo bench float16 batch $b" >&2
   llmzoo bench --shape tinyllama-1.1b --device gpu --dtype float16 --batch "$b" --prompt-tokens "$PROMPT" \

@@ -29,8 +29,8 @@ def main():
     a = p.parse_args()
     torch.manual_seed(42)
     config = LlamaConfig(**TINYLLAMA)
+    config._attn_implementation = "eager"  # the issue's baseline: transformers' eager attention
     model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.float16).eval()
-    model.config._attn_implementation = "eager"
     ids = torch.randint(0, config.vocab_size, (a.batch, a.prompt_tokens), device="cuda")
     mask = torch.ones_like(ids)
 
