@@ -136,10 +136,16 @@ public final class GroupedQueryAttention extends AttentionBlock {
                         new Shape(b, numKvHeads, 1, headDim)}
                 : new Shape[] {new Shape(b, t, (long) numHeads * headDim), new Shape(b, t, (long) numKvHeads * headDim),
                         new Shape(b, t, (long) numKvHeads * headDim)};
+        ProjectionWeight[] weights = {qProj.projection(), kProj.projection(), vProj.projection()};
+        if (t == 1 && qNorm == null) { // nothing between the products and the rotation
+            NDList cosSin = rotaryEmbedding.cosSin(context.positionIds(), context.modelManager(), x.getDataType());
+            NDArray[] rotated = kernels().normedProjectRotate(
+                    x, rms.scale(store, x, training), rms.eps(), rms.unitOffset(), weights, shapes, cosSin, store,
+                    training);
+            return outputAdding(store, attendedRotated(rotated, b, t, context, training), x, training);
+        }
         NDArray[] qkv = kernels().normedProjectAll(
-                x, rms.scale(store, x, training), rms.eps(), rms.unitOffset(),
-                new ProjectionWeight[] {qProj.projection(), kProj.projection(), vProj.projection()}, shapes, store,
-                training);
+                x, rms.scale(store, x, training), rms.eps(), rms.unitOffset(), weights, shapes, store, training);
         return outputAdding(store, attended(store, x, qkv, context, training), x, training);
     }
 
@@ -171,11 +177,17 @@ public final class GroupedQueryAttention extends AttentionBlock {
         }
         NDList cosSin = rotaryEmbedding.cosSin(context.positionIds(), context.modelManager(), q.getDataType());
         NDArray[] rotated = kernels().rotate(q, k, cosSin, training);
-        q = rotated[0];
-        k = rotated[1];
-        KeyValues kv = context.update(layerIndex, k, v); // (B, H_kv, S, D)
+        return attendedRotated(new NDArray[] {rotated[0], rotated[1], v}, b, t, context, training);
+    }
+
+    /**
+     * The heads' attention output before {@code o_proj}, (B, T, H*D), from rotated queries (B, H, T,
+     * D) and keys, and values (B, Hkv, T, D).
+     */
+    private NDArray attendedRotated(NDArray[] qkv, long b, long t, AttentionContext context, boolean training) {
+        KeyValues kv = context.update(layerIndex, qkv[1], qkv[2]); // (B, H_kv, S, D)
         NDArray mask = context.mask(window);
-        NDArray y = kernels().attend(q, kv, mask, scores, attentionDropout, training); // (B, H, T, D)
+        NDArray y = kernels().attend(qkv[0], kv, mask, scores, attentionDropout, training); // (B, H, T, D)
         return merged(y, b, t, (long) numHeads * headDim); // (B, T, H*D)
     }
 

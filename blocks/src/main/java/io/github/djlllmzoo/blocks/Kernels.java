@@ -231,6 +231,38 @@ public interface Kernels {
     }
 
     /**
+     * {@link #normedProjectAll} of a decode step's attention, queries and keys then rotated by the
+     * rotary embedding ({@link #rotate}): an implementation may rotate them within the products'
+     * results. The reference projects, then rotates.
+     *
+     * @param x input (B, 1, in), the residual stream before its norm; the results are attached to
+     *     its manager
+     * @param normWeight the norm's scale (in)
+     * @param eps the epsilon added to the mean square
+     * @param unitOffset whether the scale is {@code 1 + normWeight} (Gemma)
+     * @param weights the query, key and value projections
+     * @param shapes the heads of each: (B, H, 1, D), (B, H_kv, 1, D), (B, H_kv, 1, D)
+     * @param cosSin the factors {@link RotaryEmbedding#cosSin} gathered for this position
+     * @param store the parameter store, or {@code null}
+     * @param training whether this is a training pass
+     * @return the rotated queries and keys, and the values, of {@code shapes}
+     */
+    default NDArray[] normedProjectRotate(
+            NDArray x,
+            NDArray normWeight,
+            float eps,
+            boolean unitOffset,
+            ProjectionWeight[] weights,
+            Shape[] shapes,
+            NDList cosSin,
+            ParameterStore store,
+            boolean training) {
+        NDArray[] qkv = normedProjectAll(x, normWeight, eps, unitOffset, weights, shapes, store, training);
+        NDArray[] rotated = rotate(qkv[0], qkv[1], cosSin, training);
+        return new NDArray[] {rotated[0], rotated[1], qkv[2]};
+    }
+
+    /**
      * {@link #gatedProject} of {@code rmsNorm(x)}: a pre-norm layer's gated MLP, which an
      * implementation may compute with the norm inside the products' hand-over and no array for the
      * normed input. The reference norms, then projects.

@@ -255,6 +255,7 @@ public final class LoraAdapter {
                 w.addi(delta.toType(w.getDataType(), false));
             }
         }
+        EngineForms.weightsChanged(); // the engine's fused copies hold the weights before the merge
         for (String name : List.copyOf(attachedAs)) {
             detach(name);
         }

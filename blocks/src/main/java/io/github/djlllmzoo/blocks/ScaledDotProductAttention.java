@@ -58,12 +58,7 @@ public final class ScaledDotProductAttention {
         long groups = h / hKv;
 
         NDArray grouped = groups == 1 ? q : q.reshape(b, hKv, groups * t, d); // (B, Hkv, G*T, D)
-        NDArray scores =
-                grouped.matMul(k.transpose(0, 1, 3, 2)).muli(Scalars.of(rule.scale(), q)); // (B, Hkv, G*T, S)
-        if (rule.capped()) {
-            // tanh(s / C) * C before the mask, as Gemma 2's eager attention (tanh's output kept for autograd)
-            scores = scores.div(Scalars.of(rule.softcap(), q)).tanh().mul(Scalars.of(rule.softcap(), q));
-        }
+        NDArray scores = scores(grouped, k, rule); // (B, Hkv, G*T, S)
         if (mask != null) {
             if (groups == 1) {
                 scores = scores.add(mask); // (B, H, T, S)
@@ -78,5 +73,22 @@ public final class ScaledDotProductAttention {
         }
         NDArray out = probs.matMul(v); // (B, Hkv, G*T, D)
         return groups == 1 ? out : out.reshape(b, h, t, d);
+    }
+
+    /**
+     * The scores of grouped queries against keys, before the mask: {@code cap(q k^T * scale)}.
+     *
+     * @param grouped queries (B, H_kv, G*T, D)
+     * @param k keys (B, H_kv, S, D)
+     * @param rule how the products become scores
+     * @return (B, H_kv, G*T, S)
+     */
+    static NDArray scores(NDArray grouped, NDArray k, AttentionScores rule) {
+        NDArray scores = grouped.matMul(k.transpose(0, 1, 3, 2)).muli(Scalars.of(rule.scale(), grouped));
+        if (rule.capped()) {
+            // tanh(s / C) * C before the mask, as Gemma 2's eager attention (tanh's output kept for autograd)
+            scores = scores.div(Scalars.of(rule.softcap(), grouped)).tanh().mul(Scalars.of(rule.softcap(), grouped));
+        }
+        return scores;
     }
 }

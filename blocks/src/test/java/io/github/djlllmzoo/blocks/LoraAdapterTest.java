@@ -124,14 +124,16 @@ class LoraAdapterTest {
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"llama", "gpt2"})
-    void aFreshAdapterReproducesTheBaseLogitsExactly(String family) throws Exception {
+    void aFreshAdapterReproducesTheBaseLogitsToRounding(String family) throws Exception {
         try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
             CausalLmBlock model = model(family, manager);
             NDArray ids = ids(manager);
             float[] base = model.forward(null, ids, null, null, null, false, false).toFloatArray();
             LoraAdapter adapter = attachedFresh(model, family, manager, true);
             float[] adapted = model.forward(null, ids, null, null, null, false, false).toFloatArray();
-            assertArrayEquals(base, adapted);
+            // The update is zero, but adding it makes contiguous arrays of the fused products' views,
+            // which the engine may multiply in another order: equal to rounding, not to the bit.
+            assertArrayEquals(base, adapted, RoundingBound.ofLogits(model.config(), 4, base));
 
             randomizeB(adapter, manager);
             float[] trained = model.forward(null, ids, null, null, null, false, false).toFloatArray();

@@ -41,6 +41,31 @@ class ResidualStreamTest {
         }
 
         @Override
+        public NDArray[] projectAll(NDArray x, ProjectionWeight[] weights, ParameterStore store, boolean training) {
+            return engine.projectAll(x, weights, store, training);
+        }
+
+        @Override
+        public NDArray[] normedProjectAll(NDArray x, NDArray normWeight, float eps, boolean unitOffset,
+                ProjectionWeight[] weights, Shape[] shapes, ParameterStore store, boolean training) {
+            return engine.normedProjectAll(x, normWeight, eps, unitOffset, weights, shapes, store, training);
+        }
+
+        @Override
+        public NDArray[] normedProjectRotate(NDArray x, NDArray normWeight, float eps, boolean unitOffset,
+                ProjectionWeight[] weights, Shape[] shapes, NDList cosSin, ParameterStore store, boolean training) {
+            return engine.normedProjectRotate(
+                    x, normWeight, eps, unitOffset, weights, shapes, cosSin, store, training);
+        }
+
+        @Override
+        public NDArray normedGatedProject(NDArray x, NDArray normWeight, float eps, boolean unitOffset,
+                ProjectionWeight gate, ProjectionWeight up, HiddenActivation activation, ParameterStore store,
+                boolean training) {
+            return engine.normedGatedProject(x, normWeight, eps, unitOffset, gate, up, activation, store, training);
+        }
+
+        @Override
         public NDArray attend(
                 NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
             return engine.attend(q, kv, mask, scores, dropout, training);

@@ -10,6 +10,7 @@ import com.google.gson.JsonObject;
 import com.google.gson.JsonPrimitive;
 import io.github.djlllmzoo.benchmarks.ComputePeak;
 import io.github.djlllmzoo.benchmarks.DecodeBenchmark;
+import io.github.djlllmzoo.benchmarks.GpuMemory;
 import io.github.djlllmzoo.benchmarks.ModelShape;
 import io.github.djlllmzoo.benchmarks.ProcessMemory;
 import io.github.djlllmzoo.benchmarks.RandomCheckpoint;
@@ -59,6 +60,9 @@ final class BenchCommand implements Callable<Integer> {
     private static final int COMPUTE_PASSES = 5;
 
     @Spec CommandSpec spec;
+
+    /** The GPU's memory, sampled after the load and after each run (nothing on the CPU). */
+    private GpuMemory gpuMemory;
 
     @ArgGroup(exclusive = true, multiplicity = "1")
     Source source;
@@ -150,18 +154,22 @@ final class BenchCommand implements Callable<Integer> {
         WeightFormat weights = compute.weightFormat();
         double loadBefore = ProcessMemory.loadAverage();
         JsonObject result = new JsonObject();
+        gpuMemory = new GpuMemory(device);
         if (source.model != null) {
-            try (LocalModel model = LocalModel.load(source.model, device, dataType, weights)) {
+            try (LocalModel model =
+                    LocalModel.load(source.model, device, dataType, weights, compute.float16Overflow())) {
+                dataType = model.model().getDataType();
                 result.addProperty("model", source.model.toString());
-                measure(model.block(), model.model().getNDManager(), result);
+                measure(model.block(), model.model().getNDManager(), dataType, result);
             }
         } else {
             ModelShape shape = ModelShape.of(source.shape);
             DecoderConfig config = shapeConfig(shape);
+            dataType = compute.float16Overflow().computeType(config, dataType);
             try (NDManager manager = NDManager.newBaseManager(device, "PyTorch")) {
                 CausalLmBlock block = RandomCheckpoint.create(config, manager, dataType, seed, weights);
                 result.addProperty("model", shape.label() + " (random weights)");
-                measure(block, manager, result);
+                measure(block, manager, dataType, result);
             }
         }
         result.addProperty("device", device.toString());
@@ -206,7 +214,7 @@ final class BenchCommand implements Callable<Integer> {
         }
     }
 
-    private void measure(CausalLmBlock model, NDManager manager, JsonObject result) {
+    private void measure(CausalLmBlock model, NDManager manager, DataType dataType, JsonObject result) {
         DecoderConfig config = model.config();
         long[][] prompts = prompts(config);
         int promptLength = prompts[0].length;
@@ -217,6 +225,7 @@ final class BenchCommand implements Callable<Integer> {
         }
         // The peak so far is the start-up's and the load's, which the reset below forgets.
         double loadPeak = ProcessMemory.peakRssMib();
+        gpuMemory.sample();
         boolean peakReset = ProcessMemory.resetPeak();
         DecodeBenchmark bench = new DecodeBenchmark(model, manager);
         for (int i = 0; i < warmup; i++) {
@@ -257,6 +266,7 @@ final class BenchCommand implements Callable<Integer> {
                 rssBefore = ProcessMemory.retainedRssMib();
                 for (int i = 0; i < runs; i++) {
                     last = bench.generate(prompts, newTokens, null);
+                    gpuMemory.sample();
                     prefill[i] = (double) batch * promptLength / last.prefillSeconds();
                     decode[i] =
                             last.decodeSteps() == 0
@@ -275,6 +285,7 @@ final class BenchCommand implements Callable<Integer> {
                 double[] stepMillis = new double[longLength];
                 Arrays.fill(stepMillis, Double.NaN);
                 DecodeBenchmark.Run run = bench.generate(longPrompts, longLength - shortPrompt + 1, stepMillis);
+                gpuMemory.sample();
                 if (r > 0) {
                     decodedTokens += (long) batch * run.decodeSteps();
                 }
@@ -307,7 +318,7 @@ final class BenchCommand implements Callable<Integer> {
         double computePeak =
                 computeSize == 0
                         ? Double.NaN
-                        : ComputePeak.measure(manager, compute.dataType(), computeSize, COMPUTE_PASSES);
+                        : ComputePeak.measure(manager, dataType, computeSize, COMPUTE_PASSES);
         double effectiveGflops = stepGflop * decodeMedian / batch;
         // A step takes at least as long as reading its weights and as doing its products.
         double readSeconds = weightBytes / (stream * 1e9);
@@ -325,6 +336,8 @@ final class BenchCommand implements Callable<Integer> {
         number(result, "rss_anon_mb", rssAnon);
         number(result, "rss_file_mb", rssFile);
         number(result, "java_heap_mb", javaHeap);
+        number(result, "peak_gpu_mb", gpuMemory.peakMib());
+        number(result, "gpu_total_mb", gpuMemory.totalMib());
         result.addProperty("weight_bytes", weightBytes);
         result.addProperty("resident_weight_bytes", WeightTraffic.residentBytes(model));
         number(result, "effective_gb_per_s", effective);
@@ -457,8 +470,27 @@ final class BenchCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "resident       %.0f MiB anonymous (%.0f MiB weights, %.0f MiB Java heap) + %.0f MiB file-backed after the runs%n",
                 num(r, "rss_anon_mb"), r.get("resident_weight_bytes").getAsLong() / (double) (1 << 20),
                 num(r, "java_heap_mb"), num(r, "rss_file_mb"));
+        String gpu = gpuMemoryLine(r);
+        if (gpu != null) {
+            out.println(gpu);
+        }
         out.printf(Locale.ROOT, "load average   %.2f before, %.2f after (1 min)%n",
                 num(r, "load_average_before"), num(r, "load_average_after"));
+    }
+
+    /**
+     * The text line of the GPU's memory, or {@code null} where it was not measured (the CPU).
+     *
+     * @param r the result, with {@code peak_gpu_mb} and {@code gpu_total_mb}
+     */
+    static String gpuMemoryLine(JsonObject r) {
+        if (!r.has("peak_gpu_mb") || r.get("peak_gpu_mb").isJsonNull()) {
+            return null;
+        }
+        return String.format(Locale.ROOT,
+                "gpu memory     peak %.0f MiB in use on the device of %.0f MiB (cudaMemGetInfo after the load and"
+                        + " each run: the CUDA context and PyTorch's cached blocks included)",
+                num(r, "peak_gpu_mb"), num(r, "gpu_total_mb"));
     }
 
     private static double num(JsonObject r, String key) {

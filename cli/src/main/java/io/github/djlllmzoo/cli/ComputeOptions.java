@@ -3,13 +3,17 @@ package io.github.djlllmzoo.cli;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.types.DataType;
+import io.github.djlllmzoo.blocks.Float16Overflow;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-/** Where a model runs and the form of its weights: {@code --device}, {@code --dtype}. */
+/**
+ * Where a model runs and the form of its weights: {@code --device}, {@code --dtype}, {@code
+ * --allow-float16-overflow}.
+ */
 final class ComputeOptions {
 
     @Spec(Spec.Target.MIXEE)
@@ -26,6 +30,13 @@ final class ComputeOptions {
                     + " (per 32 inputs, as llama.cpp's Q8_0) hold the projection weights compressed and compute in"
                     + " float32, for inference only; with --device gpu float16 computes in half precision.")
     String dtype;
+
+    @Option(
+            names = "--allow-float16-overflow",
+            description = "Compute Gemma 2 and 3 in float16 when --dtype float16 asks for it on a GPU. Their"
+                    + " activations exceed float16's range on real checkpoints (NaN logits), so by default they"
+                    + " compute in float32 there, with a warning.")
+    boolean allowFloat16Overflow;
 
     /**
      * @return the device, checked against what DJL's PyTorch engine sees
@@ -123,6 +134,11 @@ final class ComputeOptions {
     WeightFormat weightFormat(Device target) {
         WeightFormat format = requestedFormat();
         return target.isGpu() ? WeightFormat.FLOAT32 : format;
+    }
+
+    /** @return whether Gemma 2 and 3 may compute in float16 ({@code --allow-float16-overflow}) */
+    Float16Overflow float16Overflow() {
+        return allowFloat16Overflow ? Float16Overflow.ALLOW : Float16Overflow.GUARD;
     }
 
     /** {@code --dtype} parsed, whatever the device. */

@@ -99,7 +99,8 @@ final class ModelOptions {
 
     /** Loads {@code --model} alone. */
     LocalModel loadBase() throws Exception {
-        return LocalModel.load(directory(), compute.device(), compute.dataType(), compute.weightFormat());
+        return LocalModel.load(
+                directory(), compute.device(), compute.dataType(), compute.weightFormat(), compute.float16Overflow());
     }
 
     /**

@@ -184,13 +184,25 @@ class BenchCommandTest {
         JsonObject r = JsonParser.parseString(run.out).getAsJsonObject();
         assertTrue(r.get("model").getAsString().startsWith("gpt2-tiny"));
         assertTrue(r.get("stream_gb_per_s").isJsonNull(), "bandwidth not measured with --bandwidth-mib 0");
+        assertTrue(r.get("peak_gpu_mb").isJsonNull(), "no GPU memory on the CPU");
+        assertTrue(r.get("gpu_total_mb").isJsonNull());
+        assertEquals(null, BenchCommand.gpuMemoryLine(r), "no GPU line on the CPU");
     }
 
-    /** Float32 holds 4 bytes a projection weight, bfloat16 2 and int8 1 plus a 2-byte scale per 32. */
+    @Test
+    void theGpuMemoryLineSaysThePeakInUseAndTheDevicesMemory() {
+        JsonObject r = new JsonObject();
+        r.addProperty("peak_gpu_mb", 5120.4);
+        r.addProperty("gpu_total_mb", 81559.0);
+        String line = BenchCommand.gpuMemoryLine(r);
+        assertTrue(line.startsWith("gpu memory     peak 5120 MiB in use on the device of 81559 MiB"), line);
+    }
+
+    /** Float32 holds 4 bytes a projection weight, bfloat16 and float16 2, int8 1 plus a 2-byte scale per 32. */
     @Test
     void compressedDtypesOnTheCpuReadAndHoldFewerWeightBytesAndSayWhichTheyAre() {
         java.util.Map<String, JsonObject> results = new java.util.HashMap<>();
-        for (String dtype : List.of("float32", "bfloat16", "int8")) {
+        for (String dtype : List.of("float32", "bfloat16", "float16", "int8")) {
             CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", dtype, "--runs", "1",
                     "--prompt-tokens", "8", "--new-tokens", "2", "--long-positions", "0", "--bandwidth-mib", "0",
                     "--compute-size", "0", "--output", "json");
@@ -203,6 +215,7 @@ class BenchCommandTest {
         long bf16 = results.get("bfloat16").get("resident_weight_bytes").getAsLong();
         long int8 = results.get("int8").get("resident_weight_bytes").getAsLong();
         assertTrue(bf16 < float32 && int8 < bf16, float32 + " " + bf16 + " " + int8);
+        assertEquals(bf16, results.get("float16").get("resident_weight_bytes").getAsLong(), "float16 holds 2 bytes");
         long projections = 2 * (float32 - bf16) / 4; // elements of the projection weights: 4 - 2 bytes each
         assertEquals(float32 - projections * 4 + projections + projections / 32 * 2, int8, "int8 holds 1 + 2/32 bytes");
         assertTrue(results.get("int8").get("weight_bytes").getAsLong()

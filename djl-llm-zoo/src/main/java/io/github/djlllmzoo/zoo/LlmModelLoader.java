@@ -86,7 +86,8 @@ public final class LlmModelLoader implements ModelLoader {
                         dir,
                         device,
                         ZooArguments.dataType(arguments, device),
-                        ZooArguments.weightFormat(arguments, device));
+                        ZooArguments.weightFormat(arguments, device),
+                        ZooArguments.float16Overflow(arguments));
         try {
             String adapter = ZooArguments.string(arguments, "adapter");
             if (adapter != null) {

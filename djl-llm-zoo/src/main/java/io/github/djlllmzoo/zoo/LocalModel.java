@@ -7,6 +7,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.DecoderModels;
+import io.github.djlllmzoo.blocks.Float16Overflow;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.blocks.WeightFormat;
@@ -123,6 +124,27 @@ public final class LocalModel implements AutoCloseable {
     }
 
     /**
+     * Loads a checkpoint directory, saying whether a family whose activations exceed float16's range
+     * (Gemma 2 and 3) may compute in float16 when {@code dataType} asks for it; the other loads
+     * {@linkplain Float16Overflow#GUARD guard} it, computing such a family in float32.
+     *
+     * @param dir the directory ({@code config.json}, safetensors weights, tokenizer files)
+     * @param device where to run
+     * @param dataType the element type of the computation, the other weights and the cache
+     * @param weights the form of the projection weights ({@link WeightFormat#FLOAT32}: as {@code
+     *     dataType})
+     * @param overflow whether float16 is kept for such a family
+     * @return the loaded model
+     * @throws IOException if a file cannot be read
+     * @throws InvalidCheckpointException naming the file and field or tensor at fault
+     */
+    public static LocalModel load(
+            Path dir, Device device, DataType dataType, WeightFormat weights, Float16Overflow overflow)
+            throws IOException, InvalidCheckpointException {
+        return withTokenizer(dir, loadModel(dir, device, dataType, weights, overflow));
+    }
+
+    /**
      * Wraps a model holding a block with the directory's generation defaults and tokenizer, checking
      * that the tokenizer's ids fit the model; closes the model on failure.
      */
@@ -178,9 +200,30 @@ public final class LocalModel implements AutoCloseable {
      */
     public static Model loadModel(Path dir, Device device, DataType dataType, WeightFormat weights)
             throws IOException, InvalidCheckpointException {
-        Model model = withoutWeights(dir, device, dataType);
+        return loadModel(dir, device, dataType, weights, Float16Overflow.GUARD);
+    }
+
+    /**
+     * {@link #loadModel(Path, Device, DataType, WeightFormat)}, saying whether a family whose
+     * activations exceed float16's range may compute in float16 ({@link Float16Overflow}).
+     *
+     * @param dir the checkpoint directory
+     * @param device where to run
+     * @param dataType the element type of the computation, the other weights and the cache
+     * @param weights the form of the projection weights
+     * @param overflow whether float16 is kept for such a family
+     * @return the model, whose {@link Model#getDataType()} is the element type it computes in; the
+     *     caller closes it
+     * @throws IOException if a file cannot be read
+     * @throws InvalidCheckpointException naming the file and field or tensor at fault
+     */
+    public static Model loadModel(
+            Path dir, Device device, DataType dataType, WeightFormat weights, Float16Overflow overflow)
+            throws IOException, InvalidCheckpointException {
+        Model model = withoutWeights(dir, device, dataType, overflow);
         try {
-            CheckpointWeights.load((CausalLmBlock) model.getBlock(), dir, model.getNDManager(), dataType, weights);
+            CheckpointWeights.load(
+                    (CausalLmBlock) model.getBlock(), dir, model.getNDManager(), model.getDataType(), weights);
             // The block already holds its weights: this only records the model directory.
             model.load(dir, null, Map.of("hasParameter", "false"));
             return model;
@@ -210,7 +253,7 @@ public final class LocalModel implements AutoCloseable {
      */
     public static LocalModel initialize(Path dir, Device device, DataType dataType)
             throws InvalidCheckpointException {
-        Model model = withoutWeights(dir, device, dataType);
+        Model model = withoutWeights(dir, device, dataType, Float16Overflow.GUARD);
         try {
             model.getBlock().initialize(model.getNDManager(), dataType, new Shape(1, 1));
         } catch (RuntimeException e) {
@@ -222,17 +265,19 @@ public final class LocalModel implements AutoCloseable {
 
     /**
      * A model whose block is the family's {@link CausalLmBlock} for the directory's {@code
-     * config.json}, its parameters not yet given values.
+     * config.json}, its parameters not yet given values, computing in {@code dataType} unless {@code
+     * overflow} says otherwise for the family.
      */
-    private static Model withoutWeights(Path dir, Device device, DataType dataType)
+    private static Model withoutWeights(Path dir, Device device, DataType dataType, Float16Overflow overflow)
             throws InvalidCheckpointException {
         if (!Files.isDirectory(dir)) {
             throw new InvalidCheckpointException(dir, null, "not a checkpoint directory");
         }
-        CausalLmBlock block = DecoderModels.create(Configs.read(dir));
+        DecoderConfig config = Configs.read(dir);
+        CausalLmBlock block = DecoderModels.create(config);
         Model model = Model.newInstance(dir.getFileName().toString(), device, "PyTorch");
         model.setBlock(block);
-        model.setDataType(dataType);
+        model.setDataType(overflow.computeType(config, dataType));
         return model;
     }
 

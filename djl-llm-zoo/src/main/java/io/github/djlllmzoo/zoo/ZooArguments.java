@@ -3,6 +3,7 @@ package io.github.djlllmzoo.zoo;
 import ai.djl.Device;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.repository.zoo.Criteria;
+import io.github.djlllmzoo.blocks.Float16Overflow;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.zoo.hub.HubClient;
 import io.github.djlllmzoo.zoo.hub.HubConfig;
@@ -12,11 +13,15 @@ import java.util.Map;
 
 /**
  * The arguments this zoo's loaders read, whichever way DJL hands them over (Criteria options and
- * arguments, or the query of a model URL): {@code model}, {@code revision}, {@code dtype} and the
+ * arguments, or the query of a model URL): {@code model}, {@code revision}, {@code dtype}, {@code
+ * allowFloat16Overflow} and the
  * Hugging Face hub variables ({@code HF_ENDPOINT}, {@code HF_HUB_CACHE}, {@code HF_TOKEN}, {@code
  * HF_HUB_OFFLINE}, ...), which override the process environment for one load.
  */
 final class ZooArguments {
+
+    /** The argument that lets Gemma 2 and 3 compute in float16 ({@link Float16Overflow#ALLOW}). */
+    static final String ALLOW_FLOAT16_OVERFLOW = "allowFloat16Overflow";
 
     private ZooArguments() {}
 
@@ -83,6 +88,23 @@ final class ZooArguments {
     static WeightFormat weightFormat(Map<String, ?> arguments, Device device) {
         WeightFormat format = parsed(arguments);
         return device.isGpu() ? WeightFormat.FLOAT32 : format;
+    }
+
+    /**
+     * Whether a family whose activations exceed float16's range (Gemma 2, 3) computes in float16 when
+     * {@code dtype} asks for it: only with the argument {@code allowFloat16Overflow=true}.
+     *
+     * @throws IllegalArgumentException for a value other than true or false
+     */
+    static Float16Overflow float16Overflow(Map<String, ?> arguments) {
+        String allow = string(arguments, ALLOW_FLOAT16_OVERFLOW);
+        if (allow == null || allow.equalsIgnoreCase("false")) {
+            return Float16Overflow.GUARD;
+        }
+        if (allow.equalsIgnoreCase("true")) {
+            return Float16Overflow.ALLOW;
+        }
+        throw new IllegalArgumentException(ALLOW_FLOAT16_OVERFLOW + " must be true or false, not '" + allow + "'");
     }
 
     private static WeightFormat parsed(Map<String, ?> arguments) {

@@ -11,7 +11,7 @@ import java.nio.file.Paths;
 
 /**
  * Loads a checkpoint in a fresh JVM one of three ways and prints {@code OPT_OUT_TRACKING} and
- * whether DJL's engine went on to its telemetry check when it started: {@code EngineDefaultsProbe
+ * whether DJL's engine went on to its telemetry check when it started, then {@code RUST_FLAVOR}: {@code EngineDefaultsProbe
  * (model-path|zoo|local-model) <checkpoint dir>}.
  */
 public final class EngineDefaultsProbe {
@@ -44,7 +44,9 @@ public final class EngineDefaultsProbe {
         // returned at once because tracking was opted out (no public API tells).
         Field lastCheckIn = Ec2Utils.class.getDeclaredField("lastCheckIn");
         lastCheckIn.setAccessible(true);
-        System.out.println(System.getProperty(EngineDefaults.OPT_OUT_TRACKING) + " " + lastCheckIn.getLong(null));
+        System.out.println(
+                System.getProperty(EngineDefaults.OPT_OUT_TRACKING) + " " + lastCheckIn.getLong(null) + " "
+                        + System.getProperty(EngineDefaults.RUST_FLAVOR));
     }
 
     private static void load(Criteria<NDList, NDList> criteria) throws Exception {

@@ -11,8 +11,8 @@ import java.nio.file.Paths;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 class EngineDefaultsTest {
@@ -20,28 +20,26 @@ class EngineDefaultsTest {
     private static final Path GPT2_TINY =
             Paths.get(System.getProperty("llmzoo.testdata", "../testdata"), "golden", "gpt2-tiny").toAbsolutePath();
 
-    @Test
-    void trackingIsOptedOutWhenNeitherTheVariableNorThePropertySaysEitherWay() {
+    @ParameterizedTest
+    @CsvSource({"OPT_OUT_TRACKING, true, false", "RUST_FLAVOR, cpu, cu124"})
+    void eachDefaultIsSetUnlessTheVariableOrThePropertyChose(String key, String value, String chosen) {
         Properties properties = new Properties();
         EngineDefaults.apply(Map.of(), properties);
-        assertEquals("true", properties.getProperty("OPT_OUT_TRACKING"));
-    }
+        assertEquals(value, properties.getProperty(key));
 
-    @Test
-    void aSettingTheUserMadeIsKept() {
-        Properties properties = new Properties();
-        properties.setProperty("OPT_OUT_TRACKING", "false");
-        EngineDefaults.apply(Map.of(), properties);
-        assertEquals("false", properties.getProperty("OPT_OUT_TRACKING"));
+        Properties byProperty = new Properties();
+        byProperty.setProperty(key, chosen);
+        EngineDefaults.apply(Map.of(), byProperty);
+        assertEquals(chosen, byProperty.getProperty(key));
 
-        Properties untouched = new Properties();
-        EngineDefaults.apply(Map.of("OPT_OUT_TRACKING", "false"), untouched);
-        assertNull(untouched.getProperty("OPT_OUT_TRACKING"), "the environment's value is DJL's to read");
+        Properties byVariable = new Properties();
+        EngineDefaults.apply(Map.of(key, chosen), byVariable);
+        assertNull(byVariable.getProperty(key), "the environment's value is DJL's to read");
     }
 
     @ParameterizedTest
     @ValueSource(strings = {"model-path", "zoo", "local-model"})
-    void loadingAModelOptsOutBeforeDjlsEngineStarts(String way) throws Exception {
+    void loadingAModelOptsOutBeforeDjlsEngineStartsAndPicksTheCpuTokenizers(String way) throws Exception {
         String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
         ProcessBuilder pb =
                 new ProcessBuilder(
@@ -57,13 +55,14 @@ class EngineDefaultsTest {
         // Neither DJL's switch nor its offline mode (which also skips the check) comes from outside.
         pb.environment().remove("OPT_OUT_TRACKING");
         pb.environment().remove("DJL_OFFLINE");
+        pb.environment().remove("RUST_FLAVOR");
         pb.redirectErrorStream(true);
         Process process = pb.start();
         String output = readAll(process);
         assertTrue(process.waitFor(60, TimeUnit.SECONDS), way);
         assertEquals(0, process.exitValue(), output);
         String[] lines = output.strip().split("\n");
-        assertEquals("true 0", lines[lines.length - 1], output);
+        assertEquals("true 0 cpu", lines[lines.length - 1], output);
     }
 
     private static String readAll(Process process) throws IOException {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.djlllmzoo.blocks.Kernels;
 import io.github.djlllmzoo.translators.GeneratedSequence;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -26,8 +27,21 @@ class GoldenCasesTest {
     @ParameterizedTest
     @MethodSource("cases")
     void reproducesPromptLogprobsAndGreedyIds(String name) throws Exception {
+        reproduces(name, null);
+    }
+
+    /**
+     * Checks a golden case's prompt log-probabilities and greedy ids on the CPU.
+     *
+     * @param name the case
+     * @param kernels the kernels the model computes with, or {@code null} for those it chooses
+     */
+    static void reproduces(String name, Kernels kernels) throws Exception {
         GoldenCase golden = GoldenCase.load(name);
         try (LocalModel model = LocalModel.load(golden.dir())) {
+            if (kernels != null) {
+                model.block().useKernels(kernels);
+            }
             float[] logprobs = model.generator().scoreTokens(golden.promptIds());
             assertEquals(golden.promptLogprobs().length, logprobs.length);
             double maxError = 0;
@@ -35,7 +49,7 @@ class GoldenCasesTest {
                 maxError = Math.max(maxError, Math.abs(logprobs[i] - golden.promptLogprobs()[i]));
             }
             System.out.printf(
-                    Locale.ROOT, "golden %s: max |logprob - golden| = %.3g%n", name, maxError);
+                    Locale.ROOT, "golden %s (%s): max |logprob - golden| = %.3g%n", name, model.block().kernels(), maxError);
             assertTrue(
                     maxError <= GoldenCase.LOGPROB_TOLERANCE,
                     name + ": max |logprob - golden| = " + maxError);

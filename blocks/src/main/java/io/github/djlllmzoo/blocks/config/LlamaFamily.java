@@ -82,6 +82,14 @@ public enum LlamaFamily {
     }
 
     /**
+     * @return whether the family's activations exceed float16's range on real checkpoints (Gemma 2
+     *     and 3, trained in bfloat16; Hugging Face warns against float16 for them)
+     */
+    public boolean exceedsFloat16() {
+        return this == GEMMA2 || this == GEMMA3;
+    }
+
+    /**
      * The family of a {@code model_type}.
      *
      * @param modelType one of {@link #MODEL_TYPES}
