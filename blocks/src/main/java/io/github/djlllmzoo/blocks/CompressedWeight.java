@@ -167,6 +167,33 @@ public final class CompressedWeight {
         return new CompressedWeight(format, out, in, codes.clear().order(ByteOrder.nativeOrder()), null);
     }
 
+    /**
+     * An int8 weight from its codes and scales as they are (a GGUF file's Q8_0 blocks, or Q4_0's
+     * 4-bit codes recentred, kept without re-quantizing).
+     *
+     * @param out output width
+     * @param in input width, a multiple of {@link #GROUP}
+     * @param codes a direct buffer of exactly {@code out * in} signed codes, (out, in) row major
+     * @param scales a direct buffer of {@code out * in / GROUP} float16 scales, native byte order
+     * @return the compressed weight; it keeps both buffers
+     * @throws IllegalArgumentException if {@code in} is not a multiple of the group or a buffer does
+     *     not fit
+     */
+    public static CompressedWeight ofInt8(int out, int in, ByteBuffer codes, ByteBuffer scales) {
+        long groups = (long) out * groups(in);
+        if (in % GROUP != 0
+                || !codes.isDirect()
+                || !scales.isDirect()
+                || codes.capacity() != (long) out * in
+                || scales.capacity() != groups * SCALE_BYTES) {
+            throw new IllegalArgumentException("int8 codes and scales of a " + out + " x " + in
+                    + " weight must be direct buffers of " + (long) out * in + " and " + groups * SCALE_BYTES
+                    + " bytes (in a multiple of " + GROUP + "), not " + codes.capacity() + " and " + scales.capacity());
+        }
+        return new CompressedWeight(
+                WeightFormat.INT8, out, in, codes.clear(), scales.clear().order(ByteOrder.nativeOrder()));
+    }
+
     /** @return the format */
     public WeightFormat format() {
         return format;
