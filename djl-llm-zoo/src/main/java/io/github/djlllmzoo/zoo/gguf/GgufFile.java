@@ -218,7 +218,7 @@ public final class GgufFile implements AutoCloseable {
                 long tensorCount = count("tensor count");
                 long kvCount = count("key-value count");
                 for (long i = 0; i < kvCount; i++) {
-                    at = null;
+                    at = "key-value " + i;
                     String key = string();
                     at = key;
                     int type = buffer.getInt();
@@ -264,7 +264,8 @@ public final class GgufFile implements AutoCloseable {
         private String string() throws InvalidGgufException {
             long length = buffer.getLong();
             if (length < 0 || length > buffer.remaining()) {
-                throw new InvalidGgufException(path, at, "string length " + length + " runs past the end of the file");
+                throw new InvalidGgufException(
+                        path, at, "the header is truncated: a string of " + length + " bytes runs past the end of the file");
             }
             byte[] bytes = new byte[(int) length];
             buffer.get(bytes);

@@ -95,6 +95,94 @@ final class LlamaCppPeer {
         return dir;
     }
 
+    /**
+     * A random Llama checkpoint whose rows are whole k-quant super-blocks (256 wide), weights
+     * normal(0, 0.02) as a trained model's initialization, with Llama 2's tokenizer.
+     */
+    static Path randomLlama(Path dir, NDManager manager) throws Exception {
+        Files.createDirectories(dir);
+        int hidden = 256;
+        int inter = 768;
+        int layers = 2;
+        int heads = 4;
+        int kvHeads = 2;
+        int vocab = 32000;
+        JsonObject c = new JsonObject();
+        c.addProperty("model_type", "llama");
+        c.addProperty("hidden_size", hidden);
+        c.addProperty("intermediate_size", inter);
+        c.addProperty("num_hidden_layers", layers);
+        c.addProperty("num_attention_heads", heads);
+        c.addProperty("num_key_value_heads", kvHeads);
+        c.addProperty("max_position_embeddings", 256);
+        c.addProperty("vocab_size", vocab);
+        c.addProperty("rms_norm_eps", 1e-5);
+        c.addProperty("rope_theta", 10000.0);
+        c.addProperty("tie_word_embeddings", false);
+        c.addProperty("bos_token_id", 1);
+        c.addProperty("eos_token_id", 2);
+        Files.writeString(dir.resolve("config.json"), c.toString(), StandardCharsets.UTF_8);
+        Path tokenizer = fixtures().resolve("llama2-tokenizer");
+        Files.copy(tokenizer.resolve("tokenizer.json"), dir.resolve("tokenizer.json"));
+        Files.copy(tokenizer.resolve("tokenizer_config.json"), dir.resolve("tokenizer_config.json"));
+        int kv = hidden / heads * kvHeads;
+        Map<String, long[]> shapes = new LinkedHashMap<>();
+        shapes.put("model.embed_tokens.weight", new long[] {vocab, hidden});
+        for (int l = 0; l < layers; l++) {
+            String p = "model.layers." + l + ".";
+            shapes.put(p + "input_layernorm.weight", new long[] {hidden});
+            shapes.put(p + "self_attn.q_proj.weight", new long[] {hidden, hidden});
+            shapes.put(p + "self_attn.k_proj.weight", new long[] {kv, hidden});
+            shapes.put(p + "self_attn.v_proj.weight", new long[] {kv, hidden});
+            shapes.put(p + "self_attn.o_proj.weight", new long[] {hidden, hidden});
+            shapes.put(p + "post_attention_layernorm.weight", new long[] {hidden});
+            shapes.put(p + "mlp.gate_proj.weight", new long[] {inter, hidden});
+            shapes.put(p + "mlp.up_proj.weight", new long[] {inter, hidden});
+            shapes.put(p + "mlp.down_proj.weight", new long[] {hidden, inter});
+        }
+        shapes.put("model.norm.weight", new long[] {hidden});
+        shapes.put("lm_head.weight", new long[] {vocab, hidden});
+        Random random = new Random(31);
+        Map<String, NDArray> tensors = new LinkedHashMap<>();
+        for (Map.Entry<String, long[]> e : shapes.entrySet()) {
+            long[] shape = e.getValue();
+            float[] values = new float[Math.toIntExact(new Shape(shape).size())];
+            for (int i = 0; i < values.length; i++) {
+                values[i] = shape.length == 1 ? 1f : (float) (random.nextGaussian() * 0.02);
+            }
+            tensors.put(e.getKey(), manager.create(values, new Shape(shape)));
+        }
+        SafeTensorsWriter.write(dir.resolve("model.safetensors"), tensors, Map.of("format", "pt"));
+        return dir;
+    }
+
+    /** llama-quantize: the file in another ggml file type (Q4_K_M, Q5_K_M, Q6_K, Q8_0, Q4_0, ...). */
+    Path quantize(Path f32, Path out, String type) throws Exception {
+        run(List.of(bin.resolve("llama-quantize").toString(), f32.toString(), out.toString(), type, "2"));
+        return out;
+    }
+
+    /**
+     * Every tensor of a GGUF file dequantized by llama.cpp's Python package ({@code gguf-py}'s
+     * {@code quants.dequantize}), as raw little-endian float32 files named after the tensors.
+     */
+    Path dequantize(Path gguf, Path outDir) throws Exception {
+        Files.createDirectories(outDir);
+        String script = String.join("\n",
+                "import sys, types, numpy as np",
+                "sys.path.insert(0, sys.argv[1])",
+                "stub = types.ModuleType('sentencepiece'); stub.SentencePieceProcessor = object",
+                "sys.modules.setdefault('sentencepiece', stub)  # imported by gguf-py, unused here",
+                "from gguf import GGUFReader",
+                "from gguf.quants import dequantize",
+                "r = GGUFReader(sys.argv[2])",
+                "for t in r.tensors:",
+                "    a = dequantize(t.data, t.tensor_type).astype('<f4')",
+                "    a.tofile(sys.argv[3] + '/' + t.name + '.f32')");
+        run(List.of("python3", "-c", script, home.resolve("src/gguf-py").toString(), gguf.toString(), outDir.toString()));
+        return outDir;
+    }
+
     /** llama.cpp's converter (the kit's make_gguf.py): an F32 GGUF of a checkpoint directory. */
     Path convert(Path dir, Path out) throws Exception {
         run(List.of("python3", home.resolve("make_gguf.py").toString(), dir.toString(), out.toString()));
