@@ -19,7 +19,7 @@ import java.util.regex.Pattern;
  * head, Gemma's norms stored as {@code 1 + w}, GPT-2's Conv1D weights transposed to (out, in), its
  * metadata keys), so that loading the file can be checked against loading the directory.
  */
-final class GoldenGguf {
+public final class GoldenGguf {
 
     private static final Pattern LAYER = Pattern.compile("(?:model\\.layers|h)\\.(\\d+)\\.(.+)\\.(weight|bias)");
 
@@ -32,7 +32,7 @@ final class GoldenGguf {
      *     as llama.cpp's quantizer falls back; unlike llama.cpp, GPT-2's position embeddings too, so
      *     that a quantized file holds every weight the model compresses in that type)
      */
-    static void write(Path dir, Path file, GgufType type) throws Exception {
+    public static void write(Path dir, Path file, GgufType type) throws Exception {
         JsonObject c = JsonParser.parseString(Files.readString(dir.resolve("config.json"), StandardCharsets.UTF_8))
                 .getAsJsonObject();
         String modelType = c.get("model_type").getAsString();
