@@ -20,12 +20,17 @@ final class ComputeOptions {
 
     @Option(
             names = "--dtype",
-            defaultValue = "float32",
             paramLabel = "float32|bfloat16|float16|int8",
-            description = "Form of the weights (default: ${DEFAULT-VALUE}). On the CPU bfloat16, float16 and int8"
+            description = "Form of the weights (default: float32; a GGUF file's nearest: F16 float16, Q8_0/Q4_0/k-quants"
+                    + " int8). On the CPU bfloat16, float16 and int8"
                     + " (per 32 inputs, as llama.cpp's Q8_0) hold the projection weights compressed and compute in"
                     + " float32, for inference only; with --device gpu float16 computes in half precision.")
     String dtype;
+
+    /** @return whether {@code --dtype} was given */
+    boolean dtypeGiven() {
+        return dtype != null;
+    }
 
     /**
      * @return the device, checked against what DJL's PyTorch engine sees
@@ -99,7 +104,7 @@ final class ComputeOptions {
     WeightFormat weightFormat() {
         WeightFormat format;
         try {
-            format = WeightFormat.parse(dtype);
+            format = dtype == null ? WeightFormat.FLOAT32 : WeightFormat.parse(dtype);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), "--" + e.getMessage());
         }

@@ -31,7 +31,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
             ServeCommand.class,
             BenchCommand.class,
             InitRandomCommand.class,
-            MergeAdapterCommand.class
+            MergeAdapterCommand.class,
+            ConvertCommand.class
         })
 public final class LlmZoo implements Runnable {
 
