@@ -20,11 +20,12 @@ final class ComputeOptions {
 
     @Option(
             names = "--dtype",
-            paramLabel = "float32|bfloat16|float16|int8",
+            paramLabel = "float32|bfloat16|float16|int8|int4",
             description = "Form of the weights (default: float32; a GGUF file's nearest: F16 float16, Q8_0/Q4_0/k-quants"
                     + " int8). On the CPU bfloat16, float16 and int8"
                     + " (per 32 inputs, as llama.cpp's Q8_0) hold the projection weights compressed and compute in"
-                    + " float32, for inference only; with --device gpu float16 computes in half precision.")
+                    + " float32, for inference only; int4 (Q4_0's layout) computes by the reference path (no native"
+                    + " kernels yet); with --device gpu float16 computes in half precision.")
     String dtype;
 
     /** @return whether {@code --dtype} was given */
@@ -91,8 +92,8 @@ final class ComputeOptions {
                                 + " bfloat16 tensors (its JNI has no bfloat16 mapping); use float16 there, or"
                                 + " bfloat16 on the CPU (compressed weights)");
             default:
-                throw new ParameterException(
-                        spec.commandLine(), "--dtype int8 is for the CPU (compressed weights), not --device gpu");
+                throw new ParameterException(spec.commandLine(),
+                        "--dtype " + format.dtypeName() + " is for the CPU (compressed weights), not --device gpu");
         }
     }
 

@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * un-interleaved, Gemma's {@code 1 + w} norms, GPT-2's Conv1D weights transposed back). A weight
  * the block can hold compressed is kept in its own bits where the format matches: Q8_0 as our int8
  * (the same block: 32 codes and a float16 scale), Q4_0 as int8 too ({@code q - 8} with the same
- * scale: exact), F16 and BF16 as their 16-bit codes; any other pairing is decoded to float32 a row
+ * scale: exact) or as int4 (the same block), F16 and BF16 as their 16-bit codes; any other pairing is decoded to float32 a row
  * at a time and compressed to the asked format.
  */
 final class GgufWeights {
@@ -149,8 +149,9 @@ final class GgufWeights {
         int out = Math.toIntExact(tensor.rows());
         int in = tensor.rowLength();
         GgufType type = tensor.type();
-        if (format == WeightFormat.INT8 && (type == GgufType.Q8_0 || type == GgufType.Q4_0)) {
-            return int8Codes(tensor, heads, out, in);
+        if ((format == WeightFormat.INT8 && (type == GgufType.Q8_0 || type == GgufType.Q4_0))
+                || (format == WeightFormat.INT4 && type == GgufType.Q4_0)) {
+            return groupedCodes(tensor, heads, out, in, format);
         }
         boolean sameBits = (type == GgufType.F16 && format == WeightFormat.FLOAT16)
                 || (type == GgufType.BF16 && format == WeightFormat.BFLOAT16);
@@ -183,35 +184,36 @@ final class GgufWeights {
     }
 
     /**
-     * Q8_0's codes and scales as they are, or Q4_0's 4-bit codes recentred to [-8, 7] with the same
-     * scales: both are exactly our int8 (a float16 scale per 32 inputs, the value {@code code *
-     * scale}).
+     * The file's blocks as our grouped codes, each block's float16 scale kept: Q8_0's codes as they
+     * are, Q4_0's packed codes as they are (int4: the same layout) or recentred to [-8, 7] (int8).
+     * Both are exactly the file's values: {@code code * scale}.
      */
-    private static CompressedWeight int8Codes(GgufTensor tensor, int heads, int out, int in) throws IOException {
+    private static CompressedWeight groupedCodes(GgufTensor tensor, int heads, int out, int in, WeightFormat format)
+            throws IOException {
         int blocks = in / CompressedWeight.GROUP;
-        ByteBuffer codes = ByteBuffer.allocateDirect(Math.multiplyExact(out, in));
+        ByteBuffer codes = ByteBuffer.allocateDirect(Math.toIntExact(CompressedWeight.codeBytes(format, out, in)));
         ByteBuffer scales = ByteBuffer.allocateDirect(Math.multiplyExact(out, blocks) * CompressedWeight.SCALE_BYTES)
                 .order(ByteOrder.nativeOrder());
-        boolean q8 = tensor.type() == GgufType.Q8_0;
+        boolean unpack = tensor.type() == GgufType.Q4_0 && format == WeightFormat.INT8;
         int blockBytes = tensor.type().blockBytes();
+        int half = CompressedWeight.GROUP / 2;
         for (int r = 0; r < out; r++) {
             ByteBuffer row = tensor.rowBytes(storedRow(tensor, r, heads));
             int at = row.position();
             for (int b = 0; b < blocks; b++, at += blockBytes) {
                 scales.putShort(row.getShort(at));
-                if (q8) {
-                    for (int k = 0; k < CompressedWeight.GROUP; k++) {
-                        codes.put(row.get(at + 2 + k));
-                    }
-                } else {
-                    int half = CompressedWeight.GROUP / 2;
+                if (unpack) {
                     for (int k = 0; k < CompressedWeight.GROUP; k++) {
                         int packed = row.get(at + 2 + k % half) & 0xFF;
                         codes.put((byte) ((k < half ? packed & 0xF : packed >> 4) - 8));
                     }
+                } else {
+                    for (int k = 2; k < blockBytes; k++) {
+                        codes.put(row.get(at + k));
+                    }
                 }
             }
         }
-        return CompressedWeight.ofInt8(out, in, codes, scales);
+        return CompressedWeight.ofCodes(format, out, in, codes, scales);
     }
 }

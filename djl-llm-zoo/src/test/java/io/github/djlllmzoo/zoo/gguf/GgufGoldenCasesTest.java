@@ -11,6 +11,7 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.blocks.CompressedWeight;
+import io.github.djlllmzoo.blocks.EngineKernels;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.zoo.LocalModel;
@@ -29,7 +30,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Every family's golden checkpoint written as a GGUF file the way llama.cpp's converter writes it
  * loads to the same model: F32 gives the safetensors checkpoint's log-probabilities (the same
  * float32 values in the same order: to float32 rounding) and the golden greedy ids; Q8_0 and Q4_0
- * load as our int8 without re-quantizing and score as the file's values widened to float32 do.
+ * load as our int8 (Q4_0 as our int4 too) without re-quantizing and score as the file's values
+ * widened to float32 do.
  */
 class GgufGoldenCasesTest {
 
@@ -133,6 +135,16 @@ class GgufGoldenCasesTest {
                             name, type, difference);
                     assertTrue(difference <= SAME_MODEL_TOLERANCE, name + " " + type + ": " + difference);
                 }
+                if (type == GgufType.Q4_0) {
+                    try (LocalModel model = LocalModel.load(file, Device.cpu(), DataType.FLOAT32, WeightFormat.INT4)) {
+                        var compressed = model.block().compressedWeights().values();
+                        assertTrue(!compressed.isEmpty() && compressed.stream().allMatch(w -> w.format() == WeightFormat.INT4),
+                                name + ": Q4_0 loads as int4");
+                        double difference = maxDifference(model.generator().scoreTokens(prompt), widened);
+                        assertTrue(difference <= SAME_MODEL_TOLERANCE, name + " int4: " + difference);
+                        assertTrue(model.block().kernels() instanceof EngineKernels, "int4 computes by the reference");
+                    }
+                }
             }
         } finally {
             if (gemm == null) {
@@ -163,6 +175,31 @@ class GgufGoldenCasesTest {
                 assertEquals(scale, buffers[1].getShort(2 * block), "scale of block " + block);
                 for (int k = 0; k < 32; k++) {
                     assertEquals(stored[at + 2 + k], buffers[0].get(32 * block + k), "code " + k + " of block " + block);
+                }
+            }
+        }
+    }
+
+    @Test
+    void q4_0BlocksBecomeInt4CodesAndScalesBitForBit() throws Exception {
+        float[] values = new float[4 * 64];
+        java.util.Random random = new java.util.Random(8);
+        for (int i = 0; i < values.length; i++) {
+            values[i] = (float) random.nextGaussian();
+        }
+        Path file = tmp.resolve("q4.gguf");
+        new GgufWriter().put("general.architecture", "llama").tensor("w", new long[] {4, 64}, GgufType.Q4_0, values)
+                .write(file);
+        byte[] stored = GgufWriter.encode(GgufType.Q4_0, values);
+        try (GgufFile gguf = GgufFile.open(file)) {
+            CompressedWeight w = GgufWeights.compressed(gguf.require("w"), 0, WeightFormat.INT4);
+            java.nio.ByteBuffer[] buffers = w.directBuffers();
+            for (int block = 0; block < 8; block++) {
+                int at = block * GgufType.Q4_0.blockBytes();
+                short scale = (short) ((stored[at] & 0xFF) | (stored[at + 1] << 8));
+                assertEquals(scale, buffers[1].getShort(2 * block), "scale of block " + block);
+                for (int k = 0; k < 16; k++) {
+                    assertEquals(stored[at + 2 + k], buffers[0].get(16 * block + k), "codes " + k + " of block " + block);
                 }
             }
         }

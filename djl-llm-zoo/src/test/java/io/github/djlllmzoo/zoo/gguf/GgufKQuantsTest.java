@@ -60,6 +60,20 @@ class GgufKQuantsTest {
                     }
                 }
             }
+            if (type.equals("Q4_0")) {
+                // the accuracy bound: our int4 of the float32 weights against llama.cpp's Q4_0 of them
+                double ours;
+                double theirs;
+                try (LocalModel int4 = LocalModel.load(dir, WeightFormat.INT4)) {
+                    ours = meanDifference(int4.generator().scoreTokens(prompt), exact);
+                }
+                try (LocalModel q4 = LocalModel.load(file, Device.cpu(), DataType.FLOAT32, WeightFormat.FLOAT32)) {
+                    theirs = meanDifference(q4.generator().scoreTokens(prompt), exact);
+                }
+                System.out.printf(Locale.ROOT, "int4: mean |logprob - float32| per token %.4g; llama-quantize's Q4_0 of the"
+                        + " same weights %.4g%n", ours, theirs);
+                assertTrue(ours <= 1.1 * theirs, "int4 " + ours + " vs Q4_0 " + theirs);
+            }
             if (type.endsWith("_M")) {
                 double quantization;
                 double conversion;
