@@ -133,12 +133,8 @@ public final class CompressedWeight {
             for (int k = start; k < end; k++) {
                 max = Math.max(max, Math.abs(row[k]));
             }
-            short half = HalfPrecision.floatToFloat16(max / 127f);
+            short half = scaleOf(max, 127, "int8");
             float scale = HalfPrecision.float16ToFloat(half);
-            if (Float.isInfinite(scale) && Float.isFinite(max)) {
-                throw new IllegalArgumentException("an int8 group's largest weight " + max
-                        + " is beyond what a float16 scale holds (" + MAX_FLOAT16 * 127 + ")");
-            }
             float inverse = scale == 0 ? 0 : 1 / scale;
             scales.putShort(half);
             for (int k = start; k < end; k++) {
@@ -146,6 +142,20 @@ public final class CompressedWeight {
                 codes.put((byte) Math.max(-127, Math.min(127, q)));
             }
         }
+    }
+
+    /**
+     * A group's float16 scale, {@code extreme / code}, the code the group's extreme value takes.
+     *
+     * @throws IllegalArgumentException if the scale is beyond float16's range
+     */
+    private static short scaleOf(float extreme, int code, String format) {
+        short half = HalfPrecision.floatToFloat16(extreme / code);
+        if (Float.isInfinite(HalfPrecision.float16ToFloat(half)) && Float.isFinite(extreme)) {
+            throw new IllegalArgumentException("an " + format + " group's largest weight " + extreme
+                    + " is beyond what a float16 scale holds (" + MAX_FLOAT16 * Math.abs(code) + ")");
+        }
+        return half;
     }
 
     /**
@@ -165,12 +175,8 @@ public final class CompressedWeight {
                     extreme = row[k];
                 }
             }
-            short half = HalfPrecision.floatToFloat16(extreme / -8f);
+            short half = scaleOf(extreme, -8, "int4");
             float scale = HalfPrecision.float16ToFloat(half);
-            if (Float.isInfinite(scale) && Float.isFinite(extreme)) {
-                throw new IllegalArgumentException("an int4 group's largest weight " + extreme
-                        + " is beyond what a float16 scale holds (" + MAX_FLOAT16 * 8 + ")");
-            }
             float inverse = scale == 0 ? 0 : 1 / scale;
             scales.putShort(half);
             java.util.Arrays.fill(packed, (byte) 0x88);
