@@ -35,6 +35,13 @@ public final class GgufCheckpoint {
     /** System property naming where the directories of GGUF files' Hugging Face files are kept. */
     public static final String CACHE_PROPERTY = "llmzoo.gguf.cache";
 
+    /**
+     * The version of the files this class derives, part of their directory's key: raise it when
+     * what is derived from a GGUF file changes, so that no directory written by an older version
+     * is reused.
+     */
+    private static final int FILES_VERSION = 1;
+
     private static final Gson GSON = new GsonBuilder().setPrettyPrinting().disableHtmlEscaping().create();
 
     private GgufCheckpoint() {}
@@ -42,7 +49,7 @@ public final class GgufCheckpoint {
     /**
      * The directory holding the Hugging Face files of a GGUF file's model, written on first use
      * (atomically: a temporary directory renamed into place) and reused while the file is unchanged
-     * (keyed by its path, size and modification time), under {@code -Dllmzoo.gguf.cache} or the
+     * (keyed by its path, size and modification time, and the version of what is derived), under {@code -Dllmzoo.gguf.cache} or the
      * temporary directory.
      *
      * @param gguf the opened file
@@ -143,7 +150,8 @@ public final class GgufCheckpoint {
 
     private static String key(Path file) throws IOException {
         Path absolute = file.toAbsolutePath().normalize();
-        String identity = absolute + "|" + Files.size(absolute) + "|" + Files.getLastModifiedTime(absolute).toMillis();
+        String identity = FILES_VERSION + "|" + absolute + "|" + Files.size(absolute) + "|"
+                + Files.getLastModifiedTime(absolute).toMillis();
         try {
             byte[] hash = MessageDigest.getInstance("SHA-256").digest(identity.getBytes(StandardCharsets.UTF_8));
             String name = absolute.getFileName().toString().replaceAll("[^A-Za-z0-9._-]", "_");

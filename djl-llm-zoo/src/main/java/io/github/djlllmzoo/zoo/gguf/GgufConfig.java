@@ -55,12 +55,14 @@ final class GgufConfig {
             throw new InvalidGgufException(
                     file, arch + ".feed_forward_length", "per-layer feed-forward widths are not supported");
         }
-        if (gguf.tensors().containsKey("rope_freqs.weight")) {
-            throw new InvalidGgufException(
-                    file,
-                    "rope_freqs.weight",
-                    "per-frequency rotary factors (Llama 3.1-style rope scaling) are not supported for GGUF files;"
-                            + " load the Hugging Face checkpoint instead");
+        for (String factors : new String[] {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"}) {
+            if (gguf.tensors().containsKey(factors)) {
+                throw new InvalidGgufException(
+                        file,
+                        factors,
+                        "per-frequency rotary factors (Llama 3.1's rope scaling, Phi-3's LongRoPE) are not supported"
+                                + " for GGUF files; load the Hugging Face checkpoint instead");
+            }
         }
         if (arch.equals("gpt2")) {
             c.addProperty("model_type", Gpt2Config.MODEL_TYPE);
