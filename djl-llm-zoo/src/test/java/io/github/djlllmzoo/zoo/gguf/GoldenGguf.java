@@ -33,6 +33,16 @@ public final class GoldenGguf {
      *     that a quantized file holds every weight the model compresses in that type)
      */
     public static void write(Path dir, Path file, GgufType type) throws Exception {
+        write(dir, file, type, false);
+    }
+
+    /**
+     * As {@link #write(Path, Path, GgufType)}, with a vocabulary of the config's size if asked: a
+     * SentencePiece one of control, byte and numbered pieces (the golden cases have no tokenizer;
+     * llama.cpp loads no model without one), and the keys llama.cpp requires that a Hugging Face
+     * config may leave null (Phi-3's sliding window: the context length, which windows nothing).
+     */
+    public static void write(Path dir, Path file, GgufType type, boolean vocabulary) throws Exception {
         JsonObject c = JsonParser.parseString(Files.readString(dir.resolve("config.json"), StandardCharsets.UTF_8))
                 .getAsJsonObject();
         String modelType = c.get("model_type").getAsString();
@@ -44,7 +54,8 @@ public final class GoldenGguf {
         boolean gemma = arch.startsWith("gemma");
         GgufWriter w = new GgufWriter();
         w.put("general.architecture", arch);
-        w.put("general.name", dir.getFileName().toString());
+        // not the directory name: llama.cpp gives models named like "phi3" the special tokens of Phi-3's vocabulary
+        w.put("general.name", "golden checkpoint");
         if (arch.equals("gpt2")) {
             w.put("gpt2.context_length", new GgufWriter.U32(c.get("n_ctx").getAsLong()));
             w.put("gpt2.embedding_length", new GgufWriter.U32(c.get("n_embd").getAsLong()));
@@ -88,6 +99,12 @@ public final class GoldenGguf {
         if (present(c, "eos_token_id")) {
             u32(w, "tokenizer.ggml.eos_token_id", c, "eos_token_id");
         }
+        if (vocabulary) {
+            vocabulary(w, c.get("vocab_size").getAsInt());
+            if (arch.equals("phi3") && !present(c, "sliding_window")) {
+                u32(w, "phi3.attention.sliding_window", c, "max_position_embeddings");
+            }
+        }
         int heads = arch.equals("gpt2") ? 0 : c.get("num_attention_heads").getAsInt();
         int kvHeads = arch.equals("gpt2") ? 0 : c.get("num_key_value_heads").getAsInt();
         try (SafeTensorsReader reader = SafeTensorsReader.open(dir.resolve("model.safetensors"))) {
@@ -120,6 +137,29 @@ public final class GoldenGguf {
             }
         }
         w.write(file);
+    }
+
+    private static void vocabulary(GgufWriter w, int size) {
+        java.util.List<String> tokens = new java.util.ArrayList<>();
+        java.util.List<Float> scores = new java.util.ArrayList<>();
+        int[] types = new int[size];
+        for (int id = 0; id < size; id++) {
+            if (id < 3) {
+                tokens.add(new String[] {"<unk>", "<s>", "</s>"}[id]);
+                types[id] = id == 0 ? 2 : 3;
+            } else if (id < 3 + 256) {
+                tokens.add(String.format("<0x%02X>", id - 3));
+                types[id] = 6;
+            } else {
+                tokens.add("\u2581t" + id);
+                types[id] = 1;
+            }
+            scores.add(types[id] == 1 ? (float) -id : 0f);
+        }
+        w.put("tokenizer.ggml.model", "llama");
+        w.put("tokenizer.ggml.tokens", tokens);
+        w.put("tokenizer.ggml.scores", scores);
+        w.put("tokenizer.ggml.token_type", new GgufWriter.I32Array(types));
     }
 
     private static boolean present(JsonObject c, String key) {
