@@ -43,6 +43,16 @@ public final class GoldenGguf {
      * config may leave null (Phi-3's sliding window: the context length, which windows nothing).
      */
     public static void write(Path dir, Path file, GgufType type, boolean vocabulary) throws Exception {
+        write(dir, file, type, vocabulary, null);
+    }
+
+    /**
+     * As {@link #write(Path, Path, GgufType, boolean)}, with {@code tokenizer.chat_template}.
+     *
+     * @param chatTemplate the Jinja template, or {@code null} for none
+     */
+    public static void write(Path dir, Path file, GgufType type, boolean vocabulary, String chatTemplate)
+            throws Exception {
         JsonObject c = JsonParser.parseString(Files.readString(dir.resolve("config.json"), StandardCharsets.UTF_8))
                 .getAsJsonObject();
         String modelType = c.get("model_type").getAsString();
@@ -98,6 +108,9 @@ public final class GoldenGguf {
         }
         if (present(c, "eos_token_id")) {
             u32(w, "tokenizer.ggml.eos_token_id", c, "eos_token_id");
+        }
+        if (chatTemplate != null) {
+            w.put("tokenizer.chat_template", chatTemplate);
         }
         if (vocabulary) {
             vocabulary(w, c.get("vocab_size").getAsInt());
