@@ -4,6 +4,7 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
 import io.github.djlllmzoo.blocks.config.LlamaFamily;
+import io.github.djlllmzoo.blocks.config.RopeScaling;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -30,6 +31,12 @@ final class GgufConfig {
     /** The Gemma 2 shape (27B, 46 layers) whose scores llama.cpp scales by hidden / heads, not head_dim. */
     private static final int GEMMA2_27B_LAYERS = 46;
 
+    /** The tensor of per-frequency rotary factors llama.cpp's converter writes for Llama 3.1's rope scaling. */
+    static final String ROPE_FREQS = "rope_freqs.weight";
+
+    /** Hugging Face's default rotary base. */
+    private static final double DEFAULT_ROPE_THETA = 10_000.0;
+
     private GgufConfig() {}
 
     /**
@@ -55,13 +62,13 @@ final class GgufConfig {
             throw new InvalidGgufException(
                     file, arch + ".feed_forward_length", "per-layer feed-forward widths are not supported");
         }
-        for (String factors : new String[] {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"}) {
+        for (String factors : new String[] {"rope_factors_long.weight", "rope_factors_short.weight"}) {
             if (gguf.tensors().containsKey(factors)) {
                 throw new InvalidGgufException(
                         file,
                         factors,
-                        "per-frequency rotary factors (Llama 3.1's rope scaling, Phi-3's LongRoPE) are not supported"
-                                + " for GGUF files; load the Hugging Face checkpoint instead");
+                        "per-frequency rotary factors of LongRoPE (Phi-3's long-context variants) are not supported;"
+                                + " load the Hugging Face checkpoint instead");
             }
         }
         if (arch.equals("gpt2")) {
@@ -119,6 +126,7 @@ final class GgufConfig {
                     "rotary embeddings over " + rotary + " of a head's " + headDim + " dimensions are not supported");
         }
         ropeScaling(m, arch, c);
+        ropeFrequencies(gguf, arch, headDim, c);
         if (m.has(arch + ".attention.sliding_window")) {
             c.addProperty("sliding_window", m.requirePositiveInt(arch + ".attention.sliding_window"));
         }
@@ -181,6 +189,37 @@ final class GgufConfig {
         scaling.addProperty("rope_type", "linear");
         scaling.addProperty("factor", factor);
         c.add("rope_scaling", scaling);
+    }
+
+    /**
+     * Llama 3.1's rope scaling, which llama.cpp's converter stores as per-frequency factors in
+     * {@code rope_freqs.weight} ({@link GgufRopeFactors}).
+     */
+    private static void ropeFrequencies(GgufFile gguf, String arch, int headDim, JsonObject c)
+            throws InvalidGgufException {
+        GgufTensor tensor = gguf.tensors().get(ROPE_FREQS);
+        if (tensor == null) {
+            return;
+        }
+        if (!arch.equals("llama") || c.has("rope_scaling")) {
+            throw new InvalidGgufException(gguf.path(), ROPE_FREQS,
+                    "per-frequency rotary factors are supported for Llama 3.1's scaling of a llama model only");
+        }
+        try {
+            double theta = c.has("rope_theta") ? c.get("rope_theta").getAsDouble() : DEFAULT_ROPE_THETA;
+            RopeScaling scaling = GgufRopeFactors.llama3(tensor.toFloatArray(), headDim, theta);
+            if (scaling != null) {
+                JsonObject json = new JsonObject();
+                json.addProperty("rope_type", scaling.type().jsonName());
+                json.addProperty("factor", scaling.factor());
+                json.addProperty("low_freq_factor", scaling.lowFreqFactor());
+                json.addProperty("high_freq_factor", scaling.highFreqFactor());
+                json.addProperty("original_max_position_embeddings", scaling.originalMaxPositionEmbeddings());
+                c.add("rope_scaling", json);
+            }
+        } catch (IllegalArgumentException | java.io.IOException e) {
+            throw new InvalidGgufException(gguf.path(), ROPE_FREQS, "not Llama 3.1's rope scaling: " + e.getMessage(), e);
+        }
     }
 
     /**

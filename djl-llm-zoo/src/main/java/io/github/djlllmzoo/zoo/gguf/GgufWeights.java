@@ -83,7 +83,7 @@ final class GgufWeights {
         List<String> unused = new ArrayList<>();
         for (String name : gguf.tensors().keySet()) {
             boolean tiedCopy = name.equals("output.weight") && config.tieWordEmbeddings();
-            if (!used.contains(name) && !tiedCopy) {
+            if (!used.contains(name) && !tiedCopy && !name.equals(GgufConfig.ROPE_FREQS)) {
                 unused.add(name);
             }
         }

@@ -45,7 +45,8 @@ class GgufGoldenCasesTest {
 
     static Stream<String> cases() {
         return Stream.of(
-                "gpt2-tiny", "gpt2-f16", "gpt2-wide", "llama-gqa", "llama-mqa-tied-bf16", "mistral-sliding-window",
+                "gpt2-tiny", "gpt2-f16", "gpt2-wide", "llama-gqa", "llama-mqa-tied-bf16", "llama3-rope-scaling",
+                "mistral-sliding-window",
                 "qwen2-bias", "qwen2-tied-bf16", "qwen3-qknorm", "phi3-fused", "gemma-bf16",
                 "gemma2-softcap-window", "gemma3-local-global");
     }
@@ -108,7 +109,7 @@ class GgufGoldenCasesTest {
 
     /** The cases all of whose weights' rows are whole Q8_0/Q4_0 blocks (Llama's 172-wide MLP is not). */
     static Stream<String> quantizableCases() {
-        return cases().filter(name -> !name.startsWith("llama-"));
+        return cases().filter(name -> !name.startsWith("llama"));
     }
 
     @ParameterizedTest
@@ -206,23 +207,23 @@ class GgufGoldenCasesTest {
     }
 
     @Test
-    void llama31RopeFrequenciesAreRefusedNamingTheTensor() throws Exception {
-        Path file = tmp.resolve("llama3.gguf");
-        GoldenGguf.write(golden("llama3-rope-scaling"), file, GgufType.F32);
-        GgufWriter appended = new GgufWriter();
-        // the converter's rope_freqs tensor beside the model's own
+    void ropeFrequenciesOtherThanLlama31sAreRefusedNamingTheTensor() throws Exception {
+        Path file = tmp.resolve("llama.gguf");
+        GoldenGguf.write(golden("llama-gqa"), file, GgufType.F32);
+        GgufWriter rewritten = new GgufWriter();
         try (GgufFile gguf = GgufFile.open(file)) {
             for (var e : gguf.metadata().values().entrySet()) {
                 Object v = e.getValue();
-                appended.put(e.getKey(), v instanceof Long l ? new GgufWriter.U32(l) : v);
+                rewritten.put(e.getKey(), v instanceof Long l ? new GgufWriter.U32(l) : v);
             }
             for (GgufTensor t : gguf.tensors().values()) {
-                appended.tensor(t.name(), t.shape().getShape(), GgufType.F32, t.toFloatArray());
+                rewritten.tensor(t.name(), t.shape().getShape(), GgufType.F32, t.toFloatArray());
             }
         }
-        appended.tensor("rope_freqs.weight", new long[] {8}, GgufType.F32, new float[8]);
-        Path withFreqs = tmp.resolve("llama31.gguf");
-        appended.write(withFreqs);
+        // factors that fall and rise again: no band of Llama 3.1's scaling gives them
+        rewritten.tensor("rope_freqs.weight", new long[] {8}, GgufType.F32, new float[] {1, 3, 1, 8, 8, 2, 8, 8});
+        Path withFreqs = tmp.resolve("odd-freqs.gguf");
+        rewritten.write(withFreqs);
         InvalidGgufException e = assertThrows(InvalidGgufException.class, () -> LocalModel.load(withFreqs));
         assertTrue(e.getMessage().contains("rope_freqs.weight") && e.getMessage().contains(withFreqs.toString()),
                 e.getMessage());

@@ -32,7 +32,9 @@ class GgufLlamaCppFamiliesTest {
     @TempDir Path tmp;
 
     @ParameterizedTest
-    @ValueSource(strings = {"llama-gqa", "llama-mqa-tied-bf16", "qwen2-bias", "qwen2-tied-bf16", "phi3-fused", "gemma-bf16"})
+    @ValueSource(strings = {
+        "llama-gqa", "llama-mqa-tied-bf16", "llama3-rope-scaling", "qwen2-bias", "qwen2-tied-bf16", "phi3-fused", "gemma-bf16"
+    })
     void greedyIdsAreLlamaCpps(String name) throws Exception {
         LlamaCppPeer peer = LlamaCppPeer.require();
         Path golden = Path.of(System.getProperty("llmzoo.testdata"), "golden", name);

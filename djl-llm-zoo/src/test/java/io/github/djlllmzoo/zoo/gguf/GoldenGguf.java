@@ -118,6 +118,15 @@ public final class GoldenGguf {
                 u32(w, "phi3.attention.sliding_window", c, "max_position_embeddings");
             }
         }
+        if (c.has("rope_scaling") && c.get("rope_scaling").isJsonObject()) {
+            JsonObject r = c.getAsJsonObject("rope_scaling");
+            int headDim = present(c, "head_dim") ? c.get("head_dim").getAsInt()
+                    : c.get("hidden_size").getAsInt() / c.get("num_attention_heads").getAsInt();
+            float[] factors = llama3Factors(headDim, c.get("rope_theta").getAsDouble(), r.get("factor").getAsDouble(),
+                    r.get("low_freq_factor").getAsDouble(), r.get("high_freq_factor").getAsDouble(),
+                    r.get("original_max_position_embeddings").getAsInt());
+            w.tensor("rope_freqs.weight", new long[] {factors.length}, GgufType.F32, factors);
+        }
         int heads = arch.equals("gpt2") ? 0 : c.get("num_attention_heads").getAsInt();
         int kvHeads = arch.equals("gpt2") ? 0 : c.get("num_key_value_heads").getAsInt();
         try (SafeTensorsReader reader = SafeTensorsReader.open(dir.resolve("model.safetensors"))) {
@@ -150,6 +159,28 @@ public final class GoldenGguf {
             }
         }
         w.write(file);
+    }
+
+    /**
+     * The per-frequency factors convert_hf_to_gguf.py writes as {@code rope_freqs} for Llama 3.1's
+     * rope scaling: 1 for wavelengths under {@code original / high}, {@code factor} over {@code
+     * original / low}, {@code 1 / ((1 - smooth) / factor + smooth)} between.
+     */
+    static float[] llama3Factors(int headDim, double theta, double factor, double low, double high, int original) {
+        float[] factors = new float[headDim / 2];
+        for (int i = 0; i < factors.length; i++) {
+            float freq = (float) (1.0 / Math.pow(theta, (2.0 * i) / headDim));
+            double wavelength = 2 * Math.PI / freq;
+            if (wavelength < original / high) {
+                factors[i] = 1;
+            } else if (wavelength > original / low) {
+                factors[i] = (float) factor;
+            } else {
+                double smooth = (original / wavelength - low) / (high - low);
+                factors[i] = (float) (1 / ((1 - smooth) / factor + smooth));
+            }
+        }
+        return factors;
     }
 
     private static void vocabulary(GgufWriter w, int size) {
