@@ -13,7 +13,9 @@ import java.nio.ByteOrder;
  * codes, {@link WeightFormat#INT8} as one signed byte per element and one float16 scale per group
  * of {@link #GROUP} consecutive inputs of an output (the last group of a row shorter where {@code
  * in} is not a multiple of it): llama.cpp's Q8_0 block of 34 bytes per 32 weights, its codes and
- * its scales each in a buffer of their own so that a kernel's loads of the codes stay aligned. The engine never sees these bits (DJL 0.35.1's PyTorch JNI aborts
+ * its scales each in a buffer of their own so that a kernel's loads of the codes stay aligned;
+ * {@link WeightFormat#INT4} as llama.cpp's Q4_0 block (16 bytes of 4-bit codes per group of 32,
+ * value {@code (q - 8) * scale}) with the same scales. The engine never sees these bits (DJL 0.35.1's PyTorch JNI aborts
  * on bfloat16 arrays); {@link #toFloat32} widens them for the engine's products.
  */
 public final class CompressedWeight {
@@ -88,8 +90,8 @@ public final class CompressedWeight {
         if (format == WeightFormat.FLOAT32) {
             throw new IllegalArgumentException("float32 is not a compressed format");
         }
-        ByteBuffer codes = direct((long) out * in * format.bytesPerElement());
-        ByteBuffer scales = format == WeightFormat.INT8 ? direct((long) out * groups(in) * SCALE_BYTES) : null;
+        ByteBuffer codes = direct(codeBytes(format, out, in));
+        ByteBuffer scales = format.isGrouped() ? direct((long) out * groups(in) * SCALE_BYTES) : null;
         float[] row = new float[in];
         for (int r = 0; r < out; r++) {
             rows.read(r, row);
@@ -103,6 +105,9 @@ public final class CompressedWeight {
                     for (float v : row) {
                         codes.putShort(HalfPrecision.floatToFloat16(v));
                     }
+                    break;
+                case INT4:
+                    quantize4(row, codes, scales);
                     break;
                 default:
                     quantize(row, codes, scales);
@@ -128,12 +133,8 @@ public final class CompressedWeight {
             for (int k = start; k < end; k++) {
                 max = Math.max(max, Math.abs(row[k]));
             }
-            short half = HalfPrecision.floatToFloat16(max / 127f);
+            short half = scaleOf(max, 127, "int8");
             float scale = HalfPrecision.float16ToFloat(half);
-            if (Float.isInfinite(scale) && Float.isFinite(max)) {
-                throw new IllegalArgumentException("an int8 group's largest weight " + max
-                        + " is beyond what a float16 scale holds (" + MAX_FLOAT16 * 127 + ")");
-            }
             float inverse = scale == 0 ? 0 : 1 / scale;
             scales.putShort(half);
             for (int k = start; k < end; k++) {
@@ -141,6 +142,66 @@ public final class CompressedWeight {
                 codes.put((byte) Math.max(-127, Math.min(127, q)));
             }
         }
+    }
+
+    /**
+     * A group's float16 scale, {@code extreme / code}, the code the group's extreme value takes.
+     *
+     * @throws IllegalArgumentException if the scale is beyond float16's range
+     */
+    private static short scaleOf(float extreme, int code, String format) {
+        short half = HalfPrecision.floatToFloat16(extreme / code);
+        if (Float.isInfinite(HalfPrecision.float16ToFloat(half)) && Float.isFinite(extreme)) {
+            throw new IllegalArgumentException("an " + format + " group's largest weight " + extreme
+                    + " is beyond what a float16 scale holds (" + MAX_FLOAT16 * Math.abs(code) + ")");
+        }
+        return half;
+    }
+
+    /**
+     * Appends one row's int4 groups as llama.cpp's Q4_0 packs them (16 bytes a group: element k in
+     * the low nibble of byte k, element k + 16 in its high nibble; a short last group padded with
+     * zeros) and their float16 scales. As llama.cpp's Q4_0 the scale is the group's value of
+     * largest magnitude over -8, so that value is code 0 exactly; the codes divide by the scale as
+     * stored (rounded to float16), as int8's do.
+     */
+    private static void quantize4(float[] row, ByteBuffer codes, ByteBuffer scales) {
+        byte[] packed = new byte[GROUP / 2];
+        for (int start = 0; start < row.length; start += GROUP) {
+            int end = Math.min(row.length, start + GROUP);
+            float extreme = 0;
+            for (int k = start; k < end; k++) {
+                if (Math.abs(row[k]) > Math.abs(extreme)) {
+                    extreme = row[k];
+                }
+            }
+            short half = scaleOf(extreme, -8, "int4");
+            float scale = HalfPrecision.float16ToFloat(half);
+            float inverse = scale == 0 ? 0 : 1 / scale;
+            scales.putShort(half);
+            java.util.Arrays.fill(packed, (byte) 0x88);
+            for (int k = start; k < end; k++) {
+                int q = Math.max(0, Math.min(15, Math.round(row[k] * inverse) + 8));
+                int at = (k - start) % (GROUP / 2);
+                int shift = k - start < GROUP / 2 ? 0 : 4;
+                packed[at] = (byte) ((packed[at] & ~(0xF << shift)) | (q << shift));
+            }
+            codes.put(packed);
+        }
+    }
+
+    /**
+     * The bytes of a weight's codes (its scales not counted).
+     *
+     * @param format a compressed format
+     * @param out output width
+     * @param in input width
+     * @return {@code out * in} codes' bytes; int4's rows in whole groups of two codes a byte
+     */
+    public static long codeBytes(WeightFormat format, int out, int in) {
+        return format == WeightFormat.INT4
+                ? (long) out * groups(in) * (GROUP / 2)
+                : (long) out * in * format.bytesPerElement();
     }
 
     /**
@@ -165,6 +226,38 @@ public final class CompressedWeight {
                             + (long) out * in * format.bytesPerElement() + " bytes, not " + codes.capacity());
         }
         return new CompressedWeight(format, out, in, codes.clear().order(ByteOrder.nativeOrder()), null);
+    }
+
+    /**
+     * An int8 or int4 weight from its codes and scales as they are (a GGUF file's Q8_0 blocks, or
+     * Q4_0's: int8 with the 4-bit codes recentred, or int4 packed as they are), kept without
+     * re-quantizing.
+     *
+     * @param format {@link WeightFormat#INT8} or {@link WeightFormat#INT4}
+     * @param out output width
+     * @param in input width, a multiple of {@link #GROUP}
+     * @param codes a direct buffer of exactly {@link #codeBytes} bytes: int8's signed codes (out, in)
+     *     row major, or int4's groups packed as Q4_0 packs them
+     * @param scales a direct buffer of {@code out * in / GROUP} float16 scales, native byte order
+     * @return the compressed weight; it keeps both buffers
+     * @throws IllegalArgumentException if the format is not grouped, {@code in} not a multiple of
+     *     the group, or a buffer does not fit
+     */
+    public static CompressedWeight ofCodes(
+            WeightFormat format, int out, int in, ByteBuffer codes, ByteBuffer scales) {
+        long groups = (long) out * groups(in);
+        if (!format.isGrouped()
+                || in % GROUP != 0
+                || !codes.isDirect()
+                || !scales.isDirect()
+                || codes.capacity() != codeBytes(format, out, in)
+                || scales.capacity() != groups * SCALE_BYTES) {
+            throw new IllegalArgumentException(format.dtypeName() + " codes and scales of a " + out + " x " + in
+                    + " weight must be direct buffers of " + codeBytes(format, out, in) + " and "
+                    + groups * SCALE_BYTES + " bytes (in a multiple of " + GROUP + "), not " + codes.capacity()
+                    + " and " + scales.capacity());
+        }
+        return new CompressedWeight(format, out, in, codes.clear(), scales.clear().order(ByteOrder.nativeOrder()));
     }
 
     /** @return the format */
@@ -201,9 +294,9 @@ public final class CompressedWeight {
         return codes.capacity() + (scales == null ? 0 : scales.capacity());
     }
 
-    /** @return the bytes one row (output) is held in: its codes and, for int8, its scales */
+    /** @return the bytes one row (output) is held in: its codes and, for int8 and int4, its scales */
     public long rowBytes() {
-        return (long) in * format.bytesPerElement() + (scales == null ? 0 : (long) groups(in) * SCALE_BYTES);
+        return codeBytes(format, 1, in) + (scales == null ? 0 : (long) groups(in) * SCALE_BYTES);
     }
 
     /**
@@ -244,6 +337,18 @@ public final class CompressedWeight {
                     into[offset + k] = HalfPrecision.float16ToFloat(codes.getShort(2 * (base + k)));
                 }
                 break;
+            case INT4:
+                int groups4 = groups(in);
+                for (int g = 0; g < groups4; g++) {
+                    float scale = HalfPrecision.float16ToFloat(scales.getShort(SCALE_BYTES * (row * groups4 + g)));
+                    int packed = (row * groups4 + g) * (GROUP / 2);
+                    for (int k = g * GROUP; k < Math.min(in, (g + 1) * GROUP); k++) {
+                        int j = k - g * GROUP;
+                        int b = codes.get(packed + j % (GROUP / 2)) & 0xFF;
+                        into[offset + k] = ((j < GROUP / 2 ? b & 0xF : b >> 4) - 8) * scale;
+                    }
+                }
+                break;
             default:
                 int groups = groups(in);
                 for (int g = 0; g < groups; g++) {
@@ -268,7 +373,7 @@ public final class CompressedWeight {
 
     /**
      * @param in inputs per row
-     * @return int8 scales per row
+     * @return int8 (and int4) scales per row
      */
     public static int groups(int in) {
         return (in + GROUP - 1) / GROUP;

@@ -17,7 +17,14 @@ public enum WeightFormat {
      * Symmetric int8 per group of {@link CompressedWeight#GROUP} input elements with one float16
      * scale per group (llama.cpp's Q8_0 layout).
      */
-    INT8(1);
+    INT8(1),
+    /**
+     * 4-bit codes per group of {@link CompressedWeight#GROUP} input elements with one float16 scale
+     * per group, packed as llama.cpp's Q4_0 block ({@code (q - 8) * scale}, two codes a byte). No
+     * native kernels yet: a model holding int4 weights computes with the reference {@link
+     * EngineKernels}, widening each weight per product.
+     */
+    INT4(1);
 
     private final int bytesPerElement;
 
@@ -25,9 +32,17 @@ public enum WeightFormat {
         this.bytesPerElement = bytesPerElement;
     }
 
-    /** @return bytes of one weight element's code (int8's scales not counted) */
+    /**
+     * @return bytes of one weight element's code (the scales not counted), rounded up: int4's two
+     *     codes share a byte ({@link CompressedWeight#codeBytes} gives a weight's exact size)
+     */
     public int bytesPerElement() {
         return bytesPerElement;
+    }
+
+    /** @return whether the format keeps a float16 scale per group of inputs (int8, int4) */
+    public boolean isGrouped() {
+        return this == INT8 || this == INT4;
     }
 
     /** @return the name as {@code --dtype} spells it: float32, bfloat16, float16, int8 */
@@ -38,7 +53,7 @@ public enum WeightFormat {
     /**
      * The format a {@code dtype} name means.
      *
-     * @param name float32 (fp32), bfloat16 (bf16), float16 (fp16) or int8 (q8_0), any case
+     * @param name float32 (fp32), bfloat16 (bf16), float16 (fp16), int8 (q8_0) or int4 (q4_0), any case
      * @return the format
      * @throws IllegalArgumentException naming the value for any other name
      */
@@ -56,9 +71,12 @@ public enum WeightFormat {
             case "int8":
             case "q8_0":
                 return INT8;
+            case "int4":
+            case "q4_0":
+                return INT4;
             default:
                 throw new IllegalArgumentException(
-                        "dtype must be float32, bfloat16, float16 or int8, not '" + name + "'");
+                        "dtype must be float32, bfloat16, float16, int8 or int4, not '" + name + "'");
         }
     }
 }

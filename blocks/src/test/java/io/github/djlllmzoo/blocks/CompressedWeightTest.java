@@ -50,6 +50,51 @@ class CompressedWeightTest {
     }
 
     @Test
+    void int4PacksQ4_0BlocksWithinHalfAScaleOfTheWeightAndPadsAShortGroup() {
+        int out = 2;
+        int in = 40; // one whole group and one of 8
+        float[] w = new float[out * in];
+        Random random = new Random(4);
+        for (int i = 0; i < w.length; i++) {
+            w[i] = (float) random.nextGaussian();
+        }
+        CompressedWeight c = CompressedWeight.compress(w, out, in, WeightFormat.INT4);
+        assertEquals(out * 2 * (16 + Short.BYTES), c.bytes(), "16 bytes of codes and a float16 a group");
+        assertEquals(2 * (16 + Short.BYTES), c.rowBytes());
+        ByteBuffer codes = c.directBuffers()[0];
+        ByteBuffer scales = c.directBuffers()[1];
+        float[] back = c.toFloatArray();
+        for (int row = 0; row < out; row++) {
+            for (int group = 0; group < 2; group++) {
+                float scale = HalfPrecision.float16ToFloat(scales.getShort(Short.BYTES * (row * 2 + group)));
+                float extreme = 0;
+                for (int k = group * 32; k < Math.min(in, group * 32 + 32); k++) {
+                    extreme = Math.abs(w[row * in + k]) > Math.abs(extreme) ? w[row * in + k] : extreme;
+                }
+                // as llama.cpp's Q4_0: the extreme value is code 0, i.e. -8 scales
+                assertEquals(HalfPrecision.float16ToFloat(HalfPrecision.floatToFloat16(extreme / -8f)), scale);
+                for (int k = group * 32; k < Math.min(in, group * 32 + 32); k++) {
+                    int i = row * in + k;
+                    // the grid reaches 7 scales on the extreme's other side: beyond, one scale
+                    float bound = Math.abs(w[i]) <= 7 * Math.abs(scale) ? Math.abs(scale) / 2 : Math.abs(scale);
+                    assertEquals(w[i], back[i], bound + Math.ulp(Math.abs(w[i]) + Math.abs(scale)), "element " + i);
+                    int j = k - group * 32;
+                    int b = codes.get((row * 2 + group) * 16 + j % 16) & 0xFF;
+                    assertEquals(back[i], ((j < 16 ? b & 0xF : b >> 4) - 8) * scale, "Q4_0's packing, element " + i);
+                }
+            }
+            // the short group's 8 values are low nibbles of bytes 0-7; the other 24 codes are 8, i.e. zero
+            for (int j = 0; j < 16; j++) {
+                int b = codes.get((row * 2 + 1) * 16 + j) & 0xFF;
+                assertEquals(8, b >> 4, "padding in the high nibble of byte " + j);
+                if (j >= 8) {
+                    assertEquals(8, b & 0xF, "padding in the low nibble of byte " + j);
+                }
+            }
+        }
+    }
+
+    @Test
     void int8RefusesAGroupWhoseScaleIsBeyondFloat16AndKeepsOneWithinIt() {
         float largest = 65504f * 127; // the largest weight whose scale is float16's largest
         float[] within = new float[32];
@@ -85,7 +130,8 @@ class CompressedWeightTest {
             assertEquals(f, WeightFormat.parse(f.dtypeName().toUpperCase()));
         }
         assertEquals(WeightFormat.INT8, WeightFormat.parse("q8_0"));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> WeightFormat.parse("int4"));
-        assertTrue(e.getMessage().contains("'int4'"), e.getMessage());
+        assertEquals(WeightFormat.INT4, WeightFormat.parse("q4_0"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> WeightFormat.parse("int3"));
+        assertTrue(e.getMessage().contains("'int3'"), e.getMessage());
     }
 }

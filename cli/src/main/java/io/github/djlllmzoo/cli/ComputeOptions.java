@@ -24,11 +24,12 @@ final class ComputeOptions {
 
     @Option(
             names = "--dtype",
-            defaultValue = "float32",
-            paramLabel = "float32|bfloat16|float16|int8",
-            description = "Form of the weights (default: ${DEFAULT-VALUE}). On the CPU bfloat16, float16 and int8"
+            paramLabel = "float32|bfloat16|float16|int8|int4",
+            description = "Form of the weights (default: float32; a GGUF file's nearest: F16 float16, Q8_0/Q4_0/k-quants"
+                    + " int8). On the CPU bfloat16, float16 and int8"
                     + " (per 32 inputs, as llama.cpp's Q8_0) hold the projection weights compressed and compute in"
-                    + " float32, for inference only; with --device gpu float16 computes in half precision.")
+                    + " float32, for inference only; int4 (Q4_0's layout) computes by the reference path (no native"
+                    + " kernels yet); with --device gpu float16 computes in half precision.")
     String dtype;
 
     @Option(
@@ -37,6 +38,11 @@ final class ComputeOptions {
                     + " activations exceed float16's range on real checkpoints (NaN logits), so by default they"
                     + " compute in float32 there, with a warning.")
     boolean allowFloat16Overflow;
+
+    /** @return whether {@code --dtype} was given */
+    boolean dtypeGiven() {
+        return dtype != null;
+    }
 
     /**
      * @return the device, checked against what DJL's PyTorch engine sees
@@ -109,8 +115,8 @@ final class ComputeOptions {
                                 + " bfloat16 tensors (its JNI has no bfloat16 mapping); use float16 there, or"
                                 + " bfloat16 on the CPU (compressed weights)");
             default:
-                throw new ParameterException(
-                        spec.commandLine(), "--dtype int8 is for the CPU (compressed weights), not --device gpu");
+                throw new ParameterException(spec.commandLine(),
+                        "--dtype " + format.dtypeName() + " is for the CPU (compressed weights), not --device gpu");
         }
     }
 
@@ -144,7 +150,7 @@ final class ComputeOptions {
     /** {@code --dtype} parsed, whatever the device. */
     private WeightFormat requestedFormat() {
         try {
-            return WeightFormat.parse(dtype);
+            return dtype == null ? WeightFormat.FLOAT32 : WeightFormat.parse(dtype);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), "--" + e.getMessage());
         }

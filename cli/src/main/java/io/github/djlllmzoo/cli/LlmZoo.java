@@ -32,7 +32,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
             BenchCommand.class,
             BenchConstrainedCommand.class,
             InitRandomCommand.class,
-            MergeAdapterCommand.class
+            MergeAdapterCommand.class,
+            ConvertCommand.class
         })
 public final class LlmZoo implements Runnable {
 

@@ -2,9 +2,12 @@ package io.github.djlllmzoo.cli;
 
 import ai.djl.repository.zoo.ModelNotFoundException;
 import io.github.djlllmzoo.blocks.LoraAdapter;
+import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.zoo.LocalModel;
 import io.github.djlllmzoo.zoo.ModelReference;
+import io.github.djlllmzoo.zoo.gguf.GgufCheckpoint;
+import io.github.djlllmzoo.zoo.gguf.GgufFile;
 import io.github.djlllmzoo.zoo.hub.HubClient;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -22,9 +25,16 @@ final class ModelOptions {
     @Option(
             names = "--model",
             paramLabel = "M",
-            description = "A registry name (see 'llmzoo models'), a Hugging Face id (org/name) or a checkpoint directory "
+            description = "A registry name (see 'llmzoo models'), a Hugging Face id (org/name), a checkpoint directory, "
+                    + "a llama.cpp GGUF file (FILE.gguf) or a hub GGUF by its quantization tag (org/name:Q4_K_M) "
                     + "(default: the project's story model in models/default).")
     String model;
+
+    @Option(
+            names = "--gguf-file",
+            paramLabel = "FILE",
+            description = "Load this GGUF file of the Hugging Face repository --model instead of its safetensors.")
+    String ggufFile;
 
     @Option(
             names = "--adapter",
@@ -44,35 +54,50 @@ final class ModelOptions {
      */
     Path directory() throws IOException, ModelNotFoundException {
         if (directory == null) {
-            directory = model == null ? DefaultModel.directory() : resolve(model);
+            directory = model == null ? DefaultModel.directory() : resolve(model, ggufFile);
         }
         return directory;
     }
 
     /**
-     * Resolves a {@code --model} value to a checkpoint directory.
+     * Resolves a {@code --model} value to a checkpoint directory or GGUF file.
      *
-     * @throws ModelNotFoundException if it names a file (a checkpoint is a directory) or nothing
+     * @throws ModelNotFoundException if it names a file other than a GGUF file, or nothing
      */
     static Path resolve(String reference) throws IOException, ModelNotFoundException {
+        return resolve(reference, null);
+    }
+
+    /**
+     * Resolves a {@code --model} value (with its {@code --gguf-file}, or {@code null}) to a
+     * checkpoint directory or GGUF file.
+     *
+     * @throws ModelNotFoundException if it names a file other than a GGUF file, or nothing
+     */
+    static Path resolve(String reference, String ggufFile) throws IOException, ModelNotFoundException {
         Path path = Path.of(reference);
-        if (Files.isRegularFile(path)) {
+        if (Files.isRegularFile(path) && !GgufFile.isGguf(path)) {
             Path parent = path.toAbsolutePath().getParent();
             String hint =
                     parent != null && Files.isRegularFile(parent.resolve(CheckpointFiles.CONFIG))
                             ? "; pass its directory " + parent
-                            : "; pass the checkpoint directory (config.json, model.safetensors, tokenizer files)";
+                            : "; pass the checkpoint directory (config.json, model.safetensors, tokenizer files)"
+                                    + " or a .gguf file";
             throw new ModelNotFoundException("--model " + reference + " is a file, not a model directory" + hint);
         }
-        return ModelReference.resolve(reference, null, HubClient.fromEnvironment());
+        return ModelReference.resolve(reference, null, ggufFile, HubClient.fromEnvironment());
     }
 
     /**
      * The name a server gives the model, as vLLM does: the {@code --model} value when it is a
-     * registry name or Hugging Face id (a hub snapshot's directory is named after its commit), else
-     * {@code null}, for the checkpoint directory's name.
+     * registry name or Hugging Face id (a hub snapshot's directory is named after its commit), a
+     * GGUF file's name without {@code .gguf}, else {@code null}, for the checkpoint directory's name.
      */
     String servedName() {
+        if (model != null && GgufFile.isGguf(Path.of(model))) {
+            String name = Path.of(model).getFileName().toString();
+            return name.substring(0, name.length() - ".gguf".length());
+        }
         if (model == null || model.startsWith("file:") || Files.exists(Path.of(model))) {
             return null;
         }
@@ -99,8 +124,14 @@ final class ModelOptions {
 
     /** Loads {@code --model} alone. */
     LocalModel loadBase() throws Exception {
-        return LocalModel.load(
-                directory(), compute.device(), compute.dataType(), compute.weightFormat(), compute.float16Overflow());
+        Path source = directory();
+        WeightFormat weights = compute.weightFormat();
+        if (GgufFile.isGguf(source) && !compute.dtypeGiven() && !compute.device().isGpu()) {
+            try (GgufFile gguf = GgufFile.open(source)) {
+                weights = GgufCheckpoint.nativeFormat(gguf);
+            }
+        }
+        return LocalModel.load(source, compute.device(), compute.dataType(), weights, compute.float16Overflow());
     }
 
     /**

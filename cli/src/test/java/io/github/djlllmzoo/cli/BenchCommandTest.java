@@ -224,9 +224,9 @@ class BenchCommandTest {
 
     @Test
     void anUnknownDtypeIsAUsageErrorNamingTheValue() {
-        CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", "int4");
+        CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", "int3");
         assertEquals(2, run.exitCode);
-        assertTrue(run.err.contains("--dtype must be float32, bfloat16, float16 or int8, not 'int4'"), run.err);
+        assertTrue(run.err.contains("--dtype must be float32, bfloat16, float16, int8 or int4, not 'int3'"), run.err);
     }
 
     @Test

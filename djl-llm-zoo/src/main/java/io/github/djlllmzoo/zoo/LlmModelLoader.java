@@ -16,7 +16,10 @@ import ai.djl.translate.Translator;
 import ai.djl.translate.TranslatorFactory;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.LoraAdapter;
+import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.translators.GenerationTranslatorFactory;
+import io.github.djlllmzoo.zoo.gguf.GgufCheckpoint;
+import io.github.djlllmzoo.zoo.gguf.GgufFile;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Map;
@@ -34,7 +37,10 @@ import java.util.Map;
  * type), and any Hugging Face hub variable ({@code HF_ENDPOINT},
  * {@code HF_HUB_CACHE}, {@code HF_TOKEN}, {@code HF_HUB_OFFLINE}, ...) to override the environment
  * for this load; {@code adapter}, the directory of a Hugging Face PEFT LoRA adapter of the model
- * ({@link PeftAdapter}) to compute with. {@code optDevice} picks CPU or GPU.
+ * ({@link PeftAdapter}) to compute with; {@code gguf_file}, a llama.cpp GGUF file of the hub
+ * repository to load instead of its safetensors ({@code model} may also be a local {@code *.gguf}
+ * file or {@code org/name:Q4_K_M}; without {@code dtype} a GGUF file's weights are held in the
+ * format nearest to its own, {@link GgufCheckpoint#nativeFormat}). {@code optDevice} picks CPU or GPU.
  */
 public final class LlmModelLoader implements ModelLoader {
 
@@ -81,13 +87,14 @@ public final class LlmModelLoader implements ModelLoader {
         Map<String, Object> arguments = ZooArguments.of(criteria);
         Path dir = resolve(arguments, false);
         Device device = criteria.getDevice() != null ? criteria.getDevice() : Engine.getEngine("PyTorch").defaultDevice();
-        Model model =
-                LocalModel.loadModel(
-                        dir,
-                        device,
-                        ZooArguments.dataType(arguments, device),
-                        ZooArguments.weightFormat(arguments, device),
-                        ZooArguments.float16Overflow(arguments));
+        WeightFormat weights = ZooArguments.weightFormat(arguments, device);
+        if (GgufFile.isGguf(dir) && ZooArguments.string(arguments, "dtype") == null && !device.isGpu()) {
+            try (GgufFile gguf = GgufFile.open(dir)) {
+                weights = GgufCheckpoint.nativeFormat(gguf);
+            }
+        }
+        Model model = LocalModel.loadModel(dir, device, ZooArguments.dataType(arguments, device), weights,
+                ZooArguments.float16Overflow(arguments));
         try {
             String adapter = ZooArguments.string(arguments, "adapter");
             if (adapter != null) {
@@ -138,7 +145,10 @@ public final class LlmModelLoader implements ModelLoader {
     private Path resolve(Map<String, Object> arguments, boolean offline)
             throws IOException, ModelNotFoundException {
         return ModelReference.resolve(
-                reference(arguments), ZooArguments.string(arguments, "revision"), ZooArguments.hub(arguments, offline));
+                reference(arguments),
+                ZooArguments.string(arguments, "revision"),
+                ZooArguments.string(arguments, "gguf_file"),
+                ZooArguments.hub(arguments, offline));
     }
 
     private String reference(Map<String, Object> arguments) throws ModelNotFoundException {

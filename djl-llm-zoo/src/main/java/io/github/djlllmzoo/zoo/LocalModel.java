@@ -24,6 +24,8 @@ import io.github.djlllmzoo.translators.GenerationDefaults;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.Generator;
 import io.github.djlllmzoo.translators.TextTokenizer;
+import io.github.djlllmzoo.zoo.gguf.GgufCheckpoint;
+import io.github.djlllmzoo.zoo.gguf.GgufFile;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -35,6 +37,11 @@ import java.util.Optional;
  * A Hugging Face-layout checkpoint directory loaded into a DJL {@link Model} holding the family's
  * {@link CausalLmBlock}, with its tokenizer and {@code generation_config.json} when the directory
  * has them. Closing it frees the model's native memory.
+ *
+ * <p>Every {@code load} also takes a llama.cpp GGUF file ({@code *.gguf}) in place of the
+ * directory: its hyperparameters and tokenizer become the Hugging Face files of the same model
+ * ({@link GgufCheckpoint#filesDirectory}, which {@link #dir()} then names) and its weights are read
+ * from the file.
  */
 public final class LocalModel implements AutoCloseable {
 
@@ -66,14 +73,23 @@ public final class LocalModel implements AutoCloseable {
     }
 
     /**
-     * Loads a checkpoint directory on the CPU in float32.
+     * Loads a checkpoint directory on the CPU in float32; a GGUF file with its projection weights in
+     * the format nearest to the file's ({@link GgufCheckpoint#nativeFormat}: Q8_0 and Q4_0 as int8
+     * without re-quantizing, F16 as float16 bits, ...).
      *
-     * @param dir the directory ({@code config.json}, safetensors weights, tokenizer files)
+     * @param dir the directory ({@code config.json}, safetensors weights, tokenizer files), or a GGUF file
      * @return the loaded model
      * @throws IOException if a file cannot be read
      * @throws InvalidCheckpointException naming the file and field or tensor at fault
      */
     public static LocalModel load(Path dir) throws IOException, InvalidCheckpointException {
+        if (GgufFile.isGguf(dir)) {
+            WeightFormat format;
+            try (GgufFile gguf = GgufFile.open(dir)) {
+                format = GgufCheckpoint.nativeFormat(gguf);
+            }
+            return load(dir, Device.cpu(), DataType.FLOAT32, format);
+        }
         return load(dir, Device.cpu(), DataType.FLOAT32);
     }
 
@@ -89,7 +105,7 @@ public final class LocalModel implements AutoCloseable {
      */
     public static LocalModel load(Path dir, Device device, DataType dataType)
             throws IOException, InvalidCheckpointException {
-        return withTokenizer(dir, loadModel(dir, device, dataType));
+        return load(dir, device, dataType, WeightFormat.FLOAT32);
     }
 
     /**
@@ -120,7 +136,8 @@ public final class LocalModel implements AutoCloseable {
      */
     public static LocalModel load(Path dir, Device device, DataType dataType, WeightFormat weights)
             throws IOException, InvalidCheckpointException {
-        return withTokenizer(dir, loadModel(dir, device, dataType, weights));
+        Model model = loadModel(dir, device, dataType, weights);
+        return withTokenizer(GgufFile.isGguf(dir) ? model.getModelPath() : dir, model);
     }
 
     /**
@@ -220,6 +237,9 @@ public final class LocalModel implements AutoCloseable {
     public static Model loadModel(
             Path dir, Device device, DataType dataType, WeightFormat weights, Float16Overflow overflow)
             throws IOException, InvalidCheckpointException {
+        if (GgufFile.isGguf(dir)) {
+            return loadGguf(dir, device, dataType, weights, overflow);
+        }
         Model model = withoutWeights(dir, device, dataType, overflow);
         try {
             CheckpointWeights.load(
@@ -236,6 +256,31 @@ public final class LocalModel implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             model.close();
             throw e;
+        }
+    }
+
+    /**
+     * A GGUF file's model: the block from the {@code config.json} its metadata gives, the weights
+     * from its tensors; the model's path is the directory of its Hugging Face files.
+     */
+    private static Model loadGguf(
+            Path file, Device device, DataType dataType, WeightFormat weights, Float16Overflow overflow)
+            throws IOException, InvalidCheckpointException {
+        try (GgufFile gguf = GgufFile.open(file)) {
+            Path files = GgufCheckpoint.filesDirectory(gguf);
+            Model model = withoutWeights(files, device, dataType, overflow);
+            try {
+                GgufCheckpoint.loadWeights((CausalLmBlock) model.getBlock(), gguf, model.getNDManager(), dataType, weights);
+                model.load(files, null, Map.of("hasParameter", "false"));
+                return model;
+            } catch (MalformedModelException e) {
+                model.close();
+                throw e instanceof InvalidCheckpointException ice
+                        ? ice : new InvalidCheckpointException(file, null, e.getMessage(), e);
+            } catch (IOException | RuntimeException e) {
+                model.close();
+                throw e;
+            }
         }
     }
 

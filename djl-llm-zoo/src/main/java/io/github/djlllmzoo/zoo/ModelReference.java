@@ -1,6 +1,8 @@
 package io.github.djlllmzoo.zoo;
 
 import ai.djl.repository.zoo.ModelNotFoundException;
+import io.github.djlllmzoo.zoo.gguf.GgufFile;
+import io.github.djlllmzoo.zoo.gguf.GgufHubFiles;
 import io.github.djlllmzoo.zoo.hub.HubClient;
 import java.io.IOException;
 import java.net.URI;
@@ -12,7 +14,10 @@ import java.util.regex.Pattern;
 /**
  * What a user may pass as a model: a registry name ({@code gpt2}), a Hugging Face repository id
  * ({@code TinyLlama/TinyLlama-1.1B-Chat-v1.0}), a local checkpoint directory, or a {@code file://}
- * URL of one. {@link #resolve} turns any of them into a local directory, downloading into (or
+ * URL of one; or a llama.cpp GGUF file: a local {@code *.gguf} path, a hub id with the file's name
+ * ({@code gguf_file}, as transformers' {@code from_pretrained(..., gguf_file=...)}), or a hub id
+ * with a quantization tag ({@code org/name:Q4_K_M}, as llama.cpp's {@code -hf} and Ollama take it).
+ * {@link #resolve} turns any of them into a local directory or GGUF file, downloading into (or
  * reusing) the Hugging Face cache for hub ids.
  */
 public final class ModelReference {
@@ -34,15 +39,46 @@ public final class ModelReference {
      */
     public static Path resolve(String reference, String revision, HubClient hub)
             throws ModelNotFoundException, IOException {
+        return resolve(reference, revision, null, hub);
+    }
+
+    /**
+     * Resolves a model reference to a local checkpoint directory or GGUF file.
+     *
+     * @param reference a registry name, hub id (with an optional {@code :TAG} naming a GGUF
+     *     quantization), directory or GGUF path, or {@code file://} URL
+     * @param revision the hub revision (branch, tag or commit), {@code null} for "main"
+     * @param ggufFile the name of a GGUF file of the hub repository to download instead of its
+     *     safetensors checkpoint, or {@code null}
+     * @param hub the hub client used for hub ids
+     * @return the directory, or the GGUF file
+     * @throws ModelNotFoundException if the reference names nothing that exists
+     * @throws IOException if downloading fails
+     */
+    public static Path resolve(String reference, String revision, String ggufFile, HubClient hub)
+            throws ModelNotFoundException, IOException {
         if (reference == null || reference.isBlank()) {
             throw new ModelNotFoundException("no model given: pass a registry name, hub id or directory");
+        }
+        int tag = reference.lastIndexOf(':');
+        boolean tagged = tag > 0 && !reference.startsWith("file:") && HUB_ID.matcher(reference.substring(0, tag)).matches();
+        if (ggufFile != null || tagged) {
+            String repo = ggufFile != null ? reference : reference.substring(0, tag);
+            String hubId = KnownModel.find(repo).map(KnownModel::hubId).orElse(repo);
+            if (!HUB_ID.matcher(hubId).matches()) {
+                throw new ModelNotFoundException("'" + repo + "' is not a Hugging Face id like org/name");
+            }
+            String rev = revision == null ? "main" : revision;
+            return ggufFile != null
+                    ? GgufHubFiles.download(hub, hubId, rev, ggufFile)
+                    : GgufHubFiles.downloadTagged(hub, hubId, rev, reference.substring(tag + 1));
         }
         if (reference.startsWith("file:")) {
             Path dir = Paths.get(URI.create(reference));
             return requireDirectory(reference, dir);
         }
         Path local = Paths.get(reference);
-        if (Files.isDirectory(local)) {
+        if (Files.isDirectory(local) || GgufFile.isGguf(local)) {
             return local;
         }
         if (looksLikePath(reference)) {
@@ -75,6 +111,9 @@ public final class ModelReference {
     }
 
     private static Path requireDirectory(String reference, Path dir) throws ModelNotFoundException {
+        if (GgufFile.isGguf(dir)) {
+            return dir;
+        }
         if (!Files.isDirectory(dir)) {
             throw new ModelNotFoundException("model directory not found: " + reference);
         }

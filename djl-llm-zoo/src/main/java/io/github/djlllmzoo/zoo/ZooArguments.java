@@ -75,13 +75,14 @@ final class ZooArguments {
             case BFLOAT16:
                 return DataType.BFLOAT16;
             default:
-                throw new IllegalArgumentException("dtype int8 is for the CPU (compressed weights), not " + device);
+                throw new IllegalArgumentException(
+                        "dtype " + format.dtypeName() + " is for the CPU (compressed weights), not " + device);
         }
     }
 
     /**
      * The form of the projection weights: the {@code dtype} argument on the CPU (float32, bfloat16,
-     * float16, int8), float32 on a GPU, which computes in {@link #dataType}.
+     * float16, int8, int4), float32 on a GPU, which computes in {@link #dataType}.
      *
      * @throws IllegalArgumentException for an unknown name
      */

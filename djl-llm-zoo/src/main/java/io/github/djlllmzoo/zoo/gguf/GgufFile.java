@@ -1,0 +1,328 @@
+package io.github.djlllmzoo.zoo.gguf;
+
+import java.io.IOException;
+import java.nio.BufferUnderflowException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A GGUF file (llama.cpp's format, versions 2 and 3), opened for reading: its metadata key-values
+ * ({@link GgufMetadata}), its tensor infos ({@link GgufTensor}), and their data, memory-mapped a
+ * window at a time. Little-endian files only (ggml's big-endian variant is refused). Close it to
+ * release the file.
+ *
+ * <p>Layout: magic {@code GGUF}, version (u32), tensor count and key-value count (u64); the
+ * key-values (u64-length UTF-8 key, u32 value type, value); the tensor infos (name, u32 number of
+ * dimensions, u64 dimensions contiguous first, u32 ggml type, u64 offset into the data section);
+ * padding to {@code general.alignment} (default 32); the data section.
+ */
+public final class GgufFile implements AutoCloseable {
+
+    /** "GGUF" read as a little-endian u32. */
+    private static final int MAGIC = 0x46554747;
+
+    private static final int DEFAULT_ALIGNMENT = 32;
+
+    /** Bounds on counts, so that a corrupt header is refused rather than allocated. */
+    private static final long MAX_COUNT = 1L << 24;
+
+    private static final int MAX_DIMS = 4;
+
+    private final Path path;
+    private final FileChannel channel;
+    private final GgufMetadata metadata;
+    private final Map<String, GgufTensor> tensors;
+
+    private GgufFile(
+            Path path, FileChannel channel, Map<String, Object> values, List<RawTensor> infos, long infosEnd)
+            throws InvalidGgufException {
+        this.path = path;
+        this.channel = channel;
+        this.metadata = new GgufMetadata(path, values);
+        this.tensors = new LinkedHashMap<>();
+        long alignment = metadata.optLong("general.alignment", DEFAULT_ALIGNMENT);
+        if (alignment <= 0 || Long.bitCount(alignment) != 1) {
+            throw new InvalidGgufException(path, "general.alignment", "must be a power of two, not " + alignment);
+        }
+        long fileSize;
+        try {
+            fileSize = channel.size();
+        } catch (IOException e) {
+            throw new InvalidGgufException(path, null, "cannot read the file size: " + e.getMessage(), e);
+        }
+        long dataStart = align(infosEnd, alignment);
+        for (RawTensor info : infos) {
+            GgufType type = GgufType.of(info.typeId);
+            if (type == null) {
+                throw new InvalidGgufException(
+                        path,
+                        info.name,
+                        "tensor type " + GgufType.nameOf(info.typeId) + " is not supported (supported: F32, F16,"
+                                + " BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+            }
+            if (info.offset % alignment != 0) {
+                throw new InvalidGgufException(
+                        path, info.name, "data offset " + info.offset + " is not a multiple of the alignment " + alignment);
+            }
+            GgufTensor tensor = new GgufTensor(this, info.name, info.dims, type, dataStart + info.offset);
+            if (tensor.rowLength() % type.blockElements() != 0) {
+                throw new InvalidGgufException(
+                        path,
+                        info.name,
+                        "rows of " + tensor.rowLength() + " elements are not whole " + type + " blocks of "
+                                + type.blockElements());
+            }
+            if (tensor.offset() + tensor.bytes() > fileSize) {
+                throw new InvalidGgufException(
+                        path, info.name, "data runs past the end of the file (truncated download?)");
+            }
+            if (tensors.put(info.name, tensor) != null) {
+                throw new InvalidGgufException(path, info.name, "tensor name appears twice");
+            }
+        }
+    }
+
+    /**
+     * Opens and parses a GGUF file.
+     *
+     * @param path the file
+     * @return the opened file; the caller closes it
+     * @throws IOException if the file cannot be read
+     * @throws InvalidGgufException naming the file and the key or tensor at fault
+     */
+    public static GgufFile open(Path path) throws IOException, InvalidGgufException {
+        if (!Files.isRegularFile(path)) {
+            throw new InvalidGgufException(path, null, "file not found");
+        }
+        FileChannel channel = FileChannel.open(path, StandardOpenOption.READ);
+        try {
+            long size = channel.size();
+            ByteBuffer header =
+                    channel.map(FileChannel.MapMode.READ_ONLY, 0, Math.min(size, Integer.MAX_VALUE))
+                            .order(ByteOrder.LITTLE_ENDIAN);
+            Parser parser = new Parser(path, header);
+            Map<String, Object> values = new LinkedHashMap<>();
+            List<RawTensor> infos = new ArrayList<>();
+            parser.parse(values, infos);
+            return new GgufFile(path, channel, values, infos, header.position());
+        } catch (IOException | InvalidGgufException | RuntimeException e) {
+            channel.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Whether a path names a GGUF file: an existing regular file ending in {@code .gguf}.
+     *
+     * @param path the path
+     * @return whether it is one
+     */
+    public static boolean isGguf(Path path) {
+        Path name = path.getFileName();
+        return name != null && name.toString().toLowerCase(java.util.Locale.ROOT).endsWith(".gguf")
+                && Files.isRegularFile(path);
+    }
+
+    private static long align(long position, long alignment) {
+        return (position + alignment - 1) / alignment * alignment;
+    }
+
+    /** @return the file */
+    public Path path() {
+        return path;
+    }
+
+    /** @return the metadata key-values */
+    public GgufMetadata metadata() {
+        return metadata;
+    }
+
+    /** @return the tensors by name, in file order */
+    public Map<String, GgufTensor> tensors() {
+        return Collections.unmodifiableMap(tensors);
+    }
+
+    /**
+     * @param name a tensor name
+     * @return the tensor
+     * @throws InvalidGgufException naming the tensor when the file lacks it
+     */
+    public GgufTensor require(String name) throws InvalidGgufException {
+        GgufTensor tensor = tensors.get(name);
+        if (tensor == null) {
+            throw new InvalidGgufException(path, name, "missing tensor (architecture " + metadata.architecture() + ")");
+        }
+        return tensor;
+    }
+
+    FileChannel channel() {
+        return channel;
+    }
+
+    @Override
+    public void close() throws IOException {
+        channel.close();
+    }
+
+    /** A tensor info as stored, before its type and offset are checked. */
+    private static final class RawTensor {
+        final String name;
+        final long[] dims;
+        final int typeId;
+        final long offset;
+
+        RawTensor(String name, long[] dims, int typeId, long offset) {
+            this.name = name;
+            this.dims = dims;
+            this.typeId = typeId;
+            this.offset = offset;
+        }
+    }
+
+    /** Reads the header; every out-of-bounds read becomes a "truncated" refusal naming the key. */
+    private static final class Parser {
+        private final Path path;
+        private final ByteBuffer buffer;
+        private String at = null;
+
+        Parser(Path path, ByteBuffer buffer) {
+            this.path = path;
+            this.buffer = buffer;
+        }
+
+        void parse(Map<String, Object> values, List<RawTensor> infos) throws InvalidGgufException {
+            try {
+                int magic = buffer.getInt();
+                if (magic != MAGIC) {
+                    throw new InvalidGgufException(path, null, "not a GGUF file (no GGUF magic)");
+                }
+                int version = buffer.getInt();
+                if (version != 2 && version != 3) {
+                    String why = Integer.reverseBytes(version) == 2 || Integer.reverseBytes(version) == 3
+                            ? "a big-endian GGUF file, which is not supported"
+                            : "GGUF version " + version + " is not supported (2 and 3 are)";
+                    throw new InvalidGgufException(path, null, why);
+                }
+                long tensorCount = count("tensor count");
+                long kvCount = count("key-value count");
+                for (long i = 0; i < kvCount; i++) {
+                    at = "key-value " + i;
+                    String key = string();
+                    at = key;
+                    int type = buffer.getInt();
+                    if (values.put(key, value(type)) != null) {
+                        throw new InvalidGgufException(path, key, "metadata key appears twice");
+                    }
+                }
+                for (long i = 0; i < tensorCount; i++) {
+                    at = "tensor info " + i;
+                    String name = string();
+                    at = name;
+                    int nDims = buffer.getInt();
+                    if (nDims < 1 || nDims > MAX_DIMS) {
+                        throw new InvalidGgufException(path, name, "has " + nDims + " dimensions (1 to 4 allowed)");
+                    }
+                    long[] dims = new long[nDims];
+                    for (int d = 0; d < nDims; d++) {
+                        dims[d] = buffer.getLong();
+                        if (dims[d] <= 0 || dims[d] > Integer.MAX_VALUE) {
+                            throw new InvalidGgufException(path, name, "dimension " + d + " is " + dims[d]);
+                        }
+                    }
+                    int type = buffer.getInt();
+                    long offset = buffer.getLong();
+                    if (offset < 0) {
+                        throw new InvalidGgufException(path, name, "negative data offset " + offset);
+                    }
+                    infos.add(new RawTensor(name, dims, type, offset));
+                }
+            } catch (BufferUnderflowException | IndexOutOfBoundsException e) {
+                throw new InvalidGgufException(path, at, "the header is truncated", e);
+            }
+        }
+
+        private long count(String what) throws InvalidGgufException {
+            long n = buffer.getLong();
+            if (n < 0 || n > MAX_COUNT) {
+                throw new InvalidGgufException(path, at, what + " " + n + " is out of range");
+            }
+            return n;
+        }
+
+        private String string() throws InvalidGgufException {
+            long length = buffer.getLong();
+            if (length < 0 || length > buffer.remaining()) {
+                throw new InvalidGgufException(
+                        path, at, "the header is truncated: a string of " + length + " bytes runs past the end of the file");
+            }
+            byte[] bytes = new byte[(int) length];
+            buffer.get(bytes);
+            try {
+                return StandardCharsets.UTF_8.newDecoder()
+                        .onMalformedInput(CodingErrorAction.REPORT)
+                        .decode(ByteBuffer.wrap(bytes))
+                        .toString();
+            } catch (CharacterCodingException e) {
+                throw new InvalidGgufException(path, at, "a string is not valid UTF-8", e);
+            }
+        }
+
+        private Object value(int type) throws InvalidGgufException {
+            switch (type) {
+                case 0:
+                    return (long) (buffer.get() & 0xFF);
+                case 1:
+                    return (long) buffer.get();
+                case 2:
+                    return (long) (buffer.getShort() & 0xFFFF);
+                case 3:
+                    return (long) buffer.getShort();
+                case 4:
+                    return buffer.getInt() & 0xFFFFFFFFL;
+                case 5:
+                    return (long) buffer.getInt();
+                case 6:
+                    return (double) buffer.getFloat();
+                case 7:
+                    byte b = buffer.get();
+                    if (b != 0 && b != 1) {
+                        throw new InvalidGgufException(path, at, "a bool is " + b + ", not 0 or 1");
+                    }
+                    return b == 1;
+                case 8:
+                    return string();
+                case 9:
+                    int elementType = buffer.getInt();
+                    if (elementType == 9) {
+                        throw new InvalidGgufException(path, at, "arrays of arrays are not supported");
+                    }
+                    long n = count("array length");
+                    List<Object> list = new ArrayList<>((int) Math.min(n, 1 << 16));
+                    for (long i = 0; i < n; i++) {
+                        list.add(value(elementType));
+                    }
+                    return Collections.unmodifiableList(list);
+                case 10:
+                    return buffer.getLong();
+                case 11:
+                    return buffer.getLong();
+                case 12:
+                    return buffer.getDouble();
+                default:
+                    throw new InvalidGgufException(path, at, "unknown metadata value type " + type);
+            }
+        }
+    }
+}

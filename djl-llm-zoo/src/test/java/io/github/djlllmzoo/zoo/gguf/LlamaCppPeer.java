@@ -1,0 +1,248 @@
+package io.github.djlllmzoo.zoo.gguf;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import io.github.djlllmzoo.zoo.safetensors.SafeTensorsReader;
+import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
+import io.github.djlllmzoo.zoo.safetensors.TensorInfo;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+
+/**
+ * The llama.cpp peer of {@code ../shared/peers/llamacpp} (built by its {@code build.sh} into
+ * {@code $LLAMACPP_HOME}, default {@code /tmp/llamacpp-peer}) and its converter, for tests that
+ * compare with llama.cpp; they skip, saying why, where it is not built.
+ */
+final class LlamaCppPeer {
+
+    final Path home;
+    final Path bin;
+
+    private LlamaCppPeer(Path home) {
+        this.home = home;
+        this.bin = home.resolve("src/build/bin");
+    }
+
+    /** The peer, or the test is skipped with the reason. */
+    static LlamaCppPeer require() {
+        Path home = Path.of(System.getenv().getOrDefault("LLAMACPP_HOME", "/tmp/llamacpp-peer"));
+        LlamaCppPeer peer = new LlamaCppPeer(home);
+        Assumptions.assumeTrue(
+                Files.isExecutable(peer.bin.resolve("llama-tokenize")) && Files.isExecutable(home.resolve("greedy_ids"))
+                        && Files.isRegularFile(home.resolve("make_gguf.py")),
+                "llama.cpp peer not built in " + home + ": run ../shared/peers/llamacpp/build.sh (skipping)");
+        Assumptions.assumeTrue(fixtures() != null, "../shared/fixtures is absent (skipping)");
+        return peer;
+    }
+
+    static Path fixtures() {
+        String dir = System.getProperty("llmzoo.fixtures");
+        return dir != null && Files.isDirectory(Path.of(dir)) ? Path.of(dir) : null;
+    }
+
+    /**
+     * A checkpoint directory with a golden case's weights, its vocabulary widened to a real
+     * tokenizer's (the extra embedding and head rows random, of the golden rows' scale) and that
+     * tokenizer's files.
+     */
+    static Path checkpoint(Path golden, Path tokenizer, int vocab, Path dir, NDManager manager) throws Exception {
+        Files.createDirectories(dir);
+        JsonObject config = JsonParser.parseString(Files.readString(golden.resolve("config.json"))).getAsJsonObject();
+        config.addProperty("vocab_size", vocab);
+        Files.writeString(dir.resolve("config.json"), config.toString(), StandardCharsets.UTF_8);
+        for (String file : new String[] {"tokenizer.json", "tokenizer_config.json"}) {
+            if (Files.isRegularFile(tokenizer.resolve(file))) {
+                Files.copy(tokenizer.resolve(file), dir.resolve(file));
+            }
+        }
+        Map<String, NDArray> tensors = new LinkedHashMap<>();
+        Random random = new Random(31);
+        try (SafeTensorsReader reader = SafeTensorsReader.open(golden.resolve("model.safetensors"))) {
+            for (Map.Entry<String, TensorInfo> e : reader.tensors().entrySet()) {
+                long[] shape = e.getValue().toShape().getShape();
+                float[] values = reader.toFloatArray(e.getKey());
+                boolean vocabRows = e.getKey().matches("(model\\.embed_tokens|wte|lm_head)\\.weight");
+                if (vocabRows) {
+                    double scale = 0;
+                    for (float v : values) {
+                        scale += v * v;
+                    }
+                    scale = Math.sqrt(scale / values.length);
+                    float[] wider = new float[Math.toIntExact(vocab * shape[1])];
+                    System.arraycopy(values, 0, wider, 0, values.length);
+                    for (int i = values.length; i < wider.length; i++) {
+                        wider[i] = (float) (random.nextGaussian() * scale);
+                    }
+                    values = wider;
+                    shape = new long[] {vocab, shape[1]};
+                }
+                tensors.put(e.getKey(), manager.create(values, new Shape(shape)));
+            }
+        }
+        SafeTensorsWriter.write(dir.resolve("model.safetensors"), tensors, Map.of("format", "pt"));
+        return dir;
+    }
+
+    /**
+     * A random Llama checkpoint whose rows are whole k-quant super-blocks (256 wide), weights
+     * normal(0, 0.02) as a trained model's initialization, with Llama 2's tokenizer.
+     */
+    static Path randomLlama(Path dir, NDManager manager) throws Exception {
+        Files.createDirectories(dir);
+        int hidden = 256;
+        int inter = 768;
+        int layers = 2;
+        int heads = 4;
+        int kvHeads = 2;
+        int vocab = 32000;
+        JsonObject c = new JsonObject();
+        c.addProperty("model_type", "llama");
+        c.addProperty("hidden_size", hidden);
+        c.addProperty("intermediate_size", inter);
+        c.addProperty("num_hidden_layers", layers);
+        c.addProperty("num_attention_heads", heads);
+        c.addProperty("num_key_value_heads", kvHeads);
+        c.addProperty("max_position_embeddings", 256);
+        c.addProperty("vocab_size", vocab);
+        c.addProperty("rms_norm_eps", 1e-5);
+        c.addProperty("rope_theta", 10000.0);
+        c.addProperty("tie_word_embeddings", false);
+        c.addProperty("bos_token_id", 1);
+        c.addProperty("eos_token_id", 2);
+        Files.writeString(dir.resolve("config.json"), c.toString(), StandardCharsets.UTF_8);
+        Path tokenizer = fixtures().resolve("llama2-tokenizer");
+        Files.copy(tokenizer.resolve("tokenizer.json"), dir.resolve("tokenizer.json"));
+        Files.copy(tokenizer.resolve("tokenizer_config.json"), dir.resolve("tokenizer_config.json"));
+        int kv = hidden / heads * kvHeads;
+        Map<String, long[]> shapes = new LinkedHashMap<>();
+        shapes.put("model.embed_tokens.weight", new long[] {vocab, hidden});
+        for (int l = 0; l < layers; l++) {
+            String p = "model.layers." + l + ".";
+            shapes.put(p + "input_layernorm.weight", new long[] {hidden});
+            shapes.put(p + "self_attn.q_proj.weight", new long[] {hidden, hidden});
+            shapes.put(p + "self_attn.k_proj.weight", new long[] {kv, hidden});
+            shapes.put(p + "self_attn.v_proj.weight", new long[] {kv, hidden});
+            shapes.put(p + "self_attn.o_proj.weight", new long[] {hidden, hidden});
+            shapes.put(p + "post_attention_layernorm.weight", new long[] {hidden});
+            shapes.put(p + "mlp.gate_proj.weight", new long[] {inter, hidden});
+            shapes.put(p + "mlp.up_proj.weight", new long[] {inter, hidden});
+            shapes.put(p + "mlp.down_proj.weight", new long[] {hidden, inter});
+        }
+        shapes.put("model.norm.weight", new long[] {hidden});
+        shapes.put("lm_head.weight", new long[] {vocab, hidden});
+        Random random = new Random(31);
+        Map<String, NDArray> tensors = new LinkedHashMap<>();
+        for (Map.Entry<String, long[]> e : shapes.entrySet()) {
+            long[] shape = e.getValue();
+            float[] values = new float[Math.toIntExact(new Shape(shape).size())];
+            for (int i = 0; i < values.length; i++) {
+                values[i] = shape.length == 1 ? 1f : (float) (random.nextGaussian() * 0.02);
+            }
+            tensors.put(e.getKey(), manager.create(values, new Shape(shape)));
+        }
+        SafeTensorsWriter.write(dir.resolve("model.safetensors"), tensors, Map.of("format", "pt"));
+        return dir;
+    }
+
+    /** llama-quantize: the file in another ggml file type (Q4_K_M, Q5_K_M, Q6_K, Q8_0, Q4_0, ...). */
+    Path quantize(Path f32, Path out, String type) throws Exception {
+        run(List.of(bin.resolve("llama-quantize").toString(), f32.toString(), out.toString(), type, "2"));
+        return out;
+    }
+
+    /**
+     * Every tensor of a GGUF file dequantized by llama.cpp's Python package ({@code gguf-py}'s
+     * {@code quants.dequantize}), as raw little-endian float32 files named after the tensors.
+     */
+    Path dequantize(Path gguf, Path outDir) throws Exception {
+        Files.createDirectories(outDir);
+        String script = String.join("\n",
+                "import sys, types, numpy as np",
+                "sys.path.insert(0, sys.argv[1])",
+                "stub = types.ModuleType('sentencepiece'); stub.SentencePieceProcessor = object",
+                "sys.modules.setdefault('sentencepiece', stub)  # imported by gguf-py, unused here",
+                "from gguf import GGUFReader",
+                "from gguf.quants import dequantize",
+                "r = GGUFReader(sys.argv[2])",
+                "for t in r.tensors:",
+                "    a = dequantize(t.data, t.tensor_type).astype('<f4')",
+                "    a.tofile(sys.argv[3] + '/' + t.name + '.f32')");
+        run(List.of("python3", "-c", script, home.resolve("src/gguf-py").toString(), gguf.toString(), outDir.toString()));
+        return outDir;
+    }
+
+    /** llama.cpp's converter (the kit's make_gguf.py): an F32 GGUF of a checkpoint directory. */
+    Path convert(Path dir, Path out) throws Exception {
+        run(List.of("python3", home.resolve("make_gguf.py").toString(), dir.toString(), out.toString()));
+        return out;
+    }
+
+    /** llama-tokenize's ids of a text (read from a file, as it is). */
+    long[] tokenize(Path gguf, String text, Path scratch) throws Exception {
+        Path prompt = Files.writeString(scratch.resolve("prompt.txt"), text, StandardCharsets.UTF_8);
+        String out = run(List.of(bin.resolve("llama-tokenize").toString(), "-m", gguf.toString(), "-f",
+                prompt.toString(), "--ids", "--log-disable"));
+        String list = out.substring(out.lastIndexOf('[') + 1, out.lastIndexOf(']'));
+        return parseIds(list.replace(" ", ""));
+    }
+
+    /** greedy_ids' continuation with an F32 KV cache, cut before its first step of a top-2 margin under {@code margin}. */
+    long[] greedy(Path gguf, long[] prompt, int n, double margin) throws Exception {
+        List<String> command = new ArrayList<>(List.of(home.resolve("greedy_ids").toString(), "-m", gguf.toString(),
+                "--kv", "f32", "-n", Integer.toString(n), "--no-eog-stop", "--ids"));
+        StringBuilder ids = new StringBuilder();
+        for (long id : prompt) {
+            ids.append(ids.length() == 0 ? "" : ",").append(id);
+        }
+        command.add(ids.toString());
+        String out = run(command);
+        long[] all = new long[0];
+        int keep = Integer.MAX_VALUE;
+        int step = 0;
+        for (String line : out.split("\n")) {
+            if (line.startsWith("greedy_ids:")) {
+                all = parseIds(line.substring("greedy_ids:".length()).trim());
+            } else if (line.startsWith("step")) {
+                double m = Double.parseDouble(line.substring(line.indexOf("margin") + "margin".length()).trim());
+                if (m < margin && keep == Integer.MAX_VALUE) {
+                    keep = step;
+                }
+                step++;
+            }
+        }
+        return java.util.Arrays.copyOf(all, Math.min(keep, all.length));
+    }
+
+    private static long[] parseIds(String list) {
+        if (list.isBlank()) {
+            return new long[0];
+        }
+        String[] parts = list.split(",");
+        long[] ids = new long[parts.length];
+        for (int i = 0; i < parts.length; i++) {
+            ids[i] = Long.parseLong(parts[i].trim());
+        }
+        return ids;
+    }
+
+    private static String run(List<String> command) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        byte[] out = p.getInputStream().readAllBytes();
+        if (!p.waitFor(5, TimeUnit.MINUTES) || p.exitValue() != 0) {
+            throw new IOException(command + " failed:\n" + new String(out, StandardCharsets.UTF_8));
+        }
+        return new String(out, StandardCharsets.UTF_8);
+    }
+}
