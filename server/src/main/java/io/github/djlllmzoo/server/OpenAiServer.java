@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.server;
 
+import io.github.djlllmzoo.chat.ChatTemplate;
 import com.google.gson.JsonObject;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.LoraAdapter;

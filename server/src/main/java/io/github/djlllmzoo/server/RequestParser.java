@@ -1,5 +1,8 @@
 package io.github.djlllmzoo.server;
 
+import io.github.djlllmzoo.chat.ChatMessage;
+import io.github.djlllmzoo.chat.ChatTemplate;
+import io.github.djlllmzoo.chat.ChatTemplateException;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;

@@ -3,6 +3,8 @@ package io.github.djlllmzoo.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.github.djlllmzoo.chat.ChatTemplateFamiliesTest;
+import io.github.djlllmzoo.chat.Jinja2Reference;
 import ai.djl.inference.Predictor;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;

@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.server;
+package io.github.djlllmzoo.chat;
 
 import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
@@ -20,15 +20,19 @@ import java.util.concurrent.TimeUnit;
  * a machine without {@code python3} or its {@code jinja2} module, {@link #unavailableReason()}
  * says so and the comparisons are skipped.
  */
-final class Jinja2Reference {
+public final class Jinja2Reference {
 
     /** One rendering: the text, or the template's error message. */
-    record Result(String output, String error) {}
+    /**
+     * @param output the rendered text, or null on an error
+     * @param error the template's error message, or null
+     */
+    public record Result(String output, String error) {}
 
     private Jinja2Reference() {}
 
     /** @return why Jinja2 cannot run here, or null when it can */
-    static String unavailableReason() {
+    public static String unavailableReason() {
         try {
             Process process =
                     new ProcessBuilder("python3", "-c", "import jinja2")
@@ -58,7 +62,7 @@ final class Jinja2Reference {
      * @param cases each {@code {"template": ..., "context": {...}}}
      * @return one result per case, in order
      */
-    static List<Result> render(JsonArray cases)
+    public static List<Result> render(JsonArray cases)
             throws IOException, InterruptedException, URISyntaxException {
         Path script =
                 Paths.get(

@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.server;
+package io.github.djlllmzoo.chat;
 
 import com.hubspot.jinjava.interpret.JinjavaInterpreter;
 import com.hubspot.jinjava.lib.filter.Filter;

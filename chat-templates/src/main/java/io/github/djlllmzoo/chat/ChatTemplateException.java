@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.server;
+package io.github.djlllmzoo.chat;
 
 /**
  * A chat template refused a conversation ({@code raise_exception} in the template) or failed on

@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.server;
+package io.github.djlllmzoo.chat;
 
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
@@ -29,11 +29,12 @@ import jinjava.javax.el.CompositeELResolver;
  * {@code eos_token}, {@code unk_token}, {@code pad_token}) in scope and {@code raise_exception}
  * and {@code strftime_now} defined. Templates run on Jinjava with Jinja2's semantics where chat
  * templates need them: Jinja2's whitespace control and {@code trim_blocks}/{@code lstrip_blocks},
- * {@code x[::-1]}, {@code namespace(...)}, {@code for ... if ...}, {@code raw} blocks and printing
+ * {@code x[::-1]}, {@code namespace(...)}, {@code not}'s precedence, {@code for ... if ...}, {@code raw} blocks and printing
  * ({@link Jinja2Syntax}, {@link PythonStr}), Python's string methods and string indexing ({@link
- * PythonStringMethods}), transformers' {@code tojson} ({@link PythonJson}), and message content
+ * PythonStringMethods}), transformers' {@code tojson} ({@link PythonJson}), strings being {@code
+ * iterable} ({@link PythonIterable}), and message content
  * that is only ever text (never interpreted as template source). Checked against Jinja2 on the
- * templates of TinyLlama, SmolLM, Llama 2 and 3, Qwen2.5, Qwen3, Gemma 2 and 3, Phi-3 and Mistral
+ * templates of TinyLlama, SmolLM, Llama 2, 3, 3.1 and 3.2, Qwen2.5, Qwen3, Gemma 2 and 3, Phi-3 and Mistral
  * v0.3.
  *
  * <p>Without a template (e.g. GPT-2) the fallback format is one line {@code role: content} per
@@ -50,11 +51,13 @@ public final class ChatTemplate {
     /** Bounds a template's output, so that a runaway loop cannot exhaust memory. */
     private static final long MAX_OUTPUT_CHARS = 4L << 20;
 
+    private final String source;
     private final String template;
     private final Map<String, String> specialTokens;
     private final Jinjava jinjava;
 
     private ChatTemplate(String template, Map<String, String> specialTokens) {
+        this.source = template;
         this.template = template == null ? null : Jinja2Syntax.toJinjava(template);
         this.specialTokens = Map.copyOf(specialTokens);
         if (template == null) {
@@ -71,6 +74,7 @@ public final class ChatTemplate {
                                     .withMaxOutputSize(MAX_OUTPUT_CHARS)
                                     .build());
             jinjava.getGlobalContext().registerFilter(new PythonJson());
+            jinjava.getGlobalContext().registerExpTest(new PythonIterable());
             jinjava.getGlobalContext()
                     .registerFunction(
                             new ELFunctionDefinition(
@@ -176,6 +180,11 @@ public final class ChatTemplate {
                 "expected a template string or a list of {name, template} with a 'default' one");
     }
 
+    /** @return the Jinja source as the checkpoint publishes it, or null for the fallback format */
+    public String source() {
+        return source;
+    }
+
     /** @return whether there is no Jinja template and the fallback format is used */
     public boolean isFallback() {
         return template == null;
@@ -207,22 +216,59 @@ public final class ChatTemplate {
      */
     public String render(
             List<ChatMessage> messages, boolean addGenerationPrompt, Map<String, ?> variables) {
+        return render(messages, List.of(), addGenerationPrompt, variables);
+    }
+
+    /**
+     * Renders a conversation as Hugging Face's {@code apply_chat_template(messages, tools=tools,
+     * add_generation_prompt=..., **variables)} does: the tool specifications are the template's
+     * {@code tools} (absent when there are none), an assistant message's tool calls its {@code
+     * tool_calls} (each {@code {"id", "type": "function", "function": {"name", "arguments"}}},
+     * the arguments as the object they encode), a tool message's call id its {@code
+     * tool_call_id}.
+     *
+     * @param messages the conversation (at least one message)
+     * @param tools OpenAI function specifications ({@code {"type": "function", "function":
+     *     {"name", "description", "parameters"}}}), or an empty list
+     * @param addGenerationPrompt whether to end with the header of the assistant's reply
+     * @param variables further template variables, e.g. Qwen3's {@code enable_thinking}
+     * @return the prompt text
+     * @throws ChatTemplateException if the template rejects the conversation (its {@code
+     *     raise_exception}) or fails, with the template's message and the request field at fault,
+     *     or tools are given to the fallback format, which has no place for them
+     */
+    public String render(
+            List<ChatMessage> messages,
+            List<JsonObject> tools,
+            boolean addGenerationPrompt,
+            Map<String, ?> variables) {
         if (messages.isEmpty()) {
             throw new ChatTemplateException("messages", "the conversation has no messages");
         }
         if (template == null) {
+            if (!tools.isEmpty()) {
+                throw new ChatTemplateException(
+                        "tools", "the model has no chat template, so no way to offer it tools");
+            }
             StringBuilder prompt = new StringBuilder();
             for (ChatMessage message : messages) {
-                prompt.append(message.role()).append(": ").append(message.content()).append('\n');
+                prompt.append(message.role())
+                        .append(": ")
+                        .append(message.content() == null ? "" : message.content())
+                        .append('\n');
             }
             return addGenerationPrompt ? prompt.append("assistant:").toString() : prompt.toString();
         }
-        Rendering rendering = renderJinja(messages, addGenerationPrompt, variables);
+        Map<String, Object> context = new HashMap<>(variables);
+        if (!tools.isEmpty()) {
+            context.put("tools", JinjaValues.tools(tools));
+        }
+        Rendering rendering = renderJinja(messages, addGenerationPrompt, context);
         if (rendering.error() == null) {
             return rendering.output();
         }
         throw new ChatTemplateException(
-                refusesLeadingSystem(messages, addGenerationPrompt, variables)
+                refusesLeadingSystem(messages, addGenerationPrompt, context)
                         ? "messages[0].role"
                         : "messages",
                 "the chat template rejected the messages: " + rendering.error());
@@ -250,7 +296,26 @@ public final class ChatTemplate {
         for (ChatMessage message : messages) {
             Map<String, Object> item = new LinkedHashMap<>(); // in order, as tojson writes it
             item.put("role", message.role());
-            item.put("content", message.content());
+            // "" for an assistant turn with only tool calls: templates test or search the content
+            // (Qwen3's '</think>' in content), which a null would break
+            item.put("content", message.content() == null ? "" : message.content());
+            if (!message.toolCalls().isEmpty()) {
+                List<Map<String, Object>> calls = new ArrayList<>();
+                for (ToolCall call : message.toolCalls()) {
+                    Map<String, Object> function = new LinkedHashMap<>();
+                    function.put("name", call.name());
+                    function.put("arguments", JinjaValues.arguments(call.arguments()));
+                    Map<String, Object> callItem = new LinkedHashMap<>();
+                    callItem.put("id", call.id());
+                    callItem.put("type", "function");
+                    callItem.put("function", function);
+                    calls.add(callItem);
+                }
+                item.put("tool_calls", calls);
+            }
+            if (message.toolCallId() != null) {
+                item.put("tool_call_id", message.toolCallId());
+            }
             list.add(item);
         }
         Map<String, Object> context = new HashMap<>(specialTokens);

@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.server;
+package io.github.djlllmzoo.chat;
 
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;

@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.server;
+package io.github.djlllmzoo.chat;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -35,10 +35,10 @@ import org.junit.jupiter.api.io.TempDir;
  * Jinja2Reference}); where it is absent those comparisons are skipped and the structural tests
  * below still hold the templates to what their models expect.
  */
-class ChatTemplateFamiliesTest {
+public class ChatTemplateFamiliesTest {
 
     /** The families' templates, by resource name. */
-    static final List<String> FAMILIES =
+    public static final List<String> FAMILIES =
             List.of(
                     "qwen2.5-instruct",
                     "qwen3",
@@ -105,7 +105,11 @@ class ChatTemplateFamiliesTest {
         }
     }
 
-    static JsonObject tokenizerConfig(String family) throws IOException {
+    /**
+     * @param family a resource name of {@link #FAMILIES}
+     * @return its {@code tokenizer_config.json}
+     */
+    public static JsonObject tokenizerConfig(String family) throws IOException {
         return JsonParser.parseString(resource(family + ".json")).getAsJsonObject();
     }
 

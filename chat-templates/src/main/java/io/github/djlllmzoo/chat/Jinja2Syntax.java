@@ -1,4 +1,4 @@
-package io.github.djlllmzoo.server;
+package io.github.djlllmzoo.chat;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -24,6 +24,10 @@ import java.util.regex.Pattern;
  *       {@code loop.index}, {@code loop.last} and {@code else} count only those, as in Jinja2;
  *   <li>{@code {% raw %}} blocks are kept verbatim, with Jinja2's whitespace control around
  *       them (no {@code trim_blocks} after {@code raw}, as Jinja2's lexer does);
+ *   <li>a unary {@code not} takes in what follows it up to the next {@code and}, {@code or},
+ *       {@code if}, {@code else}, comma or closing bracket, as in Jinja2, where {@code not
+ *       x|length == 1} is {@code not (x|length == 1)} (Jinjava's {@code not} binds tighter than
+ *       comparisons);
  *   <li>{@code }}} closing nested dicts becomes {@code } }}, which Jinjava's lexer would take for
  *       the end of the tag;
  *   <li>every output tag prints its value as Jinja2 does ({@link PythonStr}), one holding a dict
@@ -351,7 +355,91 @@ final class Jinja2Syntax {
             }
         }
         out.append(rewriteCode(body.substring(codeStart)));
-        return parenthesizeNamespaceArguments(out.toString());
+        return parenthesizeNot(parenthesizeNamespaceArguments(out.toString()));
+    }
+
+    /** Words after which a {@code not} is unary (after an operand it is {@code not in}). */
+    private static final List<String> BEFORE_UNARY_NOT =
+            List.of("and", "or", "not", "if", "elif", "else");
+
+    /** Words that end the operand of a unary {@code not}. */
+    private static final List<String> AFTER_NOT_OPERAND = List.of("and", "or", "if", "else");
+
+    /** {@code not a == b and c} becomes {@code not (a == b) and c}, outside string literals. */
+    private static String parenthesizeNot(String body) {
+        StringBuilder out = new StringBuilder(body.length() + 8);
+        int i = 0;
+        while (i < body.length()) {
+            char c = body.charAt(i);
+            if (c == '\'' || c == '"') {
+                int end = Math.min(stringEnd(body, i) + 1, body.length());
+                out.append(body, i, end);
+                i = end;
+            } else if (wordAt(body, i, "not") && unaryContext(body, i)) {
+                int start = i + 3;
+                int end = notOperandEnd(body, start);
+                out.append("not (")
+                        .append(parenthesizeNot(body.substring(start, end).strip()))
+                        .append(')');
+                if (end < body.length() && !Character.isWhitespace(body.charAt(end))) {
+                    out.append(' ');
+                }
+                i = end;
+            } else {
+                out.append(c);
+                i++;
+            }
+        }
+        return out.toString();
+    }
+
+    private static boolean wordAt(String s, int at, String word) {
+        return s.startsWith(word, at)
+                && (at == 0 || !isNameChar(s.charAt(at - 1)))
+                && (at + word.length() == s.length() || !isNameChar(s.charAt(at + word.length())));
+    }
+
+    /** Whether what precedes {@code at} leaves room for an operand, so a {@code not} there is unary. */
+    private static boolean unaryContext(String s, int at) {
+        int j = at - 1;
+        while (j >= 0 && Character.isWhitespace(s.charAt(j))) {
+            j--;
+        }
+        if (j < 0 || "([{,=:".indexOf(s.charAt(j)) >= 0) {
+            return true;
+        }
+        int wordEnd = j + 1;
+        while (j >= 0 && isNameChar(s.charAt(j))) {
+            j--;
+        }
+        return BEFORE_UNARY_NOT.contains(s.substring(j + 1, wordEnd));
+    }
+
+    /** Where the operand of a unary {@code not} starting at {@code from} ends. */
+    private static int notOperandEnd(String s, int from) {
+        int depth = 0;
+        for (int i = from; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '\'' || c == '"') {
+                i = stringEnd(s, i);
+            } else if (c == '(' || c == '[' || c == '{') {
+                depth++;
+            } else if (c == ')' || c == ']' || c == '}') {
+                if (depth == 0) {
+                    return i;
+                }
+                depth--;
+            } else if (depth == 0 && c == ',') {
+                return i;
+            } else if (depth == 0 && (i == from || !isNameChar(s.charAt(i - 1)))) {
+                for (String word : AFTER_NOT_OPERAND) {
+                    if (wordAt(s, i, word)) {
+                        return i;
+                    }
+                }
+            }
+        }
+        return s.length();
     }
 
     private static String rewriteCode(String code) {
