@@ -6,7 +6,7 @@ package io.github.djlllmzoo.chat;
  * template refuses a leading system message (Gemma 2's {@code System role not supported}), else
  * {@code messages}.
  */
-public final class ChatTemplateException extends IllegalArgumentException {
+public class ChatTemplateException extends IllegalArgumentException {
 
     private final String param;
 
