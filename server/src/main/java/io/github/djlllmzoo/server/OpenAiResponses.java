@@ -9,6 +9,7 @@ import io.github.djlllmzoo.translators.Completion;
 import io.github.djlllmzoo.translators.FinishReason;
 import io.github.djlllmzoo.translators.GenerationResult;
 import io.github.djlllmzoo.translators.TextTokenizer;
+import io.github.djlllmzoo.translators.TokenLogprob;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 
@@ -184,6 +185,7 @@ final class OpenAiResponses {
         JsonArray tokens = new JsonArray();
         JsonArray logprobs = new JsonArray();
         JsonArray offsets = new JsonArray();
+        JsonArray top = new JsonArray();
         int offset = 0;
         for (int i = 0; i < c.tokenIds().length; i++) {
             String token = tokenizer.decode(new long[] {c.tokenIds()[i]});
@@ -191,11 +193,22 @@ final class OpenAiResponses {
             logprobs.add(c.logprobs()[i]);
             offsets.add(offset);
             offset += token.length();
+            if (c.topLogprobs() != null) {
+                // {text: logprob}, most likely first (tokens of the same text keep the first)
+                JsonObject alternatives = new JsonObject();
+                for (TokenLogprob t : c.topLogprobs().get(i)) {
+                    String text = tokenizer.decode(new long[] {t.tokenId()});
+                    if (!alternatives.has(text)) {
+                        alternatives.addProperty(text, t.logprob());
+                    }
+                }
+                top.add(alternatives);
+            }
         }
         JsonObject out = new JsonObject();
         out.add("tokens", tokens);
         out.add("token_logprobs", logprobs);
-        out.add("top_logprobs", JsonNull.INSTANCE);
+        out.add("top_logprobs", c.topLogprobs() == null ? JsonNull.INSTANCE : top);
         out.add("text_offset", offsets);
         return out;
     }
@@ -204,20 +217,32 @@ final class OpenAiResponses {
     private static JsonObject chatLogprobs(Completion c, TextTokenizer tokenizer) {
         JsonArray content = new JsonArray();
         for (int i = 0; i < c.tokenIds().length; i++) {
-            String token = tokenizer.decode(new long[] {c.tokenIds()[i]});
-            JsonObject entry = new JsonObject();
-            entry.addProperty("token", token);
-            entry.addProperty("logprob", c.logprobs()[i]);
-            JsonArray bytes = new JsonArray();
-            for (byte b : token.getBytes(StandardCharsets.UTF_8)) {
-                bytes.add(b & 0xff);
+            JsonObject entry = chatToken(c.tokenIds()[i], c.logprobs()[i], tokenizer);
+            JsonArray top = new JsonArray();
+            if (c.topLogprobs() != null) {
+                for (TokenLogprob t : c.topLogprobs().get(i)) {
+                    top.add(chatToken(t.tokenId(), t.logprob(), tokenizer));
+                }
             }
-            entry.add("bytes", bytes);
-            entry.add("top_logprobs", new JsonArray());
+            entry.add("top_logprobs", top);
             content.add(entry);
         }
         JsonObject out = new JsonObject();
         out.add("content", content);
         return out;
+    }
+
+    /** A token of chat's log-probabilities: its text, log-probability and UTF-8 bytes. */
+    private static JsonObject chatToken(long id, float logprob, TextTokenizer tokenizer) {
+        String token = tokenizer.decode(new long[] {id});
+        JsonObject entry = new JsonObject();
+        entry.addProperty("token", token);
+        entry.addProperty("logprob", logprob);
+        JsonArray bytes = new JsonArray();
+        for (byte b : token.getBytes(StandardCharsets.UTF_8)) {
+            bytes.add(b & 0xff);
+        }
+        entry.add("bytes", bytes);
+        return entry;
     }
 }

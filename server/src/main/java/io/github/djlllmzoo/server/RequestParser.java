@@ -13,12 +13,15 @@ import com.google.gson.Strictness;
 import com.google.gson.stream.JsonReader;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.translators.GenerationConfig;
+import io.github.djlllmzoo.translators.LogitAdjustments;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import java.io.IOException;
 import java.io.StringReader;
 import java.math.BigDecimal;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -29,8 +32,10 @@ import java.util.regex.Pattern;
  * <p>Fields a request leaves out take OpenAI's defaults: {@code temperature} 1 (sampling; 0 is
  * greedy), {@code top_p} 1, {@code n} 1, {@code max_tokens} 16 for completions and the rest of the
  * context window for chat. The checkpoint's defaults contribute the EOS tokens, {@code
- * repetition_penalty} and {@code min_p}. Extensions: {@code top_k}, {@code min_p}, {@code
- * repetition_penalty}, {@code ignore_eos}.
+ * repetition_penalty} and {@code min_p}. OpenAI's {@code logit_bias}, {@code presence_penalty} and
+ * {@code frequency_penalty} shape the logits ({@link LogitAdjustments}); {@code logprobs} (up to 5
+ * alternatives in completions) and {@code top_logprobs} (up to 20 in chat) give log-probabilities.
+ * Extensions: {@code top_k}, {@code min_p}, {@code repetition_penalty}, {@code ignore_eos}.
  *
  * <p>OpenAI's limits hold: bodies are strict JSON, at most 4 stop strings, {@code stream_options}
  * only with {@code stream}, and message roles {@code system}, {@code developer}, {@code user}, {@code
@@ -40,6 +45,9 @@ final class RequestParser {
 
     /** OpenAI's {@code max_tokens} default for {@code /v1/completions}. */
     static final int DEFAULT_COMPLETION_TOKENS = 16;
+
+    /** OpenAI's bound on {@code logprobs} of {@code /v1/completions}. */
+    static final int MAX_COMPLETION_LOGPROBS = 5;
 
     /** Most stop strings per request, as OpenAI allows. */
     static final int MAX_STOP_STRINGS = 4;
@@ -140,7 +148,6 @@ final class RequestParser {
      */
     CompletionCall completion(JsonObject body) {
         checkModel(body);
-        rejectUnsupported(body);
         if (bool(body, "echo", false)) {
             throw ApiException.invalid("echo", "echo is not supported");
         }
@@ -152,13 +159,7 @@ final class RequestParser {
             throw ApiException.invalid("best_of", "best_of is not supported; use n");
         }
         long[] prompt = prompt(body);
-        Integer logprobs = integer(body, "logprobs", 0, Integer.MAX_VALUE);
-        if (logprobs != null && logprobs > 0) {
-            throw ApiException.invalid(
-                    "logprobs",
-                    "only logprobs 0 is supported: the chosen tokens' log-probabilities, without"
-                        + " alternatives");
-        }
+        Integer logprobs = integer(body, "logprobs", 0, MAX_COMPLETION_LOGPROBS);
         Integer maxTokens = integer(body, "max_tokens", 1, Integer.MAX_VALUE);
         return call(
                 Endpoint.COMPLETIONS,
@@ -166,7 +167,8 @@ final class RequestParser {
                 prompt,
                 "prompt",
                 maxTokens != null ? maxTokens : DEFAULT_COMPLETION_TOKENS,
-                logprobs != null);
+                logprobs != null,
+                logprobs != null ? logprobs : 0);
     }
 
     /**
@@ -176,7 +178,6 @@ final class RequestParser {
      */
     CompletionCall chat(JsonObject body) {
         checkModel(body);
-        rejectUnsupported(body);
         for (String field : List.of("tools", "functions")) {
             JsonElement value = body.get(field);
             if (value != null && value.isJsonArray() && value.getAsJsonArray().size() > 0) {
@@ -190,11 +191,12 @@ final class RequestParser {
             throw ApiException.invalid(
                     "response_format", "only the text response format is supported");
         }
-        Integer topLogprobs = integer(body, "top_logprobs", 0, Integer.MAX_VALUE);
-        if (topLogprobs != null && topLogprobs > 0) {
+        boolean logprobs = bool(body, "logprobs", false);
+        Integer topLogprobs =
+                integer(body, "top_logprobs", 0, GenerationConfig.MAX_TOP_LOGPROBS);
+        if (topLogprobs != null && !logprobs) {
             throw ApiException.invalid(
-                    "top_logprobs",
-                    "top_logprobs is not supported: only the chosen tokens' log-probabilities");
+                    "top_logprobs", "top_logprobs needs \"logprobs\": true");
         }
         String rendered;
         try {
@@ -209,7 +211,14 @@ final class RequestParser {
         }
         int budget =
                 maxTokens != null ? maxTokens : Math.max(1, model.maxPositions() - prompt.length);
-        return call(Endpoint.CHAT, body, prompt, "messages", budget, bool(body, "logprobs", false));
+        return call(
+                Endpoint.CHAT,
+                body,
+                prompt,
+                "messages",
+                budget,
+                logprobs,
+                topLogprobs != null ? topLogprobs : 0);
     }
 
     private CompletionCall call(
@@ -218,9 +227,10 @@ final class RequestParser {
             long[] prompt,
             String promptField,
             int maxTokens,
-            boolean logprobs) {
+            boolean logprobs,
+            int topLogprobs) {
         validatePrompt(prompt, promptField);
-        GenerationConfig config = config(body, maxTokens, logprobs);
+        GenerationConfig config = config(body, maxTokens, logprobs, topLogprobs);
         boolean stream = bool(body, "stream", false);
         if (stream && logprobs) {
             throw ApiException.invalid(
@@ -241,7 +251,8 @@ final class RequestParser {
         return new CompletionCall(endpoint, prompt, config, stream, includeUsage);
     }
 
-    private GenerationConfig config(JsonObject body, int maxTokens, boolean logprobs) {
+    private GenerationConfig config(
+            JsonObject body, int maxTokens, boolean logprobs, int topLogprobs) {
         Double temperature = number(body, "temperature", 0, 2);
         Double topP = number(body, "top_p", 0, 1);
         Integer topK = integer(body, "top_k", -1, Integer.MAX_VALUE);
@@ -259,7 +270,9 @@ final class RequestParser {
                         .seed(longValue(body, "seed"))
                         .stopStrings(stop(body))
                         .numReturnSequences(n != null ? n : 1)
-                        .returnLogprobs(logprobs);
+                        .logitAdjustments(logitAdjustments(body))
+                        .returnLogprobs(logprobs)
+                        .topLogprobs(topLogprobs);
         if (minP != null) {
             b.minP(minP.floatValue());
         }
@@ -292,18 +305,56 @@ final class RequestParser {
         }
     }
 
-    private void rejectUnsupported(JsonObject body) {
-        for (String field : List.of("presence_penalty", "frequency_penalty")) {
-            Double value = number(body, field, -2, 2);
-            if (value != null && value != 0) {
-                throw ApiException.invalid(
-                        field, field + " is not supported; use repetition_penalty");
-            }
-        }
+    /** OpenAI's {@code logit_bias}, {@code presence_penalty} and {@code frequency_penalty}. */
+    private LogitAdjustments logitAdjustments(JsonObject body) {
+        Double presence =
+                number(body, "presence_penalty", -LogitAdjustments.MAX_PENALTY, LogitAdjustments.MAX_PENALTY);
+        Double frequency =
+                number(body, "frequency_penalty", -LogitAdjustments.MAX_PENALTY, LogitAdjustments.MAX_PENALTY);
+        return new LogitAdjustments(
+                logitBias(body),
+                presence != null ? presence.floatValue() : 0f,
+                frequency != null ? frequency.floatValue() : 0f);
+    }
+
+    /** {@code {"token id": bias}}, ids in the vocabulary and biases in [-100, 100]. */
+    private Map<Integer, Float> logitBias(JsonObject body) {
         JsonElement bias = body.get("logit_bias");
-        if (bias != null && bias.isJsonObject() && bias.getAsJsonObject().size() > 0) {
-            throw ApiException.invalid("logit_bias", "logit_bias is not supported");
+        if (bias == null || bias.isJsonNull()) {
+            return Map.of();
         }
+        if (!bias.isJsonObject()) {
+            throw ApiException.invalid(
+                    "logit_bias", "expected an object mapping token ids to biases, got " + bias);
+        }
+        Map<Integer, Float> out = new HashMap<>();
+        for (Map.Entry<String, JsonElement> e : bias.getAsJsonObject().entrySet()) {
+            int id;
+            try {
+                id = Integer.parseInt(e.getKey());
+            } catch (NumberFormatException notAnId) {
+                throw ApiException.invalid(
+                        "logit_bias", "keys are token ids, got '" + e.getKey() + "'");
+            }
+            if (id < 0 || id >= model.vocabSize()) {
+                throw ApiException.invalid(
+                        "logit_bias",
+                        "token id "
+                                + id
+                                + " is outside the model's vocabulary of "
+                                + model.vocabSize());
+            }
+            JsonElement value = e.getValue();
+            if (!value.isJsonPrimitive()
+                    || !value.getAsJsonPrimitive().isNumber()
+                    || !(Math.abs(value.getAsDouble()) <= LogitAdjustments.MAX_BIAS)) {
+                throw ApiException.invalid(
+                        "logit_bias",
+                        "the bias of token " + id + " must be a number in [-100, 100], got " + value);
+            }
+            out.put(id, value.getAsFloat());
+        }
+        return out;
     }
 
     private long[] prompt(JsonObject body) {

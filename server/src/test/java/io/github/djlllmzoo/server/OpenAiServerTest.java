@@ -587,7 +587,7 @@ class OpenAiServerTest {
             },
             {"/v1/completions", "{\"prompt\": \"x\", \"n\": 99}", 400, "n"},
             {"/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 0}", 400, "max_tokens"},
-            {"/v1/completions", "{\"prompt\": \"x\", \"logprobs\": 2}", 400, "logprobs"},
+            {"/v1/completions", "{\"prompt\": \"x\", \"logprobs\": 6}", 400, "logprobs"},
             {
                 "/v1/completions",
                 "{\"prompt\": \"x\", \"stream\": true, \"logprobs\": 0}",

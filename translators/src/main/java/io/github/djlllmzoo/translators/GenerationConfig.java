@@ -26,6 +26,10 @@ import java.util.List;
  *     in [0, 1]; 0 disables)
  * @param repetitionPenalty divides positive and multiplies negative logits of every token already
  *     in the prompt or the output ({@code repetition_penalty}, > 0; 1 disables)
+ * @param logitAdjustments OpenAI's {@code logit_bias}, {@code presence_penalty} and {@code
+ *     frequency_penalty} ({@link LogitAdjustments#NONE} for none)
+ * @param topLogprobs how many most likely alternatives each new token's log-probability comes
+ *     with when {@code returnLogprobs} is set (0 to {@value #MAX_TOP_LOGPROBS})
  * @param seed the sampler's seed, or {@code null} for a fresh random seed per request
  * @param stopStrings texts that end a sequence; the result text ends before the first one found
  * @param eosTokenIds tokens that end a sequence (any of them)
@@ -45,6 +49,8 @@ public record GenerationConfig(
         float topP,
         float minP,
         float repetitionPenalty,
+        LogitAdjustments logitAdjustments,
+        int topLogprobs,
         Long seed,
         List<String> stopStrings,
         List<Integer> eosTokenIds,
@@ -57,6 +63,9 @@ public record GenerationConfig(
 
     /** Hugging Face's default {@code top_k} when sampling. */
     public static final int DEFAULT_TOP_K = 50;
+
+    /** The most alternatives per token, OpenAI's bound on chat's {@code top_logprobs}. */
+    public static final int MAX_TOP_LOGPROBS = 20;
 
     /** Validates the values; every message names the field at fault. */
     public GenerationConfig {
@@ -72,6 +81,11 @@ public record GenerationConfig(
                 Float.isFinite(repetitionPenalty) && repetitionPenalty > 0,
                 "repetitionPenalty (repetition_penalty) must be > 0",
                 repetitionPenalty);
+        logitAdjustments = logitAdjustments == null ? LogitAdjustments.NONE : logitAdjustments;
+        require(
+                topLogprobs >= 0 && topLogprobs <= MAX_TOP_LOGPROBS,
+                "topLogprobs (top_logprobs) must be in [0, " + MAX_TOP_LOGPROBS + "]",
+                topLogprobs);
         require(
                 numReturnSequences >= 1,
                 "numReturnSequences (num_return_sequences) must be at least 1",
@@ -109,6 +123,8 @@ public record GenerationConfig(
         b.topP = topP;
         b.minP = minP;
         b.repetitionPenalty = repetitionPenalty;
+        b.logitAdjustments = logitAdjustments;
+        b.topLogprobs = topLogprobs;
         b.seed = seed;
         b.stopStrings = stopStrings;
         b.eosTokenIds = eosTokenIds;
@@ -147,6 +163,8 @@ public record GenerationConfig(
         private float topP = 1f;
         private float minP;
         private float repetitionPenalty = 1f;
+        private LogitAdjustments logitAdjustments = LogitAdjustments.NONE;
+        private int topLogprobs;
         private Long seed;
         private List<String> stopStrings = List.of();
         private List<Integer> eosTokenIds = List.of();
@@ -274,6 +292,25 @@ public record GenerationConfig(
         }
 
         /**
+         * @param value OpenAI's logit bias, presence and frequency penalties
+         * @return this builder
+         */
+        public Builder logitAdjustments(LogitAdjustments value) {
+            logitAdjustments = value;
+            return this;
+        }
+
+        /**
+         * @param value how many most likely alternatives come with each token's log-probability
+         *     (0 to {@value GenerationConfig#MAX_TOP_LOGPROBS}; needs {@link #returnLogprobs})
+         * @return this builder
+         */
+        public Builder topLogprobs(int value) {
+            topLogprobs = value;
+            return this;
+        }
+
+        /**
          * @param value the sampler's seed, or {@code null} for a random one per request
          * @return this builder
          */
@@ -341,6 +378,8 @@ public record GenerationConfig(
                     topP,
                     minP,
                     repetitionPenalty,
+                    logitAdjustments,
+                    topLogprobs,
                     seed,
                     stopStrings,
                     eosTokenIds,
