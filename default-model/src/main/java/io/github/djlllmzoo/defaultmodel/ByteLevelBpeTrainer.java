@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.defaultmodel;
 
+import io.github.djlllmzoo.constrained.ByteLevelAlphabet;
 import java.io.IOException;
 import java.io.Reader;
 import java.nio.charset.StandardCharsets;
@@ -303,7 +304,7 @@ public final class ByteLevelBpeTrainer {
         }
         int firstByteId = idToToken.size();
         for (int i = 0; i < 256; i++) {
-            String t = String.valueOf(ByteLevel.BYTE_TO_CHAR[ByteLevel.BYTES_IN_ORDER[i]]);
+            String t = String.valueOf(ByteLevelAlphabet.charOf(ByteLevelAlphabet.byteAt(i)));
             if (tokenToId.putIfAbsent(t, idToToken.size()) != null) {
                 throw new IllegalArgumentException("special token " + t + " collides with a byte token");
             }
@@ -320,7 +321,7 @@ public final class ByteLevelBpeTrainer {
             byte[] bytes = e.getKey().getBytes(StandardCharsets.UTF_8);
             int[] sym = new int[bytes.length];
             for (int i = 0; i < bytes.length; i++) {
-                sym[i] = firstByteId + ByteLevel.BYTE_RANK[bytes[i] & 0xFF];
+                sym[i] = firstByteId + ByteLevelAlphabet.rankOf(bytes[i] & 0xFF);
             }
             words[w] = sym;
             freq[w] = e.getValue()[0];

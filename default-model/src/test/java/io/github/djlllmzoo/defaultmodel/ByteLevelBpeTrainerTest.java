@@ -12,6 +12,7 @@ import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
+import io.github.djlllmzoo.constrained.ByteLevelAlphabet;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -197,10 +198,10 @@ class ByteLevelBpeTrainerTest {
     void everyByteIsATokenInGpt2Order() throws IOException {
         List<String> tokens = new ArrayList<>(trained.vocab().keySet());
         for (int b = 0; b < 256; b++) {
-            int id = trained.tokenId(String.valueOf(ByteLevel.BYTE_TO_CHAR[b]));
+            int id = trained.tokenId(String.valueOf(ByteLevelAlphabet.charOf(b)));
             assertTrue(id >= 2 && id < 258, "byte " + b);
             // Every single byte on its own decodes back to that byte.
-            assertEquals(String.valueOf(ByteLevel.BYTE_TO_CHAR[b]), tokens.get(id));
+            assertEquals(String.valueOf(ByteLevelAlphabet.charOf(b)), tokens.get(id));
         }
         assertEquals("!", tokens.get(2));
         assertEquals("Ġ", tokens.get(2 + 220)); // the space byte

@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.defaultmodel;
 
+import io.github.djlllmzoo.constrained.ByteLevelAlphabet;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -83,7 +84,7 @@ final class ReferenceBpeEncoder {
         byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
         char[] chars = new char[bytes.length];
         for (int i = 0; i < bytes.length; i++) {
-            chars[i] = ByteLevel.BYTE_TO_CHAR[bytes[i] & 0xFF];
+            chars[i] = ByteLevelAlphabet.charOf(bytes[i] & 0xFF);
         }
         return new String(chars);
     }

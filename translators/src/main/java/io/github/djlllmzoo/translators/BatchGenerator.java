@@ -6,6 +6,8 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.KvCache;
+import io.github.djlllmzoo.constrained.CompiledConstraint;
+import io.github.djlllmzoo.constrained.ConstraintState;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -112,12 +114,17 @@ public final class BatchGenerator {
         int budget = Math.min(config.maxNewTokens(), model.config().maxPositions() - prompt.length);
         boolean streamText =
                 tokenizer != null && (request.listener() != null || !stops.isEmpty());
+        CompiledConstraint constraint =
+                config.constraint() == null
+                        ? null
+                        : requireTokenizer("an output constraint").tokenVocabulary().compile(config.constraint());
         List<Row> rows = new ArrayList<>(config.numReturnSequences());
         for (int n = 0; n < config.numReturnSequences(); n++) {
             IncrementalDetokenizer text =
                     streamText ? new IncrementalDetokenizer(tokenizer, stops) : null;
+            ConstraintState state = constraint == null ? null : constraint.newState(config.eosTokenIds());
             rows.add(
-                    new Row(n, prompt, budget, config, chain, samplers.get(n), text, request.listener()));
+                    new Row(n, prompt, budget, config, chain, samplers.get(n), text, request.listener(), state));
         }
         return rows;
     }
@@ -244,11 +251,22 @@ public final class BatchGenerator {
         }
     }
 
-    /** Picks a row's next token from its logits and records it, ending the row when due. */
+    /**
+     * Picks a row's next token from its logits and records it, ending the row when due. A
+     * constrained row's logits are masked first, so the processors and the sampler only ever see
+     * tokens that keep its output valid; its state then advances on the token picked.
+     */
     private void step(Row row, float[] batchLogits, int r) {
+        if (row.constraint != null && row.constraint.isFinished()) {
+            finish(row, FinishReason.STOP); // complete, and nothing may follow
+            return;
+        }
         int vocab = model.config().vocabSize();
         float[] raw = Arrays.copyOfRange(batchLogits, r * vocab, (r + 1) * vocab);
-        float[] logits = row.chain.isEmpty() ? raw : raw.clone();
+        float[] logits = row.chain.isEmpty() && row.constraint == null ? raw : raw.clone();
+        if (row.constraint != null) {
+            row.constraint.mask(logits);
+        }
         row.chain.process(row.context, row.length, logits);
         int token = row.config.isGreedy() ? Sampler.argmax(logits) : row.sampler.sample(logits);
         if (row.firstTokenNanos == 0) {
@@ -257,6 +275,9 @@ public final class BatchGenerator {
         if (row.config.eosTokenIds().contains(token)) {
             finish(row, FinishReason.EOS);
             return;
+        }
+        if (row.constraint != null) {
+            row.constraint.accept(token);
         }
         if (row.logprobs != null) {
             double normalizer = Sampler.logNormalizer(raw);
@@ -343,6 +364,8 @@ public final class BatchGenerator {
         final Sampler sampler;
         final IncrementalDetokenizer text;
         final GenerationListener listener;
+        /** Where the row's output stands in its config's constraint, or {@code null}. */
+        final ConstraintState constraint;
         /** The prompt, then the generated tokens. */
         final long[] context;
         final float[] logprobs;
@@ -362,7 +385,8 @@ public final class BatchGenerator {
                 LogitsProcessorChain chain,
                 Sampler sampler,
                 IncrementalDetokenizer text,
-                GenerationListener listener) {
+                GenerationListener listener,
+                ConstraintState constraint) {
             this.sequence = sequence;
             this.promptLength = prompt.length;
             this.budget = Math.max(budget, 0);
@@ -371,6 +395,7 @@ public final class BatchGenerator {
             this.sampler = sampler;
             this.text = text;
             this.listener = listener;
+            this.constraint = constraint;
             this.context = Arrays.copyOf(prompt, prompt.length + this.budget);
             this.length = prompt.length;
             this.logprobs = config.returnLogprobs() ? new float[this.budget] : null;

@@ -2,6 +2,8 @@ package io.github.djlllmzoo.translators;
 
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.constrained.OutputConstraint;
+import java.io.Serializable;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -40,6 +42,11 @@ import java.util.List;
  *     maxNewTokens)} (as Hugging Face's text-generation pipeline does with {@code
  *     handle_long_generation="hole"}); when false (the default) a prompt longer than the window is
  *     rejected
+ * @param constraint what every output must be (a JSON schema, a regular expression, ...), or
+ *     {@code null} for free text: each sequence's next-token logits are masked to the tokens that
+ *     keep its output valid before the repetition penalty and the sampler see them, and EOS is
+ *     allowed exactly when the output is complete. Kept as the description itself (serializable),
+ *     compiled against the tokenizer when generation starts
  */
 public record GenerationConfig(
         int maxNewTokens,
@@ -56,7 +63,11 @@ public record GenerationConfig(
         List<Integer> eosTokenIds,
         int numReturnSequences,
         boolean returnLogprobs,
-        boolean truncatePrompt) {
+        boolean truncatePrompt,
+        OutputConstraint constraint)
+        implements Serializable {
+
+    private static final long serialVersionUID = 1L;
 
     /** The token budget when none is given, as Hugging Face's default of 20 is too short. */
     public static final int DEFAULT_MAX_NEW_TOKENS = 32;
@@ -131,6 +142,7 @@ public record GenerationConfig(
         b.numReturnSequences = numReturnSequences;
         b.returnLogprobs = returnLogprobs;
         b.truncatePrompt = truncatePrompt;
+        b.constraint = constraint;
         return b;
     }
 
@@ -171,6 +183,7 @@ public record GenerationConfig(
         private int numReturnSequences = 1;
         private boolean returnLogprobs;
         private boolean truncatePrompt;
+        private OutputConstraint constraint;
 
         private Builder() {}
 
@@ -366,6 +379,17 @@ public record GenerationConfig(
         }
 
         /**
+         * Constrains every output, e.g. {@code OutputConstraint.jsonSchema(schema)}.
+         *
+         * @param value the constraint, or {@code null} for free text
+         * @return this builder
+         */
+        public Builder optConstraint(OutputConstraint value) {
+            constraint = value;
+            return this;
+        }
+
+        /**
          * @return the config
          * @throws IllegalArgumentException naming the field of an invalid value
          */
@@ -385,7 +409,8 @@ public record GenerationConfig(
                     eosTokenIds,
                     numReturnSequences,
                     returnLogprobs,
-                    truncatePrompt);
+                    truncatePrompt,
+                    constraint);
         }
     }
 }

@@ -10,11 +10,14 @@ import ai.djl.translate.TranslatorFactory;
 import ai.djl.util.Pair;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
+import io.github.djlllmzoo.constrained.OutputConstraint;
 import java.lang.reflect.Type;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
@@ -38,7 +41,9 @@ import java.util.WeakHashMap;
  * Arguments with Hugging Face names override those defaults: {@code max_new_tokens}, {@code
  * do_sample}, {@code temperature}, {@code top_k}, {@code top_p}, {@code min_p}, {@code
  * repetition_penalty}, {@code seed}, {@code num_return_sequences}, {@code stop_strings}
- * (comma-separated).
+ * (comma-separated); and an output constraint ({@link GenerationConfig#constraint()}): {@code
+ * json_schema} (a JSON Schema's text), {@code json_object} ({@code true}: any JSON object) or
+ * {@code regex} (a regular expression the whole output matches), at most one of them.
  */
 public final class GenerationTranslatorFactory implements TranslatorFactory {
 
@@ -78,6 +83,9 @@ public final class GenerationTranslatorFactory implements TranslatorFactory {
             GenerationConfig defaults =
                     withArguments(GenerationConfig.forCheckpoint(dir, block.config()), arguments).build();
             TextTokenizer tokenizer = dir != null && TextTokenizer.isPresent(dir) ? tokenizer(model, dir) : null;
+            if (defaults.constraint() != null && tokenizer != null) {
+                tokenizer.tokenVocabulary().compile(defaults.constraint()); // refused now, not at the first request
+            }
             GenerationTranslator generation = new GenerationTranslator(tokenizer, defaults);
             if (input == String.class) {
                 return (Translator<I, O>) new TextGenerationTranslator(generation);
@@ -145,6 +153,24 @@ public final class GenerationTranslatorFactory implements TranslatorFactory {
         if (arguments.containsKey("stop_strings")) {
             b.stopStrings(Arrays.asList(ArgumentsUtil.stringValue(arguments, "stop_strings").split(",")));
         }
-        return b;
+        return b.optConstraint(constraint(arguments));
+    }
+
+    /** The constraint of the arguments {@code json_schema}, {@code json_object}, {@code regex}. */
+    private static OutputConstraint constraint(Map<String, ?> arguments) {
+        List<OutputConstraint> given = new ArrayList<>();
+        if (arguments.containsKey("json_schema")) {
+            given.add(OutputConstraint.jsonSchema(ArgumentsUtil.stringValue(arguments, "json_schema")));
+        }
+        if (arguments.containsKey("json_object") && ArgumentsUtil.booleanValue(arguments, "json_object")) {
+            given.add(OutputConstraint.anyJsonObject());
+        }
+        if (arguments.containsKey("regex")) {
+            given.add(OutputConstraint.regex(ArgumentsUtil.stringValue(arguments, "regex")));
+        }
+        if (given.size() > 1) {
+            throw new IllegalArgumentException("give at most one of the arguments json_schema, json_object and regex");
+        }
+        return given.isEmpty() ? null : given.get(0);
     }
 }

@@ -6,6 +6,7 @@ import com.google.gson.JsonElement;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.ConfigJson;
+import io.github.djlllmzoo.constrained.TokenVocabulary;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -32,13 +33,28 @@ public final class TextTokenizer implements AutoCloseable {
     private final int vocabularySize;
     private final Boolean addBosToken;
     private final Long bosTokenId;
+    /** tokenizer.json's text, or where to read it; kept until {@link #tokenVocabulary()} needs it. */
+    private final TokenizerSource source;
+    private TokenVocabulary vocabulary;
+
+    /** tokenizer.json: a file, or the text built from vocab.json + merges.txt. */
+    private record TokenizerSource(Path file, String text) {
+        String read() throws IOException {
+            return text != null ? text : Files.readString(file, StandardCharsets.UTF_8);
+        }
+    }
 
     private TextTokenizer(
-            HuggingFaceTokenizer tokenizer, int vocabularySize, Boolean addBosToken, Long bosTokenId) {
+            HuggingFaceTokenizer tokenizer,
+            int vocabularySize,
+            Boolean addBosToken,
+            Long bosTokenId,
+            TokenizerSource source) {
         this.tokenizer = tokenizer;
         this.vocabularySize = vocabularySize;
         this.addBosToken = addBosToken;
         this.bosTokenId = bosTokenId;
+        this.source = source;
     }
 
     /**
@@ -58,12 +74,15 @@ public final class TextTokenizer implements AutoCloseable {
         Path merges = dir.resolve(CheckpointFiles.MERGES);
         HuggingFaceTokenizer tokenizer;
         int vocabularySize;
+        TokenizerSource source;
         try {
             if (Files.isRegularFile(json)) {
+                source = new TokenizerSource(json, null);
                 vocabularySize = TokenizerJson.vocabularySize(json, Files.readString(json, StandardCharsets.UTF_8));
                 tokenizer = HuggingFaceTokenizer.newInstance(json, options);
             } else if (Files.isRegularFile(vocab) && Files.isRegularFile(merges)) {
                 String built = ByteLevelBpeJson.build(vocab, merges, dir.resolve(CheckpointFiles.TOKENIZER_CONFIG));
+                source = new TokenizerSource(null, built);
                 vocabularySize = TokenizerJson.vocabularySize(vocab, built);
                 try (InputStream in = new ByteArrayInputStream(built.getBytes(StandardCharsets.UTF_8))) {
                     tokenizer = HuggingFaceTokenizer.newInstance(in, options);
@@ -78,12 +97,12 @@ public final class TextTokenizer implements AutoCloseable {
         }
         Path configFile = dir.resolve(CheckpointFiles.TOKENIZER_CONFIG);
         if (!Files.exists(configFile)) {
-            return new TextTokenizer(tokenizer, vocabularySize, null, null);
+            return new TextTokenizer(tokenizer, vocabularySize, null, null, source);
         }
         try {
             ConfigJson config = ConfigJson.read(configFile);
             Boolean addBos = config.has("add_bos_token") ? config.optBoolean("add_bos_token", true) : null;
-            return new TextTokenizer(tokenizer, vocabularySize, addBos, bosTokenId(config, tokenizer));
+            return new TextTokenizer(tokenizer, vocabularySize, addBos, bosTokenId(config, tokenizer), source);
         } catch (InvalidCheckpointException | RuntimeException e) {
             tokenizer.close();
             throw e;
@@ -187,6 +206,25 @@ public final class TextTokenizer implements AutoCloseable {
     /** @return the number of token ids the tokenizer can produce (its largest id + 1) */
     public int vocabularySize() {
         return vocabularySize;
+    }
+
+    /**
+     * The bytes each token id stands for, as constrained decoding needs them (byte-level BPE
+     * decoded through GPT-2's byte map, SentencePiece's {@code ▁} as a space and {@code <0xNN>}
+     * as that byte; added tokens atomic). Built on first use and kept.
+     *
+     * @return the vocabulary
+     * @throws IllegalStateException if tokenizer.json can no longer be read
+     */
+    public synchronized TokenVocabulary tokenVocabulary() {
+        if (vocabulary == null) {
+            try {
+                vocabulary = TokenVocabulary.fromTokenizerJson(source.read());
+            } catch (IOException e) {
+                throw new IllegalStateException("cannot read " + source.file() + ": " + e.getMessage(), e);
+            }
+        }
+        return vocabulary;
     }
 
     /** @return the underlying DJL tokenizer */
