@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.translators;
 
+import java.io.Serializable;
 import java.util.Map;
 
 /**
@@ -17,7 +18,10 @@ import java.util.Map;
  *     far, in [-2, 2]
  */
 public record LogitAdjustments(
-        Map<Integer, Float> logitBias, float presencePenalty, float frequencyPenalty) {
+        Map<Integer, Float> logitBias, float presencePenalty, float frequencyPenalty)
+        implements Serializable {
+
+    private static final long serialVersionUID = 1L;
 
     /** No adjustment. */
     public static final LogitAdjustments NONE = new LogitAdjustments(Map.of(), 0f, 0f);
