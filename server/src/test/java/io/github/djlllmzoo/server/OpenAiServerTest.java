@@ -13,7 +13,6 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
-import io.github.djlllmzoo.benchmarks.RandomGpt2Checkpoint;
 import io.github.djlllmzoo.translators.Completion;
 import io.github.djlllmzoo.translators.FinishReason;
 import io.github.djlllmzoo.translators.GenerationConfig;
@@ -30,9 +29,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,7 +37,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -68,12 +64,7 @@ class OpenAiServerTest {
 
     @BeforeAll
     static void start() throws Exception {
-        String fixtures = System.getProperty("llmzoo.fixtures");
-        Path tokenizer = fixtures == null ? null : Paths.get(fixtures, "gpt2-tokenizer");
-        Assumptions.assumeTrue(
-                tokenizer != null && Files.isRegularFile(tokenizer.resolve("tokenizer.json")),
-                "no GPT-2 tokenizer fixture at " + tokenizer);
-        RandomGpt2Checkpoint.write(dir, tokenizer, 32, 1, 4, WINDOW, 3);
+        RunningServer.gpt2(dir, WINDOW, 3);
         model = LocalModel.load(dir);
         server =
                 OpenAiServer.start(
@@ -616,7 +607,7 @@ class OpenAiServerTest {
                 "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"},"
                         + " {\"role\": \"tool\", \"content\": \"42\"}]}",
                 400,
-                "messages[1].role"
+                "messages[1].tool_call_id"
             },
             {
                 "/v1/completions",

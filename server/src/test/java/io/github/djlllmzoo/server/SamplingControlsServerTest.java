@@ -11,7 +11,6 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
-import io.github.djlllmzoo.benchmarks.RandomGpt2Checkpoint;
 import io.github.djlllmzoo.translators.Completion;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
@@ -19,13 +18,9 @@ import io.github.djlllmzoo.translators.GenerationResult;
 import io.github.djlllmzoo.translators.LogitAdjustments;
 import io.github.djlllmzoo.translators.TokenLogprob;
 import io.github.djlllmzoo.zoo.LocalModel;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -41,6 +36,7 @@ class SamplingControlsServerTest {
 
     @TempDir static Path dir;
 
+    private static RunningServer running;
     private static LocalModel model;
     private static OpenAiServer server;
     private static Predictor<GenerationRequest, GenerationResult> predictor;
@@ -48,19 +44,9 @@ class SamplingControlsServerTest {
 
     @BeforeAll
     static void start() throws Exception {
-        String fixtures = System.getProperty("llmzoo.fixtures");
-        Path tokenizer = fixtures == null ? null : Paths.get(fixtures, "gpt2-tokenizer");
-        Assumptions.assumeTrue(
-                tokenizer != null && Files.isRegularFile(tokenizer.resolve("tokenizer.json")),
-                "no GPT-2 tokenizer fixture at " + tokenizer);
-        RandomGpt2Checkpoint.write(dir, tokenizer, 32, 1, 4, 256, 7);
-        model = LocalModel.load(dir);
-        server =
-                OpenAiServer.start(
-                        model,
-                        ServerOptions.DEFAULTS
-                                .withAddress("127.0.0.1", 0)
-                                .withScheduling(8, 4, 1, Duration.ofMillis(1)));
+        running = RunningServer.start(RunningServer.gpt2(dir, 256));
+        model = running.model;
+        server = running.server;
         predictor = OpenAiServerTest.generationPredictor(model);
         defaults = GenerationConfig.forCheckpoint(dir, model.config()).build();
     }
@@ -70,11 +56,8 @@ class SamplingControlsServerTest {
         if (predictor != null) {
             predictor.close();
         }
-        if (server != null) {
-            server.close();
-        }
-        if (model != null) {
-            model.close();
+        if (running != null) {
+            running.close();
         }
     }
 
