@@ -282,9 +282,12 @@ final class ChatOutputParser {
         }
         bool(jsonSchema, "strict", false); // strict or not, the output is valid by construction
         JsonElement schema = jsonSchema.get("schema");
-        if (schema == null || !schema.isJsonObject()) {
+        boolean booleanSchema =
+                schema != null && schema.isJsonPrimitive() && schema.getAsJsonPrimitive().isBoolean();
+        if (schema == null || !(schema.isJsonObject() || booleanSchema)) {
             throw ApiException.invalid(
-                    "response_format.json_schema.schema", "expected a JSON Schema object");
+                    "response_format.json_schema.schema",
+                    "expected a JSON Schema (an object, or true or false)");
         }
         return compiled(
                 OutputConstraint.jsonSchema(schema.toString()), "response_format.json_schema.schema");
