@@ -2,16 +2,12 @@ package io.github.djlllmzoo.server;
 
 import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
-import com.google.gson.JsonParser;
+import io.github.djlllmzoo.chat.PythonScript;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.net.URISyntaxException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
+
 
 /**
  * Python's {@code jsonschema} (Draft 2020-12, formats checked), run as {@code python3
@@ -25,25 +21,7 @@ final class SchemaValidator {
 
     /** @return why the validator cannot run here, or null when it can */
     static String unavailableReason() {
-        try {
-            Process process =
-                    new ProcessBuilder("python3", "-c", "import jsonschema")
-                            .redirectErrorStream(true)
-                            .start();
-            String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!process.waitFor(60, TimeUnit.SECONDS)) {
-                process.destroyForcibly();
-                return "python3 -c 'import jsonschema' did not finish in 60 s";
-            }
-            return process.exitValue() == 0
-                    ? null
-                    : "python3 has no jsonschema module (pip install jsonschema): " + out.strip();
-        } catch (IOException e) {
-            return "no python3 on the PATH: " + e.getMessage();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return "interrupted while looking for python3";
-        }
+        return PythonScript.unavailableReason("jsonschema");
     }
 
     /**
@@ -54,26 +32,10 @@ final class SchemaValidator {
      */
     static List<String> validate(JsonArray cases)
             throws IOException, InterruptedException, URISyntaxException {
-        Path script = Paths.get(SchemaValidator.class.getResource("/validate_json.py").toURI());
-        Process process =
-                new ProcessBuilder("python3", script.toString())
-                        .redirectError(ProcessBuilder.Redirect.INHERIT)
-                        .start();
-        try (OutputStream in = process.getOutputStream()) {
-            in.write(cases.toString().getBytes(StandardCharsets.UTF_8));
-        }
-        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!process.waitFor(120, TimeUnit.SECONDS) || process.exitValue() != 0) {
-            process.destroyForcibly();
-            throw new IOException("validate_json.py failed; its output: " + out);
-        }
         List<String> results = new ArrayList<>();
-        for (JsonElement e : JsonParser.parseString(out).getAsJsonArray()) {
+        for (JsonElement e :
+                PythonScript.run(SchemaValidator.class.getResource("/validate_json.py"), cases)) {
             results.add(e.isJsonNull() ? null : e.getAsString());
-        }
-        if (results.size() != cases.size()) {
-            throw new IOException(
-                    "validate_json.py answered " + results.size() + " of " + cases.size() + " cases");
         }
         return results;
     }
