@@ -1,9 +1,14 @@
 package io.github.djlllmzoo.chat;
 
+import com.google.gson.JsonArray;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import io.github.djlllmzoo.constrained.OutputConstraint;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * How a model family writes tool calls in its reply, as its chat template teaches it:
@@ -28,6 +33,10 @@ public enum ToolCallSyntax {
     LLAMA3_JSON("<|python_tag|>", null, "parameters"),
     /** {@code [TOOL_CALLS]} then a JSON array of calls (Mistral v0.3). */
     MISTRAL("[TOOL_CALLS]", null, "arguments");
+
+    /** The parameters of a function that declares none: no arguments, {@code {}}. */
+    public static final String NO_PARAMETERS =
+            "{\"type\": \"object\", \"properties\": {}, \"additionalProperties\": false}";
 
     private static final String ALPHANUMERIC =
             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -126,6 +135,60 @@ public enum ToolCallSyntax {
             id.append(ALPHANUMERIC.charAt(RANDOM.nextInt(ALPHANUMERIC.length())));
         }
         return id.toString();
+    }
+
+    /**
+     * What a reply that must call tools may be: this syntax around calls whose {@code name} is one
+     * of the functions and whose arguments are valid against that function's parameters (Qwen's
+     * {@code <tool_call>} blocks, Mistral's {@code [TOOL_CALLS]} list, Llama 3's bare JSON), at
+     * least one call, several only when {@code parallel} and the family writes several.
+     *
+     * @param parameters each function's parameters schema (JSON text), by name, in order
+     * @param parallel whether several calls may follow one another
+     * @return the constraint
+     */
+    public OutputConstraint callConstraint(Map<String, String> parameters, boolean parallel) {
+        JsonArray options = new JsonArray();
+        for (Map.Entry<String, String> e : parameters.entrySet()) {
+            JsonObject name = new JsonObject();
+            name.addProperty("const", e.getKey());
+            JsonObject properties = new JsonObject();
+            properties.add("name", name);
+            properties.add(argumentsKey, JsonParser.parseString(e.getValue()));
+            JsonArray required = new JsonArray();
+            required.add("name");
+            required.add(argumentsKey);
+            JsonObject call = new JsonObject();
+            call.addProperty("type", "object");
+            call.add("properties", properties);
+            call.add("required", required);
+            call.addProperty("additionalProperties", false);
+            options.add(call);
+        }
+        JsonObject schema;
+        if (options.size() == 1) {
+            schema = options.get(0).getAsJsonObject();
+        } else {
+            schema = new JsonObject();
+            schema.add("anyOf", options);
+        }
+        OutputConstraint call = OutputConstraint.jsonSchema(schema.toString());
+        int most = parallel && allowsParallelCalls() ? Integer.MAX_VALUE : 1;
+        return switch (this) {
+            case HERMES -> OutputConstraint.repeat(
+                    OutputConstraint.sequence(
+                            OutputConstraint.literal(startMarker + "\n"),
+                            call,
+                            OutputConstraint.literal("\n" + endMarker)),
+                    "\n",
+                    1,
+                    most);
+            case MISTRAL -> OutputConstraint.sequence(
+                    OutputConstraint.literal(startMarker + " ["),
+                    OutputConstraint.repeat(call, ", ", 1, most),
+                    OutputConstraint.literal("]"));
+            case LLAMA3_JSON -> call;
+        };
     }
 
     /** @return a parser for one reply, fed as it streams */
