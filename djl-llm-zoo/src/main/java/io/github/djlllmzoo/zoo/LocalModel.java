@@ -15,6 +15,12 @@ import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.Configs;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.constrained.OutputConstraint;
+import io.github.djlllmzoo.constrained.RecordSchema;
+import io.github.djlllmzoo.translators.BatchGenerator;
+import io.github.djlllmzoo.translators.Completion;
+import io.github.djlllmzoo.translators.FinishReason;
+import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationDefaults;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
@@ -371,6 +377,57 @@ public final class LocalModel implements AutoCloseable {
         } catch (TranslateException e) {
             throw new IllegalArgumentException(e.getMessage(), e);
         }
+    }
+
+    /**
+     * Generates a record: derives the JSON Schema of {@code type} ({@link RecordSchema}: nested
+     * records, lists, enums, {@code Optional}, boxed numbers), constrains decoding to it, and parses
+     * the output, which is valid by construction. Uses the checkpoint's generation defaults
+     * (sampling settings, EOS) with the whole context window as the token budget.
+     *
+     * @param prompt the prompt text (e.g. an instruction and the email to read)
+     * @param type the record class
+     * @param <T> the record type
+     * @return the record the model wrote
+     * @throws IllegalArgumentException if {@code type} has no JSON Schema mapping, naming the component
+     * @throws IllegalStateException if the context window ends before the record does, or the model
+     *     has no tokenizer or has been closed
+     * @throws InvalidCheckpointException if {@code generation_config.json} is malformed
+     */
+    public <T> T generate(String prompt, Class<T> type) throws InvalidCheckpointException {
+        GenerationConfig defaults =
+                GenerationConfig.forCheckpoint(dir, config).maxNewTokens(config.maxPositions()).build();
+        return generate(prompt, type, defaults);
+    }
+
+    /**
+     * Generates a record as {@link #generate(String, Class)} does, with the given settings (their
+     * constraint replaced by the record's schema).
+     *
+     * @param prompt the prompt text
+     * @param type the record class
+     * @param settings how to generate (budget, sampling, EOS tokens)
+     * @param <T> the record type
+     * @return the record the model wrote
+     * @throws IllegalArgumentException if {@code type} has no JSON Schema mapping
+     * @throws IllegalStateException if the budget or the context window ends before the record
+     *     does, or the model has no tokenizer or has been closed
+     */
+    public <T> T generate(String prompt, Class<T> type, GenerationConfig settings) {
+        OutputConstraint schema = OutputConstraint.jsonSchema(RecordSchema.of(type));
+        GenerationConfig constrained = settings.toBuilder().numReturnSequences(1).optConstraint(schema).build();
+        Completion out =
+                new BatchGenerator(block(), model.getNDManager(), tokenizer())
+                        .generate(List.of(GenerationRequest.of(prompt, constrained)), constrained)
+                        .get(0)
+                        .completions()
+                        .get(0);
+        if (out.finishReason() == FinishReason.LENGTH || out.finishReason() == FinishReason.CANCELLED) {
+            throw new IllegalStateException(
+                    "the output ended (" + out.finishReason().jsonName() + ") before the " + type.getSimpleName()
+                            + " was complete after " + out.tokenIds().length + " tokens: " + out.text());
+        }
+        return RecordSchema.parse(out.text(), type);
     }
 
     /** @return whether {@link #close()} has been called */
