@@ -23,7 +23,15 @@ import java.util.Map;
 public record AttentionContext(
         NDArray positionIds, NDArray mask, Map<Integer, NDArray> windowMasks, KvCache cache, NDManager modelManager) {
 
-    /** Copies the masks. */
+    /**
+     * Copies the masks.
+     *
+     * @param positionIds (B or 1, T) int64 absolute positions of the new tokens
+     * @param mask additive mask (B, 1, T, S) with 0 where a query may attend and a large negative value where it may not; {@code null} when every query may see every key (a single decode step without padding)
+     * @param windowMasks by window size, the additive mask of the layers that attend over that sliding window (over the keys their cache returns; a {@code null} value when nothing is masked); empty when no layer has a window
+     * @param cache the KV cache to update, or {@code null} for a cache-free pass
+     * @param modelManager the manager that holds the model's parameters on the pass's device: what layers derive once from the config and keep (RoPE tables) lives there, as long as the weights
+     */
     public AttentionContext {
         windowMasks = windowMasks.isEmpty() ? Map.of() : java.util.Collections.unmodifiableMap(new java.util.HashMap<>(windowMasks));
     }

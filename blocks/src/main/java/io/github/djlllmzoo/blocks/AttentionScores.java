@@ -11,7 +11,12 @@ package io.github.djlllmzoo.blocks;
  */
 public record AttentionScores(double scale, double softcap) {
 
-    /** Validates the values. */
+    /**
+     * Validates the values.
+     *
+     * @param scale the factor on {@code q·k}
+     * @param softcap the soft cap C, or 0 for none
+     */
     public AttentionScores {
         if (!(scale > 0) || !(softcap >= 0)) {
             throw new IllegalArgumentException(

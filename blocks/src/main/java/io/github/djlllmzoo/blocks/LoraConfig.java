@@ -29,6 +29,12 @@ public record LoraConfig(
     /**
      * @throws IllegalArgumentException for a rank below 1, a non-positive or non-finite alpha, a
      *     dropout outside [0, 1), or no targets
+      *
+      * @param rank the rank r of the update {@code B A}
+      * @param alpha the update's scale numerator: the update is {@code (alpha / r) B A x}
+      * @param dropout dropout on the adapter's input in training, in [0, 1)
+      * @param targetModules module names to adapt (empty when {@code targetPattern} is set)
+      * @param targetPattern a regular expression over full module names, or {@code null}
      */
     public LoraConfig {
         if (rank < 1) {

@@ -62,14 +62,26 @@ final class ComputeOptions {
     }
 
     /**
-     * @return the element type of the computation and the KV cache: float32 on the CPU (whatever
-     *     form {@link #weightFormat} holds the weights in), float32 or float16 on a GPU
+     * @return the element type of the computation and the KV cache on {@link #device}
+     * @throws ParameterException as {@link #dataType(Device)}, or as {@link #device}
+     */
+    DataType dataType() {
+        return dataType(device());
+    }
+
+    /**
+     * The element type on a given device: float32 on the CPU (whatever form {@link #weightFormat}
+     * holds the weights in), {@code --dtype} float32 or float16 on a GPU. Takes the device rather
+     * than asking the engine, so the rule is checked without a GPU.
+     *
+     * @param target where the model runs
+     * @return the element type of the computation and the KV cache
      * @throws ParameterException for an unknown form, int8 on a GPU, or bfloat16 on a GPU, which DJL
      *     0.35.1 cannot hold (refused with its own reason)
      */
-    DataType dataType() {
-        WeightFormat format = weightFormat();
-        if (!"gpu".equals(device)) {
+    DataType dataType(Device target) {
+        WeightFormat format = requestedFormat();
+        if (!target.isGpu()) {
             return DataType.FLOAT32;
         }
         switch (format) {
@@ -92,17 +104,33 @@ final class ComputeOptions {
     }
 
     /**
-     * @return the form of the projection weights on the CPU; float32 on a GPU, which computes in
-     *     {@link #dataType}
-     * @throws ParameterException for an unknown form
+     * @return the form of the projection weights on {@link #device}
+     * @throws ParameterException as {@link #weightFormat(Device)}, or as {@link #device}
      */
     WeightFormat weightFormat() {
-        WeightFormat format;
+        return weightFormat(device());
+    }
+
+    /**
+     * The form of the projection weights on a given device: {@code --dtype} on the CPU (compressed
+     * weights computed in float32); on a GPU dense arrays of {@link #dataType(Device)}, which
+     * {@link WeightFormat#FLOAT32} means ("as the data type").
+     *
+     * @param target where the model runs
+     * @return the form of the projection weights
+     * @throws ParameterException for an unknown form
+     */
+    WeightFormat weightFormat(Device target) {
+        WeightFormat format = requestedFormat();
+        return target.isGpu() ? WeightFormat.FLOAT32 : format;
+    }
+
+    /** {@code --dtype} parsed, whatever the device. */
+    private WeightFormat requestedFormat() {
         try {
-            format = WeightFormat.parse(dtype);
+            return WeightFormat.parse(dtype);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), "--" + e.getMessage());
         }
-        return "gpu".equals(device) ? WeightFormat.FLOAT32 : format;
     }
 }

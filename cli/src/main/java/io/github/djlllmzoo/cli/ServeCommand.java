@@ -6,6 +6,9 @@ import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -16,7 +19,11 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-/** {@code llmzoo serve}: the OpenAI-compatible HTTP server, until the process is stopped. */
+/**
+ * {@code llmzoo serve}: the OpenAI-compatible HTTP server, until the process is stopped. SIGTERM
+ * (or Ctrl-C) stops it gracefully: new requests get 503, running ones get {@code --drain-seconds}
+ * to finish, and the process exits 0.
+ */
 @Command(
         name = "serve",
         mixinStandardHelpOptions = true,
@@ -87,6 +94,47 @@ final class ServeCommand implements Callable<Integer> {
                             + " given; for a directory, its name: 'default' for the default model).")
     String modelName;
 
+    @Option(
+            names = "--api-key",
+            paramLabel = "KEY",
+            description =
+                    "A key clients must send as 'Authorization: Bearer KEY' on every /v1 route (/health and"
+                            + " /metrics stay open); repeat it to accept several. Without it, the environment's"
+                            + " LLMZOO_API_KEY (comma-separated keys) is used; without both the server is open.")
+    List<String> apiKeys = new ArrayList<>();
+
+    @Option(
+            names = "--request-timeout-seconds",
+            defaultValue = "600",
+            paramLabel = "S",
+            description =
+                    "Longest a request may take from admission to its last token; past it a streamed answer"
+                            + " ends with finish_reason \"length\" and a whole one gets 408 (default:"
+                            + " ${DEFAULT-VALUE}).")
+    long requestTimeoutSeconds;
+
+    @Option(
+            names = "--drain-seconds",
+            defaultValue = "30",
+            paramLabel = "S",
+            description =
+                    "On SIGTERM or Ctrl-C: new requests get 503 while running ones get up to this long to"
+                            + " finish; then the rest are cancelled and the process exits 0 (default:"
+                            + " ${DEFAULT-VALUE}).")
+    long drainSeconds;
+
+    /**
+     * @param options the {@code --api-key} values
+     * @param environment the value of {@code LLMZOO_API_KEY}, or {@code null}
+     * @return the options when given, else the environment's comma-separated keys
+     */
+    static List<String> apiKeys(List<String> options, String environment) {
+        if (!options.isEmpty() || environment == null) {
+            return options;
+        }
+        return Arrays.stream(environment.split(",")).map(String::strip).filter(k -> !k.isEmpty()).toList();
+    }
+
     @Override
     public Integer call() throws Exception {
         ServerOptions options;
@@ -99,7 +147,11 @@ final class ServeCommand implements Callable<Integer> {
                                     maxConcurrency,
                                     maxBatch,
                                     workers,
-                                    Duration.ofMillis(batchWaitMs));
+                                    Duration.ofMillis(batchWaitMs))
+                            .withApiKeys(apiKeys(apiKeys, System.getenv("LLMZOO_API_KEY")))
+                            .withTimeouts(
+                                    Duration.ofSeconds(requestTimeoutSeconds),
+                                    Duration.ofSeconds(drainSeconds));
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
@@ -119,23 +171,34 @@ final class ServeCommand implements Callable<Integer> {
             throw e;
         }
         CountDownLatch stopped = new CountDownLatch(1);
+        PrintWriter err = spec.commandLine().getErr();
         Runtime.getRuntime()
                 .addShutdownHook(
                         new Thread(
                                 () -> {
-                                    server.close();
+                                    err.println("llmzoo serve: stopping; running requests get " + drainSeconds + " s to finish");
+                                    err.flush();
+                                    boolean drained = server.shutdown();
                                     model.close();
+                                    err.println(
+                                            "llmzoo serve: stopped"
+                                                    + (drained ? "" : " (requests still running were cancelled)"));
+                                    err.flush();
                                     stopped.countDown();
+                                    // After SIGTERM the JVM's status would be 143; a drained stop
+                                    // is a clean one, which process managers expect as 0.
+                                    Runtime.getRuntime().halt(0);
                                 },
                                 "llmzoo-serve-shutdown"));
-        PrintWriter err = spec.commandLine().getErr();
         err.println(
                 "llmzoo serve: model '"
                         + server.modelId()
                         + "' on "
                         + server.uri()
                         + (adapters.isEmpty() ? "" : ", adapters '" + String.join("', '", adapters.keySet()) + "'")
-                        + " (Ctrl-C stops)");
+                        + " (Ctrl-C stops"
+                        + (options.apiKeys().isEmpty() ? "" : "; " + options.apiKeys().size() + " API key(s)")
+                        + ")");
         err.flush();
         stopped.await();
         return 0;

@@ -24,9 +24,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * What the README's sections "Command line" and "Serving" state about the default model and the
- * server agrees with the code: checked against a server on the default model, as {@code serve}
- * without {@code --model} runs it.
+ * What the README and its pages {@code docs/cli.md} and {@code docs/serving.md} state about the
+ * default model and the server agrees with the code: checked against a server on the default
+ * model, as {@code serve} without {@code --model} runs it.
  */
 class ReadmeServingTest {
 
@@ -37,7 +37,10 @@ class ReadmeServingTest {
 
     @BeforeAll
     static void start() throws Exception {
-        readme = Files.readString(Path.of(System.getProperty(DefaultModel.HOME_PROPERTY), "README.md"));
+        Path home = Path.of(System.getProperty(DefaultModel.HOME_PROPERTY));
+        readme = Files.readString(home.resolve("README.md"))
+                + Files.readString(home.resolve("docs").resolve("cli.md"))
+                + Files.readString(home.resolve("docs").resolve("serving.md"));
         model = LocalModel.load(DefaultModel.directory());
         server = OpenAiServer.start(model, ServerOptions.DEFAULTS.withAddress("127.0.0.1", 0));
     }

@@ -20,6 +20,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -44,6 +46,10 @@ class ServeCommandTest {
         assertTrue(port[2].contains("port must be in [0, 65535]"), port[2]);
         String batch = run("serve", "--model", dir.toString(), "--max-batch", "0")[2];
         assertTrue(batch.contains("maxBatch must be at least 1"), batch);
+        String timeout = run("serve", "--model", dir.toString(), "--request-timeout-seconds", "0")[2];
+        assertTrue(timeout.contains("requestTimeout must be > 0"), timeout);
+        String drain = run("serve", "--model", dir.toString(), "--drain-seconds", "-1")[2];
+        assertTrue(drain.contains("drainTimeout must be >= 0"), drain);
     }
 
     @Test
@@ -77,24 +83,9 @@ class ServeCommandTest {
         }
         Files.createDirectories(repoDir.resolve("refs"));
         Files.writeString(repoDir.resolve("refs").resolve("main"), commit);
-        ProcessBuilder builder =
-                new ProcessBuilder(
-                        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                        "-Xmx1g",
-                        "-DOPT_OUT_TRACKING=true",
-                        "-Doffline=true",
-                        "-cp",
-                        System.getProperty("java.class.path"),
-                        LlmZoo.class.getName(),
-                        "serve",
-                        "--model",
-                        repo,
-                        "--port",
-                        "0");
+        ProcessBuilder builder = serveProcess("--model", repo, "--port", "0");
         builder.environment().put("HF_HUB_CACHE", cache.toString());
         builder.environment().put("HF_HUB_OFFLINE", "1");
-        builder.environment().put("OPT_OUT_TRACKING", "true");
-        builder.redirectOutput(ProcessBuilder.Redirect.DISCARD);
         Process serve = builder.start();
         try {
             Matcher started = awaitStartLine(serve);
@@ -123,6 +114,72 @@ class ServeCommandTest {
         }
     }
 
+    /**
+     * SIGTERM on a running {@code serve}: the running stream is answered whole and the process
+     * exits 0; the keys come from {@code LLMZOO_API_KEY}.
+     */
+    @Test
+    void sigtermFinishesTheRunningStreamAndExits0(@TempDir Path logs) throws Exception {
+        ProcessBuilder builder =
+                serveProcess("--model", DefaultModel.directory().toString(), "--port", "0", "--drain-seconds", "60");
+        builder.environment().put("LLMZOO_API_KEY", "first-key, second-key");
+        Process serve = builder.start();
+        try {
+            Matcher started = awaitStartLine(serve);
+            URI base = URI.create(started.group(2));
+            HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+            HttpRequest.Builder models = HttpRequest.newBuilder(base.resolve("/v1/models")).timeout(Duration.ofSeconds(30));
+            assertEquals(401, client.send(models.build(), HttpResponse.BodyHandlers.ofString()).statusCode());
+            assertEquals(
+                    200,
+                    client.send(models.header("Authorization", "Bearer second-key").build(), HttpResponse.BodyHandlers.ofString())
+                            .statusCode());
+            HttpResponse<java.io.InputStream> stream =
+                    client.send(
+                            HttpRequest.newBuilder(base.resolve("/v1/completions"))
+                                    .timeout(Duration.ofSeconds(60))
+                                    .header("Content-Type", "application/json")
+                                    .header("Authorization", "Bearer first-key")
+                                    .POST(HttpRequest.BodyPublishers.ofString(
+                                            "{\"prompt\": \"Once upon a time\", \"max_tokens\": 200, \"ignore_eos\": true,"
+                                                    + " \"stream\": true, \"stream_options\": {\"include_usage\": true}}"))
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofInputStream());
+            assertEquals(200, stream.statusCode());
+            assertEquals('d', stream.body().read(), "the stream started");
+            assertTrue(serve.toHandle().destroy(), "SIGTERM sent"); // Process.destroy would close its pipes
+            String rest = new String(stream.body().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(rest.endsWith("data: [DONE]\n\n"), rest);
+            assertTrue(rest.contains("\"completion_tokens\":200"), rest);
+            assertTrue(serve.waitFor(60, TimeUnit.SECONDS), "serve stopped");
+            assertEquals(0, serve.exitValue());
+            String err = new String(serve.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(err.contains("llmzoo serve: stopped\n"), err);
+        } finally {
+            serve.destroyForcibly();
+        }
+    }
+
+    /** {@code llmzoo serve ARGS} in a JVM of its own, its stdout discarded. */
+    private static ProcessBuilder serveProcess(String... args) {
+        List<String> command =
+                new ArrayList<>(
+                        List.of(
+                                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                                "-Xmx1g",
+                                "-DOPT_OUT_TRACKING=true",
+                                "-Doffline=true",
+                                "-cp",
+                                System.getProperty("java.class.path"),
+                                LlmZoo.class.getName(),
+                                "serve"));
+        command.addAll(List.of(args));
+        ProcessBuilder builder = new ProcessBuilder(command);
+        builder.environment().put("OPT_OUT_TRACKING", "true");
+        builder.redirectOutput(ProcessBuilder.Redirect.DISCARD);
+        return builder;
+    }
+
     /** Reads the server's stderr up to its start line: {@code llmzoo serve: model 'ID' on URI ...}. */
     private static Matcher awaitStartLine(Process serve) throws IOException {
         Pattern start = Pattern.compile("llmzoo serve: model '(.*)' on (\\S+) .*");
@@ -146,12 +203,20 @@ class ServeCommandTest {
     }
 
     @Test
+    void apiKeysComeFromTheOptionsElseFromTheEnvironmentsCommaSeparatedList() {
+        assertEquals(List.of("a"), ServeCommand.apiKeys(List.of("a"), "b,c"));
+        assertEquals(List.of("b", "c"), ServeCommand.apiKeys(List.of(), " b, ,c "));
+        assertEquals(List.of(), ServeCommand.apiKeys(List.of(), null));
+    }
+
+    @Test
     void helpListsTheServerOptions() {
         String[] help = run("serve", "--help");
         assertEquals("0", help[0]);
         for (String option :
                 new String[] {
-                    "--model", "--host", "--port", "--max-concurrency", "--max-batch", "--workers"
+                    "--model", "--host", "--port", "--max-concurrency", "--max-batch", "--workers",
+                    "--api-key", "--request-timeout-seconds", "--drain-seconds"
                 }) {
             assertTrue(help[1].contains(option), option);
         }

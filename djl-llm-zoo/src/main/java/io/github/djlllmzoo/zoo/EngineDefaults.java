@@ -14,7 +14,7 @@ import java.util.Properties;
  * or set the variable in the environment.
  *
  * <p>Settings that only take effect from the environment of the process, or that would change the
- * engine for every model of the JVM, are left to the application (README, "In a service").
+ * engine for every model of the JVM, are left to the application (docs/java-api.md, "In a service").
  */
 public final class EngineDefaults {
 

@@ -24,7 +24,15 @@ public record CompletionCall(
         ToolCallSyntax toolCalls,
         boolean parallelToolCalls) {
 
-    /** Copies the prompt. */
+    /**
+     * Copies the prompt.
+     *
+     * @param endpoint the route it came on
+     * @param promptIds the prompt token ids (the rendered conversation for chat)
+     * @param config how to generate
+     * @param stream whether to answer with server-sent events
+     * @param includeUsage whether a streamed answer ends with a usage chunk ({@code stream_options.include_usage})
+     */
     public CompletionCall {
         promptIds = promptIds.clone();
     }

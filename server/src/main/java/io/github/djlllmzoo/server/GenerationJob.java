@@ -15,6 +15,8 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -25,7 +27,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>The result is complete as soon as the job's own sequences end, even while batch-mates still
  * generate; with log-probabilities it waits for the batch, which computes them. The job holds one
  * of the scheduler's slots until then, or until {@link #cancel()}, which also stops its generation
- * at the next step.
+ * at the next step; the slot is freed before the last event or the result is handed over, so a
+ * client that sends its next request as soon as it has its answer is admitted.
  */
 public final class GenerationJob implements GenerationListener {
 
@@ -56,6 +59,18 @@ public final class GenerationJob implements GenerationListener {
      */
     public record Failed(Throwable error) implements Event {}
 
+    /** How a job ended, as the scheduler counts it. */
+    enum Outcome {
+        /** Its sequences ended (EOS, stop string, budget). */
+        COMPLETED,
+        /** It was given up, e.g. its client went away. */
+        CANCELLED,
+        /** Its generation failed. */
+        FAILED,
+        /** It ran past the request timeout. */
+        TIMED_OUT
+    }
+
     private final GenerationScheduler scheduler;
     private final GenerationRequest request;
     private final String adapter;
@@ -74,8 +89,11 @@ public final class GenerationJob implements GenerationListener {
     private final long[][] tokens;
     private final int[] tokenCounts;
     private final FinishReason[] reasons;
-    private int finished;
+    private volatile int finished; // volatile: the scheduler's stats read it
     private long firstTokenNanos;
+    private long lastTokenNanos;
+    private volatile boolean started;
+    private volatile ScheduledFuture<?> expiry;
 
     GenerationJob(
             GenerationScheduler scheduler,
@@ -98,7 +116,6 @@ public final class GenerationJob implements GenerationListener {
             texts[n] = new StringBuilder();
             tokens[n] = new long[Math.min(config.maxNewTokens(), 64)];
         }
-        result.whenComplete((r, e) -> release());
     }
 
     GenerationRequest request() {
@@ -151,14 +168,48 @@ public final class GenerationJob implements GenerationListener {
      */
     public void cancel() {
         if (cancelled.compareAndSet(false, true)) {
-            result.cancel(false);
+            // out of the queue before the slot is free: the queue holds as many jobs as there are
+            // slots, and the job admitted next must find room in it
             scheduler.dequeue(this);
-            release();
+            release(Outcome.CANCELLED);
+            result.cancel(false);
             if (streamed) {
                 // wakes a reader waiting for events that will not come
                 events.add(new Failed(new CancellationException("the request was cancelled")));
             }
         }
+    }
+
+    /**
+     * Ends the job at its request timeout, as {@link #cancel()} does but so that its client gets a
+     * clean end: a streamed job's sequences that have not ended get a {@link Finished} event with
+     * {@link FinishReason#LENGTH} (the answer was cut short, as by its token budget); a whole
+     * answer's result fails with a {@link TimeoutException}. Called by the scheduler's timer.
+     *
+     * @param timeout the timeout it ran past, for the message
+     */
+    synchronized void expire(Duration timeout) {
+        if (cancelled.compareAndSet(false, true)) {
+            scheduler.dequeue(this);
+            release(Outcome.TIMED_OUT);
+            if (streamed) {
+                for (int n = 0; n < sequences; n++) {
+                    if (reasons[n] == null) {
+                        events.add(new Finished(n, FinishReason.LENGTH, tokenCounts[n]));
+                    }
+                }
+            }
+            result.completeExceptionally(
+                    new TimeoutException(
+                            "the request took longer than the server's request timeout of "
+                                    + timeout.toSeconds()
+                                    + " s"));
+        }
+    }
+
+    /** @param future the timer task that will {@link #expire} the job, cancelled when it ends */
+    void expiresBy(ScheduledFuture<?> future) {
+        expiry = future;
     }
 
     @Override
@@ -167,17 +218,19 @@ public final class GenerationJob implements GenerationListener {
     }
 
     @Override
-    public void onText(int sequence, String piece) {
+    public synchronized void onText(int sequence, String piece) {
         texts[sequence].append(piece);
-        if (streamed) {
+        if (streamed && !cancelled.get()) {
             events.add(new Text(sequence, piece));
         }
     }
 
     @Override
-    public void onToken(int sequence, long tokenId) {
+    public synchronized void onToken(int sequence, long tokenId) {
+        lastTokenNanos = System.nanoTime();
         if (firstTokenNanos == 0) {
-            firstTokenNanos = System.nanoTime();
+            firstTokenNanos = lastTokenNanos;
+            scheduler.metrics().firstToken(submittedNanos, firstTokenNanos);
         }
         if (tokenCounts[sequence] == tokens[sequence].length) {
             tokens[sequence] = Arrays.copyOf(tokens[sequence], tokens[sequence].length * 2);
@@ -187,30 +240,56 @@ public final class GenerationJob implements GenerationListener {
     }
 
     @Override
-    public void onFinish(int sequence, FinishReason reason) {
+    public synchronized void onFinish(int sequence, FinishReason reason) {
         reasons[sequence] = reason;
         finished++;
+        boolean done = finished == sequences && !waitsForBatch;
+        if (done) {
+            // before the last event or the result: a client that sends its next request as soon
+            // as it has this answer must find the slot free
+            release(Outcome.COMPLETED);
+        }
         // A generation that stops because the job was cancelled ends its sequences too; its reader
         // must get the Failed event cancel() adds, not a normal end that could overtake it.
         if (streamed && !cancelled.get()) {
             events.add(new Finished(sequence, reason, tokenCounts[sequence]));
         }
-        if (finished == sequences && !waitsForBatch) {
+        if (done) {
             result.complete(collected());
         }
     }
 
+    /** Called by the scheduler when the job's batch starts. */
+    void start() {
+        started = true;
+    }
+
+    /** @return the job's sequences that are being generated now: in a running batch, not ended */
+    int runningRows() {
+        return started && !released.get() ? sequences - finished : 0;
+    }
+
     /** Called by the scheduler when the batch is done: completes a job still waiting for it. */
     void complete(GenerationResult batchResult) {
+        release(Outcome.COMPLETED);
         result.complete(batchResult);
     }
 
     /** Called by the scheduler when the batch failed. */
     void fail(Throwable error) {
+        release(Outcome.FAILED);
         if (streamed) {
             events.add(new Failed(error));
         }
         result.completeExceptionally(error);
+    }
+
+    private int steps() {
+        int steps = 0;
+        for (int count : tokenCounts) {
+            steps = Math.max(steps, count);
+        }
+        return steps;
     }
 
     private GenerationResult collected() {
@@ -234,9 +313,18 @@ public final class GenerationJob implements GenerationListener {
                 new GenerationTimings(ttft, Duration.ofNanos(end - submittedNanos), generated));
     }
 
-    private void release() {
+    /** Frees the job's slot once, before its answer is handed over, counting how it ended. */
+    private void release(Outcome outcome) {
         if (released.compareAndSet(false, true)) {
-            scheduler.release(this);
+            ScheduledFuture<?> timer = expiry;
+            if (timer != null) {
+                timer.cancel(false); // the timer drops it: nothing waits 10 minutes per request
+            }
+            if (outcome == Outcome.COMPLETED) {
+                // on the generating thread, which wrote the timings
+                scheduler.metrics().completed(submittedNanos, firstTokenNanos, lastTokenNanos, steps());
+            }
+            scheduler.release(this, outcome);
         }
     }
 }

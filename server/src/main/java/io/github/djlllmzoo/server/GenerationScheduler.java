@@ -19,6 +19,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingDeque;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -43,8 +45,9 @@ import org.slf4j.LoggerFactory;
  * <p>A job may name a LoRA adapter attached to the model; a batch holds the jobs of one adapter
  * (or none) only, the oldest waiting job's, and ends at the first waiting job of another.
  *
- * <p>Jobs end on their own within a batch (EOS, stop string, budget, cancellation) and free their
- * slot then; a batch's predictor becomes idle when its last row ends.
+ * <p>Jobs end on their own within a batch (EOS, stop string, budget, cancellation, or the request
+ * timeout, which a timer enforces) and free their slot then, before their last event or result is
+ * handed over; a batch's predictor becomes idle when its last row ends.
  */
 public final class GenerationScheduler implements AutoCloseable {
 
@@ -61,15 +64,19 @@ public final class GenerationScheduler implements AutoCloseable {
     private final BlockingQueue<Predictor<GenerationRequest, GenerationResult>> idle;
     private final ExecutorService workers;
     private final Thread dispatcher;
+    private final Duration requestTimeout;
+    private final ScheduledThreadPoolExecutor timer;
     private volatile boolean closed;
 
     private final LongAdder completed = new LongAdder();
     private final LongAdder cancelled = new LongAdder();
     private final LongAdder failed = new LongAdder();
+    private final LongAdder timedOut = new LongAdder();
     private final LongAdder rejected = new LongAdder();
     private final LongAdder generatedTokens = new LongAdder();
     private final LongAdder batches = new LongAdder();
     private final LongAdder batchedJobs = new LongAdder();
+    private final GenerationMetrics metrics = new GenerationMetrics();
 
     /**
      * Creates the predictors and starts the dispatcher.
@@ -80,6 +87,8 @@ public final class GenerationScheduler implements AutoCloseable {
      * @param maxBatch most sequences per batch (≥ 1)
      * @param workers predictors, each running one batch at a time (≥ 1)
      * @param batchWait how long a batch waits for more jobs once it has one (≥ 0)
+     * @param requestTimeout how long a job may take from admission to its last token (&gt; 0);
+     *     past it the job ends ({@link GenerationJob#expire})
      */
     public GenerationScheduler(
             Model model,
@@ -87,8 +96,10 @@ public final class GenerationScheduler implements AutoCloseable {
             int maxConcurrency,
             int maxBatch,
             int workers,
-            Duration batchWait) {
-        if (maxConcurrency < 1 || maxBatch < 1 || workers < 1 || batchWait.isNegative()) {
+            Duration batchWait,
+            Duration requestTimeout) {
+        if (maxConcurrency < 1 || maxBatch < 1 || workers < 1 || batchWait.isNegative()
+                || requestTimeout.isNegative() || requestTimeout.isZero()) {
             throw new IllegalArgumentException(
                     "maxConcurrency, maxBatch and workers must be at least 1 and batchWait >= 0,"
                         + " got "
@@ -98,8 +109,20 @@ public final class GenerationScheduler implements AutoCloseable {
                             + ", "
                             + workers
                             + ", "
-                            + batchWait);
+                            + batchWait
+                            + ", request timeout "
+                            + requestTimeout);
         }
+        this.requestTimeout = requestTimeout;
+        this.timer =
+                new ScheduledThreadPoolExecutor(
+                        1,
+                        r -> {
+                            Thread t = new Thread(r, "llmzoo-request-timeout");
+                            t.setDaemon(true);
+                            return t;
+                        });
+        timer.setRemoveOnCancelPolicy(true);
         this.maxConcurrency = maxConcurrency;
         this.maxBatch = maxBatch;
         this.batchWaitNanos = batchWait.toNanos();
@@ -171,6 +194,17 @@ public final class GenerationScheduler implements AutoCloseable {
         }
         GenerationJob job = new GenerationJob(this, promptIds, config, streamed, adapter);
         live.add(job);
+        metrics.promptTokens.add(promptIds.length);
+        try {
+            job.expiresBy(
+                    timer.schedule(
+                            () -> job.expire(requestTimeout),
+                            requestTimeout.toNanos(),
+                            TimeUnit.NANOSECONDS));
+        } catch (RejectedExecutionException e) {
+            job.cancel(); // closed since the check above
+            throw new IllegalStateException("the scheduler is closed", e);
+        }
         if (!queue.offerLast(job)) {
             // cannot happen: the queue holds at most the admitted jobs; refuse rather than block
             job.cancel();
@@ -181,14 +215,21 @@ public final class GenerationScheduler implements AutoCloseable {
 
     /** @return counters and gauges, for health checks and load tests */
     public Stats stats() {
+        int runningRows = 0;
+        for (GenerationJob job : live) {
+            runningRows += job.runningRows();
+        }
         return new Stats(
                 maxConcurrency - slots.availablePermits(),
                 queue.size(),
+                runningRows,
                 maxConcurrency,
                 completed.sum(),
                 cancelled.sum(),
                 failed.sum(),
+                timedOut.sum(),
                 rejected.sum(),
+                metrics.promptTokens.sum(),
                 generatedTokens.sum(),
                 batches.sum(),
                 batchedJobs.sum());
@@ -199,11 +240,15 @@ public final class GenerationScheduler implements AutoCloseable {
      *
      * @param active jobs holding a slot now (waiting or generating)
      * @param queued jobs waiting for a batch now
+     * @param runningRows sequences of admitted jobs being generated now (in a running batch, not
+     *     ended)
      * @param maxConcurrency the number of slots
      * @param completed jobs that ended normally
      * @param cancelled jobs cancelled (e.g. their client disconnected)
      * @param failed jobs whose generation failed
+     * @param timedOut jobs ended at the request timeout
      * @param rejected submissions refused for want of a slot
+     * @param promptTokens prompt tokens over all admitted jobs
      * @param generatedTokens tokens generated over all jobs
      * @param batches batches run
      * @param batchedJobs jobs run in those batches (divided by {@code batches}: the mean batch)
@@ -211,14 +256,22 @@ public final class GenerationScheduler implements AutoCloseable {
     public record Stats(
             int active,
             int queued,
+            int runningRows,
             int maxConcurrency,
             long completed,
             long cancelled,
             long failed,
+            long timedOut,
             long rejected,
+            long promptTokens,
             long generatedTokens,
             long batches,
             long batchedJobs) {}
+
+    /** @return the jobs' timings and token counts */
+    GenerationMetrics metrics() {
+        return metrics;
+    }
 
     void countToken() {
         generatedTokens.increment();
@@ -228,14 +281,13 @@ public final class GenerationScheduler implements AutoCloseable {
         queue.remove(job);
     }
 
-    void release(GenerationJob job) {
+    void release(GenerationJob job, GenerationJob.Outcome outcome) {
         if (live.remove(job)) {
-            if (job.result().isCancelled()) {
-                cancelled.increment();
-            } else if (job.result().isCompletedExceptionally()) {
-                failed.increment();
-            } else {
-                completed.increment();
+            switch (outcome) {
+                case COMPLETED -> completed.increment();
+                case CANCELLED -> cancelled.increment();
+                case FAILED -> failed.increment();
+                case TIMED_OUT -> timedOut.increment();
             }
             slots.release();
         }
@@ -299,6 +351,7 @@ public final class GenerationScheduler implements AutoCloseable {
             List<GenerationRequest> requests = new ArrayList<>(batch.size());
             for (GenerationJob job : batch) {
                 requests.add(job.request());
+                job.start();
             }
             List<GenerationResult> results;
             if (batch.get(0).adapter() == null) {
@@ -332,6 +385,7 @@ public final class GenerationScheduler implements AutoCloseable {
             job.cancel();
         }
         workers.shutdown();
+        timer.shutdownNow();
         try {
             dispatcher.join(TimeUnit.SECONDS.toMillis(10));
             if (!workers.awaitTermination(30, TimeUnit.SECONDS)) {

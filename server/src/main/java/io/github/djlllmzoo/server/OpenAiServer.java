@@ -22,6 +22,7 @@ import java.net.BindException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -31,6 +32,7 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -42,8 +44,16 @@ import org.slf4j.LoggerFactory;
  *       with {@code "stream": true}, as server-sent events ({@code data: {chunk}} lines, then
  *       {@code data: [DONE]});
  *   <li>{@code GET /v1/models}, {@code GET /v1/models/{id}} and {@code GET /health} (with the
- *       scheduler's counters).
+ *       scheduler's counters);
+ *   <li>{@code GET /metrics}: counters, gauges and latency histograms in Prometheus' text format.
  * </ul>
+ *
+ * <p>With API keys ({@link ServerOptions#apiKeys()}) every {@code /v1} route asks for {@code
+ * Authorization: Bearer KEY} and answers 401 with an OpenAI {@code invalid_api_key} error
+ * otherwise; {@code /health} and {@code /metrics} stay open. A request that runs past {@link
+ * ServerOptions#requestTimeout()} ends: a streamed answer with {@code finish_reason "length"}, a
+ * whole one with 408. {@link #shutdown()} stops gracefully: new requests get 503 while the running
+ * ones get {@link ServerOptions#drainTimeout()} to finish.
  *
  * <p>Besides the model it may serve LoRA adapters of it, each under its own name, on the one copy
  * of the base weights; a request's {@code model} picks one.
@@ -70,6 +80,9 @@ public final class OpenAiServer implements AutoCloseable {
     private final long created = Instant.now().getEpochSecond();
     private final RequestParser parser;
     private final GenerationScheduler scheduler;
+    private final ApiKeys keys;
+    private final ServerMetrics metrics = new ServerMetrics();
+    private final RequestGate gate = new RequestGate();
     private final Javalin app;
 
     private OpenAiServer(LocalModel model, Map<String, Path> adapterDirs, ServerOptions options)
@@ -117,7 +130,9 @@ public final class OpenAiServer implements AutoCloseable {
                         options.maxConcurrency(),
                         options.maxBatch(),
                         options.workers(),
-                        options.batchWait());
+                        options.batchWait(),
+                        options.requestTimeout());
+        this.keys = new ApiKeys(options.apiKeys());
         this.app =
                 Javalin.create(
                         config -> {
@@ -125,12 +140,18 @@ public final class OpenAiServer implements AutoCloseable {
                             config.startupWatcherEnabled = false;
                             config.http.disableCompression();
                         });
-        app.post("/v1/completions", ctx -> generate(ctx, Endpoint.COMPLETIONS));
-        app.post("/v1/chat/completions", ctx -> generate(ctx, Endpoint.CHAT));
+        app.before("/v1/*", this::authorize);
+        app.post("/v1/completions", ctx -> admit(ctx, Endpoint.COMPLETIONS));
+        app.post("/v1/chat/completions", ctx -> admit(ctx, Endpoint.CHAT));
         app.get("/v1/models", ctx -> json(ctx, 200, OpenAiResponses.models(modelIds, created)));
         // <model>, not {model}: Hugging Face ids have a slash
         app.get("/v1/models/<model>", this::describeModel);
         app.get("/health", this::health);
+        app.get(
+                "/metrics",
+                ctx ->
+                        ctx.contentType(PrometheusText.CONTENT_TYPE)
+                                .result(metrics.page(scheduler.stats(), scheduler.metrics())));
         app.exception(Exception.class, this::failed);
         app.error(404, this::notFound);
     }
@@ -221,6 +242,37 @@ public final class OpenAiServer implements AutoCloseable {
         return scheduler.stats();
     }
 
+    /**
+     * Stops admitting requests (new ones get 503, {@code /health} answers 503 {@code "draining"})
+     * and waits for the running ones to be answered; the server keeps listening until {@link
+     * #close()}.
+     *
+     * @param timeout how long to wait
+     * @return whether every running request was answered within it
+     * @throws InterruptedException if the thread is interrupted while waiting
+     */
+    public boolean drain(Duration timeout) throws InterruptedException {
+        return gate.drain(timeout);
+    }
+
+    /**
+     * A graceful stop, as on SIGTERM: {@link #drain} for the options' {@link
+     * ServerOptions#drainTimeout()}, then {@link #close()}, which cancels what still runs.
+     *
+     * @return whether every running request was answered before the close
+     */
+    public boolean shutdown() {
+        boolean drained;
+        try {
+            drained = drain(options.drainTimeout());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            drained = false;
+        }
+        close();
+        return drained;
+    }
+
     /** Stops listening, cancels the requests in flight and stops the predictors. */
     @Override
     public void close() {
@@ -238,6 +290,24 @@ public final class OpenAiServer implements AutoCloseable {
         adapters.clear();
     }
 
+    /** Answers a generation request unless the server is draining. */
+    private void admit(Context ctx, Endpoint endpoint) {
+        if (!gate.enter()) {
+            throw shuttingDown();
+        }
+        try {
+            generate(ctx, endpoint);
+        } finally {
+            gate.exit();
+        }
+    }
+
+    /** @return the 503 of a server that no longer admits requests, counted */
+    private ApiException shuttingDown() {
+        metrics.unavailable.increment();
+        return new ApiException(503, "server_error", null, null, "the server is shutting down");
+    }
+
     private void generate(Context ctx, Endpoint endpoint) {
         JsonObject body = RequestParser.body(ctx.body());
         CompletionCall call =
@@ -249,7 +319,7 @@ public final class OpenAiServer implements AutoCloseable {
             job = scheduler.trySubmit(
                     call.promptIds(), call.config(), call.stream(), served.equals(modelId) ? null : served);
         } catch (IllegalStateException e) {
-            throw new ApiException(503, "server_error", null, null, "the server is shutting down");
+            throw shuttingDown();
         }
         if (job == null) {
             ctx.header("Retry-After", String.valueOf(options.retryAfterSeconds()));
@@ -290,6 +360,9 @@ public final class OpenAiServer implements AutoCloseable {
                     null,
                     "the request was cancelled: the server is shutting down");
         } catch (ExecutionException e) {
+            if (e.getCause() instanceof TimeoutException timeout) {
+                throw new ApiException(408, "server_error", null, "request_timeout", timeout.getMessage());
+            }
             throw new ApiException(
                     500,
                     "server_error",
@@ -446,6 +519,15 @@ public final class OpenAiServer implements AutoCloseable {
         out.flush();
     }
 
+    private void authorize(Context ctx) {
+        try {
+            keys.check(ctx.header("Authorization"));
+        } catch (ApiException e) {
+            metrics.unauthorized.increment();
+            throw e;
+        }
+    }
+
     private void describeModel(Context ctx) {
         String requested = ctx.pathParam("model");
         if (!modelIds.contains(requested)) {
@@ -462,7 +544,8 @@ public final class OpenAiServer implements AutoCloseable {
     private void health(Context ctx) {
         GenerationScheduler.Stats stats = scheduler.stats();
         JsonObject body = new JsonObject();
-        body.addProperty("status", "ok");
+        // 503 while draining: load balancers stop sending requests here
+        body.addProperty("status", gate.draining() ? "draining" : "ok");
         body.addProperty("model", modelId);
         body.addProperty("active", stats.active());
         body.addProperty("queued", stats.queued());
@@ -474,7 +557,7 @@ public final class OpenAiServer implements AutoCloseable {
         body.addProperty("generated_tokens", stats.generatedTokens());
         body.addProperty("batches", stats.batches());
         body.addProperty("batched_requests", stats.batchedJobs());
-        json(ctx, 200, body);
+        json(ctx, gate.draining() ? 503 : 200, body);
     }
 
     private void failed(Exception e, Context ctx) {
@@ -489,6 +572,9 @@ public final class OpenAiServer implements AutoCloseable {
             error =
                     new ApiException(
                             500, "server_error", null, null, "internal error: " + describe(e));
+        }
+        if (error.status() == 401) {
+            ctx.header("WWW-Authenticate", "Bearer"); // RFC 6750
         }
         json(ctx, error.status(), OpenAiResponses.error(error));
     }

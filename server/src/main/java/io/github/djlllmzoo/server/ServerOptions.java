@@ -5,6 +5,7 @@ import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -20,6 +21,11 @@ import java.util.Locale;
  * @param workers predictors, each generating one batch at a time
  * @param batchWait how long a batch waits for more requests once it has one
  * @param retryAfterSeconds the {@code Retry-After} of a 429 answer
+ * @param apiKeys the keys a {@code /v1} request must present as {@code Authorization: Bearer KEY};
+ *     empty leaves the server open ({@link #toString()} does not show them)
+ * @param requestTimeout how long a request may take from admission to its last token; past it a
+ *     streamed answer ends with {@code finish_reason "length"} and a whole one is refused with 408
+ * @param drainTimeout how long {@link OpenAiServer#shutdown()} lets running requests finish
  */
 public record ServerOptions(
         String host,
@@ -29,13 +35,41 @@ public record ServerOptions(
         int maxBatch,
         int workers,
         Duration batchWait,
-        int retryAfterSeconds) {
+        int retryAfterSeconds,
+        List<String> apiKeys,
+        Duration requestTimeout,
+        Duration drainTimeout) {
 
-    /** Loopback, port 8080, 32 requests, batches of 8, 2 workers, 5 ms wait, retry after 1 s. */
+    /**
+     * Loopback, port 8080, 32 requests, batches of 8, 2 workers, 5 ms wait, retry after 1 s, no
+     * API key, requests ended after 10 minutes, 30 s to drain.
+     */
     public static final ServerOptions DEFAULTS =
-            new ServerOptions("127.0.0.1", 8080, null, 32, 8, 2, Duration.ofMillis(5), 1);
+            new ServerOptions(
+                    "127.0.0.1",
+                    8080,
+                    null,
+                    32,
+                    8,
+                    2,
+                    Duration.ofMillis(5),
+                    1,
+                    List.of(),
+                    Duration.ofMinutes(10),
+                    Duration.ofSeconds(30));
 
-    /** Validates the values; each message names the option at fault. */
+    /**
+     * Validates the values; each message names the option at fault.
+     *
+     * @param host the address to bind ({@code 127.0.0.1} keeps it local)
+     * @param port the port to bind (0 picks a free one; see {@link OpenAiServer#port()})
+     * @param modelId the model name clients send and {@code /v1/models} lists, or {@code null} for the checkpoint directory's name
+     * @param maxConcurrency most requests admitted at once (waiting or generating); more get 429
+     * @param maxBatch most sequences generated together in one batch (also the most {@code n} per request)
+     * @param workers predictors, each generating one batch at a time
+     * @param batchWait how long a batch waits for more requests once it has one
+     * @param retryAfterSeconds the {@code Retry-After} of a 429 answer
+     */
     public ServerOptions {
         if (host == null || host.isBlank()) {
             throw new IllegalArgumentException("host must be given");
@@ -48,6 +82,53 @@ public record ServerOptions(
         if (batchWait == null || batchWait.isNegative()) {
             throw new IllegalArgumentException("batchWait must be >= 0, got " + batchWait);
         }
+        if (apiKeys == null) {
+            throw new IllegalArgumentException("apiKeys must be given (empty for none)");
+        }
+        apiKeys = List.copyOf(apiKeys);
+        for (String key : apiKeys) {
+            if (key.isBlank() || !key.strip().equals(key) || key.chars().anyMatch(c -> c < 0x21 || c > 0x7e)) {
+                // a header value cannot carry it, so no client could present it
+                throw new IllegalArgumentException(
+                        "an API key must be printable ASCII without spaces, got one of "
+                                + key.length()
+                                + " characters");
+            }
+        }
+        if (requestTimeout == null || requestTimeout.isNegative() || requestTimeout.isZero()) {
+            throw new IllegalArgumentException("requestTimeout must be > 0, got " + requestTimeout);
+        }
+        if (drainTimeout == null || drainTimeout.isNegative()) {
+            throw new IllegalArgumentException("drainTimeout must be >= 0, got " + drainTimeout);
+        }
+    }
+
+    /** @return the options, with the number of API keys in place of the keys */
+    @Override
+    public String toString() {
+        return "ServerOptions[host="
+                + host
+                + ", port="
+                + port
+                + ", modelId="
+                + modelId
+                + ", maxConcurrency="
+                + maxConcurrency
+                + ", maxBatch="
+                + maxBatch
+                + ", workers="
+                + workers
+                + ", batchWait="
+                + batchWait
+                + ", retryAfterSeconds="
+                + retryAfterSeconds
+                + ", apiKeys="
+                + apiKeys.size()
+                + " key(s), requestTimeout="
+                + requestTimeout
+                + ", drainTimeout="
+                + drainTimeout
+                + "]";
     }
 
     /**
@@ -116,7 +197,10 @@ public record ServerOptions(
                 maxBatch,
                 workers,
                 batchWait,
-                retryAfterSeconds);
+                retryAfterSeconds,
+                apiKeys,
+                requestTimeout,
+                drainTimeout);
     }
 
     /**
@@ -125,7 +209,17 @@ public record ServerOptions(
      */
     public ServerOptions withModelId(String value) {
         return new ServerOptions(
-                host, port, value, maxConcurrency, maxBatch, workers, batchWait, retryAfterSeconds);
+                host,
+                port,
+                value,
+                maxConcurrency,
+                maxBatch,
+                workers,
+                batchWait,
+                retryAfterSeconds,
+                apiKeys,
+                requestTimeout,
+                drainTimeout);
     }
 
     /**
@@ -138,6 +232,55 @@ public record ServerOptions(
     public ServerOptions withScheduling(
             int concurrency, int batch, int workerCount, Duration wait) {
         return new ServerOptions(
-                host, port, modelId, concurrency, batch, workerCount, wait, retryAfterSeconds);
+                host,
+                port,
+                modelId,
+                concurrency,
+                batch,
+                workerCount,
+                wait,
+                retryAfterSeconds,
+                apiKeys,
+                requestTimeout,
+                drainTimeout);
+    }
+
+    /**
+     * @param keys the keys a {@code /v1} request must present (any one of them); empty for none
+     * @return a copy asking for them
+     */
+    public ServerOptions withApiKeys(List<String> keys) {
+        return new ServerOptions(
+                host,
+                port,
+                modelId,
+                maxConcurrency,
+                maxBatch,
+                workers,
+                batchWait,
+                retryAfterSeconds,
+                keys,
+                requestTimeout,
+                drainTimeout);
+    }
+
+    /**
+     * @param requestLimit how long a request may take from admission to its last token
+     * @param drainLimit how long a shutdown lets running requests finish
+     * @return a copy with these limits
+     */
+    public ServerOptions withTimeouts(Duration requestLimit, Duration drainLimit) {
+        return new ServerOptions(
+                host,
+                port,
+                modelId,
+                maxConcurrency,
+                maxBatch,
+                workers,
+                batchWait,
+                retryAfterSeconds,
+                apiKeys,
+                requestLimit,
+                drainLimit);
     }
 }

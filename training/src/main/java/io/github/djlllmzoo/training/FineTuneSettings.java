@@ -62,7 +62,25 @@ public record FineTuneSettings(
     /** Default seed. */
     public static final int DEFAULT_SEED = 42;
 
-    /** Validates the values; messages name the setting. */
+    /**
+     * Validates the values; messages name the setting.
+     *
+     * @param steps optimizer steps to reach (a resumed run continues up to this step)
+     * @param batchSize records per micro-batch
+     * @param sequenceLength input tokens per record
+     * @param learningRate peak learning rate
+     * @param warmupSteps steps of linear warm-up before the cosine decay
+     * @param weightDecay AdamW's decoupled weight decay on matrices and embeddings
+     * @param maxGradNorm global gradient-norm limit, or 0 for no clipping
+     * @param gradAccum micro-batches per optimizer step
+     * @param trainLastLayers how many last decoder layers train, or {@link LayerFreezing#ALL_LAYERS}
+     * @param freezeEmbeddings whether the embeddings stay frozen when all layers train
+     * @param evalEvery steps between held-out evaluations, or 0 for none during training
+     * @param saveEvery steps between checkpoints, or 0 for one at the end only
+     * @param logEvery steps between progress lines
+     * @param seed the seed of initialization, data order and dropout
+     * @param saveOptimizerState whether checkpoints include the AdamW moments (for an exact resume)
+     */
     public FineTuneSettings {
         require(steps >= 1, "steps must be at least 1, got " + steps);
         require(batchSize >= 1, "batch size must be at least 1, got " + batchSize);

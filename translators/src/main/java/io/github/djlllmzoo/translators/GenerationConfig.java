@@ -78,7 +78,26 @@ public record GenerationConfig(
     /** The most alternatives per token, OpenAI's bound on chat's {@code top_logprobs}. */
     public static final int MAX_TOP_LOGPROBS = 20;
 
-    /** Validates the values; every message names the field at fault. */
+    /**
+     * Validates the values; every message names the field at fault.
+     *
+     * @param maxNewTokens the most tokens to generate per sequence (≥ 1). A budget beyond the context window is clamped, as in Hugging Face: generation stops with {@link FinishReason#LENGTH} when the prompt and the new tokens fill the window
+     * @param doSample whether to sample ({@code do_sample}); false means greedy
+     * @param temperature divides the logits before sampling ({@code temperature}, ≥ 0; 0 means greedy)
+     * @param topK keep only the {@code k} most likely tokens ({@code top_k}, ≥ 0; 0 disables)
+     * @param topP keep the smallest set of most likely tokens whose probability reaches {@code p} ({@code top_p}, in (0, 1]; 1 disables)
+     * @param minP drop tokens less likely than {@code minP} times the most likely one ({@code min_p}, in [0, 1]; 0 disables)
+     * @param repetitionPenalty divides positive and multiplies negative logits of every token already in the prompt or the output ({@code repetition_penalty}, > 0; 1 disables)
+     * @param logitAdjustments OpenAI's {@code logit_bias}, {@code presence_penalty} and {@code frequency_penalty} ({@link LogitAdjustments#NONE} for none)
+     * @param topLogprobs how many most likely alternatives each new token's log-probability comes with when {@code returnLogprobs} is set (0 to {@value #MAX_TOP_LOGPROBS})
+     * @param seed the sampler's seed, or {@code null} for a fresh random seed per request
+     * @param stopStrings texts that end a sequence; the result text ends before the first one found
+     * @param eosTokenIds tokens that end a sequence (any of them)
+     * @param numReturnSequences sequences to generate per prompt ({@code num_return_sequences}, ≥ 1)
+     * @param returnLogprobs whether results carry the log-probability of each new token
+     * @param truncatePrompt whether a prompt that leaves no room for {@code maxNewTokens} in the context window loses its first tokens, keeping the last {@code max(1, window - maxNewTokens)} (as Hugging Face's text-generation pipeline does with {@code handle_long_generation="hole"}); when false (the default) a prompt longer than the window is rejected
+     * @param constraint what every output must be, or {@code null} for free text
+     */
     public GenerationConfig {
         require(maxNewTokens >= 1, "maxNewTokens (max_new_tokens) must be at least 1", maxNewTokens);
         require(

@@ -46,7 +46,23 @@ public record GenerationDefaults(
         Integer numReturnSequences,
         List<String> stopStrings) {
 
-    /** Copies the list. */
+    /**
+     * Copies the list.
+     *
+     * @param bosTokenId {@code bos_token_id}
+     * @param eosTokenIds {@code eos_token_id}, one id or a list (Llama 3): any of them ends a sequence
+     * @param padTokenId {@code pad_token_id}
+     * @param doSample {@code do_sample}: sample instead of decoding greedily
+     * @param temperature {@code temperature} (≥ 0)
+     * @param topK {@code top_k} (≥ 0; 0 disables it)
+     * @param topP {@code top_p} (in (0, 1])
+     * @param repetitionPenalty {@code repetition_penalty} (&gt; 0; 1 disables it)
+     * @param maxNewTokens {@code max_new_tokens} (≥ 1)
+     * @param maxLength {@code max_length}: prompt plus new tokens (≥ 1)
+     * @param minP {@code min_p} (in [0, 1]; 0 disables it)
+     * @param numReturnSequences {@code num_return_sequences} (≥ 1)
+     * @param stopStrings {@code stop_strings}, one string or a list (empty when absent)
+     */
     public GenerationDefaults {
         eosTokenIds = List.copyOf(eosTokenIds);
         stopStrings = List.copyOf(stopStrings);

@@ -36,7 +36,20 @@ public record GenerationOverrides(
 
     private static final long serialVersionUID = 1L;
 
-    /** Copies the stop list, so the record stays immutable and serializable. */
+    /**
+     * Copies the stop list, so the record stays immutable and serializable.
+     *
+     * @param maxNewTokens the most tokens to generate
+     * @param doSample whether to sample ({@code false}: greedy)
+     * @param temperature the sampling temperature
+     * @param topK top-k
+     * @param topP top-p
+     * @param minP min-p
+     * @param repetitionPenalty the repetition penalty
+     * @param stopStrings texts that end a sequence (empty: the checkpoint's, i.e. none)
+     * @param seed the sampler's seed
+     * @param numReturnSequences sequences to generate per prompt
+     */
     public GenerationOverrides {
         stopStrings = stopStrings == null ? List.of() : List.copyOf(stopStrings);
     }

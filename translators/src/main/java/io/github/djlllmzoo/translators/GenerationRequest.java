@@ -12,7 +12,14 @@ package io.github.djlllmzoo.translators;
 public record GenerationRequest(
         String prompt, long[] promptIds, GenerationConfig config, GenerationListener listener) {
 
-    /** Checks that exactly one of text and ids is given. */
+    /**
+     * Checks that exactly one of text and ids is given.
+     *
+     * @param prompt the prompt text, or {@code null} when {@code promptIds} is given
+     * @param promptIds the prompt token ids, or {@code null} when {@code prompt} is given
+     * @param config how to generate, or {@code null} for the model's defaults
+     * @param listener receives tokens and text as they are generated, or {@code null}
+     */
     public GenerationRequest {
         if ((prompt == null) == (promptIds == null)) {
             throw new IllegalArgumentException("give the prompt as text or as token ids (exactly one)");

@@ -13,7 +13,13 @@ import java.util.List;
  */
 public record GenerationResult(List<Completion> completions, int promptTokens, GenerationTimings timings) {
 
-    /** Copies the list. */
+    /**
+     * Copies the list.
+     *
+     * @param completions the sequences, in order
+     * @param promptTokens the number of prompt tokens
+     * @param timings how long it took
+     */
     public GenerationResult {
         completions = List.copyOf(completions);
     }

@@ -50,7 +50,23 @@ public record Gpt2Config(
     /** Standard deviation of the initialization of the learned position embedding {@code wpe}. */
     public static final float POSITION_INITIALIZER_RANGE = 0.01f;
 
-    /** Validates the values; see {@link #parse(ConfigJson)} for file-aware messages. */
+    /**
+     * Validates the values; see {@link #parse(ConfigJson)} for file-aware messages.
+     *
+     * @param vocabSize {@code vocab_size}
+     * @param nPositions {@code n_positions}, the context window
+     * @param nEmbd {@code n_embd}, the residual width
+     * @param nLayer {@code n_layer}
+     * @param nHead {@code n_head}
+     * @param nInner {@code n_inner}, the MLP width (4 × n_embd when absent)
+     * @param layerNormEpsilon {@code layer_norm_epsilon}
+     * @param embdPdrop {@code embd_pdrop}, dropout after the embeddings (training only)
+     * @param attnPdrop {@code attn_pdrop}, dropout on attention probabilities (training only)
+     * @param residPdrop {@code resid_pdrop}, dropout before each residual add (training only)
+     * @param bosTokenId {@code bos_token_id}, or {@code null}
+     * @param eosTokenIds {@code eos_token_id} as a list
+     * @param tieWordEmbeddings {@code tie_word_embeddings} (true for every released GPT-2)
+     */
     public Gpt2Config {
         eosTokenIds = List.copyOf(eosTokenIds);
         if (nHead <= 0 || nEmbd <= 0 || nEmbd % nHead != 0) {

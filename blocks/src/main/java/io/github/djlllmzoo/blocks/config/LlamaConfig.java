@@ -86,7 +86,35 @@ public record LlamaConfig(
     /** Hugging Face's {@code MistralConfig} default for an absent {@code sliding_window}. */
     static final int MISTRAL_DEFAULT_SLIDING_WINDOW = 4096;
 
-    /** Validates the values; see {@link #parse(ConfigJson)} for file-aware messages. */
+    /**
+     * Validates the values; see {@link #parse(ConfigJson)} for file-aware messages.
+     *
+     * @param modelType {@code model_type}: one of {@link LlamaFamily#MODEL_TYPES}
+     * @param vocabSize {@code vocab_size}
+     * @param hiddenSize {@code hidden_size}, the residual width
+     * @param intermediateSize {@code intermediate_size}, the MLP width
+     * @param numHiddenLayers {@code num_hidden_layers}
+     * @param numAttentionHeads {@code num_attention_heads}, the query heads
+     * @param numKeyValueHeads {@code num_key_value_heads} (= query heads when absent; 1 is MQA)
+     * @param headDim {@code head_dim} (hidden_size / num_attention_heads when absent)
+     * @param maxPositionEmbeddings {@code max_position_embeddings}, the context window
+     * @param rmsNormEps {@code rms_norm_eps}
+     * @param ropeTheta {@code rope_theta}, the rotary base
+     * @param ropeScaling {@code rope_scaling}, or {@code null} for none
+     * @param attentionBias {@code attention_bias}: whether the output projection {@code o_proj} has a bias
+     * @param qkvBias whether the query, key and value projections have biases ({@code attention_bias} in Llama and Qwen3; always in Qwen2)
+     * @param qkNorm whether queries and keys go through a per-head RMSNorm ({@code q_norm}, {@code k_norm}, over {@code head_dim}) before the rotary embedding (Qwen3)
+     * @param fusedProjections whether the checkpoint stores q, k, v as one {@code qkv_proj} and the MLP's gate and up as one {@code gate_up_proj} (Phi-3)
+     * @param attentionDropout {@code attention_dropout} on attention probabilities (training only)
+     * @param mlpBias {@code mlp_bias}: whether the MLP projections have biases
+     * @param hiddenActivation the gated MLP's activation ({@code hidden_act}, Gemma's {@code hidden_activation})
+     * @param layerWindows each layer's sliding window, or 0 for a layer that sees the whole sequence
+     * @param gemma what Gemma changes in the layout, or {@code null} for the other families
+     * @param initializerRange {@code initializer_range}, the std of weights initialized from scratch
+     * @param tieWordEmbeddings {@code tie_word_embeddings}
+     * @param bosTokenId {@code bos_token_id}, or {@code null}
+     * @param eosTokenIds {@code eos_token_id} as a list (Llama 3 lists several)
+     */
     public LlamaConfig {
         if (!LlamaFamily.MODEL_TYPES.contains(modelType)) {
             throw new IllegalArgumentException(

@@ -43,7 +43,15 @@ public record RopeScaling(
         }
     }
 
-    /** Validates the values; see {@link #parse(ConfigJson)} for file-aware messages. */
+    /**
+     * Validates the values; see {@link #parse(ConfigJson)} for file-aware messages.
+     *
+     * @param type the scaling type ({@code rope_type}, or the older {@code type})
+     * @param factor {@code factor}: how much longer the context is than in pre-training
+     * @param lowFreqFactor {@code low_freq_factor} ({@link Type#LLAMA3} only, else 0)
+     * @param highFreqFactor {@code high_freq_factor} ({@link Type#LLAMA3} only, else 0)
+     * @param originalMaxPositionEmbeddings {@code original_max_position_embeddings} ({@link Type#LLAMA3} only, else 0)
+     */
     public RopeScaling {
         if (type == null) {
             throw new IllegalArgumentException("rope_scaling type is required");

@@ -3,5 +3,7 @@
  * ({@code ~/.cache/huggingface/hub}), in pure Java. Start with {@link
  * io.github.djlllmzoo.zoo.hub.HubClient#fromEnvironment()} and {@link
  * io.github.djlllmzoo.zoo.hub.HubClient#snapshot(String, String)}.
+ *
+ * @serial exclude
  */
 package io.github.djlllmzoo.zoo.hub;

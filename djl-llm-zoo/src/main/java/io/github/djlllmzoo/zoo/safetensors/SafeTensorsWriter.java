@@ -59,7 +59,14 @@ public final class SafeTensorsWriter {
      */
     public record RawTensor(String name, SafeTensorsDtype dtype, long[] shape, ByteBuffer data) {
 
-        /** Creates a raw tensor; sizes are checked when it is written. */
+        /**
+         * Creates a raw tensor; sizes are checked when it is written.
+         *
+         * @param name the tensor name
+         * @param dtype the element type
+         * @param shape the dimensions; empty for a scalar
+         * @param data the tensor's bytes from position to limit, little-endian and row-major, whatever the buffer's own {@link ByteBuffer#order()}
+         */
         public RawTensor {
             Objects.requireNonNull(name, "name");
             Objects.requireNonNull(dtype, "dtype");

@@ -25,6 +25,12 @@ public record TensorInfo(String name, SafeTensorsDtype dtype, long[] shape, long
      *
      * @throws IllegalArgumentException if a dimension is negative or the offsets are not {@code 0
      *     <= begin <= end}
+      *
+      * @param name the tensor name
+      * @param dtype the element type
+      * @param shape the dimensions, row-major; empty for a scalar
+      * @param begin the first byte of the tensor, relative to the start of the data section
+      * @param end one past the last byte of the tensor, relative to the start of the data section
      */
     public TensorInfo {
         Objects.requireNonNull(name, "name");

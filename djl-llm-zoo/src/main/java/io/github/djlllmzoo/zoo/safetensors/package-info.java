@@ -7,5 +7,7 @@
  * before exposing any data and reports every format error as an {@link
  * io.github.djlllmzoo.blocks.InvalidCheckpointException} naming the file and the tensor or field at
  * fault. {@link io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter} writes files atomically.
+ *
+ * @serial exclude
  */
 package io.github.djlllmzoo.zoo.safetensors;

@@ -24,32 +24,32 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Compiles and runs every Java snippet of README.md's "Using it from Java" section exactly as
- * written: each with only the imports it shows (all of them used), each in its own JVM whose
- * working directory holds a copy of {@code models/default} and a {@code notes.txt}, as the project
- * root would for a reader. The documented API, its imports and the fine-tuning recipe cannot drift.
+ * Compiles and runs every Java snippet of README.md and docs/ (each {@code java} block without a
+ * {@code not-tested} comment) exactly as written: each with only the imports it shows (all of them
+ * used), each in its own JVM whose working directory holds a copy of {@code models/default} and a
+ * {@code notes.txt}, as the project root would for a reader. The documented API, its imports and
+ * the fine-tuning recipe cannot drift.
  */
-class ReadmeJavaSnippetTest {
+class DocsJavaSnippetTest {
 
-    private static final Path ROOT = Paths.get(System.getProperty("llmzoo.home", "..")).toAbsolutePath().normalize();
-    private static final String SECTION = "## Using it from Java";
-    private static final Pattern JAVA_BLOCK = Pattern.compile("```java\n(.*?)```", Pattern.DOTALL);
+    private static final Path ROOT = MarkdownDocs.ROOT;
     private static final Pattern IMPORT = Pattern.compile("import (static )?([\\w.]+)\\.(\\w+);");
 
     @TempDir Path tmp;
 
     @Test
     void everySnippetCompilesWithTheImportsItShowsAndRuns() throws Exception {
-        List<Snippet> snippets = snippets(Files.readString(ROOT.resolve("README.md"), StandardCharsets.UTF_8));
-        assertTrue(snippets.size() >= 3, "the section shows the Criteria, LocalModel and fine-tuning snippets");
+        List<Snippet> snippets = snippets();
+        assertTrue(snippets.stream().anyMatch(s -> s.where().startsWith("README.md")), "the README's quick start is run");
+        assertTrue(snippets.size() >= 5, "the Criteria, LocalModel, streaming and fine-tuning snippets are run: " + snippets);
         Path classes = compile(snippets);
 
         Path work = Files.createDirectories(tmp.resolve("work"));
-        copyDirectory(ROOT.resolve("models").resolve("default"), work.resolve("models").resolve("default"));
+        MarkdownDocs.copyDefaultModel(work);
         Files.writeString(work.resolve("notes.txt"), new StoryCorpus(5).generate(150), StandardCharsets.UTF_8);
         for (Snippet snippet : snippets) {
             String output = run(snippet, classes, work);
-            assertFalse(output.isBlank(), snippet.className + " prints its result:\n" + snippet.source());
+            assertFalse(output.isBlank(), snippet.where() + " prints its result:\n" + snippet.source());
         }
         // The fine-tuning snippet leaves a checkpoint the library loads again.
         List<Path> written;
@@ -62,42 +62,48 @@ class ReadmeJavaSnippetTest {
         }
     }
 
-    /** A README snippet: its import lines and the statements after them. */
-    private record Snippet(String className, List<String> imports, String body) {
+    /** A documentation snippet: where it is, its import lines and the statements after them. */
+    private record Snippet(String where, String className, List<String> imports, String body) {
         String source() {
             return String.join("\n", imports) + "\npublic class " + className + " {\n"
                     + "  public static void main(String[] args) throws Exception {\n" + body + "\n  }\n}\n";
         }
     }
 
-    private static List<Snippet> snippets(String readme) {
-        int start = readme.indexOf(SECTION);
-        assertTrue(start >= 0, "README.md has no '" + SECTION + "' section");
-        int end = readme.indexOf("\n## ", start + SECTION.length());
-        Matcher block = JAVA_BLOCK.matcher(readme.substring(start, end < 0 ? readme.length() : end));
+    private static List<Snippet> snippets() throws Exception {
         List<Snippet> snippets = new ArrayList<>();
-        while (block.find()) {
-            List<String> imports = new ArrayList<>();
-            List<String> lines = List.of(block.group(1).split("\n", -1));
-            int i = 0;
-            for (; i < lines.size() && (lines.get(i).startsWith("import ") || lines.get(i).isBlank()); i++) {
-                if (!lines.get(i).isBlank()) {
-                    imports.add(lines.get(i));
+        for (String page : MarkdownDocs.pages()) {
+            if (page.equals(MarkdownDocs.HISTORY)) {
+                continue;
+            }
+            for (MarkdownDocs.Block block : MarkdownDocs.blocks(page)) {
+                if (block.language().equals("java") && block.notTested().isEmpty()) {
+                    snippets.add(snippet(block.where(), "Snippet" + (snippets.size() + 1), block.body()));
                 }
             }
-            String body = String.join("\n", lines.subList(i, lines.size()));
-            String name = "Snippet" + (snippets.size() + 1);
-            assertFalse(body.contains("\nimport ") || body.startsWith("import "), name + ": imports come first");
-            for (String line : imports) {
-                Matcher m = IMPORT.matcher(line);
-                assertTrue(m.matches(), name + ": one named class per import, not '" + line + "'");
-                assertTrue(
-                        Pattern.compile("\\b" + m.group(3) + "\\b").matcher(body).find(),
-                        name + " imports " + m.group(3) + " but does not use it");
-            }
-            snippets.add(new Snippet(name, imports, body));
         }
         return snippets;
+    }
+
+    private static Snippet snippet(String where, String name, String text) {
+        List<String> imports = new ArrayList<>();
+        List<String> lines = List.of(text.split("\n", -1));
+        int i = 0;
+        for (; i < lines.size() && (lines.get(i).startsWith("import ") || lines.get(i).isBlank()); i++) {
+            if (!lines.get(i).isBlank()) {
+                imports.add(lines.get(i));
+            }
+        }
+        String body = String.join("\n", lines.subList(i, lines.size()));
+        assertFalse(body.contains("\nimport ") || body.startsWith("import "), where + ": imports come first");
+        for (String line : imports) {
+            Matcher m = IMPORT.matcher(line);
+            assertTrue(m.matches(), where + ": one named class per import, not '" + line + "'");
+            assertTrue(
+                    Pattern.compile("\\b" + m.group(3) + "\\b").matcher(body).find(),
+                    where + " imports " + m.group(3) + " but does not use it");
+        }
+        return new Snippet(where, name, imports, body);
     }
 
     private Path compile(List<Snippet> snippets) throws Exception {
@@ -113,7 +119,7 @@ class ReadmeJavaSnippetTest {
         JavaCompiler compiler = ToolProvider.getSystemJavaCompiler();
         ByteArrayOutputStream diagnostics = new ByteArrayOutputStream();
         int rc = compiler.run(null, diagnostics, diagnostics, args.toArray(String[]::new));
-        assertEquals(0, rc, "README snippets do not compile:\n" + diagnostics);
+        assertEquals(0, rc, "documentation snippets do not compile:\n" + diagnostics);
         return classes;
     }
 
@@ -133,21 +139,12 @@ class ReadmeJavaSnippetTest {
         pb.redirectErrorStream(true);
         Process process = pb.start();
         String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(process.waitFor(5, TimeUnit.MINUTES), snippet.className + " finished");
-        assertEquals(0, process.exitValue(), snippet.className + " failed:\n" + output + "\n" + snippet.source());
+        assertTrue(process.waitFor(5, TimeUnit.MINUTES), snippet.where() + " finished");
+        assertEquals(0, process.exitValue(), snippet.where() + " failed:\n" + output + "\n" + snippet.source());
         return output;
     }
 
     private static String classPath() {
         return System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-    }
-
-    private static void copyDirectory(Path from, Path to) throws Exception {
-        Files.createDirectories(to);
-        try (Stream<Path> files = Files.list(from)) {
-            for (Path file : files.toList()) {
-                Files.copy(file, to.resolve(file.getFileName()));
-            }
-        }
     }
 }

@@ -1,0 +1,88 @@
+package io.github.djlllmzoo.server;
+
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The server's {@code /metrics} page, in Prometheus' text format: the scheduler's counters, gauges
+ * and timings, and what the HTTP layer refuses before a request reaches the scheduler. Every name
+ * starts with {@code llmzoo_}; docs/serving-production.md says what each one means.
+ */
+final class ServerMetrics {
+
+    /** Requests refused with 401 (no or a wrong API key). */
+    final LongAdder unauthorized = new LongAdder();
+
+    /** Generation requests refused with 503 (the server is draining or closed). */
+    final LongAdder unavailable = new LongAdder();
+
+    /**
+     * @param stats the scheduler's counters and gauges, read now
+     * @param timings the scheduler's timings and token counts
+     * @return the page
+     */
+    String page(GenerationScheduler.Stats stats, GenerationMetrics timings) {
+        PrometheusText out = new PrometheusText();
+        String requests = "llmzoo_requests_total";
+        out.header(requests, "counter", "Generation requests by how they ended.");
+        out.sample(requests, "outcome", "completed", stats.completed());
+        out.sample(requests, "outcome", "cancelled", stats.cancelled());
+        out.sample(requests, "outcome", "failed", stats.failed());
+        out.sample(requests, "outcome", "timed_out", stats.timedOut());
+        out.sample(requests, "outcome", "rejected", stats.rejected());
+        out.sample(requests, "outcome", "unavailable", unavailable.sum());
+        out.metric(
+                "llmzoo_unauthorized_requests_total",
+                "counter",
+                "Requests to /v1 refused for want of an accepted API key.",
+                unauthorized.sum());
+        out.metric(
+                "llmzoo_prompt_tokens_total",
+                "counter",
+                "Prompt tokens of the admitted requests.",
+                stats.promptTokens());
+        out.metric(
+                "llmzoo_generation_tokens_total",
+                "counter",
+                "Tokens generated, over all sequences.",
+                stats.generatedTokens());
+        timings.timeToFirstToken.write(
+                out,
+                "llmzoo_time_to_first_token_seconds",
+                "From admission to a request's first generated token.");
+        timings.timePerOutputToken.write(
+                out,
+                "llmzoo_time_per_output_token_seconds",
+                "After the first token, the time per further token of a completed request.");
+        timings.requestDuration.write(
+                out,
+                "llmzoo_request_duration_seconds",
+                "From admission to the last token of a completed request.");
+        out.metric(
+                "llmzoo_active_requests",
+                "gauge",
+                "Requests holding a slot now (waiting or generating).",
+                stats.active());
+        out.metric(
+                "llmzoo_queued_requests",
+                "gauge",
+                "Admitted requests waiting for a batch now.",
+                stats.queued());
+        out.metric(
+                "llmzoo_running_rows",
+                "gauge",
+                "Sequences being generated now (rows of running batches not yet ended).",
+                stats.runningRows());
+        out.metric(
+                "llmzoo_max_concurrent_requests",
+                "gauge",
+                "Slots: the most requests admitted at once (--max-concurrency).",
+                stats.maxConcurrency());
+        out.metric("llmzoo_batches_total", "counter", "Batches run.", stats.batches());
+        out.metric(
+                "llmzoo_batched_requests_total",
+                "counter",
+                "Requests run in those batches (over llmzoo_batches_total: the mean batch).",
+                stats.batchedJobs());
+        return out.toString();
+    }
+}

@@ -1,0 +1,10 @@
+/**
+ * The OpenAI-compatible HTTP server: {@link io.github.djlllmzoo.server.OpenAiServer} serves a loaded
+ * model (and its LoRA adapters) on {@code /v1/completions}, {@code /v1/chat/completions}, {@code
+ * /v1/models} and {@code /health}, configured by {@link io.github.djlllmzoo.server.ServerOptions};
+ * chat prompts are rendered by {@link io.github.djlllmzoo.server.ChatTemplate}, the checkpoint's
+ * Jinja template. A service can embed it in its own JVM.
+ *
+ * @serial exclude
+ */
+package io.github.djlllmzoo.server;
