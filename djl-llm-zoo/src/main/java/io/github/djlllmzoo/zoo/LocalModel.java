@@ -3,8 +3,10 @@ package io.github.djlllmzoo.zoo;
 import ai.djl.Device;
 import ai.djl.MalformedModelException;
 import ai.djl.Model;
+import ai.djl.inference.Predictor;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.translate.TranslateException;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.DecoderModels;
 import io.github.djlllmzoo.blocks.Float16Overflow;
@@ -22,6 +24,8 @@ import io.github.djlllmzoo.translators.FinishReason;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationDefaults;
 import io.github.djlllmzoo.translators.GenerationRequest;
+import io.github.djlllmzoo.translators.GenerationResult;
+import io.github.djlllmzoo.translators.GenerationTranslatorFactory;
 import io.github.djlllmzoo.translators.Generator;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import io.github.djlllmzoo.zoo.gguf.GgufCheckpoint;
@@ -441,6 +445,28 @@ public final class LocalModel implements AutoCloseable {
     public Generator generator() {
         ensureOpen();
         return new Generator(block, model.getNDManager());
+    }
+
+    /**
+     * A DJL predictor of generation requests over this model, with the checkpoint's defaults
+     * ({@link GenerationTranslatorFactory}); not to be shared between threads, closed by its
+     * caller.
+     *
+     * @return the predictor
+     * @throws IllegalStateException if this model has been closed
+     * @throws IllegalArgumentException if the checkpoint's generation or tokenizer config is
+     *     malformed, naming the field
+     */
+    public Predictor<GenerationRequest, GenerationResult> newGenerationPredictor() {
+        ensureOpen();
+        try {
+            return model.newPredictor(
+                    new GenerationTranslatorFactory()
+                            .newInstance(
+                                    GenerationRequest.class, GenerationResult.class, model, Map.of()));
+        } catch (TranslateException e) {
+            throw new IllegalArgumentException(e.getMessage(), e);
+        }
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.server;
 
+import io.github.djlllmzoo.chat.ToolCallSyntax;
 import io.github.djlllmzoo.translators.GenerationConfig;
 
 /**
@@ -11,13 +12,17 @@ import io.github.djlllmzoo.translators.GenerationConfig;
  * @param stream whether to answer with server-sent events
  * @param includeUsage whether a streamed answer ends with a usage chunk ({@code
  *     stream_options.include_usage})
+ * @param toolCalls the syntax the reply's tool calls are read in, or null to read none
+ * @param parallelToolCalls whether the reply may hold several tool calls (else the first is kept)
  */
 public record CompletionCall(
         Endpoint endpoint,
         long[] promptIds,
         GenerationConfig config,
         boolean stream,
-        boolean includeUsage) {
+        boolean includeUsage,
+        ToolCallSyntax toolCalls,
+        boolean parallelToolCalls) {
 
     /**
      * Copies the prompt.

@@ -5,10 +5,13 @@ import com.google.gson.GsonBuilder;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonNull;
 import com.google.gson.JsonObject;
+import io.github.djlllmzoo.chat.ToolCall;
+import io.github.djlllmzoo.chat.ToolCallSyntax;
 import io.github.djlllmzoo.translators.Completion;
 import io.github.djlllmzoo.translators.FinishReason;
 import io.github.djlllmzoo.translators.GenerationResult;
 import io.github.djlllmzoo.translators.TextTokenizer;
+import io.github.djlllmzoo.translators.TokenLogprob;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 
@@ -39,14 +42,22 @@ final class OpenAiResponses {
         return body;
     }
 
-    /** A whole answer of either route. */
+    /** OpenAI's {@code finish_reason} of a reply that calls tools. */
+    static final String TOOL_CALLS = "tool_calls";
+
+    /**
+     * A whole answer of either route.
+     *
+     * @param call the request, which says whether and how tool calls are read from the reply
+     */
     static JsonObject answer(
-            Endpoint endpoint,
+            CompletionCall call,
             String id,
             long created,
             String model,
             GenerationResult result,
             TextTokenizer tokenizer) {
+        Endpoint endpoint = call.endpoint();
         JsonObject body = header(endpoint.object(), id, created, model);
         JsonArray choices = new JsonArray();
         List<Completion> completions = result.completions();
@@ -56,8 +67,20 @@ final class OpenAiResponses {
             completionTokens += c.tokenIds().length;
             JsonObject choice = new JsonObject();
             choice.addProperty("index", n);
+            String finishReason = finishReason(c.finishReason());
             if (endpoint == Endpoint.CHAT) {
-                choice.add("message", message(c.text()));
+                ToolCallSyntax.ParsedReply reply =
+                        call.toolCalls() == null
+                                ? new ToolCallSyntax.ParsedReply(c.text(), List.of())
+                                : call.toolCalls().parse(c.text());
+                List<ToolCall> calls = reply.calls();
+                if (!call.parallelToolCalls() && calls.size() > 1) {
+                    calls = calls.subList(0, 1);
+                }
+                choice.add("message", message(reply.content(), calls));
+                if (!calls.isEmpty() && c.finishReason() != FinishReason.LENGTH) {
+                    finishReason = TOOL_CALLS;
+                }
                 choice.add(
                         "logprobs",
                         c.logprobs() == null ? JsonNull.INSTANCE : chatLogprobs(c, tokenizer));
@@ -69,7 +92,7 @@ final class OpenAiResponses {
                                 ? JsonNull.INSTANCE
                                 : completionLogprobs(c, tokenizer));
             }
-            choice.addProperty("finish_reason", finishReason(c.finishReason()));
+            choice.addProperty("finish_reason", finishReason);
             choices.add(choice);
         }
         body.add("choices", choices);
@@ -172,11 +195,60 @@ final class OpenAiResponses {
         return body;
     }
 
-    private static JsonObject message(String text) {
+    private static JsonObject message(String content, List<ToolCall> calls) {
         JsonObject message = new JsonObject();
         message.addProperty("role", "assistant");
-        message.addProperty("content", text);
+        message.addProperty("content", content);
+        if (!calls.isEmpty()) {
+            JsonArray toolCalls = new JsonArray();
+            for (ToolCall call : calls) {
+                toolCalls.add(toolCall(call, null));
+            }
+            message.add("tool_calls", toolCalls);
+        }
         return message;
+    }
+
+    /** {@code {"id", "type": "function", "function": {"name", "arguments"}}}, with its index in a chunk. */
+    private static JsonObject toolCall(ToolCall call, Integer index) {
+        JsonObject function = new JsonObject();
+        function.addProperty("name", call.name());
+        function.addProperty("arguments", call.arguments());
+        JsonObject out = new JsonObject();
+        if (index != null) {
+            out.addProperty("index", index);
+        }
+        out.addProperty("id", call.id());
+        out.addProperty("type", "function");
+        out.add("function", function);
+        return out;
+    }
+
+    /**
+     * A streamed chat chunk of one choice carrying whole tool calls in {@code delta.tool_calls}.
+     *
+     * @param calls the calls
+     * @param firstIndex the index of the first of them among the choice's calls
+     */
+    static JsonObject toolCallsChunk(
+            String id,
+            long created,
+            String model,
+            int index,
+            List<ToolCall> calls,
+            int firstIndex,
+            boolean withUsage) {
+        JsonObject body = chunk(Endpoint.CHAT, id, created, model, index, null, null, null, withUsage);
+        JsonArray toolCalls = new JsonArray();
+        for (int i = 0; i < calls.size(); i++) {
+            toolCalls.add(toolCall(calls.get(i), firstIndex + i));
+        }
+        body.getAsJsonArray("choices")
+                .get(0)
+                .getAsJsonObject()
+                .getAsJsonObject("delta")
+                .add("tool_calls", toolCalls);
+        return body;
     }
 
     /** Completions' legacy shape: tokens, their log-probabilities and text offsets. */
@@ -184,6 +256,7 @@ final class OpenAiResponses {
         JsonArray tokens = new JsonArray();
         JsonArray logprobs = new JsonArray();
         JsonArray offsets = new JsonArray();
+        JsonArray top = new JsonArray();
         int offset = 0;
         for (int i = 0; i < c.tokenIds().length; i++) {
             String token = tokenizer.decode(new long[] {c.tokenIds()[i]});
@@ -191,11 +264,22 @@ final class OpenAiResponses {
             logprobs.add(c.logprobs()[i]);
             offsets.add(offset);
             offset += token.length();
+            if (c.topLogprobs() != null) {
+                // {text: logprob}, most likely first (tokens of the same text keep the first)
+                JsonObject alternatives = new JsonObject();
+                for (TokenLogprob t : c.topLogprobs().get(i)) {
+                    String text = tokenizer.decode(new long[] {t.tokenId()});
+                    if (!alternatives.has(text)) {
+                        alternatives.addProperty(text, t.logprob());
+                    }
+                }
+                top.add(alternatives);
+            }
         }
         JsonObject out = new JsonObject();
         out.add("tokens", tokens);
         out.add("token_logprobs", logprobs);
-        out.add("top_logprobs", JsonNull.INSTANCE);
+        out.add("top_logprobs", c.topLogprobs() == null ? JsonNull.INSTANCE : top);
         out.add("text_offset", offsets);
         return out;
     }
@@ -204,20 +288,32 @@ final class OpenAiResponses {
     private static JsonObject chatLogprobs(Completion c, TextTokenizer tokenizer) {
         JsonArray content = new JsonArray();
         for (int i = 0; i < c.tokenIds().length; i++) {
-            String token = tokenizer.decode(new long[] {c.tokenIds()[i]});
-            JsonObject entry = new JsonObject();
-            entry.addProperty("token", token);
-            entry.addProperty("logprob", c.logprobs()[i]);
-            JsonArray bytes = new JsonArray();
-            for (byte b : token.getBytes(StandardCharsets.UTF_8)) {
-                bytes.add(b & 0xff);
+            JsonObject entry = chatToken(c.tokenIds()[i], c.logprobs()[i], tokenizer);
+            JsonArray top = new JsonArray();
+            if (c.topLogprobs() != null) {
+                for (TokenLogprob t : c.topLogprobs().get(i)) {
+                    top.add(chatToken(t.tokenId(), t.logprob(), tokenizer));
+                }
             }
-            entry.add("bytes", bytes);
-            entry.add("top_logprobs", new JsonArray());
+            entry.add("top_logprobs", top);
             content.add(entry);
         }
         JsonObject out = new JsonObject();
         out.add("content", content);
         return out;
+    }
+
+    /** A token of chat's log-probabilities: its text, log-probability and UTF-8 bytes. */
+    private static JsonObject chatToken(long id, float logprob, TextTokenizer tokenizer) {
+        String token = tokenizer.decode(new long[] {id});
+        JsonObject entry = new JsonObject();
+        entry.addProperty("token", token);
+        entry.addProperty("logprob", logprob);
+        JsonArray bytes = new JsonArray();
+        for (byte b : token.getBytes(StandardCharsets.UTF_8)) {
+            bytes.add(b & 0xff);
+        }
+        entry.add("bytes", bytes);
+        return entry;
     }
 }

@@ -3,6 +3,10 @@ package io.github.djlllmzoo.server;
 import com.google.gson.JsonObject;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.LoraAdapter;
+import io.github.djlllmzoo.chat.ChatTemplate;
+import io.github.djlllmzoo.chat.ToolCall;
+import io.github.djlllmzoo.chat.ToolCallParser;
+import io.github.djlllmzoo.translators.FinishReason;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationResult;
 import io.github.djlllmzoo.translators.GenerationTranslator;
@@ -369,7 +373,7 @@ public final class OpenAiServer implements AutoCloseable {
         json(
                 ctx,
                 200,
-                OpenAiResponses.answer(endpoint, id, now, served, result, model.tokenizer()));
+                OpenAiResponses.answer(call, id, now, served, result, model.tokenizer()));
     }
 
     /** Writes the job's events as server-sent events; a failed write means the client left. */
@@ -394,11 +398,24 @@ public final class OpenAiServer implements AutoCloseable {
                                     endpoint, id, now, served, n, "", "assistant", null, usage));
                 }
             }
+            // the reply's tool calls, read as it streams: content and whole calls as they close
+            ToolCallParser[] parsers = null;
+            if (call.toolCalls() != null) {
+                parsers = new ToolCallParser[sequences];
+                for (int n = 0; n < sequences; n++) {
+                    parsers[n] = call.toolCalls().parser();
+                }
+            }
             int finished = 0;
             int completionTokens = 0;
             while (finished < sequences) {
                 GenerationJob.Event event = job.nextEvent();
                 if (event instanceof GenerationJob.Text text) {
+                    if (parsers != null) {
+                        int n = text.sequence();
+                        sendParsed(out, call, id, now, served, n, parsers[n].append(text.piece()));
+                        continue;
+                    }
                     send(
                             out,
                             OpenAiResponses.chunk(
@@ -415,6 +432,13 @@ public final class OpenAiServer implements AutoCloseable {
                     finished++;
                     completionTokens += end.tokens();
                     String reason = OpenAiResponses.finishReason(end.reason());
+                    if (parsers != null) {
+                        ToolCallParser parser = parsers[end.sequence()];
+                        sendParsed(out, call, id, now, served, end.sequence(), parser.finish());
+                        if (parser.callCount() > 0 && end.reason() != FinishReason.LENGTH) {
+                            reason = OpenAiResponses.TOOL_CALLS;
+                        }
+                    }
                     send(
                             out,
                             OpenAiResponses.chunk(
@@ -456,6 +480,35 @@ public final class OpenAiServer implements AutoCloseable {
         } catch (RuntimeException e) {
             job.cancel();
             throw e;
+        }
+    }
+
+    /** Sends what a piece of a choice decided: its content, then its calls (the first only unless parallel). */
+    private static void sendParsed(
+            OutputStream out,
+            CompletionCall call,
+            String id,
+            long now,
+            String served,
+            int sequence,
+            ToolCallParser.Delta delta)
+            throws IOException {
+        boolean usage = call.includeUsage();
+        if (!delta.content().isEmpty()) {
+            send(
+                    out,
+                    OpenAiResponses.chunk(
+                            Endpoint.CHAT, id, now, served, sequence, delta.content(), null, null, usage));
+        }
+        List<ToolCall> calls = delta.calls();
+        if (!call.parallelToolCalls()) {
+            calls = calls.subList(0, Math.max(0, Math.min(calls.size(), 1 - delta.firstIndex())));
+        }
+        if (!calls.isEmpty()) {
+            send(
+                    out,
+                    OpenAiResponses.toolCallsChunk(
+                            id, now, served, sequence, calls, delta.firstIndex(), usage));
         }
     }
 

@@ -1,21 +1,33 @@
 package io.github.djlllmzoo.server;
 
+import static io.github.djlllmzoo.server.JsonFields.bool;
+import static io.github.djlllmzoo.server.JsonFields.integer;
+import static io.github.djlllmzoo.server.JsonFields.isString;
+import static io.github.djlllmzoo.server.JsonFields.longValue;
+import static io.github.djlllmzoo.server.JsonFields.number;
+import static io.github.djlllmzoo.server.JsonFields.present;
+import static io.github.djlllmzoo.server.JsonFields.string;
+
 import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParseException;
 import com.google.gson.JsonParser;
-import com.google.gson.JsonPrimitive;
 import com.google.gson.Strictness;
 import com.google.gson.stream.JsonReader;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.chat.ChatMessage;
+import io.github.djlllmzoo.chat.ChatTemplate;
+import io.github.djlllmzoo.chat.ChatTemplateException;
 import io.github.djlllmzoo.translators.GenerationConfig;
+import io.github.djlllmzoo.translators.LogitAdjustments;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import java.io.IOException;
 import java.io.StringReader;
-import java.math.BigDecimal;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -26,26 +38,26 @@ import java.util.regex.Pattern;
  * <p>Fields a request leaves out take OpenAI's defaults: {@code temperature} 1 (sampling; 0 is
  * greedy), {@code top_p} 1, {@code n} 1, {@code max_tokens} 16 for completions and the rest of the
  * context window for chat. The checkpoint's defaults contribute the EOS tokens, {@code
- * repetition_penalty} and {@code min_p}. Extensions: {@code top_k}, {@code min_p}, {@code
- * repetition_penalty}, {@code ignore_eos}.
+ * repetition_penalty} and {@code min_p}. OpenAI's {@code logit_bias}, {@code presence_penalty} and
+ * {@code frequency_penalty} shape the logits ({@link LogitAdjustments}); {@code logprobs} (up to 5
+ * alternatives in completions) and {@code top_logprobs} (up to 20 in chat) give log-probabilities.
+ * Extensions: {@code top_k}, {@code min_p}, {@code repetition_penalty}, {@code ignore_eos}.
  *
  * <p>OpenAI's limits hold: bodies are strict JSON, at most 4 stop strings, {@code stream_options}
- * only with {@code stream}, and message roles {@code system}, {@code developer}, {@code user}, {@code
- * assistant}.
+ * only with {@code stream}. Chat messages are read by {@link ChatMessagesJson}; {@code tools},
+ * {@code tool_choice}, {@code parallel_tool_calls} and {@code response_format} by {@link
+ * ChatOutputParser}.
  */
 final class RequestParser {
 
     /** OpenAI's {@code max_tokens} default for {@code /v1/completions}. */
     static final int DEFAULT_COMPLETION_TOKENS = 16;
 
+    /** OpenAI's bound on {@code logprobs} of {@code /v1/completions}. */
+    static final int MAX_COMPLETION_LOGPROBS = 5;
+
     /** Most stop strings per request, as OpenAI allows. */
     static final int MAX_STOP_STRINGS = 4;
-
-    /** The message roles a conversation may have; {@code developer} is OpenAI's newer {@code system}. */
-    private static final List<String> ROLES = List.of("system", "developer", "user", "assistant");
-
-    /** OpenAI's roles for tool calling, which this server does not do. */
-    private static final List<String> TOOL_ROLES = List.of("tool", "function");
 
     /** Gson's description of a syntax error: what, where, then its JSON path and a link. */
     private static final Pattern JSON_ERROR =
@@ -57,6 +69,7 @@ final class RequestParser {
     private final DecoderConfig model;
     private final GenerationConfig defaults;
     private final int maxSequences;
+    private final ChatOutputParser outputs;
 
     /**
      * @param modelIds the names clients may ask for: the model's, then its adapters'
@@ -79,6 +92,7 @@ final class RequestParser {
         this.model = model;
         this.defaults = defaults;
         this.maxSequences = maxSequences;
+        this.outputs = new ChatOutputParser(template, model.modelType(), tokenizer);
     }
 
     /**
@@ -137,7 +151,6 @@ final class RequestParser {
      */
     CompletionCall completion(JsonObject body) {
         checkModel(body);
-        rejectUnsupported(body);
         if (bool(body, "echo", false)) {
             throw ApiException.invalid("echo", "echo is not supported");
         }
@@ -149,13 +162,7 @@ final class RequestParser {
             throw ApiException.invalid("best_of", "best_of is not supported; use n");
         }
         long[] prompt = prompt(body);
-        Integer logprobs = integer(body, "logprobs", 0, Integer.MAX_VALUE);
-        if (logprobs != null && logprobs > 0) {
-            throw ApiException.invalid(
-                    "logprobs",
-                    "only logprobs 0 is supported: the chosen tokens' log-probabilities, without"
-                        + " alternatives");
-        }
+        Integer logprobs = integer(body, "logprobs", 0, MAX_COMPLETION_LOGPROBS);
         Integer maxTokens = integer(body, "max_tokens", 1, Integer.MAX_VALUE);
         return call(
                 Endpoint.COMPLETIONS,
@@ -163,7 +170,9 @@ final class RequestParser {
                 prompt,
                 "prompt",
                 maxTokens != null ? maxTokens : DEFAULT_COMPLETION_TOKENS,
-                logprobs != null);
+                logprobs != null,
+                logprobs != null ? logprobs : 0,
+                ChatOutput.TEXT);
     }
 
     /**
@@ -173,29 +182,18 @@ final class RequestParser {
      */
     CompletionCall chat(JsonObject body) {
         checkModel(body);
-        rejectUnsupported(body);
-        for (String field : List.of("tools", "functions")) {
-            JsonElement value = body.get(field);
-            if (value != null && value.isJsonArray() && value.getAsJsonArray().size() > 0) {
-                throw ApiException.invalid(field, "tool and function calling is not supported");
-            }
-        }
-        JsonElement format = body.get("response_format");
-        if (format != null
-                && format.isJsonObject()
-                && !"text".equals(string(format.getAsJsonObject(), "type"))) {
+        List<ChatMessage> messages = ChatMessagesJson.read(body);
+        ChatOutput output = outputs.read(body);
+        boolean logprobs = bool(body, "logprobs", false);
+        Integer topLogprobs =
+                integer(body, "top_logprobs", 0, GenerationConfig.MAX_TOP_LOGPROBS);
+        if (topLogprobs != null && !logprobs) {
             throw ApiException.invalid(
-                    "response_format", "only the text response format is supported");
-        }
-        Integer topLogprobs = integer(body, "top_logprobs", 0, Integer.MAX_VALUE);
-        if (topLogprobs != null && topLogprobs > 0) {
-            throw ApiException.invalid(
-                    "top_logprobs",
-                    "top_logprobs is not supported: only the chosen tokens' log-probabilities");
+                    "top_logprobs", "top_logprobs needs \"logprobs\": true");
         }
         String rendered;
         try {
-            rendered = template.render(messages(body));
+            rendered = template.render(messages, output.tools(), true, Map.of());
         } catch (ChatTemplateException e) {
             throw ApiException.invalid(e.param(), e.getMessage());
         }
@@ -206,7 +204,15 @@ final class RequestParser {
         }
         int budget =
                 maxTokens != null ? maxTokens : Math.max(1, model.maxPositions() - prompt.length);
-        return call(Endpoint.CHAT, body, prompt, "messages", budget, bool(body, "logprobs", false));
+        return call(
+                Endpoint.CHAT,
+                body,
+                prompt,
+                "messages",
+                budget,
+                logprobs,
+                topLogprobs != null ? topLogprobs : 0,
+                output);
     }
 
     private CompletionCall call(
@@ -215,9 +221,15 @@ final class RequestParser {
             long[] prompt,
             String promptField,
             int maxTokens,
-            boolean logprobs) {
+            boolean logprobs,
+            int topLogprobs,
+            ChatOutput output) {
         validatePrompt(prompt, promptField);
-        GenerationConfig config = config(body, maxTokens, logprobs);
+        GenerationConfig config =
+                config(body, maxTokens, logprobs, topLogprobs)
+                        .toBuilder()
+                        .optConstraint(output.constraint())
+                        .build();
         boolean stream = bool(body, "stream", false);
         if (stream && logprobs) {
             throw ApiException.invalid(
@@ -235,10 +247,18 @@ final class RequestParser {
             }
             includeUsage = bool(options.getAsJsonObject(), "include_usage", false);
         }
-        return new CompletionCall(endpoint, prompt, config, stream, includeUsage);
+        return new CompletionCall(
+                endpoint,
+                prompt,
+                config,
+                stream,
+                includeUsage,
+                output.toolCalls(),
+                output.parallelToolCalls());
     }
 
-    private GenerationConfig config(JsonObject body, int maxTokens, boolean logprobs) {
+    private GenerationConfig config(
+            JsonObject body, int maxTokens, boolean logprobs, int topLogprobs) {
         Double temperature = number(body, "temperature", 0, 2);
         Double topP = number(body, "top_p", 0, 1);
         Integer topK = integer(body, "top_k", -1, Integer.MAX_VALUE);
@@ -256,7 +276,9 @@ final class RequestParser {
                         .seed(longValue(body, "seed"))
                         .stopStrings(stop(body))
                         .numReturnSequences(n != null ? n : 1)
-                        .returnLogprobs(logprobs);
+                        .logitAdjustments(logitAdjustments(body))
+                        .returnLogprobs(logprobs)
+                        .topLogprobs(topLogprobs);
         if (minP != null) {
             b.minP(minP.floatValue());
         }
@@ -289,18 +311,56 @@ final class RequestParser {
         }
     }
 
-    private void rejectUnsupported(JsonObject body) {
-        for (String field : List.of("presence_penalty", "frequency_penalty")) {
-            Double value = number(body, field, -2, 2);
-            if (value != null && value != 0) {
-                throw ApiException.invalid(
-                        field, field + " is not supported; use repetition_penalty");
-            }
-        }
+    /** OpenAI's {@code logit_bias}, {@code presence_penalty} and {@code frequency_penalty}. */
+    private LogitAdjustments logitAdjustments(JsonObject body) {
+        Double presence =
+                number(body, "presence_penalty", -LogitAdjustments.MAX_PENALTY, LogitAdjustments.MAX_PENALTY);
+        Double frequency =
+                number(body, "frequency_penalty", -LogitAdjustments.MAX_PENALTY, LogitAdjustments.MAX_PENALTY);
+        return new LogitAdjustments(
+                logitBias(body),
+                presence != null ? presence.floatValue() : 0f,
+                frequency != null ? frequency.floatValue() : 0f);
+    }
+
+    /** {@code {"token id": bias}}, ids in the vocabulary and biases in [-100, 100]. */
+    private Map<Integer, Float> logitBias(JsonObject body) {
         JsonElement bias = body.get("logit_bias");
-        if (bias != null && bias.isJsonObject() && bias.getAsJsonObject().size() > 0) {
-            throw ApiException.invalid("logit_bias", "logit_bias is not supported");
+        if (bias == null || bias.isJsonNull()) {
+            return Map.of();
         }
+        if (!bias.isJsonObject()) {
+            throw ApiException.invalid(
+                    "logit_bias", "expected an object mapping token ids to biases, got " + bias);
+        }
+        Map<Integer, Float> out = new HashMap<>();
+        for (Map.Entry<String, JsonElement> e : bias.getAsJsonObject().entrySet()) {
+            int id;
+            try {
+                id = Integer.parseInt(e.getKey());
+            } catch (NumberFormatException notAnId) {
+                throw ApiException.invalid(
+                        "logit_bias", "keys are token ids, got '" + e.getKey() + "'");
+            }
+            if (id < 0 || id >= model.vocabSize()) {
+                throw ApiException.invalid(
+                        "logit_bias",
+                        "token id "
+                                + id
+                                + " is outside the model's vocabulary of "
+                                + model.vocabSize());
+            }
+            JsonElement value = e.getValue();
+            if (!value.isJsonPrimitive()
+                    || !value.getAsJsonPrimitive().isNumber()
+                    || !(Math.abs(value.getAsDouble()) <= LogitAdjustments.MAX_BIAS)) {
+                throw ApiException.invalid(
+                        "logit_bias",
+                        "the bias of token " + id + " must be a number in [-100, 100], got " + value);
+            }
+            out.put(id, value.getAsFloat());
+        }
+        return out;
     }
 
     private long[] prompt(JsonObject body) {
@@ -375,73 +435,6 @@ final class RequestParser {
         }
     }
 
-    private static List<ChatMessage> messages(JsonObject body) {
-        JsonElement messages = body.get("messages");
-        if (messages == null || !messages.isJsonArray() || messages.getAsJsonArray().size() == 0) {
-            throw ApiException.invalid(
-                    "messages", "messages must be a non-empty list of {role, content}");
-        }
-        List<ChatMessage> out = new ArrayList<>();
-        JsonArray array = messages.getAsJsonArray();
-        for (int i = 0; i < array.size(); i++) {
-            String param = "messages[" + i + "]";
-            if (!array.get(i).isJsonObject()) {
-                throw ApiException.invalid(param, "expected an object {role, content}");
-            }
-            JsonObject message = array.get(i).getAsJsonObject();
-            String role = role(message, param + ".role");
-            out.add(
-                    new ChatMessage(
-                            role, content(message.get("content"), role, param + ".content")));
-        }
-        return out;
-    }
-
-    /** A message's role, {@code developer} read as {@code system}, which templates know. */
-    private static String role(JsonObject message, String param) {
-        String role = string(message, "role", param);
-        if (role == null) {
-            throw ApiException.invalid(param, "role is required");
-        }
-        if (TOOL_ROLES.contains(role)) {
-            throw ApiException.invalid(
-                    param, "'" + role + "' messages are not supported: there is no tool calling");
-        }
-        if (!ROLES.contains(role)) {
-            throw ApiException.invalid(
-                    param,
-                    "unknown role '" + role + "'; expected one of " + String.join(", ", ROLES));
-        }
-        return "developer".equals(role) ? "system" : role;
-    }
-
-    /** A message's content: a string, or a list of text parts joined by newlines. */
-    private static String content(JsonElement content, String role, String param) {
-        if (content == null || content.isJsonNull()) {
-            if ("assistant".equals(role)) {
-                return "";
-            }
-            throw ApiException.invalid(param, "content is required");
-        }
-        if (isString(content)) {
-            return content.getAsString();
-        }
-        if (!content.isJsonArray()) {
-            throw ApiException.invalid(param, "expected a string or a list of text parts");
-        }
-        List<String> texts = new ArrayList<>();
-        for (JsonElement part : content.getAsJsonArray()) {
-            if (!part.isJsonObject()
-                    || !"text".equals(string(part.getAsJsonObject(), "type", param))
-                    || !isString(part.getAsJsonObject().get("text"))) {
-                throw ApiException.invalid(
-                        param, "only text parts {\"type\": \"text\", \"text\": ...} are supported");
-            }
-            texts.add(part.getAsJsonObject().get("text").getAsString());
-        }
-        return String.join("\n", texts);
-    }
-
     private static List<String> stop(JsonObject body) {
         JsonElement stop = body.get("stop");
         if (stop == null || stop.isJsonNull()) {
@@ -468,93 +461,5 @@ final class RequestParser {
             throw ApiException.invalid("stop", "stop strings must not be empty");
         }
         return out;
-    }
-
-    private static boolean isString(JsonElement e) {
-        return e != null && e.isJsonPrimitive() && e.getAsJsonPrimitive().isString();
-    }
-
-    private static boolean present(JsonObject body, String field) {
-        JsonElement value = body.get(field);
-        return value != null && !value.isJsonNull();
-    }
-
-    private static String string(JsonObject body, String field) {
-        return string(body, field, field);
-    }
-
-    private static String string(JsonObject body, String field, String param) {
-        JsonElement value = body.get(field);
-        if (value == null || value.isJsonNull()) {
-            return null;
-        }
-        if (!isString(value)) {
-            throw ApiException.invalid(param, "expected a string, got " + value);
-        }
-        return value.getAsString();
-    }
-
-    private static boolean bool(JsonObject body, String field, boolean fallback) {
-        JsonElement value = body.get(field);
-        if (value == null || value.isJsonNull()) {
-            return fallback;
-        }
-        if (!value.isJsonPrimitive() || !value.getAsJsonPrimitive().isBoolean()) {
-            throw ApiException.invalid(field, "expected true or false, got " + value);
-        }
-        return value.getAsBoolean();
-    }
-
-    private static BigDecimal decimal(JsonObject body, String field) {
-        JsonElement value = body.get(field);
-        if (value == null || value.isJsonNull()) {
-            return null;
-        }
-        if (!value.isJsonPrimitive() || !value.getAsJsonPrimitive().isNumber()) {
-            throw ApiException.invalid(field, "expected a number, got " + value);
-        }
-        try {
-            return ((JsonPrimitive) value).getAsBigDecimal();
-        } catch (NumberFormatException e) {
-            throw ApiException.invalid(field, "expected a number, got " + value);
-        }
-    }
-
-    private static Double number(JsonObject body, String field, double min, double max) {
-        BigDecimal value = decimal(body, field);
-        if (value == null) {
-            return null;
-        }
-        double d = value.doubleValue();
-        if (!(d >= min && d <= max)) {
-            throw ApiException.invalid(
-                    field, field + " must be in [" + min + ", " + max + "], got " + value);
-        }
-        return d;
-    }
-
-    private static Integer integer(JsonObject body, String field, int min, int max) {
-        Long value = longValue(body, field);
-        if (value == null) {
-            return null;
-        }
-        if (value < min || value > max) {
-            throw ApiException.invalid(
-                    field,
-                    field + " must be an integer in [" + min + ", " + max + "], got " + value);
-        }
-        return value.intValue();
-    }
-
-    private static Long longValue(JsonObject body, String field) {
-        BigDecimal value = decimal(body, field);
-        if (value == null) {
-            return null;
-        }
-        try {
-            return value.longValueExact();
-        } catch (ArithmeticException e) {
-            throw ApiException.invalid(field, field + " must be an integer, got " + value);
-        }
     }
 }

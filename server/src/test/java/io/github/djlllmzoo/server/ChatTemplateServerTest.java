@@ -7,8 +7,9 @@ import ai.djl.inference.Predictor;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
-import io.github.djlllmzoo.benchmarks.RandomGpt2Checkpoint;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
+import io.github.djlllmzoo.chat.ChatTemplateFamiliesTest;
+import io.github.djlllmzoo.chat.Jinja2Reference;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
@@ -17,10 +18,8 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.List;
 import java.util.stream.Stream;
@@ -51,13 +50,7 @@ class ChatTemplateServerTest {
 
     @BeforeAll
     static void writeModel() throws Exception {
-        String fixtures = System.getProperty("llmzoo.fixtures");
-        Path tokenizer = fixtures == null ? null : Paths.get(fixtures, "gpt2-tokenizer");
-        Assumptions.assumeTrue(
-                tokenizer != null && Files.isRegularFile(tokenizer.resolve("tokenizer.json")),
-                "no GPT-2 tokenizer fixture at " + tokenizer);
-        gpt2 = dir.resolve("gpt2");
-        RandomGpt2Checkpoint.write(gpt2, tokenizer, 32, 1, 4, 1024, 5);
+        gpt2 = RunningServer.gpt2(dir.resolve("gpt2"), 1024, 5);
     }
 
     static Stream<String> families() {
@@ -66,19 +59,7 @@ class ChatTemplateServerTest {
 
     /** The GPT-2 checkpoint with the family's chat template added to its tokenizer_config.json. */
     private static Path withTemplate(String family, String name) throws Exception {
-        Path out = Files.createDirectories(dir.resolve(name));
-        try (Stream<Path> files = Files.list(gpt2)) {
-            for (Path file : files.toList()) {
-                Files.copy(file, out.resolve(file.getFileName()));
-            }
-        }
-        Path config = out.resolve(CheckpointFiles.TOKENIZER_CONFIG);
-        JsonObject json = JsonParser.parseString(Files.readString(config)).getAsJsonObject();
-        json.add(
-                "chat_template",
-                ChatTemplateFamiliesTest.tokenizerConfig(family).get("chat_template"));
-        Files.writeString(config, json.toString(), StandardCharsets.UTF_8);
-        return out;
+        return RunningServer.withTemplate(gpt2, family, dir.resolve(name));
     }
 
     private static HttpResponse<String> chat(OpenAiServer server, String... roleAndContent)

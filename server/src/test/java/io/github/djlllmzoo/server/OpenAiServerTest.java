@@ -13,13 +13,11 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
-import io.github.djlllmzoo.benchmarks.RandomGpt2Checkpoint;
 import io.github.djlllmzoo.translators.Completion;
 import io.github.djlllmzoo.translators.FinishReason;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
-import io.github.djlllmzoo.translators.GenerationTranslatorFactory;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -30,17 +28,13 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -68,12 +62,7 @@ class OpenAiServerTest {
 
     @BeforeAll
     static void start() throws Exception {
-        String fixtures = System.getProperty("llmzoo.fixtures");
-        Path tokenizer = fixtures == null ? null : Paths.get(fixtures, "gpt2-tokenizer");
-        Assumptions.assumeTrue(
-                tokenizer != null && Files.isRegularFile(tokenizer.resolve("tokenizer.json")),
-                "no GPT-2 tokenizer fixture at " + tokenizer);
-        RandomGpt2Checkpoint.write(dir, tokenizer, 32, 1, 4, WINDOW, 3);
+        RunningServer.gpt2(dir, WINDOW, 3);
         model = LocalModel.load(dir);
         server =
                 OpenAiServer.start(
@@ -86,16 +75,8 @@ class OpenAiServerTest {
     }
 
     /** A DJL predictor of the model's generation translator: the server's expected answers. */
-    static Predictor<GenerationRequest, GenerationResult> generationPredictor(LocalModel model)
-            throws Exception {
-        return model.model()
-                .newPredictor(
-                        new GenerationTranslatorFactory()
-                                .newInstance(
-                                        GenerationRequest.class,
-                                        GenerationResult.class,
-                                        model.model(),
-                                        Map.of()));
+    static Predictor<GenerationRequest, GenerationResult> generationPredictor(LocalModel model) {
+        return model.newGenerationPredictor();
     }
 
     @AfterAll
@@ -587,7 +568,7 @@ class OpenAiServerTest {
             },
             {"/v1/completions", "{\"prompt\": \"x\", \"n\": 99}", 400, "n"},
             {"/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 0}", 400, "max_tokens"},
-            {"/v1/completions", "{\"prompt\": \"x\", \"logprobs\": 2}", 400, "logprobs"},
+            {"/v1/completions", "{\"prompt\": \"x\", \"logprobs\": 6}", 400, "logprobs"},
             {
                 "/v1/completions",
                 "{\"prompt\": \"x\", \"stream\": true, \"logprobs\": 0}",
@@ -616,7 +597,7 @@ class OpenAiServerTest {
                 "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"},"
                         + " {\"role\": \"tool\", \"content\": \"42\"}]}",
                 400,
-                "messages[1].role"
+                "messages[1].tool_call_id"
             },
             {
                 "/v1/completions",

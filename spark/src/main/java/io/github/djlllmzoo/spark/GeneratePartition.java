@@ -2,8 +2,8 @@ package io.github.djlllmzoo.spark;
 
 import ai.djl.inference.Predictor;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
-import io.github.djlllmzoo.server.ChatMessage;
-import io.github.djlllmzoo.server.ChatTemplate;
+import io.github.djlllmzoo.chat.ChatMessage;
+import io.github.djlllmzoo.chat.ChatTemplate;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;

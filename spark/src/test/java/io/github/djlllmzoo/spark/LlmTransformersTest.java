@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.inference.Predictor;
-import io.github.djlllmzoo.server.ChatMessage;
-import io.github.djlllmzoo.server.ChatTemplate;
+import io.github.djlllmzoo.chat.ChatMessage;
+import io.github.djlllmzoo.chat.ChatTemplate;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationOverrides;
 import io.github.djlllmzoo.translators.GenerationRequest;

@@ -110,7 +110,7 @@ public final class BatchGenerator {
         }
         long seed = config.seed() != null ? config.seed() : ThreadLocalRandom.current().nextLong();
         List<Sampler> samplers = Sampler.seeded(seed, config.numReturnSequences());
-        LogitsProcessorChain chain = LogitsProcessorChain.forConfig(config);
+        LogitsProcessorChain chain = LogitsProcessorChain.forConfig(config, prompt.length);
         int budget = Math.min(config.maxNewTokens(), model.config().maxPositions() - prompt.length);
         boolean streamText =
                 tokenizer != null && (request.listener() != null || !stops.isEmpty());
@@ -280,7 +280,11 @@ public final class BatchGenerator {
             row.constraint.accept(token);
         }
         if (row.logprobs != null) {
-            row.logprobs[row.produced()] = Sampler.logProbability(raw, token);
+            double normalizer = Sampler.logNormalizer(raw);
+            row.logprobs[row.produced()] = (float) (raw[token] - normalizer);
+            if (row.topLogprobs != null) {
+                row.topLogprobs.add(mostLikely(raw, normalizer, row.config.topLogprobs()));
+            }
         }
         row.context[row.length++] = token;
         if (row.listener != null) {
@@ -300,6 +304,16 @@ public final class BatchGenerator {
         if (row.produced() == row.budget) {
             finish(row, FinishReason.LENGTH);
         }
+    }
+
+    /** The {@code k} most likely tokens of raw logits with their log-probabilities. */
+    private static List<TokenLogprob> mostLikely(float[] raw, double normalizer, int k) {
+        int[] ids = LogitRanking.mostLikely(raw, Math.min(k, raw.length));
+        List<TokenLogprob> out = new ArrayList<>(ids.length);
+        for (int id : ids) {
+            out.add(new TokenLogprob(id, (float) (raw[id] - normalizer)));
+        }
+        return out;
     }
 
     private void finish(Row row, FinishReason reason) {
@@ -328,7 +342,11 @@ public final class BatchGenerator {
                 text = tokenizer != null ? tokenizer.decode(ids) : null;
             }
             float[] logprobs = row.logprobs == null ? null : Arrays.copyOf(row.logprobs, ids.length);
-            completions.add(new Completion(text, ids, row.reason, logprobs));
+            List<List<TokenLogprob>> top =
+                    row.topLogprobs == null
+                            ? null
+                            : List.copyOf(row.topLogprobs.subList(0, ids.length));
+            completions.add(new Completion(text, ids, row.reason, logprobs, top));
             if (row.firstTokenNanos != 0) {
                 firstToken = Math.min(firstToken, row.firstTokenNanos);
             }
@@ -355,6 +373,8 @@ public final class BatchGenerator {
         /** The prompt, then the generated tokens. */
         final long[] context;
         final float[] logprobs;
+        /** Each new token's alternatives, when asked for. */
+        final List<List<TokenLogprob>> topLogprobs;
         int length;
         boolean done;
         FinishReason reason;
@@ -383,6 +403,8 @@ public final class BatchGenerator {
             this.context = Arrays.copyOf(prompt, prompt.length + this.budget);
             this.length = prompt.length;
             this.logprobs = config.returnLogprobs() ? new float[this.budget] : null;
+            this.topLogprobs =
+                    config.returnLogprobs() && config.topLogprobs() > 0 ? new ArrayList<>() : null;
         }
 
         int produced() {

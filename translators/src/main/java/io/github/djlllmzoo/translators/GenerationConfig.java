@@ -28,6 +28,10 @@ import java.util.List;
  *     in [0, 1]; 0 disables)
  * @param repetitionPenalty divides positive and multiplies negative logits of every token already
  *     in the prompt or the output ({@code repetition_penalty}, > 0; 1 disables)
+ * @param logitAdjustments OpenAI's {@code logit_bias}, {@code presence_penalty} and {@code
+ *     frequency_penalty} ({@link LogitAdjustments#NONE} for none)
+ * @param topLogprobs how many most likely alternatives each new token's log-probability comes
+ *     with when {@code returnLogprobs} is set (0 to {@value #MAX_TOP_LOGPROBS})
  * @param seed the sampler's seed, or {@code null} for a fresh random seed per request
  * @param stopStrings texts that end a sequence; the result text ends before the first one found
  * @param eosTokenIds tokens that end a sequence (any of them)
@@ -52,6 +56,8 @@ public record GenerationConfig(
         float topP,
         float minP,
         float repetitionPenalty,
+        LogitAdjustments logitAdjustments,
+        int topLogprobs,
         Long seed,
         List<String> stopStrings,
         List<Integer> eosTokenIds,
@@ -69,6 +75,9 @@ public record GenerationConfig(
     /** Hugging Face's default {@code top_k} when sampling. */
     public static final int DEFAULT_TOP_K = 50;
 
+    /** The most alternatives per token, OpenAI's bound on chat's {@code top_logprobs}. */
+    public static final int MAX_TOP_LOGPROBS = 20;
+
     /**
      * Validates the values; every message names the field at fault.
      *
@@ -79,12 +88,15 @@ public record GenerationConfig(
      * @param topP keep the smallest set of most likely tokens whose probability reaches {@code p} ({@code top_p}, in (0, 1]; 1 disables)
      * @param minP drop tokens less likely than {@code minP} times the most likely one ({@code min_p}, in [0, 1]; 0 disables)
      * @param repetitionPenalty divides positive and multiplies negative logits of every token already in the prompt or the output ({@code repetition_penalty}, > 0; 1 disables)
+     * @param logitAdjustments OpenAI's {@code logit_bias}, {@code presence_penalty} and {@code frequency_penalty} ({@link LogitAdjustments#NONE} for none)
+     * @param topLogprobs how many most likely alternatives each new token's log-probability comes with when {@code returnLogprobs} is set (0 to {@value #MAX_TOP_LOGPROBS})
      * @param seed the sampler's seed, or {@code null} for a fresh random seed per request
      * @param stopStrings texts that end a sequence; the result text ends before the first one found
      * @param eosTokenIds tokens that end a sequence (any of them)
      * @param numReturnSequences sequences to generate per prompt ({@code num_return_sequences}, ≥ 1)
      * @param returnLogprobs whether results carry the log-probability of each new token
      * @param truncatePrompt whether a prompt that leaves no room for {@code maxNewTokens} in the context window loses its first tokens, keeping the last {@code max(1, window - maxNewTokens)} (as Hugging Face's text-generation pipeline does with {@code handle_long_generation="hole"}); when false (the default) a prompt longer than the window is rejected
+     * @param constraint what every output must be, or {@code null} for free text
      */
     public GenerationConfig {
         require(maxNewTokens >= 1, "maxNewTokens (max_new_tokens) must be at least 1", maxNewTokens);
@@ -99,6 +111,11 @@ public record GenerationConfig(
                 Float.isFinite(repetitionPenalty) && repetitionPenalty > 0,
                 "repetitionPenalty (repetition_penalty) must be > 0",
                 repetitionPenalty);
+        logitAdjustments = logitAdjustments == null ? LogitAdjustments.NONE : logitAdjustments;
+        require(
+                topLogprobs >= 0 && topLogprobs <= MAX_TOP_LOGPROBS,
+                "topLogprobs (top_logprobs) must be in [0, " + MAX_TOP_LOGPROBS + "]",
+                topLogprobs);
         require(
                 numReturnSequences >= 1,
                 "numReturnSequences (num_return_sequences) must be at least 1",
@@ -136,6 +153,8 @@ public record GenerationConfig(
         b.topP = topP;
         b.minP = minP;
         b.repetitionPenalty = repetitionPenalty;
+        b.logitAdjustments = logitAdjustments;
+        b.topLogprobs = topLogprobs;
         b.seed = seed;
         b.stopStrings = stopStrings;
         b.eosTokenIds = eosTokenIds;
@@ -175,6 +194,8 @@ public record GenerationConfig(
         private float topP = 1f;
         private float minP;
         private float repetitionPenalty = 1f;
+        private LogitAdjustments logitAdjustments = LogitAdjustments.NONE;
+        private int topLogprobs;
         private Long seed;
         private List<String> stopStrings = List.of();
         private List<Integer> eosTokenIds = List.of();
@@ -303,6 +324,25 @@ public record GenerationConfig(
         }
 
         /**
+         * @param value OpenAI's logit bias, presence and frequency penalties
+         * @return this builder
+         */
+        public Builder logitAdjustments(LogitAdjustments value) {
+            logitAdjustments = value;
+            return this;
+        }
+
+        /**
+         * @param value how many most likely alternatives come with each token's log-probability
+         *     (0 to {@value GenerationConfig#MAX_TOP_LOGPROBS}; needs {@link #returnLogprobs})
+         * @return this builder
+         */
+        public Builder topLogprobs(int value) {
+            topLogprobs = value;
+            return this;
+        }
+
+        /**
          * @param value the sampler's seed, or {@code null} for a random one per request
          * @return this builder
          */
@@ -381,6 +421,8 @@ public record GenerationConfig(
                     topP,
                     minP,
                     repetitionPenalty,
+                    logitAdjustments,
+                    topLogprobs,
                     seed,
                     stopStrings,
                     eosTokenIds,

@@ -5,8 +5,10 @@ import java.util.List;
 
 /**
  * The processors a {@link GenerationConfig} asks for, in Hugging Face's order: repetition penalty
- * (greedy and sampling), then for sampling temperature, top-k, top-p and min-p. Processors that
- * would change nothing (penalty 1, temperature 1, top-k 0, top-p 1, min-p 0) are left out.
+ * and OpenAI's logit bias, presence and frequency penalties (greedy and sampling, on the model's
+ * logits as OpenAI applies them), then for sampling temperature, top-k, top-p and min-p.
+ * Processors that would change nothing (penalty 1, temperature 1, top-k 0, top-p 1, min-p 0, no
+ * bias, penalties 0) are left out.
  */
 public final class LogitsProcessorChain implements LogitsProcessor {
 
@@ -18,15 +20,38 @@ public final class LogitsProcessorChain implements LogitsProcessor {
     }
 
     /**
-     * The chain of a config.
+     * The chain of a config for prompts of no tokens counted apart (presence and frequency
+     * penalties count the whole context).
      *
      * @param config the config
      * @return its processors
      */
     public static LogitsProcessorChain forConfig(GenerationConfig config) {
+        return forConfig(config, 0);
+    }
+
+    /**
+     * The chain of a config for a prompt of a given length.
+     *
+     * @param config the config
+     * @param promptLength the prompt's tokens, which presence and frequency penalties do not count
+     * @return its processors
+     */
+    public static LogitsProcessorChain forConfig(GenerationConfig config, int promptLength) {
         List<LogitsProcessor> out = new ArrayList<>();
         if (config.repetitionPenalty() != 1f) {
             out.add(new RepetitionPenaltyProcessor(config.repetitionPenalty()));
+        }
+        LogitAdjustments adjustments = config.logitAdjustments();
+        if (!adjustments.logitBias().isEmpty()) {
+            out.add(new LogitBiasProcessor(adjustments.logitBias()));
+        }
+        if (adjustments.presencePenalty() != 0f || adjustments.frequencyPenalty() != 0f) {
+            out.add(
+                    new OccurrencePenaltyProcessor(
+                            adjustments.presencePenalty(),
+                            adjustments.frequencyPenalty(),
+                            promptLength));
         }
         if (!config.isGreedy()) {
             if (config.temperature() != 1f) {

@@ -97,6 +97,17 @@ public final class Sampler {
      * @return {@code log softmax(logits)[token]}
      */
     public static float logProbability(float[] logits, int token) {
+        return (float) (logits[token] - logNormalizer(logits));
+    }
+
+    /**
+     * {@code log(sum(exp(logits)))}, computed stably: a token's log-probability is its logit minus
+     * this.
+     *
+     * @param logits the logits
+     * @return the log of the softmax's denominator
+     */
+    public static double logNormalizer(float[] logits) {
         double max = Float.NEGATIVE_INFINITY;
         for (float x : logits) {
             max = Math.max(max, x);
@@ -105,6 +116,6 @@ public final class Sampler {
         for (float x : logits) {
             total += Math.exp(x - max);
         }
-        return (float) (logits[token] - max - Math.log(total));
+        return max + Math.log(total);
     }
 }

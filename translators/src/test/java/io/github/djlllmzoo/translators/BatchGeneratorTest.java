@@ -315,6 +315,41 @@ class BatchGeneratorTest {
     }
 
     @Test
+    void topLogprobsAreTheMostLikelyTokensOfEachPositionWithTheirLogProbabilities() {
+        int k = 5;
+        GenerationConfig config =
+                config(6).doSample(true).seed(5L).returnLogprobs(true).topLogprobs(k).build();
+        Completion c = generate(PROMPT_A, config).completions().get(0);
+        long[] ids = c.tokenIds();
+        assertEquals(ids.length, c.topLogprobs().size());
+        for (int i = 0; i < ids.length; i++) {
+            List<TokenLogprob> top = c.topLogprobs().get(i);
+            assertEquals(k, top.size());
+            float[] logits = nextLogits(PROMPT_A, ids, i);
+            float noise = logitNoise(logits, PROMPT_A, i);
+            double normalizer = Sampler.logNormalizer(logits);
+            for (int j = 0; j < k; j++) {
+                TokenLogprob t = top.get(j);
+                if (j > 0) {
+                    assertTrue(top.get(j - 1).logprob() >= t.logprob(), "most likely first");
+                }
+                // the same tolerance as the chosen token's log-probability above
+                assertEquals(logits[(int) t.tokenId()] - normalizer, t.logprob(),
+                        2 * noise + RoundingBound.ofSums(TinyModels.SMALL_VOCAB, 1), "token " + i);
+                // no token left out is clearly more likely than the last one kept
+                assertTrue(strictlyMoreLikely(logits, top.get(k - 1).tokenId(), noise) < k);
+            }
+            // the chosen token, when among the alternatives, has its own log-probability there
+            for (TokenLogprob t : top) {
+                if (t.tokenId() == ids[i]) {
+                    assertEquals(c.logprobs()[i], t.logprob(), 0f);
+                }
+            }
+        }
+        assertNull(generate(PROMPT_A, config.toBuilder().topLogprobs(0).build()).completions().get(0).topLogprobs());
+    }
+
+    @Test
     void theContextWindowEndsSequencesAndSplitsBatchesThatWouldOverflowIt() {
         long[] longPrompt = new long[WINDOW - 3];
         for (int i = 0; i < longPrompt.length; i++) {

@@ -47,6 +47,55 @@ class LogitsProcessorsTest {
     }
 
     @Test
+    void logitBiasAddsItsBiasToItsTokensOnly() {
+        float[] logits = {1f, 2f, 3f};
+        new LogitBiasProcessor(java.util.Map.of(0, -100f, 2, 0.5f, 7, 9f))
+                .process(NO_CONTEXT, 0, logits);
+        assertArrayEquals(new float[] {-99f, 2f, 3.5f}, logits);
+    }
+
+    @Test
+    void presenceAndFrequencyPenaltiesCountTheGeneratedTokensOnlyAsOpenAiDefinesThem() {
+        // prompt {1, 1, 2}, generated {2, 0, 2, 2}: counts 0 -> 1, 2 -> 3; token 1 only in the prompt
+        long[] context = {1, 1, 2, 2, 0, 2, 2};
+        float[] logits = {1f, 1f, 1f, 1f};
+        new OccurrencePenaltyProcessor(0.5f, 0.25f, 3).process(context, context.length, logits);
+        assertArrayEquals(new float[] {1f - 0.25f - 0.5f, 1f, 1f - 3 * 0.25f - 0.5f, 1f}, logits);
+    }
+
+    @Test
+    void openAiAdjustmentsApplyToGreedyDecodingBeforeTemperatureAndAreRefusedOutOfRange() {
+        GenerationConfig config =
+                GenerationConfig.builder()
+                        .doSample(true)
+                        .temperature(0.5f)
+                        .logitAdjustments(
+                                new LogitAdjustments(java.util.Map.of(1, 5f), 0.1f, 0f))
+                        .build();
+        assertEquals(
+                List.of(LogitBiasProcessor.class, OccurrencePenaltyProcessor.class, TemperatureProcessor.class),
+                LogitsProcessorChain.forConfig(config).processors().stream()
+                        .map(Object::getClass)
+                        .limit(3)
+                        .collect(java.util.stream.Collectors.toList()));
+        assertEquals(
+                2,
+                LogitsProcessorChain.forConfig(config.toBuilder().greedy().build()).processors().size());
+        assertTrue(
+                assertThrows(IllegalArgumentException.class, () -> new LogitAdjustments(java.util.Map.of(3, 101f), 0f, 0f))
+                        .getMessage()
+                        .contains("logit_bias"));
+        assertTrue(
+                assertThrows(IllegalArgumentException.class, () -> new LogitAdjustments(java.util.Map.of(), 2.5f, 0f))
+                        .getMessage()
+                        .contains("presence_penalty"));
+        assertTrue(
+                assertThrows(IllegalArgumentException.class, () -> new LogitAdjustments(java.util.Map.of(), 0f, -3f))
+                        .getMessage()
+                        .contains("frequency_penalty"));
+    }
+
+    @Test
     void repetitionPenaltyBelowOneFavoursSeenTokens() {
         float[] logits = {2f, -2f};
         new RepetitionPenaltyProcessor(0.5f).process(new long[] {0, 1}, 2, logits);
