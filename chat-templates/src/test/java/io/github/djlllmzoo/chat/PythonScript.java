@@ -3,11 +3,13 @@ package io.github.djlllmzoo.chat;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonParser;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.URISyntaxException;
 import java.net.URL;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Paths;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -54,18 +56,28 @@ public final class PythonScript {
      * @throws IOException if the script fails or answers a different number of cases
      */
     public static JsonArray run(URL script, JsonArray cases)
-            throws IOException, InterruptedException, URISyntaxException {
-        Process process =
-                new ProcessBuilder("python3", Paths.get(script.toURI()).toString())
-                        .redirectError(ProcessBuilder.Redirect.INHERIT)
-                        .start();
-        try (OutputStream in = process.getOutputStream()) {
-            in.write(cases.toString().getBytes(StandardCharsets.UTF_8));
-        }
-        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!process.waitFor(120, TimeUnit.SECONDS) || process.exitValue() != 0) {
-            process.destroyForcibly();
-            throw new IOException(script + " failed; its output: " + out);
+            throws IOException, InterruptedException {
+        // a copy on disk: the script may sit inside a test jar (another module's test resources)
+        Path file = Files.createTempFile("llmzoo-reference-", ".py");
+        String out;
+        try {
+            try (InputStream source = script.openStream()) {
+                Files.copy(source, file, StandardCopyOption.REPLACE_EXISTING);
+            }
+            Process process =
+                    new ProcessBuilder("python3", file.toString())
+                            .redirectError(ProcessBuilder.Redirect.INHERIT)
+                            .start();
+            try (OutputStream in = process.getOutputStream()) {
+                in.write(cases.toString().getBytes(StandardCharsets.UTF_8));
+            }
+            out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!process.waitFor(120, TimeUnit.SECONDS) || process.exitValue() != 0) {
+                process.destroyForcibly();
+                throw new IOException(script + " failed; its output: " + out);
+            }
+        } finally {
+            Files.deleteIfExists(file);
         }
         JsonArray answers = JsonParser.parseString(out).getAsJsonArray();
         if (answers.size() != cases.size()) {
