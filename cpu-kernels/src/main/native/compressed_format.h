@@ -1,13 +1,12 @@
 /*
  * What the compressed-weight kernels share (compressed_product.c for decode steps, compressed_gemm.c for
  * prefills): the formats' numbers (CompressedProduct's constants), int8's group of 32 and its float16
- * scale, how a group of the input is quantized for vpdpbusd (both kernels must round x the same way),
- * and their refusal.
+ * scale, how a group of the input is quantized for the int8 dot products (both kernels must round x the
+ * same way), and their refusal.
  */
 #ifndef LLMZOO_COMPRESSED_FORMAT_H
 #define LLMZOO_COMPRESSED_FORMAT_H
 
-#include <immintrin.h>
 #include <jni.h>
 #include <stdint.h>
 #include <string.h>
@@ -16,6 +15,14 @@
 #define GROUP 32
 
 enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
+
+/* Refuses a call's arguments: an IllegalArgumentException with the message, thrown when the native call returns. */
+static inline void fail(JNIEnv *env, const char *message) {
+    (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"), message);
+}
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
 
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
@@ -82,9 +89,9 @@ static inline __attribute__((always_inline)) void widen_scale_run(const uint16_t
     }
 }
 
-/* Refuses a call's arguments: an IllegalArgumentException with the message, thrown when the native call returns. */
-static inline void fail(JNIEnv *env, const char *message) {
-    (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"), message);
-}
+#else
+/* The portable variants' vectors and their quantize_group32, lane for lane quantize_group above. */
+#include "simd.h"
+#endif
 
 #endif

@@ -14,13 +14,16 @@
  * that Java has checked: float32, contiguous, the sizes below. Compiled with AVX-512 enabled; Java
  * loads it only on a CPU that has AVX-512F.
  */
-#include <immintrin.h>
 #include <jni.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__AVX512F__)
 #include "vector_math.h"
+#else
+#include "simd.h"
+#endif
 
 /* The widest head the kernel takes (floats): its accumulators are 16 registers of 16 floats. */
 #define MAX_HEAD_DIM 256
@@ -29,6 +32,8 @@
 #define TILE 64
 /* Bytes ahead of the current key or value row that the next rows are prefetched. */
 #define PREFETCH_BYTES 1024
+
+#if defined(__AVX512F__)
 
 static inline __mmask16 tail_mask(int d, int c) {
     int left = d - c * 16;
@@ -136,6 +141,96 @@ static inline __attribute__((always_inline)) void attend_group(
         }
     }
 }
+
+#else
+
+/* ---- the portable variant (AVX2, NEON: simd.h), the same passes VL floats at a time ---- */
+
+static void soft_cap(float *row, const float *mask, int s, float cap) {
+    for (int t = 0; t < s; t += VL) {
+        int left = s - t;
+        vf capped = vtanh(vload_n(row + t, left) / cap) * cap;
+        if (mask != NULL) {
+            capped = capped + vload_n(mask + t, left);
+        }
+        vstore_n(row + t, capped, left);
+    }
+}
+
+static float softmax_numerators(float *scores, int s) {
+    vf top = vset1(-__builtin_inff());
+    for (int t = 0; t < s; t += VL) {
+        int left = s - t;
+        top = left >= VL ? vmax(top, vload(scores + t)) : vmax(top, vblend((vi){0, 1, 2, 3, 4, 5, 6, 7} < left,
+                vload_n(scores + t, left), top));
+    }
+    float max = vmaxall(top);
+    vf sum = vzero();
+    for (int t = 0; t < s; t += VL) {
+        int left = s - t;
+        vf e = vexp_nonpositive(vload_n(scores + t, left) - max);
+        if (left < VL) {
+            e = vblend((vi){0, 1, 2, 3, 4, 5, 6, 7} < left, e, vzero());
+        }
+        vstore_n(scores + t, e, left);
+        sum = sum + e;
+    }
+    return vsum(sum);
+}
+
+static inline __attribute__((always_inline)) void attend_group(
+        const float *q, const float *k, const float *v, const float *mask, float *out, int groups,
+        int d, int s, float scale, float cap, float *scores) {
+    const float *inline_mask = cap > 0.0f ? NULL : mask;
+    int chunks = (d + VL - 1) / VL;
+    for (int tile = 0; tile < s; tile += TILE) {
+        int end = tile + TILE < s ? tile + TILE : s;
+        for (int g = 0; g < groups; g++) {
+            float *row = scores + (size_t)g * s;
+            const float *qg = q + (size_t)g * d;
+            for (int t = tile; t < end; t++) {
+                const float *kt = k + (size_t)t * d;
+                __builtin_prefetch((const char *)kt + PREFETCH_BYTES);
+                vf acc = vload_n(qg, d) * vload_n(kt, d);
+                for (int c = 1; c < chunks; c++) {
+                    acc = vload_n(qg + c * VL, d - c * VL) * vload_n(kt + c * VL, d - c * VL) + acc;
+                }
+                row[t] = vsum(acc) * scale + (inline_mask == NULL ? 0.0f : inline_mask[t]);
+            }
+        }
+    }
+    float inverse[groups];
+    for (int g = 0; g < groups; g++) {
+        if (cap > 0.0f) {
+            soft_cap(scores + (size_t)g * s, mask, s, cap);
+        }
+        inverse[g] = 1.0f / softmax_numerators(scores + (size_t)g * s, s);
+        memset(out + (size_t)g * d, 0, sizeof(float) * d);
+    }
+    for (int tile = 0; tile < s; tile += TILE) {
+        int end = tile + TILE < s ? tile + TILE : s;
+        for (int g = 0; g < groups; g++) {
+            vf acc[MAX_HEAD_DIM / VL];
+            float *o = out + (size_t)g * d;
+            for (int c = 0; c < chunks; c++) {
+                acc[c] = vload_n(o + c * VL, d - c * VL);
+            }
+            const float *p = scores + (size_t)g * s;
+            for (int t = tile; t < end; t++) {
+                const float *vt = v + (size_t)t * d;
+                __builtin_prefetch((const char *)vt + PREFETCH_BYTES);
+                for (int c = 0; c < chunks; c++) {
+                    acc[c] = vload_n(vt + c * VL, d - c * VL) * p[t] + acc[c];
+                }
+            }
+            for (int c = 0; c < chunks; c++) {
+                vstore_n(o + c * VL, end == s ? acc[c] * inverse[g] : acc[c], d - c * VL);
+            }
+        }
+    }
+}
+
+#endif
 
 /*
  * Units [from, to) of (sequence, key/value head), unit u = b * kv_heads + h. q and out: (B, H, 1,

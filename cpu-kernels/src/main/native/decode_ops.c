@@ -13,11 +13,20 @@
  * has checked: float32, contiguous, the sizes below. Compiled with AVX-512 enabled; Java loads it
  * only on a CPU that has AVX-512F.
  */
-#include <immintrin.h>
 #include <jni.h>
 #include <stddef.h>
 
+#if defined(__AVX512F__)
 #include "vector_math.h"
+#else
+#include "simd.h"
+#endif
+
+/* Activations.java's names: 0 SiLU, 1 GELU-tanh (as x sigmoid(2 sqrt(2/pi) x (1 + 0.044715 x^2))). */
+#define SILU 0
+#define GELU_TANH 1
+
+#if defined(__AVX512F__)
 
 /* The lanes of the piece of n floats that starts at k: 16, or what is left. */
 static inline __mmask16 lanes(int n, int k) {
@@ -129,10 +138,6 @@ static inline __m512 sigmoid(__m512 a) {
     return _mm512_div_ps(numerator, _mm512_add_ps(one, e));
 }
 
-/* Activations.java's names: 0 SiLU, 1 GELU-tanh (as x sigmoid(2 sqrt(2/pi) x (1 + 0.044715 x^2))). */
-#define SILU 0
-#define GELU_TANH 1
-
 /* out = act(gate) * up (up NULL: act(gate)) over n floats; out may be gate (each vector is read before it is written). */
 static void activate(const float *gate, const float *up, float *out, long n, int activation) {
     __m512 cubic = _mm512_set1_ps((float)(2 * 0.7978845608028654 * 0.044715));
@@ -171,6 +176,121 @@ static void into_columns(const float *part, const float *bias, float *out, int r
         }
     }
 }
+
+#else
+
+/* ---- the portable variant (AVX2, NEON: simd.h), the same passes VL floats at a time ---- */
+
+static void rms_norm(const float *x, const float *w, float *out, int rows, int width, float eps,
+        int unit_offset) {
+    for (int r = 0; r < rows; r++) {
+        const float *row = x + (size_t)r * width;
+        float *o = out + (size_t)r * width;
+        vf squares = vzero();
+        for (int k = 0; k < width; k += VL) {
+            vf v = vload_n(row + k, width - k);
+            squares = v * v + squares;
+        }
+        float scale = 1.0f / __builtin_sqrtf(vsum(squares) / (float)width + eps);
+        for (int k = 0; k < width; k += VL) {
+            int left = width - k;
+            vf wk = vload_n(w + k, left);
+            if (unit_offset) {
+                wk = wk + 1.0f;
+            }
+            vstore_n(o + k, (vload_n(row + k, left) * scale) * wk, left);
+        }
+    }
+}
+
+static void layer_norm(const float *x, const float *w, const float *b, float *out, int rows, int width,
+        float eps) {
+    for (int r = 0; r < rows; r++) {
+        const float *row = x + (size_t)r * width;
+        float *o = out + (size_t)r * width;
+        vf sums = vzero();
+        for (int k = 0; k < width; k += VL) {
+            sums = sums + vload_n(row + k, width - k);
+        }
+        float mean = vsum(sums) / (float)width;
+        vf squares = vzero();
+        for (int k = 0; k < width; k += VL) {
+            int left = width - k;
+            vf centred = vload_n(row + k, left) - mean;
+            if (left < VL) {
+                centred = vblend((vi){0, 1, 2, 3, 4, 5, 6, 7} < left, centred, vzero());
+            }
+            squares = centred * centred + squares;
+        }
+        float s = 1.0f / __builtin_sqrtf(vsum(squares) / (float)width + eps);
+        for (int k = 0; k < width; k += VL) {
+            int left = width - k;
+            vf normed = (vload_n(row + k, left) - mean) * s;
+            vstore_n(o + k, normed * vload_n(w + k, left) + vload_n(b + k, left), left);
+        }
+    }
+}
+
+static void rotate(const float *x, const float *cos, const float *sin, float *out, int heads, int positions,
+        int d, int per_sequence, int positions_major, int from, int to) {
+    int half = d / 2;
+    for (int u = from; u < to; u++) {
+        int b = u / heads;
+        int h = u % heads;
+        for (int t = 0; t < positions; t++) {
+            size_t row = ((size_t)u * positions + t) * d;
+            size_t source = positions_major ? (((size_t)b * positions + t) * heads + h) * d : row;
+            size_t table = ((size_t)(per_sequence ? b : 0) * positions + t) * d;
+            const float *x1 = x + source;
+            const float *x2 = x1 + half;
+            const float *c = cos + table;
+            const float *s = sin + table;
+            for (int k = 0; k < half; k += VL) {
+                int left = half - k;
+                vf a = vload_n(x1 + k, left);
+                vf z = vload_n(x2 + k, left);
+                vstore_n(out + row + k, a * vload_n(c + k, left) + z * vload_n(s + k, left), left);
+                vstore_n(out + row + half + k, z * vload_n(c + half + k, left) + a * vload_n(s + half + k, left), left);
+            }
+        }
+    }
+}
+
+static void activate(const float *gate, const float *up, float *out, long n, int activation) {
+    const float cubic = (float)(2 * 0.7978845608028654 * 0.044715);
+    const float linear = (float)(2 * 0.7978845608028654);
+    for (long k = 0; k < n; k += VL) {
+        int left = n - k >= VL ? VL : (int)(n - k);
+        vf g = vload_n(gate + k, left);
+        vf argument = g;
+        if (activation == GELU_TANH) {
+            argument = ((g * g) * cubic + linear) * g;
+        }
+        vf y = vsigmoid(argument) * g;
+        if (up != NULL) {
+            y = y * vload_n(up + k, left);
+        }
+        vstore_n(out + k, y, left);
+    }
+}
+
+static void into_columns(const float *part, const float *bias, float *out, int rows, int width, int out_width,
+        int offset) {
+    for (int r = 0; r < rows; r++) {
+        const float *p = part + (size_t)r * width;
+        float *o = out + (size_t)r * out_width + offset;
+        for (int k = 0; k < width; k += VL) {
+            int left = width - k;
+            vf v = vload_n(p + k, left);
+            if (bias != NULL) {
+                v = v + vload_n(bias + k, left);
+            }
+            vstore_n(o + k, v, left);
+        }
+    }
+}
+
+#endif
 
 static void *address(JNIEnv *env, jobject buffer) {
     return buffer == NULL ? NULL : (*env)->GetDirectBufferAddress(env, buffer);

@@ -18,12 +18,15 @@
  * loads it only on a CPU that has AVX-512F.
  */
 #include <float.h>
-#include <immintrin.h>
 #include <jni.h>
 #include <stddef.h>
 #include <stdlib.h>
 
+#if defined(__AVX512F__)
 #include "vector_math.h"
+#else
+#include "simd.h"
+#endif
 
 /* The widest head the kernel takes (floats). */
 #define MAX_HEAD_DIM 256
@@ -33,6 +36,21 @@
 #define VALUE_CHUNK 64
 /* Keys whose scores are computed together (two vectors); the transposed keys' rows are padded to it. */
 #define KEYS 32
+
+/* kt[c * stride + j] = k[j * d + c] for j < s, zero for s <= j < stride (stride: s rounded up to KEYS). */
+static void transpose_keys(const float *k, float *kt, int s, int d, int stride) {
+    for (int c = 0; c < d; c++) {
+        float *row = kt + (size_t)c * stride;
+        for (int j = 0; j < s; j++) {
+            row[j] = k[(size_t)j * d + c];
+        }
+        for (int j = s; j < stride; j++) {
+            row[j] = 0.0f;
+        }
+    }
+}
+
+#if defined(__AVX512F__)
 
 static inline __mmask16 lanes(int n, int k) {
     int left = n - k;
@@ -69,19 +87,6 @@ static void visible(const float *mask_row, int s, int *start, int *end) {
         }
     }
     *end = last + 1;
-}
-
-/* kt[c * stride + j] = k[j * d + c] for j < s, zero for s <= j < stride (stride: s rounded up to KEYS). */
-static void transpose_keys(const float *k, float *kt, int s, int d, int stride) {
-    for (int c = 0; c < d; c++) {
-        float *row = kt + (size_t)c * stride;
-        for (int j = 0; j < s; j++) {
-            row[j] = k[(size_t)j * d + c];
-        }
-        for (int j = s; j < stride; j++) {
-            row[j] = 0.0f;
-        }
-    }
 }
 
 /*
@@ -232,6 +237,143 @@ static inline __attribute__((always_inline)) void attend_rows(const float *q, co
         }
     }
 }
+
+#else
+
+/* ---- the portable variant (AVX2, NEON: simd.h): the same passes, 16 keys or 16 floats of a head a
+   step (2 vectors by ROWS rows of accumulators fit AVX2's 16 registers) ---- */
+
+/* Keys or head floats per step. */
+#define STEP (2 * VL)
+
+static void visible(const float *mask_row, int s, int *start, int *end) {
+    *start = 0;
+    *end = s;
+    if (mask_row == NULL) {
+        return;
+    }
+    int last = s - 1;
+    while (last >= 0 && !(mask_row[last] > -FLT_MAX)) {
+        last--;
+    }
+    if (last < 0) {
+        return;
+    }
+    int first = 0;
+    while (!(mask_row[first] > -FLT_MAX)) {
+        first++;
+    }
+    *start = first;
+    *end = last + 1;
+}
+
+static inline __attribute__((always_inline)) void attend_rows(const float *q, const float *kt, const float *v,
+        const float *mask, float *out, size_t out_stride, int i0, int rows, int s, int d, int stride, float scale,
+        float cap, float *scores) {
+    int start[ROWS];
+    int end[ROWS];
+    int lo = s;
+    int hi = 0;
+    for (int r = 0; r < rows; r++) {
+        visible(mask == NULL ? NULL : mask + (size_t)(i0 + r) * s, s, &start[r], &end[r]);
+        lo = start[r] < lo ? start[r] : lo;
+        hi = end[r] > hi ? end[r] : hi;
+    }
+    lo &= ~(KEYS - 1);
+    const float *qr[ROWS];
+    for (int r = 0; r < ROWS; r++) {
+        qr[r] = q + (size_t)(i0 + (r < rows ? r : rows - 1)) * d;
+    }
+    for (int j = lo; j < hi; j += STEP) {
+        vf acc[ROWS][2];
+        for (int r = 0; r < ROWS; r++) {
+            acc[r][0] = vzero();
+            acc[r][1] = vzero();
+        }
+        for (int c = 0; c < d; c++) {
+            vf k0 = vload(kt + (size_t)c * stride + j);
+            vf k1 = vload(kt + (size_t)c * stride + j + VL);
+            for (int r = 0; r < ROWS; r++) {
+                acc[r][0] = k0 * qr[r][c] + acc[r][0];
+                acc[r][1] = k1 * qr[r][c] + acc[r][1];
+            }
+        }
+        for (int r = 0; r < ROWS; r++) {
+            vstore(scores + (size_t)r * stride + j, acc[r][0] * scale);
+            vstore(scores + (size_t)r * stride + j + VL, acc[r][1] * scale);
+        }
+    }
+    float inverse[ROWS];
+    for (int r = 0; r < rows; r++) {
+        float *row = scores + (size_t)r * stride;
+        const float *m = mask == NULL ? NULL : mask + (size_t)(i0 + r) * s;
+        float top = -__builtin_inff();
+        for (int j = start[r]; j < end[r]; j += VL) {
+            int left = end[r] - j;
+            vf x = vload_n(row + j, left);
+            if (cap > 0.0f) {
+                x = vtanh(x / cap) * cap;
+            }
+            if (m != NULL) {
+                x = x + vload_n(m + j, left);
+            }
+            vstore_n(row + j, x, left);
+            for (int l = 0; l < left && l < VL; l++) {
+                top = x[l] > top ? x[l] : top;
+            }
+        }
+        vf sum = vzero();
+        for (int j = start[r]; j < end[r]; j += VL) {
+            int left = end[r] - j;
+            vf e = vexp_nonpositive(vload_n(row + j, left) - top);
+            if (left < VL) {
+                e = vblend((vi){0, 1, 2, 3, 4, 5, 6, 7} < left, e, vzero());
+            }
+            vstore_n(row + j, e, left);
+            sum = sum + e;
+        }
+        inverse[r] = 1.0f / vsum(sum);
+        for (int j = lo; j < start[r]; j++) {
+            row[j] = 0.0f;
+        }
+        for (int j = end[r]; j < hi; j++) {
+            row[j] = 0.0f;
+        }
+    }
+    for (int r = rows; r < ROWS; r++) {
+        float *row = scores + (size_t)r * stride;
+        for (int j = lo; j < hi; j++) {
+            row[j] = 0.0f;
+        }
+        inverse[r] = 0.0f;
+    }
+    /* out = p v / sum, STEP floats of the head at a time. */
+    for (int c0 = 0; c0 < d; c0 += STEP) {
+        int width = d - c0;
+        vf acc[ROWS][2];
+        for (int r = 0; r < ROWS; r++) {
+            acc[r][0] = vzero();
+            acc[r][1] = vzero();
+        }
+        for (int j = lo; j < hi; j++) {
+            const float *vj = v + (size_t)j * d + c0;
+            vf v0 = vload_n(vj, width);
+            vf v1 = vload_n(vj + VL, width - VL);
+            for (int r = 0; r < ROWS; r++) {
+                float p = scores[(size_t)r * stride + j];
+                acc[r][0] = v0 * p + acc[r][0];
+                acc[r][1] = v1 * p + acc[r][1];
+            }
+        }
+        for (int r = 0; r < rows; r++) {
+            float *o = out + (size_t)(i0 + r) * out_stride + c0;
+            vstore_n(o, acc[r][0] * inverse[r], width);
+            vstore_n(o + VL, acc[r][1] * inverse[r], width - VL);
+        }
+    }
+}
+
+#endif
 
 static void attend_head(const float *q, const float *kt, const float *v, const float *mask, float *out,
         size_t out_stride, int t, int s, int d, int stride, float scale, float cap, float *scores) {

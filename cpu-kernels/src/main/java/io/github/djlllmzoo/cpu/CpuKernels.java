@@ -98,6 +98,7 @@ public final class CpuKernels implements Kernels {
      * @param decodeAttention whether a decode step's attention takes {@link DecodeAttention}'s kernel
      */
     CpuKernels(boolean fewRowProduct, boolean decodeAttention) {
+        NativeKernels.isa(); // a forced instruction set that cannot run is refused here, when a model loads
         this.fewRowProduct = fewRowProduct && NativeKernels.loaded();
         this.decodeAttention = decodeAttention && NativeKernels.loaded();
     }
