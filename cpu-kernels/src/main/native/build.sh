@@ -2,7 +2,7 @@
 # Compiles the CPU kernels (few_row_product.c, decode_attention.c, compressed_product.c, compressed_gemm.c,
 # decode_ops.c, prefill_attention.c) once per instruction set, each into a library of its own that
 # NativeKernels loads by the ISA chosen at start (docs/cpu-kernels.md):
-#   OUTPUT/linux-x86_64/libllmzoo-kernels-avx512.so   -mavx512f -mfma (the VNNI/BF16 kernels by target attributes)
+#   OUTPUT/linux-x86_64/libllmzoo-kernels-avx512.so   -mavx512f -mfma -mf16c (VNNI/BF16 kernels by target attributes)
 #   OUTPUT/linux-x86_64/libllmzoo-kernels-avx2.so     -mavx2 -mfma -mf16c (simd.h's portable variant)
 #   OUTPUT/linux-aarch64/libllmzoo-kernels-neon.so    -march=armv8-a (the portable variant on NEON)
 #   OUTPUT/linux-aarch64/libllmzoo-kernels-neon-dotprod.so  -march=armv8.2-a+dotprod (sdot)
@@ -44,7 +44,7 @@ build() {
 sources=("$@")
 if [[ "$host" == Linux/x86_64 ]]; then
   if command -v cc > /dev/null; then
-    build cc "$out_dir/linux-x86_64/libllmzoo-kernels-avx512.so" -mavx512f -mfma
+    build cc "$out_dir/linux-x86_64/libllmzoo-kernels-avx512.so" -mavx512f -mfma -mf16c
     build cc "$out_dir/linux-x86_64/libllmzoo-kernels-avx2.so" -mavx2 -mfma -mf16c
   else
     echo "[native-kernels] no C compiler (cc): x86-64 kernels not built, the engine's operations are used"

@@ -45,8 +45,7 @@ static inline __attribute__((always_inline)) VNNI_TARGET __m256i quantize_group(
 
 /*
  * count (1 to 8) int8 group scales from s, held as IEEE half bits (llama.cpp's Q8_0 keeps them so),
- * widened exactly to float32 into lanes 0 to count - 1 and 0 in the others. The library is built
- * for AVX-512F without F16C, so this takes AVX-512F's vcvtph2ps (zmm) even for one scale.
+ * widened exactly to float32 into lanes 0 to count - 1 and 0 in the others, by AVX-512F's vcvtph2ps (zmm).
  */
 static inline __attribute__((always_inline)) __m512 widen_scales(const uint16_t *s, int count) {
     __m128i bits;
@@ -66,11 +65,6 @@ static inline __attribute__((always_inline)) __m512 widen_scales(const uint16_t 
         bits = _mm_loadu_si128((const __m128i *)part);
     }
     return _mm512_cvtph_ps(_mm256_zextsi128_si256(bits));
-}
-
-/* The int8 group scale at s widened to float32 in every lane. */
-static inline __attribute__((always_inline)) __m512 broadcast_scale(const uint16_t *s) {
-    return _mm512_cvtph_ps(_mm256_set1_epi16((short)*s));
 }
 
 /* The int8 group scale at s widened to float32. */

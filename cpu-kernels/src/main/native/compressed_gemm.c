@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "compressed_format.h"
+#include "simd.h"
 
 /* Columns of the weight repacked at a time, a multiple of BLOCKS * 16. */
 #define PANEL 96
@@ -47,11 +48,7 @@
 #define ROWS 4
 #define BLOCKS 3
 /* Columns of a block: a vector's lanes. */
-#if defined(__AVX512F__)
-#define COLUMNS 16
-#else
 #define COLUMNS VL
-#endif
 
 
 #ifndef INLINE
@@ -111,262 +108,6 @@ static void repack(const uint32_t *weight, int row_words, int w0, int words, int
         }                                                                                                \
     }
 
-#if defined(__AVX512F__)
-
-/* The mask of the columns of a block from column to write: those below to. */
-INLINE __mmask16 valid_columns(int column, int to) {
-    int valid = to - column;
-    return valid >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (valid > 0 ? valid : 0)) - 1);
-}
-
-/* The sums of R rows by B blocks from column n: zero, or those a pass over earlier inputs stored. */
-INLINE void start(__m512 acc[ROWS][BLOCKS], int R, int B, const float *stored, int out_features, int to, int m,
-        int n) {
-    for (int b = 0; b < B; b++) {
-        __mmask16 mask = valid_columns(n + b * 16, to);
-        for (int r = 0; r < R; r++) {
-            acc[r][b] = stored ? _mm512_maskz_loadu_ps(mask, stored + (size_t)(m + r) * out_features + n + b * 16)
-                    : _mm512_setzero_ps();
-        }
-    }
-}
-
-/* The sums of R rows by B blocks from column n stored, plus the bias (if any); only the columns below to. */
-INLINE void store(__m512 acc[ROWS][BLOCKS], int R, int B, const float *bias, float *out, int out_features, int to,
-        int m, int n) {
-    for (int b = 0; b < B; b++) {
-        int column = n + b * 16;
-        __mmask16 mask = valid_columns(column, to);
-        __m512 add = bias ? _mm512_maskz_loadu_ps(mask, bias + column) : _mm512_setzero_ps();
-        for (int r = 0; r < R; r++) {
-            _mm512_mask_storeu_ps(out + (size_t)(m + r) * out_features + column, mask, _mm512_add_ps(acc[r][b], add));
-        }
-    }
-}
-
-/* ---- int8 x int8 with AVX512_VNNI ---- */
-
-/* Rows of x as unsigned codes q + 128 (rows, in) and their scales (rows, in / 32). */
-static VNNI_TARGET void quantize(const float *x, int rows, int in, uint8_t *codes, float *scales) {
-    for (size_t g = 0; g < (size_t)rows * in / GROUP; g++) {
-        __m256i group = quantize_group(x + g * GROUP, scales + g);
-        _mm256_storeu_si256((__m256i *)(codes + g * GROUP), _mm256_add_epi8(group, _mm256_set1_epi8((char)0x80)));
-    }
-}
-
-/*
- * The panel's group scales [block][group][16 columns] and starting sums -128 * (sum of the column's
- * codes in the group), same layout.
- */
-static VNNI_TARGET void group_terms(const uint32_t *panel, const uint16_t *weight_scales, int row_groups, int g0,
-        int groups, int out_features, int n0, int columns, float *scales, int32_t *starts) {
-    const __m512i offset = _mm512_set1_epi8((char)0x80);
-    const int words = groups * GROUP / 4;
-    float column[SPAN / GROUP]; /* one column's scales over the panel's groups, widened */
-    for (int b = 0; b < (columns + 15) / 16; b++) {
-        for (int g = 0; g < groups; g++) {
-            __m512i sum = _mm512_setzero_si512();
-            for (int w = 0; w < GROUP / 4; w++) {
-                __m512i codes = _mm512_loadu_si512(panel + ((size_t)b * words + (size_t)g * (GROUP / 4) + w) * 16);
-                sum = _mm512_dpbusd_epi32(sum, offset, codes);
-            }
-            _mm512_storeu_si512(starts + ((size_t)b * groups + g) * 16, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
-        }
-        for (int j = 0; j < 16; j++) {
-            int n = n0 + b * 16 + j;
-            if (n < out_features && b * 16 + j < columns) {
-                widen_scale_run(weight_scales + (size_t)n * row_groups + g0, groups, column);
-            } else {
-                memset(column, 0, sizeof column);
-            }
-            for (int g = 0; g < groups; g++) {
-                scales[((size_t)b * groups + g) * 16 + j] = column[g];
-            }
-        }
-    }
-}
-
-/*
- * R rows from m by B blocks of the panel from block b0, over the panel's groups: every group's int32
- * sums, scaled. codes and x_scales start at the panel's first input and group; rows are in codes and
- * row_groups scales apart.
- */
-INLINE VNNI_TARGET void vnni_tile(const uint8_t *codes, const float *x_scales, const uint32_t *panel,
-        const float *scales, const int32_t *starts, int groups, int in, int row_groups, int m, int b0, int R, int B,
-        __m512 acc[ROWS][BLOCKS]) {
-    const int words = groups * GROUP / 4;
-    for (int g = 0; g < groups; g++) {
-        __m512i sums[ROWS][BLOCKS];
-        for (int b = 0; b < B; b++) {
-            __m512i start = _mm512_loadu_si512(starts + ((size_t)(b0 + b) * groups + g) * 16);
-            for (int r = 0; r < R; r++) {
-                sums[r][b] = start;
-            }
-        }
-        for (int w = 0; w < GROUP / 4; w++) {
-            __m512i weight[BLOCKS];
-            for (int b = 0; b < B; b++) {
-                weight[b] = _mm512_loadu_si512(panel + ((size_t)(b0 + b) * words + (size_t)g * (GROUP / 4) + w) * 16);
-            }
-            for (int r = 0; r < R; r++) {
-                __m512i xw = _mm512_set1_epi32((int)word(codes + (size_t)(m + r) * in + g * GROUP + w * 4));
-                for (int b = 0; b < B; b++) {
-                    sums[r][b] = _mm512_dpbusd_epi32(sums[r][b], xw, weight[b]);
-                }
-            }
-        }
-        for (int b = 0; b < B; b++) {
-            __m512 weight_scale = _mm512_loadu_ps(scales + ((size_t)(b0 + b) * groups + g) * 16);
-            for (int r = 0; r < R; r++) {
-                __m512 both = _mm512_mul_ps(weight_scale, _mm512_set1_ps(x_scales[(size_t)(m + r) * row_groups + g]));
-                acc[r][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r][b]), both, acc[r][b]);
-            }
-        }
-    }
-}
-
-#define VNNI_TILE(R, B)                                                                                  \
-    do {                                                                                                 \
-        __m512 acc[ROWS][BLOCKS];                                                                        \
-        start(acc, R, B, stored, out_features, to, m, n0 + b0 * 16);                                     \
-        vnni_tile(codes, x_scales, panel, scales, starts, groups, in, row_groups, m, b0, R, B, acc);     \
-        store(acc, R, B, add, out, out_features, to, m, n0 + b0 * 16);                                   \
-    } while (0)
-
-static VNNI_TARGET void vnni_panel(const uint8_t *codes, const float *x_scales, const uint32_t *panel,
-        const float *scales, const int32_t *starts, int groups, const float *stored, const float *add, float *out,
-        int rows, int in, int out_features, int to, int n0, int blocks) {
-    const int row_groups = in / GROUP;
-    OVER_PANEL(VNNI_TILE)
-}
-
-/* Returns 0 where memory ran out. */
-static VNNI_TARGET int vnni_multiply(const float *x, const int8_t *weight, const uint16_t *weight_scales,
-        const float *bias, float *out, int rows, int in, int out_features, int from, int to) {
-    const int groups = in / GROUP;
-    uint8_t *codes = aligned_alloc(64, (size_t)rows * in);
-    float *x_scales = aligned_alloc(64, (size_t)rows * groups * sizeof(float));
-    uint32_t *panel = aligned_alloc(64, (size_t)PANEL * SPAN);
-    float *scales = aligned_alloc(64, (size_t)PANEL * (SPAN / GROUP) * sizeof(float));
-    int32_t *starts = aligned_alloc(64, (size_t)PANEL * (SPAN / GROUP) * sizeof(int32_t));
-    int ok = codes != NULL && x_scales != NULL && panel != NULL && scales != NULL && starts != NULL;
-    if (ok) {
-        quantize(x, rows, in, codes, x_scales);
-        for (int n0 = from; n0 < to; n0 += PANEL) {
-            int columns = to - n0 < PANEL ? to - n0 : PANEL;
-            for (int k0 = 0; k0 < in; k0 += SPAN) {
-                int span = in - k0 < SPAN ? in - k0 : SPAN;
-                repack((const uint32_t *)weight, in / 4, k0 / 4, span / 4, out_features, n0, columns, panel);
-                group_terms(panel, weight_scales, groups, k0 / GROUP, span / GROUP, out_features, n0, columns, scales,
-                        starts);
-                vnni_panel(codes + k0, x_scales + k0 / GROUP, panel, scales, starts, span / GROUP,
-                        k0 > 0 ? out : NULL, k0 + span == in ? bias : NULL, out, rows, in, out_features, to, n0,
-                        (columns + 15) / 16);
-            }
-        }
-    }
-    free(codes);
-    free(x_scales);
-    free(panel);
-    free(scales);
-    free(starts);
-    return ok;
-}
-
-/* ---- bfloat16 and float16 widened to float32 in the panel, multiplied by FMA ---- */
-
-/*
- * The panel's words (two 16-bit codes of 16 columns, [block][word][16], the first input in the low
- * half) widened to float32 as [block][input][16 columns]: bfloat16 by a shift, float16 by vcvtph2ps.
- */
-static void widen_panel(const uint32_t *panel, int words, int blocks, int format, float *widened) {
-    const __m512i high = _mm512_set1_epi32((int)0xffff0000u);
-    for (size_t at = 0; at < (size_t)blocks * words; at++) {
-        __m512i pairs = _mm512_loadu_si512(panel + at * 16);
-        __m512 first, second;
-        if (format == BFLOAT16) {
-            first = _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16));
-            second = _mm512_castsi512_ps(_mm512_and_si512(pairs, high));
-        } else {
-            first = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs));
-            second = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(pairs, 16)));
-        }
-        _mm512_storeu_ps(widened + at * 32, first);
-        _mm512_storeu_ps(widened + at * 32 + 16, second);
-    }
-}
-
-/*
- * R rows from m by B blocks of the widened panel from block b0, over its span inputs; x starts at the
- * panel's first input, rows in apart.
- */
-INLINE void fma_tile(const float *x, const float *widened, int span, int in, int m, int b0, int R, int B,
-        __m512 acc[ROWS][BLOCKS]) {
-    for (int k = 0; k < span; k++) {
-        __m512 weight[BLOCKS];
-        for (int b = 0; b < B; b++) {
-            weight[b] = _mm512_loadu_ps(widened + ((size_t)(b0 + b) * span + k) * 16);
-        }
-        for (int r = 0; r < R; r++) {
-            __m512 xk = _mm512_set1_ps(x[(size_t)(m + r) * in + k]);
-            for (int b = 0; b < B; b++) {
-                acc[r][b] = _mm512_fmadd_ps(xk, weight[b], acc[r][b]);
-            }
-        }
-    }
-}
-
-#define FMA_TILE(R, B)                                                                                   \
-    do {                                                                                                 \
-        __m512 acc[ROWS][BLOCKS];                                                                        \
-        start(acc, R, B, stored, out_features, to, m, n0 + b0 * 16);                                     \
-        fma_tile(x, widened, span, in, m, b0, R, B, acc);                                                \
-        store(acc, R, B, add, out, out_features, to, m, n0 + b0 * 16);                                   \
-    } while (0)
-
-static void fma_panel(const float *x, const float *widened, int span, const float *stored, const float *add,
-        float *out, int rows, int in, int out_features, int to, int n0, int blocks) {
-    OVER_PANEL(FMA_TILE)
-}
-
-static int widened_multiply(const float *x, const uint16_t *weight, int format, const float *bias, float *out,
-        int rows, int in, int out_features, int from, int to) {
-    const int words = in / 2;
-    uint32_t *panel = aligned_alloc(64, (size_t)FLOAT_PANEL * SPAN * sizeof(uint16_t));
-    float *widened = aligned_alloc(64, (size_t)FLOAT_PANEL * SPAN * sizeof(float));
-    int ok = panel != NULL && widened != NULL;
-    if (ok) {
-        for (int n0 = from; n0 < to; n0 += FLOAT_PANEL) {
-            int columns = to - n0 < FLOAT_PANEL ? to - n0 : FLOAT_PANEL;
-            int blocks = (columns + 15) / 16;
-            for (int k0 = 0; k0 < in; k0 += SPAN) {
-                int span = in - k0 < SPAN ? in - k0 : SPAN;
-                repack((const uint32_t *)weight, words, k0 / 2, span / 2, out_features, n0, columns, panel);
-                widen_panel(panel, span / 2, blocks, format, widened);
-                fma_panel(x + k0, widened, span, k0 > 0 ? out : NULL, k0 + span == in ? bias : NULL, out, rows, in,
-                        out_features, to, n0, blocks);
-            }
-        }
-    }
-    free(panel);
-    free(widened);
-    return ok;
-}
-
-static int has_int8_dot(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
-}
-
-static int dot_multiply(const float *x, const int8_t *weight, const uint16_t *weight_scales, const float *bias,
-        float *out, int rows, int in, int out_features, int from, int to) {
-    return vnni_multiply(x, weight, weight_scales, bias, out, rows, in, out_features, from, to);
-}
-
-#else
-
-/* ---- the portable variant (AVX2, NEON: simd.h) ---- */
-
 /* The sums of R rows by B blocks from column n: zero, or those a pass over earlier inputs stored. */
 INLINE void start(vf acc[ROWS][BLOCKS], int R, int B, const float *stored, int out_features, int to, int m, int n) {
     for (int b = 0; b < B; b++) {
@@ -403,13 +144,10 @@ static void widen_panel(const uint32_t *panel, int words, int blocks, int format
             first = (vf)(pairs << 16);
             second = (vf)(pairs & 0xffff0000u);
         } else {
-            uint16_t low[VL], high[VL];
-            for (int j = 0; j < VL; j++) {
-                low[j] = (uint16_t)pairs[j];
-                high[j] = (uint16_t)(pairs[j] >> 16);
-            }
-            first = widen_f16(low);
-            second = widen_f16(high);
+            vhalves low = __builtin_convertvector(pairs, vhalves);
+            vhalves high = __builtin_convertvector(pairs >> 16, vhalves);
+            first = widen_f16((const uint16_t *)&low);
+            second = widen_f16((const uint16_t *)&high);
         }
         vstore(widened + at * 2 * COLUMNS, first);
         vstore(widened + at * 2 * COLUMNS + COLUMNS, second);
@@ -468,6 +206,149 @@ static int widened_multiply(const float *x, const uint16_t *weight, int format, 
     free(widened);
     return ok;
 }
+
+#if defined(__AVX512F__)
+
+/* ---- int8 x int8 with AVX512_VNNI ---- */
+
+/* Rows of x as unsigned codes q + 128 (rows, in) and their scales (rows, in / 32). */
+static VNNI_TARGET void quantize(const float *x, int rows, int in, uint8_t *codes, float *scales) {
+    for (size_t g = 0; g < (size_t)rows * in / GROUP; g++) {
+        __m256i group = quantize_group(x + g * GROUP, scales + g);
+        _mm256_storeu_si256((__m256i *)(codes + g * GROUP), _mm256_add_epi8(group, _mm256_set1_epi8((char)0x80)));
+    }
+}
+
+/*
+ * The panel's group scales [block][group][16 columns] and starting sums -128 * (sum of the column's
+ * codes in the group), same layout.
+ */
+static VNNI_TARGET void group_terms(const uint32_t *panel, const uint16_t *weight_scales, int row_groups, int g0,
+        int groups, int out_features, int n0, int columns, float *scales, int32_t *starts) {
+    const __m512i offset = _mm512_set1_epi8((char)0x80);
+    const int words = groups * GROUP / 4;
+    float column[SPAN / GROUP]; /* one column's scales over the panel's groups, widened */
+    for (int b = 0; b < (columns + 15) / 16; b++) {
+        for (int g = 0; g < groups; g++) {
+            __m512i sum = _mm512_setzero_si512();
+            for (int w = 0; w < GROUP / 4; w++) {
+                __m512i codes = _mm512_loadu_si512(panel + ((size_t)b * words + (size_t)g * (GROUP / 4) + w) * 16);
+                sum = _mm512_dpbusd_epi32(sum, offset, codes);
+            }
+            _mm512_storeu_si512(starts + ((size_t)b * groups + g) * 16, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
+        }
+        for (int j = 0; j < 16; j++) {
+            int n = n0 + b * 16 + j;
+            if (n < out_features && b * 16 + j < columns) {
+                widen_scale_run(weight_scales + (size_t)n * row_groups + g0, groups, column);
+            } else {
+                memset(column, 0, sizeof column);
+            }
+            for (int g = 0; g < groups; g++) {
+                scales[((size_t)b * groups + g) * 16 + j] = column[g];
+            }
+        }
+    }
+}
+
+/*
+ * R rows from m by B blocks of the panel from block b0, over the panel's groups: every group's int32
+ * sums, scaled. codes and x_scales start at the panel's first input and group; rows are in codes and
+ * row_groups scales apart.
+ */
+INLINE VNNI_TARGET void vnni_tile(const uint8_t *codes, const float *x_scales, const uint32_t *panel,
+        const float *scales, const int32_t *starts, int groups, int in, int row_groups, int m, int b0, int R, int B,
+        vf acc[ROWS][BLOCKS]) {
+    const int words = groups * GROUP / 4;
+    for (int g = 0; g < groups; g++) {
+        __m512i sums[ROWS][BLOCKS];
+        for (int b = 0; b < B; b++) {
+            __m512i start = _mm512_loadu_si512(starts + ((size_t)(b0 + b) * groups + g) * 16);
+            for (int r = 0; r < R; r++) {
+                sums[r][b] = start;
+            }
+        }
+        for (int w = 0; w < GROUP / 4; w++) {
+            __m512i weight[BLOCKS];
+            for (int b = 0; b < B; b++) {
+                weight[b] = _mm512_loadu_si512(panel + ((size_t)(b0 + b) * words + (size_t)g * (GROUP / 4) + w) * 16);
+            }
+            for (int r = 0; r < R; r++) {
+                __m512i xw = _mm512_set1_epi32((int)word(codes + (size_t)(m + r) * in + g * GROUP + w * 4));
+                for (int b = 0; b < B; b++) {
+                    sums[r][b] = _mm512_dpbusd_epi32(sums[r][b], xw, weight[b]);
+                }
+            }
+        }
+        for (int b = 0; b < B; b++) {
+            __m512 weight_scale = _mm512_loadu_ps(scales + ((size_t)(b0 + b) * groups + g) * 16);
+            for (int r = 0; r < R; r++) {
+                __m512 both = _mm512_mul_ps(weight_scale, _mm512_set1_ps(x_scales[(size_t)(m + r) * row_groups + g]));
+                acc[r][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r][b]), both, acc[r][b]);
+            }
+        }
+    }
+}
+
+#define VNNI_TILE(R, B)                                                                                  \
+    do {                                                                                                 \
+        vf acc[ROWS][BLOCKS];                                                                        \
+        start(acc, R, B, stored, out_features, to, m, n0 + b0 * 16);                                     \
+        vnni_tile(codes, x_scales, panel, scales, starts, groups, in, row_groups, m, b0, R, B, acc);     \
+        store(acc, R, B, add, out, out_features, to, m, n0 + b0 * 16);                                   \
+    } while (0)
+
+static VNNI_TARGET void vnni_panel(const uint8_t *codes, const float *x_scales, const uint32_t *panel,
+        const float *scales, const int32_t *starts, int groups, const float *stored, const float *add, float *out,
+        int rows, int in, int out_features, int to, int n0, int blocks) {
+    const int row_groups = in / GROUP;
+    OVER_PANEL(VNNI_TILE)
+}
+
+/* Returns 0 where memory ran out. */
+static VNNI_TARGET int vnni_multiply(const float *x, const int8_t *weight, const uint16_t *weight_scales,
+        const float *bias, float *out, int rows, int in, int out_features, int from, int to) {
+    const int groups = in / GROUP;
+    uint8_t *codes = aligned_alloc(64, (size_t)rows * in);
+    float *x_scales = aligned_alloc(64, (size_t)rows * groups * sizeof(float));
+    uint32_t *panel = aligned_alloc(64, (size_t)PANEL * SPAN);
+    float *scales = aligned_alloc(64, (size_t)PANEL * (SPAN / GROUP) * sizeof(float));
+    int32_t *starts = aligned_alloc(64, (size_t)PANEL * (SPAN / GROUP) * sizeof(int32_t));
+    int ok = codes != NULL && x_scales != NULL && panel != NULL && scales != NULL && starts != NULL;
+    if (ok) {
+        quantize(x, rows, in, codes, x_scales);
+        for (int n0 = from; n0 < to; n0 += PANEL) {
+            int columns = to - n0 < PANEL ? to - n0 : PANEL;
+            for (int k0 = 0; k0 < in; k0 += SPAN) {
+                int span = in - k0 < SPAN ? in - k0 : SPAN;
+                repack((const uint32_t *)weight, in / 4, k0 / 4, span / 4, out_features, n0, columns, panel);
+                group_terms(panel, weight_scales, groups, k0 / GROUP, span / GROUP, out_features, n0, columns, scales,
+                        starts);
+                vnni_panel(codes + k0, x_scales + k0 / GROUP, panel, scales, starts, span / GROUP,
+                        k0 > 0 ? out : NULL, k0 + span == in ? bias : NULL, out, rows, in, out_features, to, n0,
+                        (columns + 15) / 16);
+            }
+        }
+    }
+    free(codes);
+    free(x_scales);
+    free(panel);
+    free(scales);
+    free(starts);
+    return ok;
+}
+
+static int has_int8_dot(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+}
+
+static int dot_multiply(const float *x, const int8_t *weight, const uint16_t *weight_scales, const float *bias,
+        float *out, int rows, int in, int out_features, int from, int to) {
+    return vnni_multiply(x, weight, weight_scales, bias, out, rows, in, out_features, from, to);
+}
+
+#else
 
 /* ---- int8 x int8 by simd.h's dot32 (AVX2's vpmaddubsw, NEON's sdot) ---- */
 

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "compressed_format.h"
+#include "simd.h"
 
 #define MAX_ROWS 8
 /* Bytes ahead of the current codes that the weight is prefetched. */
@@ -64,77 +65,6 @@ enum { FEATURE_VNNI = 1, FEATURE_BF16 = 2 };
 /* The dot-product bit (CompressedProduct.VNNI_BLOCKS) that lets int8 products of VNNI_BLOCK_ROWS or
    more rows take the transposed-block kernel. */
 #define VNNI_BLOCKS 4
-
-#if defined(__AVX512F__)
-
-typedef __m512 acc_t;
-
-/* 16 codes from index on, widened to float32 (int8 not yet scaled). */
-static inline __attribute__((always_inline)) __m512 widen16(const void *codes, size_t index, int format) {
-    if (format == BFLOAT16) {
-        __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)codes + index));
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    }
-    if (format == FLOAT16) {
-        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)codes + index)));
-    }
-    __m128i b = _mm_loadu_si128((const __m128i *)((const int8_t *)codes + index));
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
-}
-
-/*
- * The end of an output's run of inputs for rows of x: each row's 16 lanes summed into out (last,
- * with the bias) or put back into carry for the next run.
- */
-static inline __attribute__((always_inline)) void finish_rows(
-        const __m512 *acc, int rows, int last, const float *bias, float *out, int out_features, int n, __m512 *carry) {
-    for (int r = 0; r < rows; r++) {
-        if (last) {
-            out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
-        } else {
-            carry[r] = acc[r];
-        }
-    }
-}
-
-/*
- * The inputs [k0, k1) of output n for rows of x: each row's 16 lanes start at 0 (first) or at its
- * sums so far in carry, and are summed into out (last) or put back into carry. An output's sums go
- * in the same order however its inputs are tiled.
- */
-static inline __attribute__((always_inline)) void weight_rows(
-        const float *x, const void *codes, const uint16_t *scales, const float *bias, float *out,
-        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, __m512 *carry, int format) {
-    const int element = format == INT8 ? 1 : 2;
-    const int groups = in / GROUP;
-    __m512 acc[MAX_ROWS];
-    for (int r = 0; r < rows; r++) {
-        acc[r] = first ? _mm512_setzero_ps() : carry[r];
-    }
-    for (int k = k0; k < k1; k += GROUP) {
-        size_t base = (size_t)n * in + k;
-        _mm_prefetch((const char *)codes + base * element + PREFETCH_BYTES, _MM_HINT_T0);
-        __m512 lo = widen16(codes, base, format);
-        __m512 hi = widen16(codes, base + 16, format);
-        if (format == INT8) {
-            __m512 s = broadcast_scale(scales + (size_t)n * groups + k / GROUP);
-            lo = _mm512_mul_ps(lo, s);
-            hi = _mm512_mul_ps(hi, s);
-        }
-        for (int r = 0; r < rows; r++) {
-            const float *xr = x + ((size_t)(k / GROUP) * rows + r) * GROUP;
-            acc[r] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(xr), acc[r]);
-            acc[r] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(xr + 16), acc[r]);
-        }
-    }
-    finish_rows(acc, rows, last, bias, out, out_features, n, carry);
-}
-
-#else
-
-/* ---- the portable variant (AVX2, NEON: simd.h) ---- */
-
-typedef vf acc_t;
 
 /* VL codes from index on, widened to float32 (int8 not yet scaled). */
 static inline __attribute__((always_inline)) vf widen8(const void *codes, size_t index, int format) {
@@ -190,8 +120,6 @@ static inline __attribute__((always_inline)) void weight_rows(
     finish_rows(acc, rows, last, bias, out, out_features, n, carry);
 }
 
-#endif
-
 /*
  * Inputs per tile where rows of x, input_bytes a row per input, outgrow X_TILE_BYTES: a multiple of
  * 64 (whole int8 chunks), or all of in where they fit.
@@ -231,7 +159,7 @@ static inline int tile_inputs(int rows, int in, int input_bytes) {
 static inline __attribute__((always_inline)) void columns(
         const float *x, const void *codes, const uint16_t *scales, const float *bias, float *out,
         int rows, int in, int out_features, int from, int to, int format) {
-    acc_t carry[TILE_OUTPUTS * MAX_ROWS];
+    vf carry[TILE_OUTPUTS * MAX_ROWS];
     int n;
     TILED(WIDEN_CALL, tile_inputs(rows, in, sizeof(float)));
 }

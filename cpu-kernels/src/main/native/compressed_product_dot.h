@@ -61,14 +61,14 @@ static void free_quantized(QuantizedRows *q) {
 /* The inputs [k0, k1) of output n for the quantized rows, carried as weight_rows carries them. */
 static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
         const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
-        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, __m512 *carry) {
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry) {
     const int groups = in / GROUP;
     const __m512i zero = _mm512_setzero_si512();
     const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m512i offset = _mm512_set1_epi8((char)0x80);
-    __m512 acc[MAX_ROWS];
+    vf acc[MAX_ROWS];
     for (int r = 0; r < rows; r++) {
-        acc[r] = first ? _mm512_setzero_ps() : carry[r];
+        acc[r] = first ? vzero() : carry[r];
     }
     for (int c = k0 / 64; c * 64 < k1; c++) {
         int k = c * 64;
@@ -106,7 +106,7 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
 static inline __attribute__((always_inline)) VNNI_TARGET void vnni_columns_rows(
         const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
         int in, int out_features, int from, int to, int rows) {
-    __m512 carry[TILE_OUTPUTS * MAX_ROWS];
+    vf carry[TILE_OUTPUTS * MAX_ROWS];
     int n;
     TILED(VNNI_CALL, tile_inputs(rows, in, 2));
 }
@@ -217,12 +217,12 @@ static void free_blocked(BlockedRows *q) {
    weight_rows carries them. */
 static inline __attribute__((always_inline)) VNNI_TARGET void blocked_weight_rows(
         const BlockedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
-        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, __m512 *carry) {
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry) {
     const int groups = in / GROUP;
     const __m512i offset = _mm512_set1_epi8((char)0x80);
-    __m512 acc[MAX_ROWS];
+    vf acc[MAX_ROWS];
     for (int r = 0; r < rows; r++) {
-        acc[r] = first ? _mm512_setzero_ps() : carry[r];
+        acc[r] = first ? vzero() : carry[r];
     }
     for (int b = k0 / BLOCK_INPUTS; b * BLOCK_INPUTS < k1; b++) {
         int k = b * BLOCK_INPUTS;
@@ -271,7 +271,7 @@ static inline int block_tile_inputs(int rows, int in) {
 static inline __attribute__((always_inline)) VNNI_TARGET void blocked_columns_rows(
         const BlockedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
         int in, int out_features, int from, int to, int rows) {
-    __m512 carry[TILE_OUTPUTS * MAX_ROWS];
+    vf carry[TILE_OUTPUTS * MAX_ROWS];
     int n;
     TILED(BLOCKED_CALL, block_tile_inputs(rows, in));
 }
@@ -309,10 +309,10 @@ static BF16_TARGET void split_bf16(const float *x, int rows, int in, __m512bh *s
 /* The inputs [k0, k1) of output n for the split rows, carried as weight_rows carries them. */
 static inline __attribute__((always_inline)) BF16_TARGET void bf16_weight_rows(
         const __m512bh *split, const uint16_t *codes, const float *bias, float *out,
-        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, __m512 *carry) {
-    __m512 acc[MAX_ROWS];
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry) {
+    vf acc[MAX_ROWS];
     for (int r = 0; r < rows; r++) {
-        acc[r] = first ? _mm512_setzero_ps() : carry[r];
+        acc[r] = first ? vzero() : carry[r];
     }
     for (int b = k0 / 32; b < k1 / 32; b++) {
         const uint16_t *w_at = codes + (size_t)n * in + (size_t)b * 32;
@@ -334,7 +334,7 @@ static inline __attribute__((always_inline)) BF16_TARGET void bf16_weight_rows(
 static inline __attribute__((always_inline)) BF16_TARGET void bf16_columns_rows(
         const __m512bh *split, const uint16_t *codes, const float *bias, float *out,
         int in, int out_features, int from, int to, int rows) {
-    __m512 carry[TILE_OUTPUTS * MAX_ROWS];
+    vf carry[TILE_OUTPUTS * MAX_ROWS];
     int n;
     TILED(BF16_CALL, tile_inputs(rows, in, 4));
 }
@@ -390,18 +390,6 @@ static int dot_multiply(const float *x, const void *codes, const uint16_t *scale
     bf16_columns(split, (const uint16_t *)codes, bias, out, rows, in, out_features, from, to);
     free(split);
     return 1;
-}
-
-/* Weight row n widened to float32 into out (in floats). */
-static void widen_row(const void *codes, const uint16_t *scales, int format, int in, int n, float *out) {
-    const int groups = in / GROUP;
-    for (int k = 0; k < in; k += 16) {
-        size_t index = (size_t)n * in + k;
-        __m512 v = format == BFLOAT16 ? widen16(codes, index, BFLOAT16)
-                : format == FLOAT16 ? widen16(codes, index, FLOAT16)
-                : _mm512_mul_ps(widen16(codes, index, INT8), broadcast_scale(scales + (size_t)n * groups + k / GROUP));
-        _mm512_storeu_ps(out + k, v);
-    }
 }
 
 #else
@@ -495,6 +483,8 @@ static int dot_multiply(const float *x, const void *codes, const uint16_t *scale
     return ok;
 }
 
+#endif
+
 /* Weight row n widened to float32 into out (in floats). */
 static void widen_row(const void *codes, const uint16_t *scales, int format, int in, int n, float *out) {
     const int groups = in / GROUP;
@@ -504,7 +494,5 @@ static void widen_row(const void *codes, const uint16_t *scales, int format, int
         vstore(out + k, format == INT8 ? v * half_value(scales + (size_t)n * groups + k / GROUP) : v);
     }
 }
-
-#endif
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * Attention of one new token per sequence (a decode step) over the KV cache, with AVX-512:
+ * Attention of one new token per sequence (a decode step) over the KV cache, VL floats a vector (simd.h):
  * softmax(cap(q k^T * scale) + mask) v for each sequence and key/value head, the G query heads of a
  * group sharing the group's keys and values; cap(s) is s, or tanh(s / C) * C where a soft cap C is
  * given (Gemma 2's attn_logit_softcapping).
@@ -11,19 +11,15 @@
  * stay in a small buffer, and the values are read once into accumulators held in registers.
  *
  * Called by io.github.djlllmzoo.cpu.DecodeAttention with direct buffers over PyTorch tensors
- * that Java has checked: float32, contiguous, the sizes below. Compiled with AVX-512 enabled; Java
- * loads it only on a CPU that has AVX-512F.
+ * that Java has checked: float32, contiguous, the sizes below. One source for every instruction set,
+ * compiled once per target (build.sh).
  */
 #include <jni.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__AVX512F__)
-#include "vector_math.h"
-#else
 #include "simd.h"
-#endif
 
 /* The widest head the kernel takes (floats): its accumulators are 16 registers of 16 floats. */
 #define MAX_HEAD_DIM 256
@@ -32,119 +28,6 @@
 #define TILE 64
 /* Bytes ahead of the current key or value row that the next rows are prefetched. */
 #define PREFETCH_BYTES 1024
-
-#if defined(__AVX512F__)
-
-static inline __mmask16 tail_mask(int d, int c) {
-    int left = d - c * 16;
-    return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-}
-
-/* row[t] = tanh(row[t] / cap) * cap + mask[t] for t < s (mask NULL: no mask): the scores soft-capped
-   before the mask, as Gemma 2's eager attention does. */
-static void soft_cap(float *row, const float *mask, int s, float cap) {
-    __m512 c = _mm512_set1_ps(cap);
-    for (int t = 0; t < s; t += 16) {
-        __mmask16 m = tail_mask(s, t / 16);
-        __m512 capped = _mm512_mul_ps(tanh_ps(_mm512_div_ps(_mm512_maskz_loadu_ps(m, row + t), c)), c);
-        if (mask != NULL) {
-            capped = _mm512_add_ps(capped, _mm512_maskz_loadu_ps(m, mask + t));
-        }
-        _mm512_mask_storeu_ps(row + t, m, capped);
-    }
-}
-
-/* scores[t] = exp(scores[t] - max) for t < s; returns their sum. */
-static float softmax_numerators(float *scores, int s) {
-    __m512 top = _mm512_set1_ps(-__builtin_inff());
-    for (int t = 0; t < s; t += 16) {
-        __mmask16 m = tail_mask(s, t / 16);
-        top = _mm512_mask_max_ps(top, m, top, _mm512_maskz_loadu_ps(m, scores + t));
-    }
-    __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(top));
-    __m512 sum = _mm512_setzero_ps();
-    for (int t = 0; t < s; t += 16) {
-        __mmask16 m = tail_mask(s, t / 16);
-        __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + t), max));
-        _mm512_mask_storeu_ps(scores + t, m, e);
-        sum = _mm512_mask_add_ps(sum, m, sum, e);
-    }
-    return _mm512_reduce_add_ps(sum);
-}
-
-/*
- * One sequence and key/value head: q and out hold the group's G query rows of d floats, k and v
- * the s cached rows, mask (or NULL) the s additive mask values of the sequence, scores G * s
- * floats of scratch, cap the soft cap (0: none).
- */
-static inline __attribute__((always_inline)) void attend_group(
-        const float *q, const float *k, const float *v, const float *mask, float *out, int groups,
-        int d, int s, float scale, float cap, float *scores) {
-    /* Capped scores take the mask after the cap, in soft_cap's pass over the whole row. */
-    const float *inline_mask = cap > 0.0f ? NULL : mask;
-    int chunks = (d + 15) / 16;
-    for (int tile = 0; tile < s; tile += TILE) {
-        int end = tile + TILE < s ? tile + TILE : s;
-        for (int g = 0; g < groups; g++) {
-            __m512 qv[MAX_HEAD_DIM / 16];
-            for (int c = 0; c < chunks; c++) {
-                qv[c] = _mm512_maskz_loadu_ps(tail_mask(d, c), q + (size_t)g * d + c * 16);
-            }
-            float *row = scores + (size_t)g * s;
-            for (int t = tile; t < end; t++) {
-                const float *kt = k + (size_t)t * d;
-                _mm_prefetch((const char *)kt + PREFETCH_BYTES, _MM_HINT_T0);
-                __m512 acc = _mm512_mul_ps(qv[0], _mm512_maskz_loadu_ps(tail_mask(d, 0), kt));
-                for (int c = 1; c < chunks; c++) {
-                    acc = _mm512_fmadd_ps(qv[c], _mm512_maskz_loadu_ps(tail_mask(d, c), kt + c * 16), acc);
-                }
-                row[t] = _mm512_reduce_add_ps(acc) * scale + (inline_mask == NULL ? 0.0f : inline_mask[t]);
-            }
-        }
-    }
-    float inverse[groups];
-    for (int g = 0; g < groups; g++) {
-        if (cap > 0.0f) {
-            soft_cap(scores + (size_t)g * s, mask, s, cap);
-        }
-        inverse[g] = 1.0f / softmax_numerators(scores + (size_t)g * s, s);
-        for (int c = 0; c < chunks; c++) {
-            _mm512_mask_storeu_ps(out + (size_t)g * d + c * 16, tail_mask(d, c), _mm512_setzero_ps());
-        }
-    }
-    for (int tile = 0; tile < s; tile += TILE) {
-        int end = tile + TILE < s ? tile + TILE : s;
-        for (int g = 0; g < groups; g++) {
-            __m512 acc[MAX_HEAD_DIM / 16];
-            float *o = out + (size_t)g * d;
-            for (int c = 0; c < chunks; c++) {
-                acc[c] = _mm512_maskz_loadu_ps(tail_mask(d, c), o + c * 16);
-            }
-            const float *p = scores + (size_t)g * s;
-            for (int t = tile; t < end; t++) {
-                const float *vt = v + (size_t)t * d;
-                _mm_prefetch((const char *)vt + PREFETCH_BYTES, _MM_HINT_T0);
-                __m512 pt = _mm512_set1_ps(p[t]);
-                for (int c = 0; c < chunks; c++) {
-                    acc[c] = _mm512_fmadd_ps(pt, _mm512_maskz_loadu_ps(tail_mask(d, c), vt + c * 16), acc[c]);
-                }
-            }
-            if (end == s) {
-                __m512 norm = _mm512_set1_ps(inverse[g]);
-                for (int c = 0; c < chunks; c++) {
-                    acc[c] = _mm512_mul_ps(acc[c], norm);
-                }
-            }
-            for (int c = 0; c < chunks; c++) {
-                _mm512_mask_storeu_ps(o + c * 16, tail_mask(d, c), acc[c]);
-            }
-        }
-    }
-}
-
-#else
-
-/* ---- the portable variant (AVX2, NEON: simd.h), the same passes VL floats at a time ---- */
 
 static void soft_cap(float *row, const float *mask, int s, float cap) {
     for (int t = 0; t < s; t += VL) {
@@ -159,18 +42,20 @@ static void soft_cap(float *row, const float *mask, int s, float cap) {
 
 static float softmax_numerators(float *scores, int s) {
     vf top = vset1(-__builtin_inff());
-    for (int t = 0; t < s; t += VL) {
-        int left = s - t;
-        top = left >= VL ? vmax(top, vload(scores + t)) : vmax(top, vblend((vi){0, 1, 2, 3, 4, 5, 6, 7} < left,
-                vload_n(scores + t, left), top));
+    int t = 0;
+    for (; t + VL <= s; t += VL) {
+        top = vmax(top, vload(scores + t));
     }
     float max = vmaxall(top);
+    for (; t < s; t++) {
+        max = scores[t] > max ? scores[t] : max;
+    }
     vf sum = vzero();
     for (int t = 0; t < s; t += VL) {
         int left = s - t;
         vf e = vexp_nonpositive(vload_n(scores + t, left) - max);
         if (left < VL) {
-            e = vblend((vi){0, 1, 2, 3, 4, 5, 6, 7} < left, e, vzero());
+            e = vtail(e, left);
         }
         vstore_n(scores + t, e, left);
         sum = sum + e;
@@ -229,8 +114,6 @@ static inline __attribute__((always_inline)) void attend_group(
         }
     }
 }
-
-#endif
 
 /*
  * Units [from, to) of (sequence, key/value head), unit u = b * kv_heads + h. q and out: (B, H, 1,

@@ -1,10 +1,11 @@
 /*
- * The vector layer of the portable kernel variants (every kernel's "#else" branch beside its AVX-512
- * one): one source compiled per target, for x86-64 with AVX2 + FMA + F16C (-mavx2 -mfma -mf16c) and
- * for ARM64 with NEON (-march=armv8-a, or armv8.2-a+dotprod for sdot). A vector is VL = 8 floats as
- * GCC's generic vectors, which the compiler maps to one ymm register on AVX2 and to two q registers on
- * NEON; only what has no generic form (float16 widening, the int8 dot product) is written per ISA.
- * Built with -ffp-contract=fast, so a * b + c is one fused multiply-add on both targets.
+ * The vector layer of the kernels written once for every target (decode_ops.c, few_row_product.c,
+ * decode_attention.c whole; the "#else" branch of the others beside their AVX-512 one): compiled for
+ * x86-64 with AVX-512 (-mavx512f: VL = 16 floats, one zmm register), with AVX2 + FMA + F16C (-mavx2
+ * -mfma -mf16c: VL = 8, one ymm register) and for ARM64 with NEON (-march=armv8-a, or armv8.2-a+dotprod
+ * for sdot: VL = 8, two q registers). A vector is GCC's generic vector of VL floats; only what has no
+ * generic form (tails by masks, rounding, float16 widening, the int8 dot product) is written per ISA.
+ * Built with -ffp-contract=fast, so a * b + c is one fused multiply-add on every target.
  */
 #ifndef LLMZOO_SIMD_H
 #define LLMZOO_SIMD_H
@@ -12,27 +13,31 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__AVX2__)
+#if defined(__AVX512F__)
 #include <immintrin.h>
-#define SIMD_ISA "avx2"
+#define VL 16
+#elif defined(__AVX2__)
+#include <immintrin.h>
+#define VL 8
 #elif defined(__aarch64__)
 #include <arm_neon.h>
-#define SIMD_ISA "neon"
+#define VL 8
 #else
-#error "the portable kernels need AVX2 (x86-64) or NEON (ARM64)"
+#error "the kernels need AVX-512 or AVX2 (x86-64), or NEON (ARM64)"
 #endif
 
-#define VL 8
+#ifndef INLINE
 #define INLINE static inline __attribute__((always_inline))
+#endif
 
-typedef float vf __attribute__((vector_size(32)));
-typedef int32_t vi __attribute__((vector_size(32)));
-typedef uint32_t vu __attribute__((vector_size(32)));
-typedef int8_t vb8 __attribute__((vector_size(8)));
-typedef uint16_t vh8 __attribute__((vector_size(16)));
+typedef float vf __attribute__((vector_size(VL * 4)));
+typedef int32_t vi __attribute__((vector_size(VL * 4)));
+typedef uint32_t vu __attribute__((vector_size(VL * 4)));
+typedef int8_t vbytes __attribute__((vector_size(VL)));
+typedef uint16_t vhalves __attribute__((vector_size(VL * 2)));
 
 INLINE vf vset1(float x) {
-    return (vf){x, x, x, x, x, x, x, x};
+    return (vf){0} + x;
 }
 
 INLINE vf vzero(void) {
@@ -49,23 +54,38 @@ INLINE void vstore(float *p, vf v) {
     memcpy(p, &v, sizeof v);
 }
 
-/* The first n (0 to VL) floats at p, the other lanes 0: AVX-512's masked load. */
+#if defined(__AVX512F__)
+/* The lanes below n (all from n = VL on). */
+INLINE __mmask16 lanes_below(int n) {
+    return n >= VL ? (__mmask16)0xFFFF : (__mmask16)((1u << (n > 0 ? n : 0)) - 1);
+}
+#endif
+
+/* The first n floats at p (all VL from n = VL on), the other lanes 0. */
 INLINE vf vload_n(const float *p, int n) {
+#if defined(__AVX512F__)
+    return (vf)_mm512_maskz_loadu_ps(lanes_below(n), p);
+#else
     if (n >= VL) {
         return vload(p);
     }
     vf v = {0};
     memcpy(&v, p, sizeof(float) * (n > 0 ? n : 0));
     return v;
+#endif
 }
 
-/* The first n (0 to VL) lanes of v stored at p. */
+/* The first n lanes of v (all from n = VL on) stored at p. */
 INLINE void vstore_n(float *p, vf v, int n) {
+#if defined(__AVX512F__)
+    _mm512_mask_storeu_ps(p, lanes_below(n), (__m512)v);
+#else
     if (n >= VL) {
         vstore(p, v);
     } else if (n > 0) {
         memcpy(p, &v, sizeof(float) * n);
     }
+#endif
 }
 
 /* a where take is set (all ones), else b. */
@@ -81,10 +101,24 @@ INLINE vf vabs(vf a) {
     return (vf)((vi)a & 0x7fffffff);
 }
 
-/* The lanes' sum, pairwise: (0+4, 1+5, 2+6, 3+7), then (0+2, 1+3), then 0+1. */
+/* v with the lanes from n on 0. */
+INLINE vf vtail(vf v, int n) {
+#if defined(__AVX512F__)
+    return (vf)_mm512_maskz_mov_ps(lanes_below(n), (__m512)v);
+#else
+    const vi index = {0, 1, 2, 3, 4, 5, 6, 7};
+    return vblend(index < n, v, vzero());
+#endif
+}
+
+/* The lanes' sum, pairwise (the upper half onto the lower, and again). */
 INLINE float vsum(vf v) {
+#if defined(__AVX512F__)
+    return _mm512_reduce_add_ps((__m512)v);
+#else
     float a0 = v[0] + v[4], a1 = v[1] + v[5], a2 = v[2] + v[6], a3 = v[3] + v[7];
     return (a0 + a2) + (a1 + a3);
+#endif
 }
 
 INLINE float vmaxall(vf v) {
@@ -98,7 +132,9 @@ INLINE float vmaxall(vf v) {
 /* x rounded to the nearest integer, ties to even (vroundps, frintn): an instruction rather than adding
    1.5 * 2^23, which fp-contract would fuse with the multiply before it and so round the exact product. */
 INLINE vf vround(vf x) {
-#if defined(__AVX2__)
+#if defined(__AVX512F__)
+    return (vf)_mm512_roundscale_ps((__m512)x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#elif defined(__AVX2__)
     return (vf)_mm256_round_ps((__m256)x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 #else
     float32x4_t lo, hi;
@@ -157,23 +193,25 @@ INLINE vf vsigmoid(vf a) {
     return vblend(a < 0.0f, e, vset1(1.0f)) / (1.0f + e);
 }
 
-/* 8 int8 codes at p widened to float32. */
+/* VL int8 codes at p widened to float32. */
 INLINE vf widen_int8(const int8_t *p) {
-    vb8 b;
+    vbytes b;
     memcpy(&b, p, sizeof b);
     return __builtin_convertvector(__builtin_convertvector(b, vi), vf);
 }
 
-/* 8 bfloat16 codes at p widened to float32 (a 16-bit shift: exact). */
+/* VL bfloat16 codes at p widened to float32 (a 16-bit shift: exact). */
 INLINE vf widen_bf16(const uint16_t *p) {
-    vh8 h;
+    vhalves h;
     memcpy(&h, p, sizeof h);
     return (vf)(__builtin_convertvector(h, vu) << 16);
 }
 
-/* 8 IEEE half codes at p widened to float32 (exact). */
+/* VL IEEE half codes at p widened to float32 (exact). */
 INLINE vf widen_f16(const uint16_t *p) {
-#if defined(__AVX2__)
+#if defined(__AVX512F__)
+    return (vf)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+#elif defined(__AVX2__)
     return (vf)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 #else
     float32x4_t lo = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
@@ -195,6 +233,8 @@ INLINE float half_value(const uint16_t *p) {
     return (float)h;
 #endif
 }
+
+#if VL == 8 /* the int8 dot products of the AVX2 and NEON variants (AVX-512's are compressed_product.c's) */
 
 /*
  * acc plus the products of 32 int8 pairs a[i] * b[i], four to a lane (which four is the ISA's; only
@@ -254,5 +294,7 @@ INLINE float quantize_group32(const float *xs, int8_t *codes) {
     }
     return d;
 }
+
+#endif
 
 #endif

@@ -32,7 +32,7 @@ run() {
 if [[ "$(uname -s)/$(uname -m)" == Linux/x86_64 ]] && command -v cc > /dev/null; then
   flags_x86=$(grep -m1 '^flags' /proc/cpuinfo)
   if [[ " $flags_x86 " == *" avx512f "* ]]; then
-    run avx512 cc "" -mavx512f -mfma
+    run avx512 cc "" -mavx512f -mfma -mf16c
   fi
   if [[ " $flags_x86 " == *" avx2 "* && " $flags_x86 " == *" fma "* && " $flags_x86 " == *" f16c "* ]]; then
     run avx2 cc "" -mavx2 -mfma -mf16c

@@ -18,7 +18,7 @@ import java.util.Set;
 public enum CpuIsa {
     /** x86-64 with AVX-512F (and FMA); AVX512_VNNI and AVX512_BF16 dot products where the CPU has them. */
     AVX512("avx512", "linux-x86_64"),
-    /** x86-64 with AVX2, FMA and F16C, no AVX-512: the portable kernels at 8 floats a vector. */
+    /** x86-64 with AVX2, FMA and F16C, no AVX-512: the kernels at 8 floats a vector. */
     AVX2("avx2", "linux-x86_64"),
     /** ARM64 with NEON (Advanced SIMD); the int8 products by {@code sdot} where the CPU has the dot-product extension. */
     NEON("neon", "linux-aarch64"),

@@ -75,13 +75,13 @@ final class NativeKernels {
     }
 
     /**
-     * Whether a kernel is on: a library is loaded and the kernel's switch is not {@code false}.
+     * Whether a kernel is on: a library is loaded and {@code -Dllmzoo.cpu.off} does not list it.
      *
-     * @param property the kernel's switch, e.g. {@code llmzoo.decodeAttention}
+     * @param name the kernel's name in {@link KernelSwitches#NAMES}, e.g. {@code decodeAttention}
      * @return whether the kernel may be used
      */
-    static boolean enabled(String property) {
-        return loaded() && Boolean.parseBoolean(System.getProperty(property, "true"));
+    static boolean enabled(String name) {
+        return loaded() && KernelSwitches.on(name);
     }
 
     /**
