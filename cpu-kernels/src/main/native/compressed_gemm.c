@@ -144,10 +144,8 @@ static void widen_panel(const uint32_t *panel, int words, int blocks, int format
             first = (vf)(pairs << 16);
             second = (vf)(pairs & 0xffff0000u);
         } else {
-            vhalves low = __builtin_convertvector(pairs, vhalves);
-            vhalves high = __builtin_convertvector(pairs >> 16, vhalves);
-            first = widen_f16((const uint16_t *)&low);
-            second = widen_f16((const uint16_t *)&high);
+            first = widen_f16_low(pairs);
+            second = widen_f16_low(pairs >> 16);
         }
         vstore(widened + at * 2 * COLUMNS, first);
         vstore(widened + at * 2 * COLUMNS + COLUMNS, second);

@@ -33,8 +33,6 @@
 typedef float vf __attribute__((vector_size(VL * 4)));
 typedef int32_t vi __attribute__((vector_size(VL * 4)));
 typedef uint32_t vu __attribute__((vector_size(VL * 4)));
-typedef int8_t vbytes __attribute__((vector_size(VL)));
-typedef uint16_t vhalves __attribute__((vector_size(VL * 2)));
 
 INLINE vf vset1(float x) {
     return (vf){0} + x;
@@ -193,18 +191,38 @@ INLINE vf vsigmoid(vf a) {
     return vblend(a < 0.0f, e, vset1(1.0f)) / (1.0f + e);
 }
 
-/* VL int8 codes at p widened to float32. */
+/* Two NEON halves as one vector of 8. */
+#if defined(__aarch64__)
+INLINE vf vjoin(float32x4_t lo, float32x4_t hi) {
+    vf v;
+    memcpy(&v, &lo, sizeof lo);
+    memcpy((char *)&v + sizeof lo, &hi, sizeof hi);
+    return v;
+}
+#endif
+
+/* VL int8 codes at p widened to float32 (GCC's generic conversion of them is lane by lane). */
 INLINE vf widen_int8(const int8_t *p) {
-    vbytes b;
-    memcpy(&b, p, sizeof b);
-    return __builtin_convertvector(__builtin_convertvector(b, vi), vf);
+#if defined(__AVX512F__)
+    return (vf)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+#elif defined(__AVX2__)
+    return (vf)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+#else
+    int16x8_t h = vmovl_s8(vld1_s8(p));
+    return vjoin(vcvtq_f32_s32(vmovl_s16(vget_low_s16(h))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(h))));
+#endif
 }
 
 /* VL bfloat16 codes at p widened to float32 (a 16-bit shift: exact). */
 INLINE vf widen_bf16(const uint16_t *p) {
-    vhalves h;
-    memcpy(&h, p, sizeof h);
-    return (vf)(__builtin_convertvector(h, vu) << 16);
+#if defined(__AVX512F__)
+    return (vf)_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16);
+#elif defined(__AVX2__)
+    return (vf)_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16);
+#else
+    return vjoin(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16)),
+            vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p + 4), 16)));
+#endif
 }
 
 /* VL IEEE half codes at p widened to float32 (exact). */
@@ -214,12 +232,23 @@ INLINE vf widen_f16(const uint16_t *p) {
 #elif defined(__AVX2__)
     return (vf)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 #else
-    float32x4_t lo = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
-    float32x4_t hi = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p + 4)));
-    vf v;
-    memcpy(&v, &lo, sizeof lo);
-    memcpy((char *)&v + sizeof lo, &hi, sizeof hi);
-    return v;
+    return vjoin(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))), vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p + 4))));
+#endif
+}
+
+/* The IEEE half codes in the low 16 bits of each lane of words widened to float32 (exact). */
+INLINE vf widen_f16_low(vu words) {
+#if defined(__AVX512F__)
+    return (vf)_mm512_cvtph_ps(_mm512_cvtepi32_epi16((__m512i)words));
+#elif defined(__AVX2__)
+    __m256i low = _mm256_and_si256((__m256i)words, _mm256_set1_epi32(0xffff));
+    __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(low, low), 0xD8);
+    return (vf)_mm256_cvtph_ps(_mm256_castsi256_si128(packed));
+#else
+    uint32x4_t lo, hi;
+    memcpy(&lo, &words, sizeof lo);
+    memcpy(&hi, (const char *)&words + sizeof lo, sizeof hi);
+    return vjoin(vcvt_f32_f16(vreinterpret_f16_u16(vmovn_u32(lo))), vcvt_f32_f16(vreinterpret_f16_u16(vmovn_u32(hi))));
 #endif
 }
 
