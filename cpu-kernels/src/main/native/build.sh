@@ -33,7 +33,7 @@ build() {
   done
   $stale || return 0
   mkdir -p "$(dirname "$out")"
-  if "$compiler" "$@" "${flags[@]}" -o "$out.$$.tmp" "${sources[@]}"; then
+  if "$compiler" "$@" "${flags[@]}" -o "$out.$$.tmp" "${sources[@]}" -lm; then
     mv "$out.$$.tmp" "$out"
   else
     rm -f "$out.$$.tmp"

@@ -72,13 +72,16 @@ static inline __attribute__((always_inline)) void attend_group(
         int end = tile + TILE < s ? tile + TILE : s;
         for (int g = 0; g < groups; g++) {
             float *row = scores + (size_t)g * s;
-            const float *qg = q + (size_t)g * d;
+            vf qv[MAX_HEAD_DIM / VL];
+            for (int c = 0; c < chunks; c++) {
+                qv[c] = vload_n(q + (size_t)g * d + c * VL, d - c * VL);
+            }
             for (int t = tile; t < end; t++) {
                 const float *kt = k + (size_t)t * d;
                 __builtin_prefetch((const char *)kt + PREFETCH_BYTES);
-                vf acc = vload_n(qg, d) * vload_n(kt, d);
+                vf acc = qv[0] * vload_n(kt, d);
                 for (int c = 1; c < chunks; c++) {
-                    acc = vload_n(qg + c * VL, d - c * VL) * vload_n(kt + c * VL, d - c * VL) + acc;
+                    acc = qv[c] * vload_n(kt + c * VL, d - c * VL) + acc;
                 }
                 row[t] = vsum(acc) * scale + (inline_mask == NULL ? 0.0f : inline_mask[t]);
             }

@@ -51,24 +51,34 @@ static void transpose_keys(const float *k, float *kt, int s, int d, int stride) 
    32 registers, 8 of AVX2's 16. */
 #define VALUE_VECTORS (VL == 16 ? 4 : 2)
 
+/* The keys [*start, *end) a query row attends: those from its first to its last key whose mask is
+   above -FLT_MAX; every key where the mask is NULL or masks them all. */
 static void visible(const float *mask_row, int s, int *start, int *end) {
     *start = 0;
     *end = s;
     if (mask_row == NULL) {
         return;
     }
-    int last = s - 1;
-    while (last >= 0 && !(mask_row[last] > -FLT_MAX)) {
-        last--;
+    int last = -1;
+    for (int j = (s - 1) / VL * VL; j >= 0; j -= VL) {
+        int n = s - j < VL ? s - j : VL;
+        unsigned seen = vabove(vload_n(mask_row + j, n), -FLT_MAX) & (unsigned)((1ull << n) - 1);
+        if (seen != 0) {
+            last = j + 31 - __builtin_clz(seen);
+            break;
+        }
     }
     if (last < 0) {
         return;
     }
-    int first = 0;
-    while (!(mask_row[first] > -FLT_MAX)) {
-        first++;
+    for (int j = 0; j <= last; j += VL) {
+        int n = s - j < VL ? s - j : VL;
+        unsigned seen = vabove(vload_n(mask_row + j, n), -FLT_MAX) & (unsigned)((1ull << n) - 1);
+        if (seen != 0) {
+            *start = j + __builtin_ctz(seen);
+            break;
+        }
     }
-    *start = first;
     *end = last + 1;
 }
 
@@ -91,18 +101,22 @@ static inline __attribute__((always_inline)) void attend_rows(const float *q, co
     }
     for (int j = lo; j < hi; j += STEP) {
         vf acc[ROWS][2];
+#pragma GCC unroll 4
         for (int r = 0; r < ROWS; r++) {
             acc[r][0] = vzero();
             acc[r][1] = vzero();
         }
+#pragma GCC unroll 4
         for (int c = 0; c < d; c++) {
             vf k0 = vload(kt + (size_t)c * stride + j);
             vf k1 = vload(kt + (size_t)c * stride + j + VL);
+#pragma GCC unroll 4
             for (int r = 0; r < ROWS; r++) {
                 acc[r][0] = k0 * qr[r][c] + acc[r][0];
                 acc[r][1] = k1 * qr[r][c] + acc[r][1];
             }
         }
+#pragma GCC unroll 4
         for (int r = 0; r < ROWS; r++) {
             vstore(scores + (size_t)r * stride + j, acc[r][0] * scale);
             vstore(scores + (size_t)r * stride + j + VL, acc[r][1] * scale);
@@ -112,6 +126,7 @@ static inline __attribute__((always_inline)) void attend_rows(const float *q, co
     for (int r = 0; r < rows; r++) {
         float *row = scores + (size_t)r * stride;
         const float *m = mask == NULL ? NULL : mask + (size_t)(i0 + r) * s;
+        vf tops = vset1(-__builtin_inff());
         float top = -__builtin_inff();
         for (int j = start[r]; j < end[r]; j += VL) {
             int left = end[r] - j;
@@ -123,10 +138,15 @@ static inline __attribute__((always_inline)) void attend_rows(const float *q, co
                 x = x + vload_n(m + j, left);
             }
             vstore_n(row + j, x, left);
-            for (int l = 0; l < left && l < VL; l++) {
-                top = x[l] > top ? x[l] : top;
+            if (left >= VL) {
+                tops = vmax(tops, x);
+            } else {
+                for (int l = 0; l < left; l++) {
+                    top = x[l] > top ? x[l] : top;
+                }
             }
         }
+        top = vmaxall(tops) > top ? vmaxall(tops) : top;
         vf sum = vzero();
         for (int j = start[r]; j < end[r]; j += VL) {
             int left = end[r] - j;
@@ -163,12 +183,13 @@ static inline __attribute__((always_inline)) void attend_rows(const float *q, co
                 acc[r][c] = vzero();
             }
         }
+        const int whole = width >= VALUE_VECTORS * VL; /* unmasked loads: no tail in this chunk */
         for (int j = lo; j < hi; j++) {
             const float *vj = v + (size_t)j * d + c0;
             vf values[VALUE_VECTORS];
 #pragma GCC unroll 4
             for (int c = 0; c < VALUE_VECTORS; c++) {
-                values[c] = vload_n(vj + c * VL, width - c * VL);
+                values[c] = whole ? vload(vj + c * VL) : vload_n(vj + c * VL, width - c * VL);
             }
 #pragma GCC unroll 4
             for (int r = 0; r < ROWS; r++) {

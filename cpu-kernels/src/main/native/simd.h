@@ -92,7 +92,13 @@ INLINE vf vblend(vi take, vf a, vf b) {
 }
 
 INLINE vf vmax(vf a, vf b) {
+#if defined(__AVX512F__)
+    return (vf)_mm512_max_ps((__m512)a, (__m512)b);
+#elif defined(__AVX2__)
+    return (vf)_mm256_max_ps((__m256)a, (__m256)b);
+#else
     return vblend(a > b, a, b);
+#endif
 }
 
 INLINE vf vabs(vf a) {
@@ -106,6 +112,22 @@ INLINE vf vtail(vf v, int n) {
 #else
     const vi index = {0, 1, 2, 3, 4, 5, 6, 7};
     return vblend(index < n, v, vzero());
+#endif
+}
+
+/* Bit l set where lane l of x is above t (lanes ordered, bit 0 the first). */
+INLINE unsigned vabove(vf x, float t) {
+#if defined(__AVX512F__)
+    return _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(t), _CMP_GT_OQ);
+#elif defined(__AVX2__)
+    return (unsigned)_mm256_movemask_ps(_mm256_cmp_ps((__m256)x, _mm256_set1_ps(t), _CMP_GT_OQ));
+#else
+    vi above = x > t;
+    unsigned bits = 0;
+    for (int l = 0; l < VL; l++) {
+        bits |= (above[l] != 0) << l;
+    }
+    return bits;
 #endif
 }
 
@@ -165,8 +187,12 @@ INLINE vf vexp_nonpositive(vf x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * (r * r) + (r + 1.0f);
+#if defined(__AVX512F__)
+    return (vf)_mm512_scalef_ps((__m512)p, (__m512)n);
+#else
     vf half = vround(n * 0.5f - 0.25f); /* floor(n / 2) for integral n */
     return p * vexp2i(half) * vexp2i(n - half);
+#endif
 }
 
 /* tanh(x), as tanh_ps in vector_math.h. */
