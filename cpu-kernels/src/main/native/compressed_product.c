@@ -1,10 +1,10 @@
 /*
  * The products of 1 to 8 rows of x (a decode step) with a compressed weight, reading each weight
- * code once for all rows with AVX-512: out = x @ weight^T + bias, weight (out, in) held as
+ * code once for all rows, VL floats a vector (simd.h): out = x @ weight^T + bias, weight (out, in) held as
  *   format 0: bfloat16 bits (widened by a 16-bit shift),
  *   format 1: IEEE half bits (widened by vcvtph2ps),
  *   format 2: int8 codes with one float16 scale per 32 inputs of an output (llama.cpp's Q8_0),
- * each 16 codes widened to float32 in registers (int8 times its scale) and multiplied into float32
+ * each VL codes widened to float32 in registers (int8 times its scale) and multiplied into float32
  * accumulators, so the product is that of the weight widened exactly to float32
  * (io.github.djlllmzoo.blocks.CompressedWeight#toFloatArray) up to the order of the sums.
  *
@@ -35,6 +35,8 @@
  *   bfloat16 with AVX512_BF16, for 1 or 2 rows of x (BF16_DOT_ROWS): x is split into bfloat16 hi + lo
  *     (hi = x rounded, lo = the rest rounded: 16 bits of x's 24) and vdpbf16ps multiplies the weight
  *     codes by both, so the result is the product with x to about 2^-17 of each element.
+ * The AVX2 and NEON variants have the int8 one, by simd.h's dot32 (vpmaddubsw, sdot) with x quantized
+ * the same way (compressed_product_dot.h); their widening kernel is the AVX-512 one at 8 floats a vector.
  */
 #include <jni.h>
 #include <stddef.h>
