@@ -5,7 +5,11 @@
 #
 #   scripts/bench-llamacpp.sh [--shape gpt2-small|gpt2-tiny|llama-110m|tinyllama-1.1b] [--runs 3] [--threads 2]
 #                             [--prompt-tokens 128] [--new-tokens 128] [--dir DIR] [--formats f32,f16,bf16,q8_0]
-#                             [--warmup 1] [--rounds 1]
+#                             [--warmup 1] [--rounds 1] [--isa avx2]
+#
+# --isa avx2: both engines on their AVX2 paths on an AVX-512 machine: llama.cpp built for AVX2 only
+# (scripts/llamacpp-build.sh --avx2) and llmzoo with -Dllmzoo.cpu.isa=avx2 (docs/cpu-kernels.md); the JSON's
+# cpu_isa says which variant ran.
 #
 # --warmup: llmzoo bench's untimed runs before the timed ones (the JVM compiles its hot code over the first
 # runs); llama-bench makes one untimed warm-up run of its own.
@@ -20,18 +24,20 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 shape=llama-110m runs=3 threads=2 prompt_tokens=128 new_tokens=128 dir="" formats=f32,f16,bf16,q8_0 warmup=1 rounds=1
+isa=""
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { echo "error: $1 needs a value" >&2; exit 2; }
   case "$1" in
     --shape) shape="$2";; --runs) runs="$2";; --threads) threads="$2";; --dir) dir="$2";;
     --prompt-tokens) prompt_tokens="$2";; --new-tokens) new_tokens="$2";; --formats) formats="$2";;
-    --warmup) warmup="$2";; --rounds) rounds="$2";;
+    --warmup) warmup="$2";; --rounds) rounds="$2";; --isa) isa="$2";;
     *) echo "error: unknown option $1" >&2; exit 2;;
   esac
   shift 2
 done
 [[ "$warmup" =~ ^[0-9]+$ ]] || { echo "error: --warmup takes a count of runs (0 or more), not '$warmup'" >&2; exit 2; }
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "error: --rounds takes a count of rounds (1 or more), not '$rounds'" >&2; exit 2; }
+[[ -z "$isa" || "$isa" == avx2 ]] || { echo "error: --isa takes avx2 (or is left out), not '$isa'" >&2; exit 2; }
 kit="${LLAMACPP_KIT:-$root/../shared/peers/llamacpp}"
 fixtures="${LLMZOO_FIXTURES:-$root/../shared/fixtures}"
 [ -x "$kit/build.sh" ] || { echo "error: no llama.cpp kit at $kit (set LLAMACPP_KIT)" >&2; exit 2; }
@@ -50,11 +56,16 @@ dtype_of() {
 IFS=, read -r -a format_list <<< "$formats"
 for f in "${format_list[@]}"; do dtype_of "$f" > /dev/null; done
 dir="${dir:-$root/target/bench/$shape}"
-out="$root/target/bench/results/llamacpp-$shape"
+out="$root/target/bench/results/llamacpp-$shape${isa:+-$isa}"
 mkdir -p "$out"
 
 echo "building llama.cpp (once) ..." >&2
-bin="$("$kit/build.sh")"
+if [ "$isa" = avx2 ]; then
+  bin="$("$root/scripts/llamacpp-build.sh" --avx2)"
+  export LLMZOO_JAVA_OPTS="${LLMZOO_JAVA_OPTS:--Xmx8g} -Dllmzoo.cpu.isa=avx2"
+else
+  bin="$("$kit/build.sh")"
+fi
 if [ ! -f "$dir/model.safetensors" ]; then
   echo "writing a random-weight $shape checkpoint to $dir ..." >&2
   "$root/bin/llmzoo" init-random --shape "$shape" --out "$dir" --tokenizer "$tokenizer" >&2

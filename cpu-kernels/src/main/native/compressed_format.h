@@ -1,13 +1,12 @@
 /*
  * What the compressed-weight kernels share (compressed_product.c for decode steps, compressed_gemm.c for
  * prefills): the formats' numbers (CompressedProduct's constants), int8's group of 32 and its float16
- * scale, how a group of the input is quantized for vpdpbusd (both kernels must round x the same way),
- * and their refusal.
+ * scale, how a group of the input is quantized for the int8 dot products (both kernels must round x the
+ * same way), and their refusal.
  */
 #ifndef LLMZOO_COMPRESSED_FORMAT_H
 #define LLMZOO_COMPRESSED_FORMAT_H
 
-#include <immintrin.h>
 #include <jni.h>
 #include <stdint.h>
 #include <string.h>
@@ -16,6 +15,14 @@
 #define GROUP 32
 
 enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
+
+/* Refuses a call's arguments: an IllegalArgumentException with the message, thrown when the native call returns. */
+static inline void fail(JNIEnv *env, const char *message) {
+    (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"), message);
+}
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
 
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
@@ -38,8 +45,7 @@ static inline __attribute__((always_inline)) VNNI_TARGET __m256i quantize_group(
 
 /*
  * count (1 to 8) int8 group scales from s, held as IEEE half bits (llama.cpp's Q8_0 keeps them so),
- * widened exactly to float32 into lanes 0 to count - 1 and 0 in the others. The library is built
- * for AVX-512F without F16C, so this takes AVX-512F's vcvtph2ps (zmm) even for one scale.
+ * widened exactly to float32 into lanes 0 to count - 1 and 0 in the others, by AVX-512F's vcvtph2ps (zmm).
  */
 static inline __attribute__((always_inline)) __m512 widen_scales(const uint16_t *s, int count) {
     __m128i bits;
@@ -61,11 +67,6 @@ static inline __attribute__((always_inline)) __m512 widen_scales(const uint16_t 
     return _mm512_cvtph_ps(_mm256_zextsi128_si256(bits));
 }
 
-/* The int8 group scale at s widened to float32 in every lane. */
-static inline __attribute__((always_inline)) __m512 broadcast_scale(const uint16_t *s) {
-    return _mm512_cvtph_ps(_mm256_set1_epi16((short)*s));
-}
-
 /* The int8 group scale at s widened to float32. */
 static inline __attribute__((always_inline)) float scale_value(const uint16_t *s) {
     return _mm512_cvtss_f32(widen_scales(s, 1));
@@ -82,9 +83,9 @@ static inline __attribute__((always_inline)) void widen_scale_run(const uint16_t
     }
 }
 
-/* Refuses a call's arguments: an IllegalArgumentException with the message, thrown when the native call returns. */
-static inline void fail(JNIEnv *env, const char *message) {
-    (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"), message);
-}
+#else
+/* The portable variants' vectors and their quantize_group32, lane for lane quantize_group above. */
+#include "simd.h"
+#endif
 
 #endif

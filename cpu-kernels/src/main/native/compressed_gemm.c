@@ -26,7 +26,6 @@
  * ([block][input][16 columns], FLOAT_PANEL columns: 4 bytes an element) and each input of a row
  * broadcast against it.
  */
-#include <immintrin.h>
 #include <jni.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +33,7 @@
 #include <string.h>
 
 #include "compressed_format.h"
+#include "simd.h"
 
 /* Columns of the weight repacked at a time, a multiple of BLOCKS * 16. */
 #define PANEL 96
@@ -47,9 +47,13 @@
 /* Rows of x and blocks of 16 columns multiplied in registers at a time. */
 #define ROWS 4
 #define BLOCKS 3
+/* Columns of a block: a vector's lanes. */
+#define COLUMNS VL
 
 
+#ifndef INLINE
 #define INLINE static inline __attribute__((always_inline))
+#endif
 
 /* The 32-bit word at p (any alignment). */
 INLINE uint32_t word(const void *p) {
@@ -60,55 +64,24 @@ INLINE uint32_t word(const void *p) {
 
 /*
  * Words [w0, w0 + words) of columns [n0, n0 + columns) of the weight (row_words 32-bit words a row) as
- * [block of 16 columns][word][16 columns] into panel; columns past the weight's last are zero.
+ * [block of COLUMNS columns][word][COLUMNS columns] into panel; columns past the weight's last are zero.
  */
 static void repack(const uint32_t *weight, int row_words, int w0, int words, int out_features, int n0, int columns,
         uint32_t *panel) {
-    for (int b = 0; b < (columns + 15) / 16; b++) {
-        uint32_t *block = panel + (size_t)b * words * 16;
-        for (int j = 0; j < 16; j++) {
-            int n = n0 + b * 16 + j;
-            if (n < out_features && b * 16 + j < columns) {
+    for (int b = 0; b < (columns + COLUMNS - 1) / COLUMNS; b++) {
+        uint32_t *block = panel + (size_t)b * words * COLUMNS;
+        for (int j = 0; j < COLUMNS; j++) {
+            int n = n0 + b * COLUMNS + j;
+            if (n < out_features && b * COLUMNS + j < columns) {
                 const uint32_t *row = weight + (size_t)n * row_words + w0;
                 for (int w = 0; w < words; w++) {
-                    block[(size_t)w * 16 + j] = word(row + w);
+                    block[(size_t)w * COLUMNS + j] = word(row + w);
                 }
             } else {
                 for (int w = 0; w < words; w++) {
-                    block[(size_t)w * 16 + j] = 0;
+                    block[(size_t)w * COLUMNS + j] = 0;
                 }
             }
-        }
-    }
-}
-
-/* The mask of the columns of a block from column to write: those below to. */
-INLINE __mmask16 valid_columns(int column, int to) {
-    int valid = to - column;
-    return valid >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (valid > 0 ? valid : 0)) - 1);
-}
-
-/* The sums of R rows by B blocks from column n: zero, or those a pass over earlier inputs stored. */
-INLINE void start(__m512 acc[ROWS][BLOCKS], int R, int B, const float *stored, int out_features, int to, int m,
-        int n) {
-    for (int b = 0; b < B; b++) {
-        __mmask16 mask = valid_columns(n + b * 16, to);
-        for (int r = 0; r < R; r++) {
-            acc[r][b] = stored ? _mm512_maskz_loadu_ps(mask, stored + (size_t)(m + r) * out_features + n + b * 16)
-                    : _mm512_setzero_ps();
-        }
-    }
-}
-
-/* The sums of R rows by B blocks from column n stored, plus the bias (if any); only the columns below to. */
-INLINE void store(__m512 acc[ROWS][BLOCKS], int R, int B, const float *bias, float *out, int out_features, int to,
-        int m, int n) {
-    for (int b = 0; b < B; b++) {
-        int column = n + b * 16;
-        __mmask16 mask = valid_columns(column, to);
-        __m512 add = bias ? _mm512_maskz_loadu_ps(mask, bias + column) : _mm512_setzero_ps();
-        for (int r = 0; r < R; r++) {
-            _mm512_mask_storeu_ps(out + (size_t)(m + r) * out_features + column, mask, _mm512_add_ps(acc[r][b], add));
         }
     }
 }
@@ -134,6 +107,105 @@ INLINE void store(__m512 acc[ROWS][BLOCKS], int R, int B, const float *bias, flo
             else TILE(1, 1);                                                                             \
         }                                                                                                \
     }
+
+/* The sums of R rows by B blocks from column n: zero, or those a pass over earlier inputs stored. */
+INLINE void start(vf acc[ROWS][BLOCKS], int R, int B, const float *stored, int out_features, int to, int m, int n) {
+    for (int b = 0; b < B; b++) {
+        int valid = to - (n + b * COLUMNS);
+        for (int r = 0; r < R; r++) {
+            acc[r][b] = stored ? vload_n(stored + (size_t)(m + r) * out_features + n + b * COLUMNS, valid) : vzero();
+        }
+    }
+}
+
+/* The sums of R rows by B blocks from column n stored, plus the bias (if any); only the columns below to. */
+INLINE void store(vf acc[ROWS][BLOCKS], int R, int B, const float *bias, float *out, int out_features, int to, int m,
+        int n) {
+    for (int b = 0; b < B; b++) {
+        int column = n + b * COLUMNS;
+        int valid = to - column;
+        vf add = bias ? vload_n(bias + column, valid) : vzero();
+        for (int r = 0; r < R; r++) {
+            vstore_n(out + (size_t)(m + r) * out_features + column, acc[r][b] + add, valid);
+        }
+    }
+}
+
+/* ---- bfloat16 and float16 widened to float32 in the panel, multiplied by FMA ---- */
+
+/* The panel's words ([block][word][COLUMNS], two codes a word, the first input low) widened to float32
+   as [block][input][COLUMNS]. */
+static void widen_panel(const uint32_t *panel, int words, int blocks, int format, float *widened) {
+    for (size_t at = 0; at < (size_t)blocks * words; at++) {
+        vu pairs;
+        memcpy(&pairs, panel + at * COLUMNS, sizeof pairs);
+        vf first, second;
+        if (format == BFLOAT16) {
+            first = (vf)(pairs << 16);
+            second = (vf)(pairs & 0xffff0000u);
+        } else {
+            first = widen_f16_low(pairs);
+            second = widen_f16_low(pairs >> 16);
+        }
+        vstore(widened + at * 2 * COLUMNS, first);
+        vstore(widened + at * 2 * COLUMNS + COLUMNS, second);
+    }
+}
+
+INLINE void fma_tile(const float *x, const float *widened, int span, int in, int m, int b0, int R, int B,
+        vf acc[ROWS][BLOCKS]) {
+    for (int k = 0; k < span; k++) {
+        vf weight[BLOCKS];
+        for (int b = 0; b < B; b++) {
+            weight[b] = vload(widened + ((size_t)(b0 + b) * span + k) * COLUMNS);
+        }
+        for (int r = 0; r < R; r++) {
+            float xk = x[(size_t)(m + r) * in + k];
+            for (int b = 0; b < B; b++) {
+                acc[r][b] = weight[b] * xk + acc[r][b];
+            }
+        }
+    }
+}
+
+#define FMA_TILE(R, B)                                                                                   \
+    do {                                                                                                 \
+        vf acc[ROWS][BLOCKS];                                                                            \
+        start(acc, R, B, stored, out_features, to, m, n0 + b0 * COLUMNS);                                \
+        fma_tile(x, widened, span, in, m, b0, R, B, acc);                                                \
+        store(acc, R, B, add, out, out_features, to, m, n0 + b0 * COLUMNS);                              \
+    } while (0)
+
+static void fma_panel(const float *x, const float *widened, int span, const float *stored, const float *add,
+        float *out, int rows, int in, int out_features, int to, int n0, int blocks) {
+    OVER_PANEL(FMA_TILE)
+}
+
+static int widened_multiply(const float *x, const uint16_t *weight, int format, const float *bias, float *out,
+        int rows, int in, int out_features, int from, int to) {
+    const int words = in / 2;
+    uint32_t *panel = malloc((size_t)FLOAT_PANEL * SPAN * sizeof(uint16_t));
+    float *widened = malloc((size_t)FLOAT_PANEL * SPAN * sizeof(float));
+    int ok = panel != NULL && widened != NULL;
+    if (ok) {
+        for (int n0 = from; n0 < to; n0 += FLOAT_PANEL) {
+            int columns = to - n0 < FLOAT_PANEL ? to - n0 : FLOAT_PANEL;
+            int blocks = (columns + COLUMNS - 1) / COLUMNS;
+            for (int k0 = 0; k0 < in; k0 += SPAN) {
+                int span = in - k0 < SPAN ? in - k0 : SPAN;
+                repack((const uint32_t *)weight, words, k0 / 2, span / 2, out_features, n0, columns, panel);
+                widen_panel(panel, span / 2, blocks, format, widened);
+                fma_panel(x + k0, widened, span, k0 > 0 ? out : NULL, k0 + span == in ? bias : NULL, out, rows, in,
+                        out_features, to, n0, blocks);
+            }
+        }
+    }
+    free(panel);
+    free(widened);
+    return ok;
+}
+
+#if defined(__AVX512F__)
 
 /* ---- int8 x int8 with AVX512_VNNI ---- */
 
@@ -184,7 +256,7 @@ static VNNI_TARGET void group_terms(const uint32_t *panel, const uint16_t *weigh
  */
 INLINE VNNI_TARGET void vnni_tile(const uint8_t *codes, const float *x_scales, const uint32_t *panel,
         const float *scales, const int32_t *starts, int groups, int in, int row_groups, int m, int b0, int R, int B,
-        __m512 acc[ROWS][BLOCKS]) {
+        vf acc[ROWS][BLOCKS]) {
     const int words = groups * GROUP / 4;
     for (int g = 0; g < groups; g++) {
         __m512i sums[ROWS][BLOCKS];
@@ -218,7 +290,7 @@ INLINE VNNI_TARGET void vnni_tile(const uint8_t *codes, const float *x_scales, c
 
 #define VNNI_TILE(R, B)                                                                                  \
     do {                                                                                                 \
-        __m512 acc[ROWS][BLOCKS];                                                                        \
+        vf acc[ROWS][BLOCKS];                                                                        \
         start(acc, R, B, stored, out_features, to, m, n0 + b0 * 16);                                     \
         vnni_tile(codes, x_scales, panel, scales, starts, groups, in, row_groups, m, b0, R, B, acc);     \
         store(acc, R, B, add, out, out_features, to, m, n0 + b0 * 16);                                   \
@@ -264,85 +336,105 @@ static VNNI_TARGET int vnni_multiply(const float *x, const int8_t *weight, const
     return ok;
 }
 
-/* ---- bfloat16 and float16 widened to float32 in the panel, multiplied by FMA ---- */
-
-/*
- * The panel's words (two 16-bit codes of 16 columns, [block][word][16], the first input in the low
- * half) widened to float32 as [block][input][16 columns]: bfloat16 by a shift, float16 by vcvtph2ps.
- */
-static void widen_panel(const uint32_t *panel, int words, int blocks, int format, float *widened) {
-    const __m512i high = _mm512_set1_epi32((int)0xffff0000u);
-    for (size_t at = 0; at < (size_t)blocks * words; at++) {
-        __m512i pairs = _mm512_loadu_si512(panel + at * 16);
-        __m512 first, second;
-        if (format == BFLOAT16) {
-            first = _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16));
-            second = _mm512_castsi512_ps(_mm512_and_si512(pairs, high));
-        } else {
-            first = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(pairs));
-            second = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(pairs, 16)));
-        }
-        _mm512_storeu_ps(widened + at * 32, first);
-        _mm512_storeu_ps(widened + at * 32 + 16, second);
-    }
+static int has_int8_dot(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
 }
 
+static int dot_multiply(const float *x, const int8_t *weight, const uint16_t *weight_scales, const float *bias,
+        float *out, int rows, int in, int out_features, int from, int to) {
+    return vnni_multiply(x, weight, weight_scales, bias, out, rows, in, out_features, from, to);
+}
+
+#else
+
+/* ---- int8 x int8 by simd.h's dot32 (AVX2's vpmaddubsw, NEON's sdot) ---- */
+
+/* Rows of x multiplied together, and weight rows (columns of out) at a time. */
+#define DOT_ROWS 4
+#define DOT_COLUMNS 2
+
 /*
- * R rows from m by B blocks of the widened panel from block b0, over its span inputs; x starts at the
- * panel's first input, rows in apart.
+ * Rows [m, m + R) by columns [n, n + C) over all groups: a group's 32 code products exact in int32
+ * (dot32), times both scales into VL float32 sums, summed at the end. codes and x_scales are the
+ * quantized rows (in and in / 32 apart), w_scales the columns' scales widened (groups apart).
  */
-INLINE void fma_tile(const float *x, const float *widened, int span, int in, int m, int b0, int R, int B,
-        __m512 acc[ROWS][BLOCKS]) {
-    for (int k = 0; k < span; k++) {
-        __m512 weight[BLOCKS];
-        for (int b = 0; b < B; b++) {
-            weight[b] = _mm512_loadu_ps(widened + ((size_t)(b0 + b) * span + k) * 16);
+INLINE void dot_tile(const int8_t *codes, const float *x_scales, const int8_t *weight, const float *w_scales,
+        const float *bias, float *out, int in, int out_features, int m, int n, int R, int C) {
+    const int groups = in / GROUP;
+    vf acc[DOT_ROWS][DOT_COLUMNS];
+    for (int r = 0; r < R; r++) {
+        for (int c = 0; c < C; c++) {
+            acc[r][c] = vzero();
         }
+    }
+    for (int g = 0; g < groups; g++) {
         for (int r = 0; r < R; r++) {
-            __m512 xk = _mm512_set1_ps(x[(size_t)(m + r) * in + k]);
-            for (int b = 0; b < B; b++) {
-                acc[r][b] = _mm512_fmadd_ps(xk, weight[b], acc[r][b]);
+            const int8_t *xg = codes + (size_t)(m + r) * in + (size_t)g * GROUP;
+            float sx = x_scales[(size_t)(m + r) * groups + g];
+            for (int c = 0; c < C; c++) {
+                vi sums = dot32((vi){0}, xg, weight + (size_t)(n + c) * in + (size_t)g * GROUP);
+                acc[r][c] = __builtin_convertvector(sums, vf) * (sx * w_scales[(size_t)c * groups + g]) + acc[r][c];
             }
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        for (int c = 0; c < C; c++) {
+            out[(size_t)(m + r) * out_features + n + c] = vsum(acc[r][c]) + (bias ? bias[n + c] : 0.0f);
         }
     }
 }
 
-#define FMA_TILE(R, B)                                                                                   \
-    do {                                                                                                 \
-        __m512 acc[ROWS][BLOCKS];                                                                        \
-        start(acc, R, B, stored, out_features, to, m, n0 + b0 * 16);                                     \
-        fma_tile(x, widened, span, in, m, b0, R, B, acc);                                                \
-        store(acc, R, B, add, out, out_features, to, m, n0 + b0 * 16);                                   \
-    } while (0)
+#define DOT_TILE(R, C) dot_tile(codes, x_scales, weight, w_scales, bias, out, in, out_features, m, n, R, C)
 
-static void fma_panel(const float *x, const float *widened, int span, const float *stored, const float *add,
-        float *out, int rows, int in, int out_features, int to, int n0, int blocks) {
-    OVER_PANEL(FMA_TILE)
-}
-
-static int widened_multiply(const float *x, const uint16_t *weight, int format, const float *bias, float *out,
-        int rows, int in, int out_features, int from, int to) {
-    const int words = in / 2;
-    uint32_t *panel = aligned_alloc(64, (size_t)FLOAT_PANEL * SPAN * sizeof(uint16_t));
-    float *widened = aligned_alloc(64, (size_t)FLOAT_PANEL * SPAN * sizeof(float));
-    int ok = panel != NULL && widened != NULL;
+/* Returns 0 where memory ran out. */
+static int dot_multiply(const float *x, const int8_t *weight, const uint16_t *weight_scales, const float *bias,
+        float *out, int rows, int in, int out_features, int from, int to) {
+    const int groups = in / GROUP;
+    int8_t *codes = malloc((size_t)rows * in);
+    float *x_scales = malloc((size_t)rows * groups * sizeof(float));
+    float *scales = malloc((size_t)PANEL * groups * sizeof(float));
+    int ok = codes != NULL && x_scales != NULL && scales != NULL;
     if (ok) {
-        for (int n0 = from; n0 < to; n0 += FLOAT_PANEL) {
-            int columns = to - n0 < FLOAT_PANEL ? to - n0 : FLOAT_PANEL;
-            int blocks = (columns + 15) / 16;
-            for (int k0 = 0; k0 < in; k0 += SPAN) {
-                int span = in - k0 < SPAN ? in - k0 : SPAN;
-                repack((const uint32_t *)weight, words, k0 / 2, span / 2, out_features, n0, columns, panel);
-                widen_panel(panel, span / 2, blocks, format, widened);
-                fma_panel(x + k0, widened, span, k0 > 0 ? out : NULL, k0 + span == in ? bias : NULL, out, rows, in,
-                        out_features, to, n0, blocks);
+        for (size_t g = 0; g < (size_t)rows * groups; g++) {
+            x_scales[g] = quantize_group32(x + g * GROUP, codes + g * GROUP);
+        }
+        for (int n0 = from; n0 < to; n0 += PANEL) {
+            int n1 = to - n0 < PANEL ? to : n0 + PANEL;
+            for (int n = n0; n < n1; n++) {
+                for (int g = 0; g < groups; g++) {
+                    scales[(size_t)(n - n0) * groups + g] = half_value(weight_scales + (size_t)n * groups + g);
+                }
+            }
+            for (int m = 0; m < rows; m += DOT_ROWS) {
+                int R = rows - m < DOT_ROWS ? rows - m : DOT_ROWS;
+                for (int n = n0; n < n1; n += DOT_COLUMNS) {
+                    const float *w_scales = scales + (size_t)(n - n0) * groups;
+                    if (R == DOT_ROWS && n + DOT_COLUMNS <= n1) {
+                        DOT_TILE(DOT_ROWS, DOT_COLUMNS);
+                    } else {
+                        for (int c = n; c < n + DOT_COLUMNS && c < n1; c++) {
+                            w_scales = scales + (size_t)(c - n0) * groups;
+                            for (int r = m; r < m + R; r++) {
+                                dot_tile(codes, x_scales, weight, w_scales, bias, out, in, out_features, r, c, 1, 1);
+                            }
+                        }
+                    }
+                }
             }
         }
     }
-    free(panel);
-    free(widened);
+    free(codes);
+    free(x_scales);
+    free(scales);
     return ok;
 }
+
+static int has_int8_dot(void) {
+    return 1;
+}
+
+#endif
 
 /* out[:, from:to] = x @ weight^T + bias, weight (out_features, in) compressed as format says. */
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(
@@ -350,7 +442,6 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(
         jobject bias_buffer, jobject out_buffer, jint format, jint rows, jint in, jint out_features,
         jint from, jint to) {
     (void)cls;
-    __builtin_cpu_init();
     const float *x = (const float *)(*env)->GetDirectBufferAddress(env, x_buffer);
     const void *codes = (*env)->GetDirectBufferAddress(env, codes_buffer);
     const uint16_t *scales =
@@ -367,8 +458,8 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(
         return;
     }
     int ok;
-    if (format == INT8 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni")) {
-        ok = vnni_multiply(x, (const int8_t *)codes, scales, bias, out, rows, in, out_features, from, to);
+    if (format == INT8 && has_int8_dot()) {
+        ok = dot_multiply(x, (const int8_t *)codes, scales, bias, out, rows, in, out_features, from, to);
     } else if (format == BFLOAT16 || format == FLOAT16) {
         ok = widened_multiply(x, (const uint16_t *)codes, format, bias, out, rows, in, out_features, from, to);
     } else {

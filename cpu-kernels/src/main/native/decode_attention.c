@@ -1,5 +1,5 @@
 /*
- * Attention of one new token per sequence (a decode step) over the KV cache, with AVX-512:
+ * Attention of one new token per sequence (a decode step) over the KV cache, VL floats a vector (simd.h):
  * softmax(cap(q k^T * scale) + mask) v for each sequence and key/value head, the G query heads of a
  * group sharing the group's keys and values; cap(s) is s, or tanh(s / C) * C where a soft cap C is
  * given (Gemma 2's attn_logit_softcapping).
@@ -11,16 +11,15 @@
  * stay in a small buffer, and the values are read once into accumulators held in registers.
  *
  * Called by io.github.djlllmzoo.cpu.DecodeAttention with direct buffers over PyTorch tensors
- * that Java has checked: float32, contiguous, the sizes below. Compiled with AVX-512 enabled; Java
- * loads it only on a CPU that has AVX-512F.
+ * that Java has checked: float32, contiguous, the sizes below. One source for every instruction set,
+ * compiled once per target (build.sh).
  */
-#include <immintrin.h>
 #include <jni.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "vector_math.h"
+#include "simd.h"
 
 /* The widest head the kernel takes (floats): its accumulators are 16 registers of 16 floats. */
 #define MAX_HEAD_DIM 256
@@ -30,70 +29,61 @@
 /* Bytes ahead of the current key or value row that the next rows are prefetched. */
 #define PREFETCH_BYTES 1024
 
-static inline __mmask16 tail_mask(int d, int c) {
-    int left = d - c * 16;
-    return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-}
-
-/* row[t] = tanh(row[t] / cap) * cap + mask[t] for t < s (mask NULL: no mask): the scores soft-capped
-   before the mask, as Gemma 2's eager attention does. */
 static void soft_cap(float *row, const float *mask, int s, float cap) {
-    __m512 c = _mm512_set1_ps(cap);
-    for (int t = 0; t < s; t += 16) {
-        __mmask16 m = tail_mask(s, t / 16);
-        __m512 capped = _mm512_mul_ps(tanh_ps(_mm512_div_ps(_mm512_maskz_loadu_ps(m, row + t), c)), c);
+    for (int t = 0; t < s; t += VL) {
+        int left = s - t;
+        vf capped = vtanh(vload_n(row + t, left) / cap) * cap;
         if (mask != NULL) {
-            capped = _mm512_add_ps(capped, _mm512_maskz_loadu_ps(m, mask + t));
+            capped = capped + vload_n(mask + t, left);
         }
-        _mm512_mask_storeu_ps(row + t, m, capped);
+        vstore_n(row + t, capped, left);
     }
 }
 
-/* scores[t] = exp(scores[t] - max) for t < s; returns their sum. */
 static float softmax_numerators(float *scores, int s) {
-    __m512 top = _mm512_set1_ps(-__builtin_inff());
-    for (int t = 0; t < s; t += 16) {
-        __mmask16 m = tail_mask(s, t / 16);
-        top = _mm512_mask_max_ps(top, m, top, _mm512_maskz_loadu_ps(m, scores + t));
+    vf top = vset1(-__builtin_inff());
+    int t = 0;
+    for (; t + VL <= s; t += VL) {
+        top = vmax(top, vload(scores + t));
     }
-    __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(top));
-    __m512 sum = _mm512_setzero_ps();
-    for (int t = 0; t < s; t += 16) {
-        __mmask16 m = tail_mask(s, t / 16);
-        __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + t), max));
-        _mm512_mask_storeu_ps(scores + t, m, e);
-        sum = _mm512_mask_add_ps(sum, m, sum, e);
+    float max = vmaxall(top);
+    for (; t < s; t++) {
+        max = scores[t] > max ? scores[t] : max;
     }
-    return _mm512_reduce_add_ps(sum);
+    vf sum = vzero();
+    for (int t = 0; t < s; t += VL) {
+        int left = s - t;
+        vf e = vexp_nonpositive(vload_n(scores + t, left) - max);
+        if (left < VL) {
+            e = vtail(e, left);
+        }
+        vstore_n(scores + t, e, left);
+        sum = sum + e;
+    }
+    return vsum(sum);
 }
 
-/*
- * One sequence and key/value head: q and out hold the group's G query rows of d floats, k and v
- * the s cached rows, mask (or NULL) the s additive mask values of the sequence, scores G * s
- * floats of scratch, cap the soft cap (0: none).
- */
 static inline __attribute__((always_inline)) void attend_group(
         const float *q, const float *k, const float *v, const float *mask, float *out, int groups,
         int d, int s, float scale, float cap, float *scores) {
-    /* Capped scores take the mask after the cap, in soft_cap's pass over the whole row. */
     const float *inline_mask = cap > 0.0f ? NULL : mask;
-    int chunks = (d + 15) / 16;
+    int chunks = (d + VL - 1) / VL;
     for (int tile = 0; tile < s; tile += TILE) {
         int end = tile + TILE < s ? tile + TILE : s;
         for (int g = 0; g < groups; g++) {
-            __m512 qv[MAX_HEAD_DIM / 16];
-            for (int c = 0; c < chunks; c++) {
-                qv[c] = _mm512_maskz_loadu_ps(tail_mask(d, c), q + (size_t)g * d + c * 16);
-            }
             float *row = scores + (size_t)g * s;
+            vf qv[MAX_HEAD_DIM / VL];
+            for (int c = 0; c < chunks; c++) {
+                qv[c] = vload_n(q + (size_t)g * d + c * VL, d - c * VL);
+            }
             for (int t = tile; t < end; t++) {
                 const float *kt = k + (size_t)t * d;
-                _mm_prefetch((const char *)kt + PREFETCH_BYTES, _MM_HINT_T0);
-                __m512 acc = _mm512_mul_ps(qv[0], _mm512_maskz_loadu_ps(tail_mask(d, 0), kt));
+                __builtin_prefetch((const char *)kt + PREFETCH_BYTES);
+                vf acc = qv[0] * vload_n(kt, d);
                 for (int c = 1; c < chunks; c++) {
-                    acc = _mm512_fmadd_ps(qv[c], _mm512_maskz_loadu_ps(tail_mask(d, c), kt + c * 16), acc);
+                    acc = qv[c] * vload_n(kt + c * VL, d - c * VL) + acc;
                 }
-                row[t] = _mm512_reduce_add_ps(acc) * scale + (inline_mask == NULL ? 0.0f : inline_mask[t]);
+                row[t] = vsum(acc) * scale + (inline_mask == NULL ? 0.0f : inline_mask[t]);
             }
         }
     }
@@ -103,35 +93,26 @@ static inline __attribute__((always_inline)) void attend_group(
             soft_cap(scores + (size_t)g * s, mask, s, cap);
         }
         inverse[g] = 1.0f / softmax_numerators(scores + (size_t)g * s, s);
-        for (int c = 0; c < chunks; c++) {
-            _mm512_mask_storeu_ps(out + (size_t)g * d + c * 16, tail_mask(d, c), _mm512_setzero_ps());
-        }
+        memset(out + (size_t)g * d, 0, sizeof(float) * d);
     }
     for (int tile = 0; tile < s; tile += TILE) {
         int end = tile + TILE < s ? tile + TILE : s;
         for (int g = 0; g < groups; g++) {
-            __m512 acc[MAX_HEAD_DIM / 16];
+            vf acc[MAX_HEAD_DIM / VL];
             float *o = out + (size_t)g * d;
             for (int c = 0; c < chunks; c++) {
-                acc[c] = _mm512_maskz_loadu_ps(tail_mask(d, c), o + c * 16);
+                acc[c] = vload_n(o + c * VL, d - c * VL);
             }
             const float *p = scores + (size_t)g * s;
             for (int t = tile; t < end; t++) {
                 const float *vt = v + (size_t)t * d;
-                _mm_prefetch((const char *)vt + PREFETCH_BYTES, _MM_HINT_T0);
-                __m512 pt = _mm512_set1_ps(p[t]);
+                __builtin_prefetch((const char *)vt + PREFETCH_BYTES);
                 for (int c = 0; c < chunks; c++) {
-                    acc[c] = _mm512_fmadd_ps(pt, _mm512_maskz_loadu_ps(tail_mask(d, c), vt + c * 16), acc[c]);
-                }
-            }
-            if (end == s) {
-                __m512 norm = _mm512_set1_ps(inverse[g]);
-                for (int c = 0; c < chunks; c++) {
-                    acc[c] = _mm512_mul_ps(acc[c], norm);
+                    acc[c] = vload_n(vt + c * VL, d - c * VL) * p[t] + acc[c];
                 }
             }
             for (int c = 0; c < chunks; c++) {
-                _mm512_mask_storeu_ps(o + c * 16, tail_mask(d, c), acc[c]);
+                vstore_n(o + c * VL, end == s ? acc[c] * inverse[g] : acc[c], d - c * VL);
             }
         }
     }

@@ -1,6 +1,6 @@
 /*
  * libllmzoo-few-row-product: the products of a few rows of x (a decode step of a batch) with a
- * weight, reading each weight element once for all rows with AVX-512, in both layouts the blocks
+ * weight, reading each weight element once for all rows, VL floats a vector (simd.h), in both layouts the blocks
  * store: out = x @ weight^T + bias with weight (out, in) (torch.nn.Linear, Llama), and
  * out = x @ weight + bias with weight (in, out) (Hugging Face's Conv1D, GPT-2).
  *
@@ -20,12 +20,12 @@
  * weight is cut by the weight's rows instead (in_out_row_range), each core's run one stream.
  *
  * Called by io.github.djlllmzoo.cpu.FewRowProduct with direct buffers over PyTorch tensors that
- * Java has checked: float32, contiguous, the sizes below. Compiled with AVX-512 enabled; Java loads
- * it only on a CPU that has AVX-512F.
+ * Java has checked: float32, contiguous, the sizes below. One source for every instruction set,
+ * compiled once per target (build.sh).
  */
-#include <immintrin.h>
 #include <jni.h>
 #include <stddef.h>
+#include "simd.h"
 
 #define MAX_ROWS 8
 /* Floats ahead of the current piece that the weight is prefetched: one stream, or each of two. */
@@ -40,48 +40,99 @@
 static inline __attribute__((always_inline)) void weight_rows(
         const float *x, const float *w, const float *bias, float *out, int rows, int in,
         int out_features, int n, int pair) {
-    __m512 acc[2][MAX_ROWS];
+    vf acc[2][MAX_ROWS];
     for (int r = 0; r < rows; r++) {
-        acc[0][r] = _mm512_setzero_ps();
-        acc[1][r] = _mm512_setzero_ps();
+        acc[0][r] = vzero();
+        acc[1][r] = vzero();
     }
     const float *w0 = w + (size_t)n * in;
     const float *w1 = w0 + in;
-    int k = 0;
-    for (; k + 16 <= in; k += 16) {
-        _mm_prefetch((const char *)(w0 + k + PREFETCH(pair)), _MM_HINT_T0);
-        __m512 v0 = _mm512_loadu_ps(w0 + k);
-        __m512 v1 = _mm512_setzero_ps();
+    for (int k = 0; k < in; k += VL) {
+        int left = in - k;
+        __builtin_prefetch(w0 + k + PREFETCH(pair));
+        vf v0 = vload_n(w0 + k, left);
+        vf v1 = vzero();
         if (pair) {
-            _mm_prefetch((const char *)(w1 + k + PREFETCH(pair)), _MM_HINT_T0);
-            v1 = _mm512_loadu_ps(w1 + k);
+            __builtin_prefetch(w1 + k + PREFETCH(pair));
+            v1 = vload_n(w1 + k, left);
         }
         for (int r = 0; r < rows; r++) {
-            __m512 xr = _mm512_loadu_ps(x + (size_t)r * in + k);
-            acc[0][r] = _mm512_fmadd_ps(v0, xr, acc[0][r]);
+            vf xr = vload_n(x + (size_t)r * in + k, left);
+            acc[0][r] = v0 * xr + acc[0][r];
             if (pair) {
-                acc[1][r] = _mm512_fmadd_ps(v1, xr, acc[1][r]);
-            }
-        }
-    }
-    if (k < in) { /* the last in % 16 columns */
-        __mmask16 mask = (__mmask16)((1u << (in - k)) - 1);
-        __m512 v0 = _mm512_maskz_loadu_ps(mask, w0 + k);
-        __m512 v1 = pair ? _mm512_maskz_loadu_ps(mask, w1 + k) : _mm512_setzero_ps();
-        for (int r = 0; r < rows; r++) {
-            __m512 xr = _mm512_maskz_loadu_ps(mask, x + (size_t)r * in + k);
-            acc[0][r] = _mm512_fmadd_ps(v0, xr, acc[0][r]);
-            if (pair) {
-                acc[1][r] = _mm512_fmadd_ps(v1, xr, acc[1][r]);
+                acc[1][r] = v1 * xr + acc[1][r];
             }
         }
     }
     for (int r = 0; r < rows; r++) {
         float *o = out + (size_t)r * out_features + n;
-        o[0] = _mm512_reduce_add_ps(acc[0][r]) + (bias ? bias[n] : 0.0f);
+        o[0] = vsum(acc[0][r]) + (bias ? bias[n] : 0.0f);
         if (pair) {
-            o[1] = _mm512_reduce_add_ps(acc[1][r]) + (bias ? bias[n + 1] : 0.0f);
+            o[1] = vsum(acc[1][r]) + (bias ? bias[n + 1] : 0.0f);
         }
+    }
+}
+
+static inline __attribute__((always_inline)) void add_weight_rows(
+        const float *x, const float *w, float *out, int rows, int in, int out_features, int from,
+        int to, int k, int count) {
+    const float *wk = w + (size_t)k * out_features;
+    for (int n = from; n < to; n += VL) {
+        int left = to - n;
+        vf v[IN_BLOCK];
+        for (int j = 0; j < count; j++) {
+            __builtin_prefetch(wk + (size_t)(j + count) * out_features + n);
+            v[j] = vload_n(wk + (size_t)j * out_features + n, left);
+        }
+        for (int r = 0; r < rows; r++) {
+            float *o = out + (size_t)r * out_features + n;
+            const float *xr = x + (size_t)r * in + k;
+            vf acc = vload_n(o, left);
+            for (int j = 0; j < count; j++) {
+                acc = v[j] * xr[j] + acc;
+            }
+            vstore_n(o, acc, left);
+        }
+    }
+}
+
+static void in_out_row_range(const float *x, const float *w, float *out, int out_features, int k_from, int k_to) {
+    for (int k = k_from; k < k_to; k++) {
+        const float *wk = w + (size_t)k * out_features;
+        for (int n = 0; n < out_features; n += VL) {
+            int left = out_features - n;
+            __builtin_prefetch(wk + n + PREFETCH_SINGLE);
+            vstore_n(out + n, vload_n(wk + n, left) * x[k] + vload_n(out + n, left), left);
+        }
+    }
+}
+
+static void in_out_row_range4(const float *x, const float *w, float *out, int out_features, int k_from, int k_to) {
+    int k = k_from;
+    for (; k + 4 <= k_to; k += 4) {
+        const float *w0 = w + (size_t)k * out_features;
+        const float *w1 = w0 + out_features;
+        const float *w2 = w1 + out_features;
+        const float *w3 = w2 + out_features;
+        for (int n = 0; n < out_features; n += VL) {
+            int left = out_features - n;
+            __builtin_prefetch(w0 + n + PREFETCH_SINGLE);
+            __builtin_prefetch(w1 + n + PREFETCH_SINGLE);
+            __builtin_prefetch(w2 + n + PREFETCH_SINGLE);
+            __builtin_prefetch(w3 + n + PREFETCH_SINGLE);
+            vf a = vload_n(w0 + n, left) * x[k] + vload_n(out + n, left);
+            vf b = vload_n(w1 + n, left) * x[k + 1];
+            a = vload_n(w2 + n, left) * x[k + 2] + a;
+            b = vload_n(w3 + n, left) * x[k + 3] + b;
+            vstore_n(out + n, a + b, left);
+        }
+    }
+    in_out_row_range(x, w, out, out_features, k, k_to);
+}
+
+static void add_into(float *out, const float *part, int count) {
+    for (int n = 0; n < count; n += VL) {
+        vstore_n(out + n, vload_n(out + n, count - n) + vload_n(part + n, count - n), count - n);
     }
 }
 
@@ -98,35 +149,6 @@ static inline __attribute__((always_inline)) void out_in_columns(
     }
     for (; n < to; n++) {
         weight_rows(x, w, bias, out, rows, in, out_features, n, 0);
-    }
-}
-
-/*
- * Adds the weight rows [k, k + count) times the matching elements of x into the columns [from, to)
- * of out, w (in, out), 16 columns at a time (masked at the end); prefetches the next count rows.
- */
-static inline __attribute__((always_inline)) void add_weight_rows(
-        const float *x, const float *w, float *out, int rows, int in, int out_features, int from,
-        int to, int k, int count) {
-    const float *wk = w + (size_t)k * out_features;
-    for (int n = from; n < to; n += 16) {
-        __mmask16 mask = to - n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (to - n)) - 1);
-        __m512 v[IN_BLOCK];
-        for (int j = 0; j < count; j++) {
-            /* Past the last row this prefetches memory that is never read, which prefetch
-               instructions allow. */
-            _mm_prefetch((const char *)(wk + (size_t)(j + count) * out_features + n), _MM_HINT_T0);
-            v[j] = _mm512_maskz_loadu_ps(mask, wk + (size_t)j * out_features + n);
-        }
-        for (int r = 0; r < rows; r++) {
-            float *o = out + (size_t)r * out_features + n;
-            const float *xr = x + (size_t)r * in + k;
-            __m512 acc = _mm512_maskz_loadu_ps(mask, o);
-            for (int j = 0; j < count; j++) {
-                acc = _mm512_fmadd_ps(v[j], _mm512_set1_ps(xr[j]), acc);
-            }
-            _mm512_mask_storeu_ps(o, mask, acc);
-        }
     }
 }
 
@@ -213,71 +235,6 @@ PRODUCT_ENTRY(multiplyOutIn, out_in_columns)
 PRODUCT_ENTRY(multiplyInOut, in_out_columns)
 
 /*
- * One row of x with an (in, out) weight, split by the weight's rows rather than its columns: adds
- * x[k] * w[k, :] for k in [k_from, k_to) into out (out_features), one weight row after the next,
- * so a core's share of the weight is one sequential stream (its columns would be in rows strided
- * by the full width: docs/PERFORMANCE.md, "GPT-2's (in, out) weights read by rows"). out (at most
- * a few tens of KB) stays in L1/L2 while the weight streams past it.
- */
-static void in_out_row_range(const float *x, const float *w, float *out, int out_features, int k_from, int k_to) {
-    for (int k = k_from; k < k_to; k++) {
-        const float *wk = w + (size_t)k * out_features;
-        __m512 xk = _mm512_set1_ps(x[k]);
-        int n = 0;
-        for (; n + 16 <= out_features; n += 16) {
-            _mm_prefetch((const char *)(wk + n + PREFETCH_SINGLE), _MM_HINT_T0);
-            _mm512_storeu_ps(out + n, _mm512_fmadd_ps(_mm512_loadu_ps(wk + n), xk, _mm512_loadu_ps(out + n)));
-        }
-        if (n < out_features) {
-            __mmask16 mask = (__mmask16)((1u << (out_features - n)) - 1);
-            __m512 acc = _mm512_maskz_loadu_ps(mask, out + n);
-            _mm512_mask_storeu_ps(out + n, mask, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, wk + n), xk, acc));
-        }
-    }
-}
-
-/*
- * in_out_row_range four weight rows at a time: each 16 outputs are read and written once per four
- * rows, where a wide out (4 KB and more) read and written once a row fell out of L1 beside the
- * weight stream (the four rows are adjacent, still one stream: docs/PERFORMANCE.md, "GPT-2's decode
- * step at batch 1"). Two sums per 16 outputs, out + w0 x0 + w2 x2 and w1 x1 + w3 x3, added last.
- */
-static void in_out_row_range4(const float *x, const float *w, float *out, int out_features, int k_from, int k_to) {
-    int k = k_from;
-    for (; k + 4 <= k_to; k += 4) {
-        const float *w0 = w + (size_t)k * out_features;
-        const float *w1 = w0 + out_features;
-        const float *w2 = w1 + out_features;
-        const float *w3 = w2 + out_features;
-        __m512 x0 = _mm512_set1_ps(x[k]);
-        __m512 x1 = _mm512_set1_ps(x[k + 1]);
-        __m512 x2 = _mm512_set1_ps(x[k + 2]);
-        __m512 x3 = _mm512_set1_ps(x[k + 3]);
-        int n = 0;
-        for (; n + 16 <= out_features; n += 16) {
-            _mm_prefetch((const char *)(w0 + n + PREFETCH_SINGLE), _MM_HINT_T0);
-            _mm_prefetch((const char *)(w1 + n + PREFETCH_SINGLE), _MM_HINT_T0);
-            _mm_prefetch((const char *)(w2 + n + PREFETCH_SINGLE), _MM_HINT_T0);
-            _mm_prefetch((const char *)(w3 + n + PREFETCH_SINGLE), _MM_HINT_T0);
-            __m512 a = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + n), x0, _mm512_loadu_ps(out + n));
-            __m512 b = _mm512_mul_ps(_mm512_loadu_ps(w1 + n), x1);
-            a = _mm512_fmadd_ps(_mm512_loadu_ps(w2 + n), x2, a);
-            b = _mm512_fmadd_ps(_mm512_loadu_ps(w3 + n), x3, b);
-            _mm512_storeu_ps(out + n, _mm512_add_ps(a, b));
-        }
-        if (n < out_features) {
-            __mmask16 mask = (__mmask16)((1u << (out_features - n)) - 1);
-            __m512 a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w0 + n), x0, _mm512_maskz_loadu_ps(mask, out + n));
-            __m512 b = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, w1 + n), x1);
-            a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w2 + n), x2, a);
-            b = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w3 + n), x3, b);
-            _mm512_mask_storeu_ps(out + n, mask, _mm512_add_ps(a, b));
-        }
-    }
-    in_out_row_range(x, w, out, out_features, k, k_to);
-}
-
-/*
  * part = bias (or zeros where bias is null) + x[k_from:k_to] @ weight[k_from:k_to, :], x one row
  * (in), weight (in, out_features): a share of one row's product by the weight's rows [k_from,
  * k_to); the shares are then summed (addInto). bias may be part itself: the share is then added
@@ -313,11 +270,5 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_FewRowProduct_addInto(
                 "few-row product: an array's memory is not reachable as a direct buffer");
         return;
     }
-    int n = 0;
-    for (; n + 16 <= count; n += 16) {
-        _mm512_storeu_ps(out + n, _mm512_add_ps(_mm512_loadu_ps(out + n), _mm512_loadu_ps(part + n)));
-    }
-    for (; n < count; n++) {
-        out[n] += part[n];
-    }
+    add_into(out, part, count);
 }

@@ -1,5 +1,5 @@
 /*
- * Attention of many new positions at once (a prefill, a scoring pass) with AVX-512:
+ * Attention of many new positions at once (a prefill, a scoring pass), VL floats a vector (simd.h):
  * softmax(cap(q k^T * scale) + mask) v for each sequence and query head, over the keys and values
  * of its key/value head; cap(s) is s, or tanh(s / C) * C where a soft cap C is given.
  *
@@ -10,66 +10,26 @@
  * are exactly 0 (a masked key's mask is -FLT_MAX, so its score minus the row's finite maximum
  * underflows to 0), and a row with every key masked attends all of them, as the reference's
  * softmax over equal scores does. The keys are transposed once per key/value head so that the
- * scores of 16 keys for 4 query rows are 4 * D fused multiply-adds, the scores of a row stay in a
+ * scores of a vector of keys for 4 query rows are 4 * D fused multiply-adds, the scores of a row stay in a
  * scratch row, and the values are read once per 4 rows into accumulators held in registers.
  *
  * Called by io.github.djlllmzoo.cpu.PrefillAttention with direct buffers over PyTorch tensors that
- * Java has checked: float32, contiguous, the sizes below. Compiled with AVX-512 enabled; Java
- * loads it only on a CPU that has AVX-512F.
+ * Java has checked: float32, contiguous, the sizes below. One source for every instruction set,
+ * compiled once per target (build.sh).
  */
 #include <float.h>
-#include <immintrin.h>
 #include <jni.h>
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "vector_math.h"
+#include "simd.h"
 
 /* The widest head the kernel takes (floats). */
 #define MAX_HEAD_DIM 256
 /* Query rows computed together: the keys and values they read are loaded once for all of them. */
 #define ROWS 4
-/* Floats of a head the value pass keeps in registers at once (4 vectors a row). */
-#define VALUE_CHUNK 64
-/* Keys whose scores are computed together (two vectors); the transposed keys' rows are padded to it. */
+/* The transposed keys' rows are padded to a multiple of this many keys: two vectors (STEP) on every target. */
 #define KEYS 32
-
-static inline __mmask16 lanes(int n, int k) {
-    int left = n - k;
-    return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-}
-
-/* The keys [*start, *end) a query row attends: those from its first to its last key whose mask is
-   above -FLT_MAX; every key where the mask is NULL or masks them all. */
-static void visible(const float *mask_row, int s, int *start, int *end) {
-    *start = 0;
-    *end = s;
-    if (mask_row == NULL) {
-        return;
-    }
-    __m512 masked = _mm512_set1_ps(-FLT_MAX);
-    int last = -1;
-    for (int j = (s - 1) & ~15; j >= 0; j -= 16) {
-        __mmask16 k = lanes(s, j);
-        unsigned seen = _mm512_mask_cmp_ps_mask(k, _mm512_maskz_loadu_ps(k, mask_row + j), masked, _CMP_GT_OQ);
-        if (seen != 0) {
-            last = j + 31 - __builtin_clz(seen);
-            break;
-        }
-    }
-    if (last < 0) {
-        return;
-    }
-    for (int j = 0; j <= last; j += 16) {
-        __mmask16 k = lanes(s, j);
-        unsigned seen = _mm512_mask_cmp_ps_mask(k, _mm512_maskz_loadu_ps(k, mask_row + j), masked, _CMP_GT_OQ);
-        if (seen != 0) {
-            *start = j + __builtin_ctz(seen);
-            break;
-        }
-    }
-    *end = last + 1;
-}
 
 /* kt[c * stride + j] = k[j * d + c] for j < s, zero for s <= j < stride (stride: s rounded up to KEYS). */
 static void transpose_keys(const float *k, float *kt, int s, int d, int stride) {
@@ -84,60 +44,44 @@ static void transpose_keys(const float *k, float *kt, int s, int d, int stride) 
     }
 }
 
-/*
- * Columns [0, width) of out rows [i0, i0 + rows) = the probabilities (ROWS rows of stride floats)
- * over keys [lo, hi) times those columns of the values (rows of d floats), times each row's inverse
- * sum. Inlined with a constant width, the accumulators stay in registers.
- */
-static inline __attribute__((always_inline)) void value_chunk(const float *v, const float *scores,
-        const float *inverse, float *out, size_t out_stride, int i0, int rows, int lo, int hi, int d, int stride,
-        int width) {
-    int vectors = (width + 15) / 16;
-    __m512 acc[ROWS][VALUE_CHUNK / 16];
-#pragma GCC unroll 4
-    for (int r = 0; r < ROWS; r++) {
-#pragma GCC unroll 4
-        for (int c = 0; c < VALUE_CHUNK / 16; c++) {
-            acc[r][c] = _mm512_setzero_ps();
+
+/* Keys whose scores are computed together: two vectors by ROWS rows of accumulators. */
+#define STEP (2 * VL)
+/* Vectors of a head the value pass keeps in registers at once by ROWS rows: 16 accumulators of AVX-512's
+   32 registers, 8 of AVX2's 16. */
+#define VALUE_VECTORS (VL == 16 ? 4 : 2)
+
+/* The keys [*start, *end) a query row attends: those from its first to its last key whose mask is
+   above -FLT_MAX; every key where the mask is NULL or masks them all. */
+static void visible(const float *mask_row, int s, int *start, int *end) {
+    *start = 0;
+    *end = s;
+    if (mask_row == NULL) {
+        return;
+    }
+    int last = -1;
+    for (int j = (s - 1) / VL * VL; j >= 0; j -= VL) {
+        int n = s - j < VL ? s - j : VL;
+        unsigned seen = vabove(vload_n(mask_row + j, n), -FLT_MAX) & (unsigned)((1ull << n) - 1);
+        if (seen != 0) {
+            last = j + 31 - __builtin_clz(seen);
+            break;
         }
     }
-    for (int j = lo; j < hi; j++) {
-        const float *vj = v + (size_t)j * d;
-        __m512 values[VALUE_CHUNK / 16];
-#pragma GCC unroll 4
-        for (int c = 0; c < VALUE_CHUNK / 16; c++) {
-            values[c] = c < vectors ? _mm512_maskz_loadu_ps(lanes(width, c * 16), vj + c * 16) : _mm512_setzero_ps();
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < ROWS; r++) {
-            __m512 p = _mm512_set1_ps(scores[(size_t)r * stride + j]);
-#pragma GCC unroll 4
-            for (int c = 0; c < VALUE_CHUNK / 16; c++) {
-                acc[r][c] = _mm512_fmadd_ps(p, values[c], acc[r][c]);
-            }
+    if (last < 0) {
+        return;
+    }
+    for (int j = 0; j <= last; j += VL) {
+        int n = s - j < VL ? s - j : VL;
+        unsigned seen = vabove(vload_n(mask_row + j, n), -FLT_MAX) & (unsigned)((1ull << n) - 1);
+        if (seen != 0) {
+            *start = j + __builtin_ctz(seen);
+            break;
         }
     }
-#pragma GCC unroll 4
-    for (int r = 0; r < ROWS; r++) {
-        if (r < rows) {
-            __m512 norm = _mm512_set1_ps(inverse[r]);
-            float *o = out + (size_t)(i0 + r) * out_stride;
-#pragma GCC unroll 4
-            for (int c = 0; c < VALUE_CHUNK / 16; c++) {
-                if (c < vectors) {
-                    _mm512_mask_storeu_ps(o + c * 16, lanes(width, c * 16), _mm512_mul_ps(acc[r][c], norm));
-                }
-            }
-        }
-    }
+    *end = last + 1;
 }
 
-/*
- * Rows [i0, i0 + rows) of one query head: q holds the head's t rows of d floats, kt its key/value
- * head's transposed keys (d rows of stride floats, a multiple of KEYS), v the values (s rows of d floats), mask the
- * head's sequence's t rows of s additive values (or NULL), out row i at out + i * out_stride;
- * scores ROWS * stride floats of scratch.
- */
 static inline __attribute__((always_inline)) void attend_rows(const float *q, const float *kt, const float *v,
         const float *mask, float *out, size_t out_stride, int i0, int rows, int s, int d, int stride, float scale,
         float cap, float *scores) {
@@ -151,64 +95,69 @@ static inline __attribute__((always_inline)) void attend_rows(const float *q, co
         hi = end[r] > hi ? end[r] : hi;
     }
     lo &= ~(KEYS - 1);
-    /* Scores of KEYS keys for ROWS rows: a missing row repeats the last one, its scores unused. */
     const float *qr[ROWS];
     for (int r = 0; r < ROWS; r++) {
         qr[r] = q + (size_t)(i0 + (r < rows ? r : rows - 1)) * d;
     }
-    __m512 sc = _mm512_set1_ps(scale);
-    for (int j = lo; j < hi; j += KEYS) {
-        __m512 acc[ROWS][KEYS / 16];
+    for (int j = lo; j < hi; j += STEP) {
+        vf acc[ROWS][2];
 #pragma GCC unroll 4
         for (int r = 0; r < ROWS; r++) {
-            acc[r][0] = _mm512_setzero_ps();
-            acc[r][1] = _mm512_setzero_ps();
+            acc[r][0] = vzero();
+            acc[r][1] = vzero();
         }
 #pragma GCC unroll 4
         for (int c = 0; c < d; c++) {
-            __m512 k0 = _mm512_loadu_ps(kt + (size_t)c * stride + j);
-            __m512 k1 = _mm512_loadu_ps(kt + (size_t)c * stride + j + 16);
+            vf k0 = vload(kt + (size_t)c * stride + j);
+            vf k1 = vload(kt + (size_t)c * stride + j + VL);
 #pragma GCC unroll 4
             for (int r = 0; r < ROWS; r++) {
-                __m512 x = _mm512_set1_ps(qr[r][c]);
-                acc[r][0] = _mm512_fmadd_ps(x, k0, acc[r][0]);
-                acc[r][1] = _mm512_fmadd_ps(x, k1, acc[r][1]);
+                acc[r][0] = k0 * qr[r][c] + acc[r][0];
+                acc[r][1] = k1 * qr[r][c] + acc[r][1];
             }
         }
 #pragma GCC unroll 4
         for (int r = 0; r < ROWS; r++) {
-            _mm512_storeu_ps(scores + (size_t)r * stride + j, _mm512_mul_ps(acc[r][0], sc));
-            _mm512_storeu_ps(scores + (size_t)r * stride + j + 16, _mm512_mul_ps(acc[r][1], sc));
+            vstore(scores + (size_t)r * stride + j, acc[r][0] * scale);
+            vstore(scores + (size_t)r * stride + j + VL, acc[r][1] * scale);
         }
     }
-    /* Each row's probabilities over its keys (unnormalized), 0 over the other keys of [lo, hi). */
     float inverse[ROWS];
     for (int r = 0; r < rows; r++) {
         float *row = scores + (size_t)r * stride;
         const float *m = mask == NULL ? NULL : mask + (size_t)(i0 + r) * s;
-        __m512 top = _mm512_set1_ps(-__builtin_inff());
-        for (int j = start[r]; j < end[r]; j += 16) {
-            __mmask16 k = lanes(end[r], j);
-            __m512 x = _mm512_maskz_loadu_ps(k, row + j);
+        vf tops = vset1(-__builtin_inff());
+        float top = -__builtin_inff();
+        for (int j = start[r]; j < end[r]; j += VL) {
+            int left = end[r] - j;
+            vf x = vload_n(row + j, left);
             if (cap > 0.0f) {
-                __m512 c = _mm512_set1_ps(cap);
-                x = _mm512_mul_ps(tanh_ps(_mm512_div_ps(x, c)), c);
+                x = vtanh(x / cap) * cap;
             }
             if (m != NULL) {
-                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, m + j));
+                x = x + vload_n(m + j, left);
             }
-            _mm512_mask_storeu_ps(row + j, k, x);
-            top = _mm512_mask_max_ps(top, k, top, x);
+            vstore_n(row + j, x, left);
+            if (left >= VL) {
+                tops = vmax(tops, x);
+            } else {
+                for (int l = 0; l < left; l++) {
+                    top = x[l] > top ? x[l] : top;
+                }
+            }
         }
-        __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(top));
-        __m512 sum = _mm512_setzero_ps();
-        for (int j = start[r]; j < end[r]; j += 16) {
-            __mmask16 k = lanes(end[r], j);
-            __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, row + j), max));
-            _mm512_mask_storeu_ps(row + j, k, e);
-            sum = _mm512_mask_add_ps(sum, k, sum, e);
+        top = vmaxall(tops) > top ? vmaxall(tops) : top;
+        vf sum = vzero();
+        for (int j = start[r]; j < end[r]; j += VL) {
+            int left = end[r] - j;
+            vf e = vexp_nonpositive(vload_n(row + j, left) - top);
+            if (left < VL) {
+                e = vtail(e, left);
+            }
+            vstore_n(row + j, e, left);
+            sum = sum + e;
         }
-        inverse[r] = 1.0f / _mm512_reduce_add_ps(sum);
+        inverse[r] = 1.0f / vsum(sum);
         for (int j = lo; j < start[r]; j++) {
             row[j] = 0.0f;
         }
@@ -223,12 +172,39 @@ static inline __attribute__((always_inline)) void attend_rows(const float *q, co
         }
         inverse[r] = 0.0f;
     }
-    /* out = p v / sum, VALUE_CHUNK floats of the head at a time. */
-    for (int c0 = 0; c0 < d; c0 += VALUE_CHUNK) {
-        if (d - c0 >= VALUE_CHUNK) {
-            value_chunk(v + c0, scores, inverse, out + c0, out_stride, i0, rows, lo, hi, d, stride, VALUE_CHUNK);
-        } else {
-            value_chunk(v + c0, scores, inverse, out + c0, out_stride, i0, rows, lo, hi, d, stride, d - c0);
+    /* out = p v / sum, VALUE_VECTORS vectors of the head at a time. */
+    for (int c0 = 0; c0 < d; c0 += VALUE_VECTORS * VL) {
+        int width = d - c0;
+        vf acc[ROWS][VALUE_VECTORS];
+#pragma GCC unroll 4
+        for (int r = 0; r < ROWS; r++) {
+#pragma GCC unroll 4
+            for (int c = 0; c < VALUE_VECTORS; c++) {
+                acc[r][c] = vzero();
+            }
+        }
+        const int whole = width >= VALUE_VECTORS * VL; /* unmasked loads: no tail in this chunk */
+        for (int j = lo; j < hi; j++) {
+            const float *vj = v + (size_t)j * d + c0;
+            vf values[VALUE_VECTORS];
+#pragma GCC unroll 4
+            for (int c = 0; c < VALUE_VECTORS; c++) {
+                values[c] = whole ? vload(vj + c * VL) : vload_n(vj + c * VL, width - c * VL);
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < ROWS; r++) {
+                float p = scores[(size_t)r * stride + j];
+#pragma GCC unroll 4
+                for (int c = 0; c < VALUE_VECTORS; c++) {
+                    acc[r][c] = values[c] * p + acc[r][c];
+                }
+            }
+        }
+        for (int r = 0; r < rows; r++) {
+            float *o = out + (size_t)(i0 + r) * out_stride + c0;
+            for (int c = 0; c < VALUE_VECTORS; c++) {
+                vstore_n(o + c * VL, acc[r][c] * inverse[r], width - c * VL);
+            }
         }
     }
 }

@@ -27,7 +27,7 @@ import org.openjdk.jmh.infra.Blackhole;
  * Attention alone, of one new token per sequence over a written cache of {@code position} tokens,
  * through all 12 GPT-2 small layers: {@code kernel} as a decode step computes it (the CPU kernels,
  * which take the native kernel where it is loaded), {@code engine} by PyTorch's products over
- * views of the cache (the CPU kernels with {@code -Dllmzoo.decodeAttention=false}). The cache is
+ * views of the cache (the CPU kernels with {@code -Dllmzoo.cpu.off=decodeAttention}). The cache is
  * truncated back after each call. {@code softcap} above 0 soft-caps the scores as Gemma 2 does
  * (e.g. {@code -p softcap=0,50}).
  */
@@ -60,14 +60,14 @@ public class CachedAttentionBenchmark {
         Engine.getEngine("PyTorch").setRandomSeed(1);
         manager = NDManager.newBaseManager("PyTorch");
         cache = Gpt2Small.filledCache(manager, batch, position, position + 1);
-        String previous = System.setProperty("llmzoo.decodeAttention", Boolean.toString("kernel".equals(path)));
+        String previous = System.setProperty("llmzoo.cpu.off", "kernel".equals(path) ? "" : "decodeAttention");
         try {
             kernels = Gpt2Small.kernels();
         } finally {
             if (previous == null) {
-                System.clearProperty("llmzoo.decodeAttention");
+                System.clearProperty("llmzoo.cpu.off");
             } else {
-                System.setProperty("llmzoo.decodeAttention", previous);
+                System.setProperty("llmzoo.cpu.off", previous);
             }
         }
     }

@@ -14,14 +14,16 @@ import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Locale;
 
 /**
  * Decode steps (or, with {@code -Dllmzoo.switchSteps.prefill=T}, prefills of T tokens) of a model
  * shape with random weights, alternating step by step between kernel variants in one process, each
- * variant the CPU kernels made with some switches set to {@code false} (or, written {@code
- * name=value}, to that value): on a machine whose speed drifts by tens of percent between runs
+ * variant the CPU kernels made with some kernels turned off (names of {@code -Dllmzoo.cpu.off}) or,
+ * written {@code name=value}, a system property set to that value: on a machine whose speed drifts by tens of percent between runs
  * (other virtual machines on the host), steps taken side by side still compare to about a percent.
  * Every step is at the same position (the cache is truncated back after it; a prefill starts from an
  * empty cache). Prints each variant's median, 25th and 10th percentile step time.
@@ -29,11 +31,15 @@ import java.util.Locale;
  * <p>Usage: {@code java -cp "$(cat cli/target/llmzoo.classpath)"
  * io.github.djlllmzoo.benchmarks.KernelSwitchSteps SHAPE DTYPE STEPS VARIANT...} (batch 1, or {@code
  * -Dllmzoo.switchSteps.batch=N} sequences a step), each {@code
- * VARIANT} a comma-separated list of switches (system properties) to turn off, or {@code -} for
- * none; e.g. {@code llama-110m int8 1000 llmzoo.gatedProduct,llmzoo.residualProduct -}. Run it as
+ * VARIANT} a comma-separated list of kernels to turn off (and properties to set), or {@code -} for
+ * none; e.g. {@code llama-110m int8 1000 gatedProduct,residualProduct -}. The instruction set is the
+ * process's: run it once with {@code -Dllmzoo.cpu.isa=avx2} to measure the AVX2 variant. Run it as
  * {@code bin/llmzoo} runs Java ({@code -Dai.djl.pytorch.num_threads=1}).
  */
 public final class KernelSwitchSteps {
+
+    /** cpu-kernels' list of native kernels turned off ({@code -Dllmzoo.cpu.off}). */
+    private static final String OFF = "llmzoo.cpu.off";
 
     /** Tokens in the cache before each step. */
     private static final int POSITION = 64;
@@ -75,7 +81,7 @@ public final class KernelSwitchSteps {
      */
     public static void main(String[] args) throws Exception {
         if (args.length < 4) {
-            System.err.println("usage: KernelSwitchSteps SHAPE DTYPE STEPS VARIANT... (VARIANT: switches to turn off, or -)");
+            System.err.println("usage: KernelSwitchSteps SHAPE DTYPE STEPS VARIANT... (VARIANT: kernels to turn off, or -)");
             System.exit(2);
         }
         ModelShape shape = ModelShape.of(args[0]);
@@ -89,16 +95,24 @@ public final class KernelSwitchSteps {
             CausalLmBlock model = randomModel(shape, format, dir, manager);
             Kernels[] kernels = new Kernels[variants.length];
             for (int v = 0; v < variants.length; v++) {
-                String[] off = variants[v].equals("-") ? new String[0] : variants[v].split(",");
-                for (String property : off) {
-                    int is = property.indexOf('=');
-                    System.setProperty(is < 0 ? property : property.substring(0, is),
-                            is < 0 ? "false" : property.substring(is + 1));
+                String[] entries = variants[v].equals("-") ? new String[0] : variants[v].split(",");
+                List<String> off = new ArrayList<>();
+                for (String entry : entries) {
+                    int is = entry.indexOf('=');
+                    if (is < 0) {
+                        off.add(entry);
+                    } else {
+                        System.setProperty(entry.substring(0, is), entry.substring(is + 1));
+                    }
                 }
+                System.setProperty(OFF, String.join(",", off));
                 kernels[v] = Kernels.forModel(engine, Device.cpu(), DataType.FLOAT32);
-                for (String property : off) {
-                    int is = property.indexOf('=');
-                    System.clearProperty(is < 0 ? property : property.substring(0, is));
+                System.clearProperty(OFF);
+                for (String entry : entries) {
+                    int is = entry.indexOf('=');
+                    if (is >= 0) {
+                        System.clearProperty(entry.substring(0, is));
+                    }
                 }
             }
             long[][] nanos = new long[variants.length][steps];

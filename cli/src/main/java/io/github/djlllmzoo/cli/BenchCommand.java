@@ -20,6 +20,7 @@ import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.cpu.CpuIsa;
 import io.github.djlllmzoo.cpu.TorchThreads;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.PrintWriter;
@@ -181,6 +182,8 @@ final class BenchCommand implements Callable<Integer> {
         String vendor = MklCpuFix.cpuVendor();
         boolean mklCpuFix = MklCpuFix.loaded();
         result.addProperty("cpu_vendor", vendor);
+        // The native kernels' instruction set (-Dllmzoo.cpu.isa, else the CPU's best): avx512, avx2, neon or none.
+        result.addProperty("cpu_isa", CpuIsa.selected().id());
         result.addProperty("mkl_cpu_fix", mklCpuFix);
         result.addProperty("blas", MklCpuFix.describe(vendor, mklCpuFix));
         number(result, "load_average_before", loadBefore);

@@ -8,6 +8,7 @@ import ai.djl.engine.Engine;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
+import io.github.djlllmzoo.cpu.CpuIsa;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsReader;
 import io.github.djlllmzoo.zoo.safetensors.TensorInfo;
 import java.nio.file.Path;
@@ -49,6 +50,7 @@ class BenchCommandTest {
             assertTrue(Double.isFinite(value) && value > 0, key + " = " + value);
         }
         assertTrue(r.get("weight_bytes").getAsLong() > 0);
+        assertEquals(CpuIsa.selected().id(), r.get("cpu_isa").getAsString(), "the kernels' instruction set");
         assertEquals(8, r.getAsJsonArray("output_ids").size());
         assertEquals(2, r.getAsJsonArray("decode_tokens_per_s_runs").size());
         double implied = r.get("weight_bytes").getAsLong() * r.get("decode_tokens_per_s").getAsDouble() / 1e9;

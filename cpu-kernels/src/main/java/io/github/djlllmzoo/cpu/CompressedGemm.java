@@ -12,18 +12,18 @@ import java.nio.ByteBuffer;
  * cpu-kernels/src/main/native/compressed_gemm.c}), compute-bound like a GEMM, instead of widening the
  * whole weight to float32 for the engine's: int8 codes by the input quantized per group of 32 to int8
  * with AVX512_VNNI (llama.cpp's Q8_0 product); bfloat16 and float16 codes widened to float32 a panel
- * at a time and multiplied by AVX-512 FMA (the float32 product of the widened weight, as the
+ * at a time and multiplied by FMA (the float32 product of the widened weight, as the
  * reference's). Each core repacks its own columns of the weight a panel at a time and passes every
  * row over the panel while it stays in its L2.
  *
  * <p>It takes int8 weights where the CPU has AVX512_VNNI and 16-bit ones wherever the kernels are
- * loaded (AVX-512F); the rest keep {@link WideningBuffer}'s widened product, as does every product
- * with {@code -Dllmzoo.compressedGemm=false}.
+ * loaded; the rest keep {@link WideningBuffer}'s widened product, as does every product
+ * with {@code -Dllmzoo.cpu.off=compressedGemm}.
  */
 final class CompressedGemm {
 
-    /** The switch that turns the kernel off: {@code -Dllmzoo.compressedGemm=false}. */
-    static final String SWITCH = "llmzoo.compressedGemm";
+    /** The switch that turns the kernel off: {@code -Dllmzoo.cpu.off=compressedGemm}. */
+    static final String SWITCH = "compressedGemm";
 
     /** Output columns are split between the cores at multiples of this (the kernel's column block). */
     static final int COLUMN_BLOCK = 16;

@@ -10,7 +10,7 @@ import java.nio.ByteBuffer;
 
 /**
  * The product of 1 to {@link #MAX_ROWS} rows (a decode step) with a {@link CompressedWeight} by a
- * native AVX-512 kernel ({@code cpu-kernels/src/main/native/compressed_product.c}) that reads each
+ * native kernel ({@code cpu-kernels/src/main/native/compressed_product.c}) that reads each
  * weight code once for all rows and widens it to float32 in registers, so a decode step reads 1
  * (int8) or 2 (bfloat16, float16) bytes per weight instead of float32's 4. Each core fills its own
  * columns of one output.
@@ -18,31 +18,28 @@ import java.nio.ByteBuffer;
  * <p>It is used where {@link NativeKernels} are loaded, for inference on float32 CPU inputs with an
  * input width that is a multiple of {@link CompressedWeight#GROUP}; a prefill takes the engine's
  * product of the weight widened to float32 by {@link #widen} into one reused buffer ({@link
- * WideningBuffer}), and other widths or CPUs without AVX-512 the reference's.
+ * WideningBuffer}), and other widths or CPUs without native kernels the reference's.
  *
- * <p>Where the CPU has AVX512_VNNI (int8) or AVX512_BF16 (bfloat16), checked once when this class
- * loads, the decode product multiplies the codes themselves instead of widening them: int8 codes by
- * the input quantized per group of 32 to int8 (llama.cpp's Q8_0 dot product). bfloat16 codes take
- * the widening kernel (a 16-bit shift, exact) unless {@code -Dllmzoo.compressedProduct.bf16Dot=true}
- * multiplies those of 1 or 2 rows by the input split into two bfloat16 halves: on AMD Zen 4 that
+ * <p>Where the CPU has an int8 dot product (AVX512_VNNI; always in the AVX2 and NEON variants), checked
+ * once when this class loads, the decode product multiplies int8 codes themselves instead of widening
+ * them, by the input quantized per group of 32 to int8 (llama.cpp's Q8_0 dot product). bfloat16 codes
+ * take the widening kernel (a 16-bit shift, exact); only a test multiplies those of 1 or 2 rows by the
+ * input split into two bfloat16 halves with AVX512_BF16 ({@link #useDotProducts}): on AMD Zen 4 that
  * kernel's chain of two {@code vdpbf16ps} per 32 weights made a decode step's products 10-17 % slower
  * than widening, which is also the more accurate (docs/PERFORMANCE.md, "bfloat16's decode product by
- * widening"). {@code -Dllmzoo.compressedProduct.dot=false} keeps the widening kernel for int8 too, as
+ * widening"). {@code -Dllmzoo.cpu.off=compressedProduct.dot} keeps the widening kernel for int8 too, as
  * other CPUs have it. An int8 product of 5 to 8 rows sums each group
  * of 32 in two lanes of one register (the weight transposed in registers a block of 256 inputs at a
  * time) before its float32 step, rather than in 8 lanes per dot product; {@code
- * -Dllmzoo.compressedProduct.vnniBlocks=false} keeps the per-chunk kernel there.
+ * -Dllmzoo.cpu.off=compressedProduct.vnniBlocks} keeps the per-chunk kernel there.
  */
 final class CompressedProduct {
 
-    /** The switch that turns the kernel off: {@code -Dllmzoo.compressedProduct=false}. */
-    static final String SWITCH = "llmzoo.compressedProduct";
+    /** The switch that turns the kernel off: {@code -Dllmzoo.cpu.off=compressedProduct}. */
+    static final String SWITCH = "compressedProduct";
 
     /** The switch that keeps the widening kernel on CPUs with the dot-product instructions. */
-    static final String DOT_SWITCH = "llmzoo.compressedProduct.dot";
-
-    /** The switch that multiplies bfloat16 codes of 1 or 2 rows by {@code vdpbf16ps} (off by default). */
-    static final String BF16_DOT_SWITCH = "llmzoo.compressedProduct.bf16Dot";
+    static final String DOT_SWITCH = "compressedProduct.dot";
 
     /** The most rows the kernel multiplies in one pass over the weight. */
     static final int MAX_ROWS = 8;
@@ -60,7 +57,7 @@ final class CompressedProduct {
     static final int VNNI_BLOCKS = 4;
 
     /** The switch that keeps int8 products of 5 to 8 rows on the per-chunk VNNI kernel. */
-    static final String VNNI_BLOCKS_SWITCH = "llmzoo.compressedProduct.vnniBlocks";
+    static final String VNNI_BLOCKS_SWITCH = "compressedProduct.vnniBlocks";
 
     /** The dot-product instructions the products use: those the CPU has, unless switched off. */
     private static volatile int dotProducts = initialDotProducts();
@@ -128,16 +125,18 @@ final class CompressedProduct {
         return multiplyAll(x, weights, biases, rows, dotProducts);
     }
 
-    /** The dot-product bits the CPU and the switches allow. */
+    /**
+     * The dot-product bits the CPU and the switches allow: the int8 one ({@link #VNNI}: AVX512_VNNI,
+     * AVX2's or NEON's) unless {@code -Dllmzoo.cpu.off} lists {@link #DOT_SWITCH}, with {@link
+     * #VNNI_BLOCKS} unless it lists {@link #VNNI_BLOCKS_SWITCH}; never {@link #BF16}, which only a test
+     * asks for ({@link #useDotProducts}).
+     */
     static int initialDotProducts() {
-        if (!NativeKernels.loaded() || !Boolean.parseBoolean(System.getProperty(DOT_SWITCH, "true"))) {
+        if (!NativeKernels.enabled(DOT_SWITCH)) {
             return 0;
         }
-        int bits = features();
-        if (!Boolean.parseBoolean(System.getProperty(BF16_DOT_SWITCH, "false"))) {
-            bits &= ~BF16;
-        }
-        boolean blocks = (bits & VNNI) != 0 && Boolean.parseBoolean(System.getProperty(VNNI_BLOCKS_SWITCH, "true"));
+        int bits = features() & ~BF16;
+        boolean blocks = (bits & VNNI) != 0 && KernelSwitches.on(VNNI_BLOCKS_SWITCH);
         return blocks ? bits | VNNI_BLOCKS : bits;
     }
 

@@ -63,9 +63,9 @@ final class CoreWorkers {
 
     /**
      * The switch that hands {@link #share}'s parts to whichever thread is free instead of one fixed
-     * part to each: {@code -Dllmzoo.cpu.dynamicSplit=false}.
+     * part to each: {@code -Dllmzoo.cpu.off=cpu.dynamicSplit}.
      */
-    static final String DYNAMIC_SPLIT_SWITCH = "llmzoo.cpu.dynamicSplit";
+    static final String DYNAMIC_SPLIT_SWITCH = "cpu.dynamicSplit";
 
     /** Set on a thread computing with fixed shares ({@link #withFixedShares}). */
     private static final ThreadLocal<Boolean> FIXED_SHARES = new ThreadLocal<>();
@@ -267,7 +267,7 @@ final class CoreWorkers {
     /**
      * Computes {@code computation} with {@link #share} pooling no runs (each thread one fixed,
      * nearly equal share of a product's columns), as the kernels of a model made with {@code
-     * -Dllmzoo.cpu.dynamicSplit=false} compute (beside others in the same process that do not).
+     * -Dllmzoo.cpu.off=cpu.dynamicSplit} compute (beside others in the same process that do not).
      *
      * @param computation what to compute on the calling thread
      * @param <T> its result's type

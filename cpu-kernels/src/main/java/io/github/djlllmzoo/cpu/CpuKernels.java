@@ -21,7 +21,7 @@ import java.util.function.Supplier;
 /**
  * The {@link Kernels} of models that PyTorch runs on the CPU ({@link CpuKernelsProvider}): a decode
  * step's (and, on one PyTorch thread, a prefill's) projections split across the cores ({@link
- * SplitProjection}), the products of a few rows by {@link FewRowProduct}'s AVX-512 kernel, a decode
+ * SplitProjection}), the products of a few rows by {@link FewRowProduct}'s native kernel, a decode
  * step's attention by {@link DecodeAttention}'s kernel straight from the cache's buffers, a
  * prefill's by {@link PrefillAttention}'s kernel on both cores, other inference attention split across the cores ({@link SplitAttention}), and a finished step's arrays
  * freed by a worker thread ({@link CoreWorkers}); a compressed weight's decode products by {@link
@@ -37,17 +37,15 @@ import java.util.function.Supplier;
  * SplitProjection#matMulAddInto}).
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
- * where their library is loaded and their switch ({@code -Dllmzoo.fewRowProduct}, {@code
- * -Dllmzoo.decodeAttention}, {@code -Dllmzoo.decodeOps}, {@code -Dllmzoo.layerNorm}, {@code
- * -Dllmzoo.placeColumns}, {@code -Dllmzoo.prefillAttention}, {@code -Dllmzoo.projectAll}, {@code
- * -Dllmzoo.decodeAttention.writeCache}, {@code -Dllmzoo.gatedProduct}, {@code
- * -Dllmzoo.residualProduct}, {@code -Dllmzoo.residualBias}: the same for a projection with a bias,
- * GPT-2's {@code c_proj}, {@code -Dllmzoo.fewRowProduct.fourRows}: one row's product by a wide (in, out)
- * weight four weight rows at a time, {@code -Dllmzoo.cpu.dynamicSplit}: a product's columns claimed by
- * whichever core is free, else one fixed share a core; {@code -Dllmzoo.rotateInPlace}: dense query and
- * key heads rotated over themselves, else into new arrays; {@code -Dllmzoo.normedProducts}: a decode
- * step's norm before its q/k/v or gate/up products computed into their input buffer, else into an
- * array of its own) is not {@code false}. Each call then takes a
+ * where the library of the instruction set {@link CpuIsa} chose is loaded ({@code -Dllmzoo.cpu.isa=none}:
+ * none) and {@code -Dllmzoo.cpu.off} does not list them ({@link KernelSwitches}: besides the kernels,
+ * {@code projectAll}: the first of an odd count of products alone and the others in pairs, {@code
+ * decodeAttention.writeCache}: a step's new keys and values written by the engine, {@code
+ * residualBias}: a projection with a bias, GPT-2's {@code c_proj}, not added into the residual by the
+ * kernel, {@code fewRowProduct.fourRows}: one row's product by a wide (in, out) weight one weight row at
+ * a time, {@code cpu.dynamicSplit}: one fixed share of a product's columns a core, {@code
+ * rotateInPlace}: query and key heads rotated into new arrays, {@code normedProducts}: a decode step's
+ * norm before its products into an array of its own). Each call then takes a
  * kernel where it can read the arrays (inference on the CPU, float32 and dense for the native ones,
  * the row counts and shapes each kernel takes) and the engine's operations, as {@link
  * io.github.djlllmzoo.blocks.EngineKernels} computes them, elsewhere.
@@ -56,9 +54,9 @@ public final class CpuKernels implements Kernels {
 
     /**
      * The switch that makes {@link #projectAll} compute the first of an odd count alone and the
-     * others in pairs instead of all in one hand-over: {@code -Dllmzoo.projectAll=false}.
+     * others in pairs instead of all in one hand-over: {@code -Dllmzoo.cpu.off=projectAll}.
      */
-    static final String PROJECT_ALL_SWITCH = "llmzoo.projectAll";
+    static final String PROJECT_ALL_SWITCH = "projectAll";
 
     private final boolean fewRowProduct;
     private final boolean decodeAttention;
@@ -98,6 +96,8 @@ public final class CpuKernels implements Kernels {
      * @param decodeAttention whether a decode step's attention takes {@link DecodeAttention}'s kernel
      */
     CpuKernels(boolean fewRowProduct, boolean decodeAttention) {
+        NativeKernels.isa(); // a forced instruction set that cannot run is refused here, when a model loads
+        KernelSwitches.off(); // as is an unknown name in -Dllmzoo.cpu.off
         this.fewRowProduct = fewRowProduct && NativeKernels.loaded();
         this.decodeAttention = decodeAttention && NativeKernels.loaded();
     }

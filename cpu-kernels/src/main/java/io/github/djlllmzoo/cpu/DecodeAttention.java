@@ -8,7 +8,7 @@ import io.github.djlllmzoo.blocks.KeyValues;
 import java.nio.ByteBuffer;
 
 /**
- * Attention of one new token per sequence over the KV cache (a decode step) by a native AVX-512
+ * Attention of one new token per sequence over the KV cache (a decode step) by a native
  * kernel ({@code cpu-kernels/src/main/native/decode_attention.c}): each sequence's keys and values
  * are read once, straight from the cache's buffers, the scores kept in a scratch row. The engine
  * computes it as two batched products, a scaling and a softmax over views of the cache, each a pass
@@ -17,7 +17,7 @@ import java.nio.ByteBuffer;
  *
  * <p>The (sequence, key/value head) pairs are split across the cores ({@link CoreWorkers}), each
  * filling its own rows of one output. Used for inference where {@link NativeKernels} are loaded,
- * on float32 CPU arrays, unless {@code -Dllmzoo.decodeAttention=false}; the results agree with the
+ * on float32 CPU arrays, unless {@code -Dllmzoo.cpu.off=decodeAttention}; the results agree with the
  * engine's to float rounding.
  *
  * <p>A decode step's new key and value that the cache left to be written ({@link KeyValues#pending()})
@@ -26,14 +26,14 @@ import java.nio.ByteBuffer;
  */
 final class DecodeAttention {
 
-    /** The switch that turns the kernel off: {@code -Dllmzoo.decodeAttention=false}. */
-    static final String SWITCH = "llmzoo.decodeAttention";
+    /** The switch that turns the kernel off: {@code -Dllmzoo.cpu.off=decodeAttention}. */
+    static final String SWITCH = "decodeAttention";
 
     /**
      * The switch that leaves a decode step's new keys and values to the engine's indexed writes
-     * instead of the kernel: {@code -Dllmzoo.decodeAttention.writeCache=false}.
+     * instead of the kernel: {@code -Dllmzoo.cpu.off=decodeAttention.writeCache}.
      */
-    static final String WRITE_SWITCH = "llmzoo.decodeAttention.writeCache";
+    static final String WRITE_SWITCH = "decodeAttention.writeCache";
 
     /** The widest head the kernel takes. */
     static final int MAX_HEAD_DIM = 256;

@@ -9,7 +9,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
- * The elementwise operations of a decode step or a prefill, each one call of a native AVX-512
+ * The elementwise operations of a decode step or a prefill, each one call of a native
  * kernel ({@code cpu-kernels/src/main/native/decode_ops.c}) writing one output: RMSNorm, LayerNorm,
  * the rotary embedding of query or key heads, and the MLP's activation (times the up projection). The engine
  * computes each as a chain of five or six calls with an array each, whose fixed cost, not the
@@ -20,39 +20,39 @@ import java.nio.ByteOrder;
  *
  * <p>Used for inference where {@link NativeKernels} are loaded, on float32 CPU arrays held densely
  * (query and key heads also as the transposed view of a projection's rows), unless {@code
- * -Dllmzoo.decodeOps=false} (LayerNorm: {@code -Dllmzoo.layerNorm=false}); the results agree with
+ * -Dllmzoo.cpu.off=decodeOps} (LayerNorm: {@code -Dllmzoo.cpu.off=layerNorm}); the results agree with
  * the engine's to float rounding. Inference and the switches are the caller's to check.
  */
 final class DecodeOps {
 
-    /** The switch that turns the kernels off: {@code -Dllmzoo.decodeOps=false}. */
-    static final String SWITCH = "llmzoo.decodeOps";
+    /** The switch that turns the kernels off: {@code -Dllmzoo.cpu.off=decodeOps}. */
+    static final String SWITCH = "decodeOps";
 
     /**
      * The switch that leaves LayerNorm to the engine (one core, a pass for the moments and one for
-     * the output): {@code -Dllmzoo.layerNorm=false}.
+     * the output): {@code -Dllmzoo.cpu.off=layerNorm}.
      */
-    static final String LAYER_NORM_SWITCH = "llmzoo.layerNorm";
+    static final String LAYER_NORM_SWITCH = "layerNorm";
 
     /**
      * The switch that makes a product split by columns across the cores join its shares on the
      * calling core after all are done ({@link SplitProjection}), instead of each core writing its
-     * own share into the whole output ({@link #intoColumns}): {@code -Dllmzoo.placeColumns=false}.
+     * own share into the whole output ({@link #intoColumns}): {@code -Dllmzoo.cpu.off=placeColumns}.
      */
-    static final String COLUMNS_SWITCH = "llmzoo.placeColumns";
+    static final String COLUMNS_SWITCH = "placeColumns";
 
     /**
      * The switch that makes the rotary embedding write new arrays instead of rotating dense query
-     * and key heads in place ({@link #rotateInPlace}): {@code -Dllmzoo.rotateInPlace=false}.
+     * and key heads in place ({@link #rotateInPlace}): {@code -Dllmzoo.cpu.off=rotateInPlace}.
      */
-    static final String ROTATE_IN_PLACE_SWITCH = "llmzoo.rotateInPlace";
+    static final String ROTATE_IN_PLACE_SWITCH = "rotateInPlace";
 
     /**
      * The switch that leaves a decode step's norms before its products to {@link #rmsNorm}'s own
      * array ({@code CpuKernels.normedProjectAll}, {@code normedGatedProject}): {@code
-     * -Dllmzoo.normedProducts=false}.
+     * -Dllmzoo.cpu.off=normedProducts}.
      */
-    static final String NORMED_PRODUCTS_SWITCH = "llmzoo.normedProducts";
+    static final String NORMED_PRODUCTS_SWITCH = "normedProducts";
 
     /** The largest input the kernels take: what a direct buffer's int offsets reach. */
     static final long MAX_ELEMENTS = Integer.MAX_VALUE / Float.BYTES;

@@ -12,21 +12,21 @@ import java.util.function.Predicate;
 
 /**
  * The affine product of {@link #minRows} to {@link #MAX_ROWS} rows (a decode step of a batch) by a
- * native AVX-512 kernel ({@code cpu-kernels/src/main/native/few_row_product.c}) that reads each
+ * native kernel ({@code cpu-kernels/src/main/native/few_row_product.c}) that reads each
  * weight element once for all rows, for a weight in either {@link Layout}. oneMKL, as PyTorch calls
  * it, reads the weight of such a product well below the memory bandwidth it reaches for one row,
  * so a batch's decode step would be bound by the product rather than by reading the weights
  * (docs/PERFORMANCE.md, "A few-row product kernel of our own").
  *
- * <p>It is used where {@link NativeKernels} are loaded (Linux x86-64 CPUs with AVX-512F), for
+ * <p>It is used where {@link NativeKernels} are loaded (CpuIsa: AVX-512, AVX2 or NEON), for
  * inference on float32 CPU arrays that PyTorch holds contiguously, unless {@code
- * -Dllmzoo.fewRowProduct=false}; everything else takes the engine's product. The kernel records no
+ * -Dllmzoo.cpu.off=fewRowProduct}; everything else takes the engine's product. The kernel records no
  * gradients: callers use it for inference only.
  */
 final class FewRowProduct {
 
-    /** The switch that turns the kernel off: {@code -Dllmzoo.fewRowProduct=false}. */
-    static final String SWITCH = "llmzoo.fewRowProduct";
+    /** The switch that turns the kernel off: {@code -Dllmzoo.cpu.off=fewRowProduct}. */
+    static final String SWITCH = "fewRowProduct";
 
     /** The most rows the kernel multiplies in one pass over the weight. */
     static final int MAX_ROWS = 8;
@@ -34,18 +34,20 @@ final class FewRowProduct {
     /** The fewest rows for both layouts where {@code -Dllmzoo.fewRowProduct.minRows} sets them. */
     private static final Integer MIN_ROWS_SET = Integer.getInteger("llmzoo.fewRowProduct.minRows");
 
+    /** The switch that reads one row of an (in, out) weight by columns instead of by rows ({@link #multiplyByRows}). */
+    static final String BY_ROWS_SWITCH = "fewRowProduct.byRows";
+
     /**
      * Whether one row of an (in, out) weight is read by rows ({@link #multiplyByRows}), unless
-     * {@code -Dllmzoo.fewRowProduct.byRows=false}.
+     * {@code -Dllmzoo.cpu.off} lists {@link #BY_ROWS_SWITCH}.
      */
-    private static final boolean BY_ROWS =
-            !"false".equalsIgnoreCase(System.getProperty("llmzoo.fewRowProduct.byRows"));
+    private static final boolean BY_ROWS = KernelSwitches.on(BY_ROWS_SWITCH);
 
     /**
      * The switch that keeps {@link #multiplyByRows} at one weight row at a time whatever the output
-     * width: {@code -Dllmzoo.fewRowProduct.fourRows=false}.
+     * width: {@code -Dllmzoo.cpu.off=fewRowProduct.fourRows}.
      */
-    static final String FOUR_ROWS_SWITCH = "llmzoo.fewRowProduct.fourRows";
+    static final String FOUR_ROWS_SWITCH = "fewRowProduct.fourRows";
 
     /**
      * The output width from which {@link #multiplyByRows} takes four weight rows at a time, reading

@@ -26,23 +26,23 @@ import java.nio.ByteOrder;
  * FewRowProduct}'s for float32 (out, in) ones, each output exactly as those compute it alone, so the
  * results agree with the reference ({@link io.github.djlllmzoo.blocks.Kernels#gatedProject}, {@link
  * io.github.djlllmzoo.blocks.Kernels#projectAdd}) to float rounding. Used for inference on the CPU
- * (the caller's to check) unless {@code -Dllmzoo.gatedProduct=false} or {@code
- * -Dllmzoo.residualProduct=false}; where a kernel does not take the arrays the methods return {@code
+ * (the caller's to check) unless {@code -Dllmzoo.cpu.off=gatedProduct} or {@code
+ * -Dllmzoo.cpu.off=residualProduct}; where a kernel does not take the arrays the methods return {@code
  * null} and the caller computes as the reference does.
  */
 final class FusedProducts {
 
-    /** The switch that turns the gated product off: {@code -Dllmzoo.gatedProduct=false}. */
-    static final String GATED_SWITCH = "llmzoo.gatedProduct";
+    /** The switch that turns the gated product off: {@code -Dllmzoo.cpu.off=gatedProduct}. */
+    static final String GATED_SWITCH = "gatedProduct";
 
-    /** The switch that turns the residual product off: {@code -Dllmzoo.residualProduct=false}. */
-    static final String RESIDUAL_SWITCH = "llmzoo.residualProduct";
+    /** The switch that turns the residual product off: {@code -Dllmzoo.cpu.off=residualProduct}. */
+    static final String RESIDUAL_SWITCH = "residualProduct";
 
     /**
      * The switch that keeps a projection with a bias (GPT-2's {@code c_proj}) out of the residual
-     * product: {@code -Dllmzoo.residualBias=false}.
+     * product: {@code -Dllmzoo.cpu.off=residualBias}.
      */
-    static final String RESIDUAL_BIAS_SWITCH = "llmzoo.residualBias";
+    static final String RESIDUAL_BIAS_SWITCH = "residualBias";
 
     /** Each calling thread's buffer for the up projection's product, grown as needed. */
     private static final ThreadLocal<ByteBuffer> UP = new ThreadLocal<>();

@@ -17,47 +17,136 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
-import java.util.Locale;
+import java.util.List;
+import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The library of the AVX-512 kernels ({@code cpu-kernels/src/main/native}: {@link FewRowProduct}
- * and {@link DecodeAttention}), and what they need to read PyTorch's arrays in place.
+ * The library of the native kernels ({@code cpu-kernels/src/main/native}: {@link FewRowProduct},
+ * {@link DecodeAttention} and the others), one per instruction set ({@link CpuIsa}), and what they
+ * need to read PyTorch's arrays in place.
  *
- * <p>The build compiles the library where a C compiler is found and puts it beside this class. It
- * is loaded on Linux x86-64 CPUs with AVX-512F; elsewhere, or where it was not built or cannot be
- * loaded, the kernels are off and {@link CpuKernels} use the engine's operations in their place.
- * Not built is an ordinary configuration (logged at info); built but not loadable is a fault (a
- * warning).
+ * <p>The build compiles each variant it can (docs/cpu-kernels.md) into {@code
+ * native/<os>-<arch>/libllmzoo-kernels-<isa>.so} beside this class. One is loaded, once: the one
+ * {@code -Dllmzoo.cpu.isa} forces (refused with {@link UnsupportedCpuIsaException} where the CPU or
+ * the build cannot run it), else the best the CPU reports and the build made; where none is, the
+ * kernels are off and {@link CpuKernels} use the engine's operations in their place. Not built is an
+ * ordinary configuration (logged at info); built but not loadable is a fault (a warning).
  */
 final class NativeKernels {
 
-    /** Where the build puts the library, beside this class. */
-    static final String RESOURCE = "native/libllmzoo-kernels.so";
+    /** Where the build puts the libraries, beside this class: {@code native/<os>-<arch>/}. */
+    static final String RESOURCE_DIRECTORY = "native/";
 
     private static final Logger LOG = LoggerFactory.getLogger(NativeKernels.class);
 
     /** PyTorch's {@code is_contiguous} of a tensor handle, or {@code null} where DJL hides it. */
     private static final MethodHandle IS_CONTIGUOUS = isContiguousHandle();
 
-    private static final boolean LOADED = IS_CONTIGUOUS != null && load(NativeKernels.class.getResource(RESOURCE));
+    /** The variant loaded, or why the one asked for was refused. */
+    private static final Selection SELECTION = select(System.getProperty(CpuIsa.PROPERTY),
+            System.getProperty("os.name", ""), System.getProperty("os.arch", ""), CpuIsa.cpuFeatures());
 
     private NativeKernels() {}
 
-    /** @return whether the kernels' library is loaded */
+    /**
+     * The variant that runs, or the refusal of the one forced.
+     *
+     * @param isa the variant loaded ({@link CpuIsa#NONE}: none)
+     * @param refused why the forced variant cannot run, or {@code null}
+     */
+    record Selection(CpuIsa isa, UnsupportedCpuIsaException refused) {}
+
+    /** @return whether a kernels' library is loaded */
     static boolean loaded() {
-        return LOADED;
+        return SELECTION.isa() != CpuIsa.NONE;
     }
 
     /**
-     * Whether a kernel is on: the library is loaded and the kernel's switch is not {@code false}.
+     * @return the variant loaded ({@link CpuIsa#NONE}: none)
+     * @throws UnsupportedCpuIsaException where {@code -Dllmzoo.cpu.isa} forced one that cannot run
+     */
+    static CpuIsa isa() {
+        if (SELECTION.refused() != null) {
+            throw SELECTION.refused();
+        }
+        return SELECTION.isa();
+    }
+
+    /**
+     * Whether a kernel is on: a library is loaded and {@code -Dllmzoo.cpu.off} does not list it.
      *
-     * @param property the kernel's switch, e.g. {@code llmzoo.decodeAttention}
+     * @param name the kernel's name in {@link KernelSwitches#NAMES}, e.g. {@code decodeAttention}
      * @return whether the kernel may be used
      */
-    static boolean enabled(String property) {
-        return LOADED && Boolean.parseBoolean(System.getProperty(property, "true"));
+    static boolean enabled(String name) {
+        return loaded() && KernelSwitches.on(name);
+    }
+
+    /**
+     * The library resource of a variant for a CPU with these features: ARM64's with {@code sdot}
+     * where the CPU reports the dot-product extension ({@code asimddp}).
+     *
+     * @param isa the variant, not {@link CpuIsa#NONE}
+     * @param features the CPU's feature flags
+     * @return the resource path, relative to this class
+     */
+    static String resource(CpuIsa isa, Set<String> features) {
+        String variant = isa == CpuIsa.NEON && features.contains("asimddp") ? "neon-dotprod" : isa.id();
+        return RESOURCE_DIRECTORY + isa.platform() + "/libllmzoo-kernels-" + variant + ".so";
+    }
+
+    /**
+     * Chooses and loads a variant.
+     *
+     * @param forced {@code -Dllmzoo.cpu.isa}'s value, or {@code null}
+     * @param os {@code os.name}
+     * @param arch {@code os.arch}
+     * @param features the CPU's feature flags
+     * @return the variant loaded, or the refusal of the one forced
+     */
+    static Selection select(String forced, String os, String arch, Set<String> features) {
+        List<CpuIsa> runnable = CpuIsa.runnable(os, arch, features);
+        if (forced != null && !forced.isBlank()) {
+            CpuIsa isa;
+            try {
+                isa = CpuIsa.named(forced);
+            } catch (UnsupportedCpuIsaException e) {
+                return new Selection(CpuIsa.NONE, e);
+            }
+            if (isa == CpuIsa.NONE) {
+                LOG.info("native kernels off: -D{}=none", CpuIsa.PROPERTY);
+                return new Selection(CpuIsa.NONE, null);
+            }
+            String refusal = !runnable.contains(isa)
+                    ? "this CPU (" + os + " " + arch + ") does not report " + isa.id()
+                    : IS_CONTIGUOUS == null ? "DJL's is_contiguous, which the kernels need, was not found"
+                    : NativeKernels.class.getResource(resource(isa, features)) == null
+                    ? "this build has no " + resource(isa, features) + " (no compiler for it at build time)"
+                    : !load(NativeKernels.class.getResource(resource(isa, features)))
+                    ? "its library could not be loaded (the warning above says why)"
+                    : null;
+            if (refusal != null) {
+                return new Selection(CpuIsa.NONE, new UnsupportedCpuIsaException(
+                        "-D" + CpuIsa.PROPERTY + "=" + isa.id() + " cannot run: " + refusal));
+            }
+            LOG.info("native kernels: {} (forced by -D{})", resource(isa, features), CpuIsa.PROPERTY);
+            return new Selection(isa, null);
+        }
+        if (IS_CONTIGUOUS == null) {
+            return new Selection(CpuIsa.NONE, null);
+        }
+        for (CpuIsa isa : runnable) {
+            if (isa == CpuIsa.NONE) {
+                break;
+            }
+            if (load(NativeKernels.class.getResource(resource(isa, features)))) {
+                LOG.info("native kernels: {}", resource(isa, features));
+                return new Selection(isa, null);
+            }
+        }
+        return new Selection(CpuIsa.NONE, null);
     }
 
     /**
@@ -114,17 +203,12 @@ final class NativeKernels {
     }
 
     /**
-     * Loads the library where the CPU can run it.
+     * Loads a library.
      *
      * @param resource the library in the class path, or {@code null} where it was not built
      * @return whether it is loaded
      */
     static boolean load(URL resource) {
-        String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
-        String arch = System.getProperty("os.arch", "");
-        if (!os.contains("linux") || !(arch.equals("amd64") || arch.equals("x86_64")) || !hasAvx512()) {
-            return false;
-        }
         if (resource == null) {
             LOG.info("native kernels off: not built (no C compiler at build time)");
             return false;
@@ -146,19 +230,5 @@ final class NativeKernels {
             LOG.warn("native kernels off: could not load {}", resource, e);
             return false;
         }
-    }
-
-    /** Whether the CPU has AVX-512F (the kernels' instructions), from {@code /proc/cpuinfo}. */
-    private static boolean hasAvx512() {
-        try {
-            for (String line : Files.readAllLines(Paths.get("/proc/cpuinfo"))) {
-                if (line.startsWith("flags")) {
-                    return (" " + line.substring(line.indexOf(':') + 1) + " ").contains(" avx512f ");
-                }
-            }
-        } catch (IOException | RuntimeException e) {
-            return false;
-        }
-        return false;
     }
 }

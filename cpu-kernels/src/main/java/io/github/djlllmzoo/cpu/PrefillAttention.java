@@ -8,7 +8,7 @@ import io.github.djlllmzoo.blocks.KeyValues;
 import java.nio.ByteBuffer;
 
 /**
- * Attention of several new positions per sequence (a prefill, a scoring pass) by a native AVX-512
+ * Attention of several new positions per sequence (a prefill, a scoring pass) by a native
  * kernel ({@code cpu-kernels/src/main/native/prefill_attention.c}), its query heads split across
  * the cores ({@link CoreWorkers}): each query row reads only the keys from the first to the last
  * one its mask leaves visible (half of them under a causal mask), and the mask is read where it
@@ -17,13 +17,13 @@ import java.nio.ByteBuffer;
  * (docs/PERFORMANCE.md, "A prefill's work outside the products").
  *
  * <p>Used for inference where {@link NativeKernels} are loaded, on float32 CPU arrays, unless
- * {@code -Dllmzoo.prefillAttention=false}; the results agree with the engine's to float rounding.
+ * {@code -Dllmzoo.cpu.off=prefillAttention}; the results agree with the engine's to float rounding.
  * Inference and the switch are the caller's to check.
  */
 final class PrefillAttention {
 
-    /** The switch that turns the kernel off: {@code -Dllmzoo.prefillAttention=false}. */
-    static final String SWITCH = "llmzoo.prefillAttention";
+    /** The switch that turns the kernel off: {@code -Dllmzoo.cpu.off=prefillAttention}. */
+    static final String SWITCH = "prefillAttention";
 
     /** The widest head the kernel takes. */
     static final int MAX_HEAD_DIM = 256;

@@ -62,7 +62,7 @@ class CompressedGemmTest extends CompressedWeightsTest {
 
     /**
      * A prefill's compressed projection takes the kernel where the CPU has the instruction, and the
-     * widened weight's product with {@code -Dllmzoo.compressedGemm=false}, which differs from it by
+     * widened weight's product with {@code -Dllmzoo.cpu.off=compressedGemm}, which differs from it by
      * the input's rounding to the kernel's grid or the order of the sums (so the switch is seen to
      * change the path).
      */
@@ -79,16 +79,16 @@ class CompressedGemmTest extends CompressedWeightsTest {
         float[] kernel = CompressedGemm.multiply(x, projection.compressed(), bias, 20).toFloatArray();
         float[] widened = new WideningBuffer().product(x, projection.compressed(), bias).toFloatArray();
         assertArrayEquals(kernel, new CpuKernels(true, true).project(x, projection, null, false).toFloatArray(), 0f);
-        String before = System.getProperty(CompressedGemm.SWITCH);
-        System.setProperty(CompressedGemm.SWITCH, "false");
+        String before = System.getProperty(KernelSwitches.PROPERTY);
+        System.setProperty(KernelSwitches.PROPERTY, CompressedGemm.SWITCH);
         try {
             assertArrayEquals(widened, new CpuKernels(true, true).project(x, projection, null, false).toFloatArray(),
                     0f);
         } finally {
             if (before == null) {
-                System.clearProperty(CompressedGemm.SWITCH);
+                System.clearProperty(KernelSwitches.PROPERTY);
             } else {
-                System.setProperty(CompressedGemm.SWITCH, before);
+                System.setProperty(KernelSwitches.PROPERTY, before);
             }
         }
         assertFalse(java.util.Arrays.equals(kernel, widened), "the kernel's own sums show in its product");

@@ -175,17 +175,17 @@ class CompressedModelTest extends ManagedArraysTest {
         assertTrue(prefill > 0, "the weights were compressed");
     }
 
-    /** {@code task}'s value computed by kernels made with {@code -Dllmzoo.compressedGemm=false}. */
+    /** {@code task}'s value computed by kernels made with {@code -Dllmzoo.cpu.off=compressedGemm}. */
     private static double withoutCompressedGemm(java.util.function.DoubleSupplier task) {
-        String before = System.getProperty(CompressedGemm.SWITCH);
-        System.setProperty(CompressedGemm.SWITCH, "false");
+        String before = System.getProperty(KernelSwitches.PROPERTY);
+        System.setProperty(KernelSwitches.PROPERTY, CompressedGemm.SWITCH);
         try {
             return task.getAsDouble();
         } finally {
             if (before == null) {
-                System.clearProperty(CompressedGemm.SWITCH);
+                System.clearProperty(KernelSwitches.PROPERTY);
             } else {
-                System.setProperty(CompressedGemm.SWITCH, before);
+                System.setProperty(KernelSwitches.PROPERTY, before);
             }
         }
     }

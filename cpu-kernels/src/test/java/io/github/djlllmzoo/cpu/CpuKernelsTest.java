@@ -99,14 +99,14 @@ class CpuKernelsTest extends ManagedArraysTest {
                     manager.randomNormal(new Shape(2, 4, 1, 8)));
             assertTrue(both.takesDecodeKernel(q, kv, null, false));
             for (String property : new String[] {FewRowProduct.SWITCH, DecodeAttention.SWITCH}) {
-                System.setProperty(property, "false");
+                System.setProperty(KernelSwitches.PROPERTY, property);
                 try {
                     CpuKernels off = (CpuKernels) Kernels.forModel(pytorch, Device.cpu(), DataType.FLOAT32);
                     boolean fewRowsOff = property.equals(FewRowProduct.SWITCH);
                     assertEquals(!fewRowsOff, off.fewRowProduct(), property);
                     assertEquals(fewRowsOff, off.takesDecodeKernel(q, kv, null, false), property);
                 } finally {
-                    System.clearProperty(property);
+                    System.clearProperty(KernelSwitches.PROPERTY);
                 }
             }
         }

@@ -239,19 +239,19 @@ class DecodeAttentionTest extends ManagedArraysTest {
      * Decode steps through the seam: the kernel writes each step's new key and value into the
      * cache itself (nothing is left pending), where a sliding window's ring puts them too, and
      * attends over them as the engine does over a cache the engine wrote; the buffers end equal.
-     * With {@code -Dllmzoo.decodeAttention.writeCache=false} the engine writes them first, to the
+     * With {@code -Dllmzoo.cpu.off=decodeAttention.writeCache} the engine writes them first, to the
      * same result.
      */
     @ParameterizedTest(name = "window {0}, prompt {1}, kernel writes {2}")
     @CsvSource({ // a ring overwritten past its window; a cache large enough to split; the engine writing
         "4, 3, true", "0, 200, true", "4, 3, false", "0, 200, false"})
     void decodeStepsWriteTheirNewPositionInTheKernelAndEqualTheEngine(int window, int prompt, boolean writes) {
-        System.setProperty(DecodeAttention.WRITE_SWITCH, Boolean.toString(writes));
+        System.setProperty(KernelSwitches.PROPERTY, writes ? "" : DecodeAttention.WRITE_SWITCH);
         CpuKernels kernels;
         try {
             kernels = new CpuKernels(true, true);
         } finally {
-            System.clearProperty(DecodeAttention.WRITE_SWITCH);
+            System.clearProperty(KernelSwitches.PROPERTY);
         }
         int[] windows = {window};
         try (KvCache viaKernel = new KvCache(manager, windows, 2, 2, 64, 8, 512, DataType.FLOAT32);

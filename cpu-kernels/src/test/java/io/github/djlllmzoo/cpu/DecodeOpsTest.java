@@ -207,12 +207,12 @@ class DecodeOpsTest extends ManagedArraysTest {
     /** With the switch off, the kernels rotate into new arrays and leave q and k as they were. */
     @Test
     void theSwitchOffLeavesTheHeadsUnrotated() {
-        System.setProperty(DecodeOps.ROTATE_IN_PLACE_SWITCH, "false");
+        System.setProperty(KernelSwitches.PROPERTY, DecodeOps.ROTATE_IN_PLACE_SWITCH);
         CpuKernels apart;
         try {
             apart = new CpuKernels(true, true);
         } finally {
-            System.clearProperty(DecodeOps.ROTATE_IN_PLACE_SWITCH);
+            System.clearProperty(KernelSwitches.PROPERTY);
         }
         RotaryEmbedding rope = new RotaryEmbedding(64, 256, 10000, null);
         NDList cosSin = rope.cosSin(manager.create(new long[] {17}, new Shape(1, 1)), manager, DataType.FLOAT32);
@@ -327,7 +327,7 @@ class DecodeOpsTest extends ManagedArraysTest {
         NDArray x = manager.randomNormal(new Shape(4, 1, 40)).addi(7);
         NDArray weight = manager.randomNormal(new Shape(40));
         NDArray bias = manager.randomNormal(new Shape(40));
-        System.setProperty(DecodeOps.LAYER_NORM_SWITCH, "false");
+        System.setProperty(KernelSwitches.PROPERTY, DecodeOps.LAYER_NORM_SWITCH);
         try {
             CpuKernels off = new CpuKernels(true, true);
             assertTrue(off.toString().contains("layer norm off"), off.toString());
@@ -335,18 +335,18 @@ class DecodeOpsTest extends ManagedArraysTest {
             assertArrayEquals(engine, off.layerNorm(x, weight, bias, 1e-5f, false).toFloatArray(),
                     "with the switch off the engine computes it, bit for bit");
         } finally {
-            System.clearProperty(DecodeOps.LAYER_NORM_SWITCH);
+            System.clearProperty(KernelSwitches.PROPERTY);
         }
     }
 
     @Test
     void theSwitchTurnsTheKernelsOff() {
         assertTrue(new CpuKernels().decodeOps(), "on by default");
-        System.setProperty(DecodeOps.SWITCH, "false");
+        System.setProperty(KernelSwitches.PROPERTY, DecodeOps.SWITCH);
         try {
             assertFalse(new CpuKernels().decodeOps());
         } finally {
-            System.clearProperty(DecodeOps.SWITCH);
+            System.clearProperty(KernelSwitches.PROPERTY);
         }
     }
 }

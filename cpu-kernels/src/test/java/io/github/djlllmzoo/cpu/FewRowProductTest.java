@@ -129,7 +129,7 @@ class FewRowProductTest extends ManagedArraysTest {
     @Test
     void byDefaultOneRowTakesTheKernelForAnOutInWeightAndTheByRowsProductForAnInOutWeight() {
         assumeTrue(System.getProperty("llmzoo.fewRowProduct.minRows") == null, "minRows set on the command line");
-        assumeTrue(System.getProperty("llmzoo.fewRowProduct.byRows") == null, "byRows set on the command line");
+        assumeTrue(KernelSwitches.on(FewRowProduct.BY_ROWS_SWITCH), "byRows turned off on the command line");
         NDArray weight = manager.randomNormal(new Shape(64, 32));
         assertTrue(FewRowProduct.applies(manager.randomNormal(new Shape(1, 32)), weight, null, 1, Layout.OUT_IN));
         assertFalse(FewRowProduct.applies(manager.randomNormal(new Shape(1, 64)), weight, null, 1, Layout.IN_OUT));

@@ -38,13 +38,13 @@ class FusedProductsTest extends ManagedArraysTest {
         NativeKernelsAssumption.assumeKernelsLoaded();
     }
 
-    /** The CPU kernels as they are made with {@code property} set to {@code false}. */
-    private static CpuKernels without(String property) {
-        System.setProperty(property, "false");
+    /** The CPU kernels as they are made with {@code -Dllmzoo.cpu.off=name}. */
+    private static CpuKernels without(String name) {
+        System.setProperty(KernelSwitches.PROPERTY, name);
         try {
             return new CpuKernels(true, true);
         } finally {
-            System.clearProperty(property);
+            System.clearProperty(KernelSwitches.PROPERTY);
         }
     }
 

@@ -1,24 +1,30 @@
 package io.github.djlllmzoo.cpu;
 
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Paths;
+import java.util.Set;
 
 /** Skips a kernel's tests where the kernels cannot run, and fails them where they should but did not load. */
 final class NativeKernelsAssumption {
 
     private NativeKernelsAssumption() {}
 
-    /** Skips the test unless the library was built and the CPU has AVX-512F; then it must be loaded. */
-    static void assumeKernelsLoaded() throws IOException {
+    /**
+     * Skips the test unless the variant forced by {@code -Dllmzoo.cpu.isa} (else the best the CPU
+     * reports) was built; then it must be the one loaded.
+     */
+    static void assumeKernelsLoaded() {
+        Set<String> features = CpuIsa.cpuFeatures();
+        String forced = System.getProperty(CpuIsa.PROPERTY);
+        CpuIsa expected = forced != null
+                ? CpuIsa.named(forced)
+                : CpuIsa.runnable(System.getProperty("os.name", ""), System.getProperty("os.arch", ""), features)
+                        .get(0);
+        assumeTrue(expected != CpuIsa.NONE, "no native kernels for this CPU, or -Dllmzoo.cpu.isa=none");
         assumeTrue(
-                NativeKernels.class.getResource(NativeKernels.RESOURCE) != null,
-                "native kernels not built (no C compiler at build time)");
-        String cpu = Files.readString(Paths.get("/proc/cpuinfo"));
-        assumeTrue(cpu.contains(" avx512f "), "the CPU has no AVX-512F");
-        assertTrue(NativeKernels.loaded(), "built and the CPU has AVX-512F, yet the kernels did not load");
+                NativeKernels.class.getResource(NativeKernels.resource(expected, features)) != null,
+                "native kernels not built for " + expected.id() + " (no C compiler for it at build time)");
+        assertEquals(expected, NativeKernels.isa(), "built and runnable, yet another variant was loaded");
     }
 }

@@ -32,11 +32,11 @@ class NormedProductsTest extends ManagedArraysTest {
     }
 
     private static CpuKernels withoutNormedProducts() {
-        System.setProperty(DecodeOps.NORMED_PRODUCTS_SWITCH, "false");
+        System.setProperty(KernelSwitches.PROPERTY, DecodeOps.NORMED_PRODUCTS_SWITCH);
         try {
             return new CpuKernels(true, true);
         } finally {
-            System.clearProperty(DecodeOps.NORMED_PRODUCTS_SWITCH);
+            System.clearProperty(KernelSwitches.PROPERTY);
         }
     }
 

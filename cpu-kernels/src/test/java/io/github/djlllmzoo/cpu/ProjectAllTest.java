@@ -63,19 +63,19 @@ class ProjectAllTest extends ManagedArraysTest {
     }
 
     /**
-     * With {@code -Dllmzoo.projectAll=false} the query goes alone and key and value as a pair: two
+     * With {@code -Dllmzoo.cpu.off=projectAll} the query goes alone and key and value as a pair: two
      * hand-overs, the same products.
      */
     @ParameterizedTest
     @ValueSource(ints = {1, 8})
     void switchedOffTheQueryGoesAloneAndKeyAndValueAsAPair(int rows) {
         assumeTrue(CoreWorkers.PARALLELISM == 2, "the pair's one hand-over is for two cores");
-        System.setProperty(CpuKernels.PROJECT_ALL_SWITCH, "false");
+        System.setProperty(KernelSwitches.PROPERTY, CpuKernels.PROJECT_ALL_SWITCH);
         CpuKernels kernels;
         try {
             kernels = new CpuKernels(true, true);
         } finally {
-            System.clearProperty(CpuKernels.PROJECT_ALL_SWITCH);
+            System.clearProperty(KernelSwitches.PROPERTY);
         }
         ProjectionWeight[] weights = {
             Projections.of(Layout.OUT_IN, weight(HIDDEN), null),

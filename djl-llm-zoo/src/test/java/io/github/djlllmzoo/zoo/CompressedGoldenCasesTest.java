@@ -28,7 +28,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  *
  * <p>How a step is decided: the float32 model and the compressed one each score the prompt and the
  * golden continuation in one pass (the compressed one with its weights widened exactly: the
- * prefill's widening path, {@code -Dllmzoo.compressedGemm=false}); {@code delta} is the largest change
+ * prefill's widening path, {@code -Dllmzoo.cpu.off=compressedGemm}); {@code delta} is the largest change
  * of any logit at the continuation's positions. Generating greedily through the decode kernel
  * computes the same logits to float32 rounding ({@link RoundingBound#ofLogits}), so at a step whose
  * float32 top-2 margin exceeds twice their sum neither of the two can overtake the other: the id must
@@ -42,8 +42,11 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class CompressedGoldenCasesTest {
 
-    /** cpu-kernels' switch of the compressed GEMM, read when a model chooses its kernels. */
-    private static final String GEMM_SWITCH = "llmzoo.compressedGemm";
+    /** cpu-kernels' list of native kernels turned off, read when a model chooses its kernels. */
+    private static final String OFF = "llmzoo.cpu.off";
+
+    /** The compressed GEMM's name in that list. */
+    private static final String GEMM = "compressedGemm";
 
     /** Logits (T, V) of every position of {@code ids} in one pass. */
     private static float[] logits(LocalModel model, long[] ids) {
@@ -62,10 +65,10 @@ class CompressedGoldenCasesTest {
     })
     void greedyIdsAreTheGoldensWhereTheFormatCannotReorderTheTopTwo(String name, WeightFormat format)
             throws Exception {
-        String before = System.getProperty(GEMM_SWITCH);
+        String before = System.getProperty(OFF);
         try {
             for (boolean gemm : new boolean[] {false, true}) {
-                System.setProperty(GEMM_SWITCH, Boolean.toString(gemm));
+                System.setProperty(OFF, gemm ? "" : GEMM);
                 check(name, format, gemm);
             }
         } finally {
@@ -75,8 +78,8 @@ class CompressedGoldenCasesTest {
 
     /** The widened one-pass logits of the compressed model (the reference's, to float32 rounding). */
     private static float[] widenedLogits(GoldenCase golden, WeightFormat format, long[] all) throws Exception {
-        String before = System.getProperty(GEMM_SWITCH);
-        System.setProperty(GEMM_SWITCH, "false");
+        String before = System.getProperty(OFF);
+        System.setProperty(OFF, GEMM);
         try (LocalModel model = LocalModel.load(golden.dir(), format)) {
             return logits(model, all);
         } finally {
@@ -86,9 +89,9 @@ class CompressedGoldenCasesTest {
 
     private static void restore(String before) {
         if (before == null) {
-            System.clearProperty(GEMM_SWITCH);
+            System.clearProperty(OFF);
         } else {
-            System.setProperty(GEMM_SWITCH, before);
+            System.setProperty(OFF, before);
         }
     }
 

@@ -1,0 +1,498 @@
+/*
+ * The decode product's kernels that multiply the codes themselves rather than widening them
+ * (compressed_product.c's header says when each runs), included by compressed_product.c after its
+ * widening kernel and the TILED loop they share: AVX512_VNNI's int8 (per chunk, and transposed blocks
+ * from 5 rows), AVX512_BF16's bfloat16, and the portable variant's int8 by AVX2's or NEON's dot
+ * products. Each variant also gives cpu_features, dot_multiply and widen_row.
+ */
+#ifndef LLMZOO_COMPRESSED_PRODUCT_DOT_H
+#define LLMZOO_COMPRESSED_PRODUCT_DOT_H
+
+#if defined(__AVX512F__)
+
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+
+/* ---- int8 x int8 with AVX512_VNNI ---- */
+
+/* Rows of x quantized per group of 32: each code q in [-127, 127] held as the unsigned q + 128 that
+   vpdpbusd takes, and each 64 inputs' two group scales as a lane pattern (group 2c in lanes 0-7, group
+   2c+1 in lanes 8-15). A ragged last 64 is padded with code 0. */
+typedef struct {
+    uint8_t *offset_codes; /* (chunks, rows, 64): each 64 inputs of every row side by side */
+    float *scales;         /* (chunks, rows, 16) */
+    int chunks;
+} QuantizedRows;
+
+static VNNI_TARGET int quantize_rows(const float *x, int rows, int in, QuantizedRows *q) {
+    q->chunks = (in + 63) / 64;
+    size_t cells = (size_t)rows * q->chunks;
+    q->offset_codes = aligned_alloc(64, cells * 64);
+    q->scales = aligned_alloc(64, cells * 16 * sizeof(float));
+    if (q->offset_codes == NULL || q->scales == NULL) {
+        return 0;
+    }
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c < q->chunks; c++) {
+            size_t cell = (size_t)c * rows + r;
+            __m512i codes = _mm512_setzero_si512();
+            float *pattern = q->scales + cell * 16;
+            for (int h = 0; h < 2; h++) {
+                int k = c * 64 + h * GROUP;
+                float d = 0.0f;
+                if (k < in) {
+                    codes = _mm512_inserti64x4(codes, quantize_group(x + (size_t)r * in + k, &d), h);
+                }
+                for (int l = 0; l < 8; l++) {
+                    pattern[h * 8 + l] = d;
+                }
+            }
+            _mm512_store_si512((__m512i *)(q->offset_codes + cell * 64),
+                    _mm512_add_epi8(codes, _mm512_set1_epi8((char)0x80)));
+        }
+    }
+    return 1;
+}
+
+static void free_quantized(QuantizedRows *q) {
+    free(q->offset_codes);
+    free(q->scales);
+}
+
+/* The inputs [k0, k1) of output n for the quantized rows, carried as weight_rows carries them. */
+static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
+        const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry) {
+    const int groups = in / GROUP;
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i offset = _mm512_set1_epi8((char)0x80);
+    vf acc[MAX_ROWS];
+    for (int r = 0; r < rows; r++) {
+        acc[r] = first ? vzero() : carry[r];
+    }
+    for (int c = k0 / 64; c * 64 < k1; c++) {
+        int k = c * 64;
+        int whole = k + 64 <= in;
+        const int8_t *w_at = codes + (size_t)n * in + k;
+        const uint16_t *s_at = scales + (size_t)n * groups + k / GROUP;
+        _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
+        __m512i w;
+        __m512 s;
+        if (whole) {
+            w = _mm512_loadu_si512(w_at);
+            s = widen_scales(s_at, 2);
+        } else {
+            w = _mm512_maskz_loadu_epi8(0xffffffffULL, w_at);
+            s = widen_scales(s_at, 1);
+        }
+        __m512 weight_scales = _mm512_permutexvar_ps(halves, s);
+        /* sum (q + 128) w - 128 sum w = sum q w: start each row's sums at -128 sum w. */
+        __m512i correction = _mm512_dpbusd_epi32(zero, offset, _mm512_sub_epi8(zero, w));
+        for (int r = 0; r < rows; r++) {
+            size_t cell = (size_t)c * rows + r;
+            __m512i sums = _mm512_dpbusd_epi32(
+                    correction, _mm512_load_si512((const __m512i *)(q->offset_codes + cell * 64)), w);
+            __m512 both = _mm512_mul_ps(weight_scales, _mm512_load_ps(q->scales + cell * 16));
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), both, acc[r]);
+        }
+    }
+    finish_rows(acc, rows, last, bias, out, out_features, n, carry);
+}
+
+#define VNNI_CALL(k0, k1, first, last, at) \
+    vnni_weight_rows(q, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at)
+
+/* An int8 input takes its code and, per 64, 64 bytes of scales: 2 bytes a row. */
+static inline __attribute__((always_inline)) VNNI_TARGET void vnni_columns_rows(
+        const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
+        int in, int out_features, int from, int to, int rows) {
+    vf carry[TILE_OUTPUTS * MAX_ROWS];
+    int n;
+    TILED(VNNI_CALL, tile_inputs(rows, in, 2));
+}
+
+#define VNNI_ROWS(R) vnni_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R)
+
+static VNNI_TARGET void vnni_columns(
+        const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int from, int to) {
+    SWITCH_ROWS(VNNI_ROWS)
+}
+
+/* ---- int8 x int8 with AVX512_VNNI, 5 to 8 rows: each group's sum in two lanes ---- */
+
+/*
+ * From VNNI_BLOCK_ROWS rows, the per-chunk kernel above spends more on each row's float32 step
+ * (convert, scale, add: one per vpdpbusd, since its 16 lanes hold partial sums of two groups) than
+ * on the products, and that step grows with the rows while the weight's load does not. Here each
+ * BLOCK_INPUTS inputs (8 groups, 4 chunks) of the weight are transposed in registers, once for all
+ * rows, so that dot product j of the 4 puts group g's bytes 8j to 8j+7 into lanes 2g and 2g+1: the
+ * 4 dot products of a row add into one register that ends with each group's exact sum in two
+ * lanes, and the float32 step runs once per 4 chunks. x is transposed the same way when it is
+ * quantized. The weight code w goes in as the unsigned w + 128 and x's code as the signed operand,
+ * so each row's sums start at -128 times its own codes' sums (computed with x, once per product).
+ * The integer sums are exact, so the result differs from the per-chunk kernel's only in the order
+ * of the float32 sums. At 3 and 4 rows it measured no faster (one core, a llama-110m step's products:
+ * 3 rows 8.35 / 8.54 ms against 8.35 / 8.94, 4 rows 10.0 / 10.9 against 9.4 / 9.1; 5 rows 7.9
+ * against 10.2, 8 rows 10.9 against 14.1), so those keep the per-chunk kernel.
+ */
+#define VNNI_BLOCK_ROWS 5
+#define BLOCK_CHUNKS 4
+#define BLOCK_INPUTS (BLOCK_CHUNKS * 64)
+
+typedef struct {
+    int8_t *codes;         /* (blocks, rows, 4, 64): x's codes, each block transposed as the weight's */
+    int32_t *corrections;  /* (blocks, rows, 16): -128 times each lane's sum of x's codes */
+    float *scales;         /* (blocks, rows, 16): group g's scale in lanes 2g and 2g+1 */
+    int blocks;
+} BlockedRows;
+
+/* A block's 4 chunks (group 2c in qwords 0-3 of chunk c, group 2c+1 in qwords 4-7) as 4 vectors whose
+   qword g is group g's qword j, j the vector's index. */
+static inline __attribute__((always_inline)) VNNI_TARGET void transpose_block(const __m512i chunk[4], __m512i t[4]) {
+    const __m512i first = _mm512_set_epi64(13, 9, 5, 1, 12, 8, 4, 0);
+    const __m512i second = _mm512_set_epi64(15, 11, 7, 3, 14, 10, 6, 2);
+    __m512i a01 = _mm512_permutex2var_epi64(chunk[0], first, chunk[1]);
+    __m512i a23 = _mm512_permutex2var_epi64(chunk[0], second, chunk[1]);
+    __m512i b01 = _mm512_permutex2var_epi64(chunk[2], first, chunk[3]);
+    __m512i b23 = _mm512_permutex2var_epi64(chunk[2], second, chunk[3]);
+    t[0] = _mm512_shuffle_i64x2(a01, b01, _MM_SHUFFLE(1, 0, 1, 0));
+    t[1] = _mm512_shuffle_i64x2(a01, b01, _MM_SHUFFLE(3, 2, 3, 2));
+    t[2] = _mm512_shuffle_i64x2(a23, b23, _MM_SHUFFLE(1, 0, 1, 0));
+    t[3] = _mm512_shuffle_i64x2(a23, b23, _MM_SHUFFLE(3, 2, 3, 2));
+}
+
+/* Lanes 2g and 2g+1 of the result hold lane g of values, g from 0 to 7 (a block's groups). */
+static inline __attribute__((always_inline)) VNNI_TARGET __m512 pair_lanes(__m512 values) {
+    const __m512i pairs = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    return _mm512_permutexvar_ps(pairs, values);
+}
+
+static VNNI_TARGET int quantize_blocked(const float *x, int rows, int in, BlockedRows *q) {
+    q->blocks = (in + BLOCK_INPUTS - 1) / BLOCK_INPUTS;
+    size_t cells = (size_t)rows * q->blocks;
+    q->codes = aligned_alloc(64, cells * BLOCK_INPUTS);
+    q->corrections = aligned_alloc(64, cells * 16 * sizeof(int32_t));
+    q->scales = aligned_alloc(64, cells * 16 * sizeof(float));
+    if (q->codes == NULL || q->corrections == NULL || q->scales == NULL) {
+        return 0;
+    }
+    const __m512i offset = _mm512_set1_epi8((char)0x80);
+    for (int r = 0; r < rows; r++) {
+        for (int b = 0; b < q->blocks; b++) {
+            size_t cell = (size_t)b * rows + r;
+            float d[8];
+            __m512i chunk[4];
+            for (int c = 0; c < BLOCK_CHUNKS; c++) {
+                chunk[c] = _mm512_setzero_si512();
+                for (int h = 0; h < 2; h++) {
+                    int k = b * BLOCK_INPUTS + c * 64 + h * GROUP;
+                    d[2 * c + h] = 0.0f;
+                    if (k < in) {
+                        chunk[c] = _mm512_inserti64x4(chunk[c], quantize_group(x + (size_t)r * in + k, &d[2 * c + h]), h);
+                    }
+                }
+            }
+            __m512i t[4];
+            transpose_block(chunk, t);
+            __m512i sums = _mm512_setzero_si512();
+            for (int j = 0; j < BLOCK_CHUNKS; j++) {
+                _mm512_store_si512((__m512i *)(q->codes + cell * BLOCK_INPUTS + j * 64), t[j]);
+                sums = _mm512_dpbusd_epi32(sums, offset, t[j]);
+            }
+            _mm512_store_si512((__m512i *)(q->corrections + cell * 16), _mm512_sub_epi32(_mm512_setzero_si512(), sums));
+            _mm512_store_ps(q->scales + cell * 16, pair_lanes(_mm512_castps256_ps512(_mm256_loadu_ps(d))));
+        }
+    }
+    return 1;
+}
+
+static void free_blocked(BlockedRows *q) {
+    free(q->codes);
+    free(q->corrections);
+    free(q->scales);
+}
+
+/* The inputs [k0, k1) (whole blocks, or up to in) of output n for the blocked rows, carried as
+   weight_rows carries them. */
+static inline __attribute__((always_inline)) VNNI_TARGET void blocked_weight_rows(
+        const BlockedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry) {
+    const int groups = in / GROUP;
+    const __m512i offset = _mm512_set1_epi8((char)0x80);
+    vf acc[MAX_ROWS];
+    for (int r = 0; r < rows; r++) {
+        acc[r] = first ? vzero() : carry[r];
+    }
+    for (int b = k0 / BLOCK_INPUTS; b * BLOCK_INPUTS < k1; b++) {
+        int k = b * BLOCK_INPUTS;
+        const int8_t *w_at = codes + (size_t)n * in + k;
+        __m512i chunk[4];
+        for (int c = 0; c < BLOCK_CHUNKS; c++) {
+            int at = k + c * 64;
+            _mm_prefetch((const char *)w_at + c * 64 + PREFETCH_BYTES, _MM_HINT_T0);
+            chunk[c] = at + 64 <= in ? _mm512_loadu_si512(w_at + c * 64)
+                    : at < in ? _mm512_maskz_loadu_epi8(0xffffffffULL, w_at + c * 64)
+                    : _mm512_setzero_si512();
+        }
+        __m512i t[4];
+        transpose_block(chunk, t);
+        for (int j = 0; j < BLOCK_CHUNKS; j++) {
+            t[j] = _mm512_xor_si512(t[j], offset); /* w + 128, unsigned */
+        }
+        int block_groups = groups - k / GROUP < 8 ? groups - k / GROUP : 8;
+        const uint16_t *s_at = scales + (size_t)n * groups + k / GROUP;
+        /* A whole block's 8 scales in one load; only a ragged last block takes the copy. */
+        __m512 weight_scales = pair_lanes(block_groups == 8 ? widen_scales(s_at, 8) : widen_scales(s_at, block_groups));
+        for (int r = 0; r < rows; r++) {
+            size_t cell = (size_t)b * rows + r;
+            const int8_t *x_at = q->codes + cell * BLOCK_INPUTS;
+            __m512i sums = _mm512_load_si512((const __m512i *)(q->corrections + cell * 16));
+            for (int j = 0; j < BLOCK_CHUNKS; j++) {
+                sums = _mm512_dpbusd_epi32(sums, t[j], _mm512_load_si512((const __m512i *)(x_at + j * 64)));
+            }
+            __m512 both = _mm512_mul_ps(weight_scales, _mm512_load_ps(q->scales + cell * 16));
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), both, acc[r]);
+        }
+    }
+    finish_rows(acc, rows, last, bias, out, out_features, n, carry);
+}
+
+/* Inputs per tile for the blocked rows (2 bytes a row per input, as the per-chunk kernel): whole
+   blocks, or all of in where they fit. */
+static inline int block_tile_inputs(int rows, int in) {
+    int tile = X_TILE_BYTES / (rows * 2) / BLOCK_INPUTS * BLOCK_INPUTS;
+    return tile < BLOCK_INPUTS ? BLOCK_INPUTS : tile >= in ? in : tile;
+}
+
+#define BLOCKED_CALL(k0, k1, first, last, at) \
+    blocked_weight_rows(q, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at)
+
+static inline __attribute__((always_inline)) VNNI_TARGET void blocked_columns_rows(
+        const BlockedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
+        int in, int out_features, int from, int to, int rows) {
+    vf carry[TILE_OUTPUTS * MAX_ROWS];
+    int n;
+    TILED(BLOCKED_CALL, block_tile_inputs(rows, in));
+}
+
+#define BLOCKED_ROWS(R) blocked_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R)
+
+static VNNI_TARGET void blocked_columns(
+        const BlockedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int from, int to) {
+    SWITCH_ROWS(BLOCKED_ROWS)
+}
+
+/* ---- bfloat16 x (bfloat16 hi + lo) with AVX512_BF16 ---- */
+
+/* x (rows, in) as bfloat16 halves, hi = x rounded to nearest even and lo = x - hi rounded, each 32
+   inputs of every row side by side: split[2 (b rows + r)] is hi of row r's block b, the next its lo. */
+static BF16_TARGET void split_bf16(const float *x, int rows, int in, __m512bh *split) {
+    const int blocks = in / 32;
+    for (int r = 0; r < rows; r++) {
+        for (int b = 0; b < blocks; b++) {
+            const float *at = x + (size_t)r * in + (size_t)b * 32;
+            __m512 x0 = _mm512_loadu_ps(at);
+            __m512 x1 = _mm512_loadu_ps(at + 16);
+            __m512bh h = _mm512_cvtne2ps_pbh(x1, x0);
+            __m512i wide0 = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256((__m512i)h)), 16);
+            __m512i wide1 = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64((__m512i)h, 1)), 16);
+            size_t cell = 2 * ((size_t)b * rows + r);
+            split[cell] = h;
+            split[cell + 1] = _mm512_cvtne2ps_pbh(_mm512_sub_ps(x1, _mm512_castsi512_ps(wide1)),
+                    _mm512_sub_ps(x0, _mm512_castsi512_ps(wide0)));
+        }
+    }
+}
+
+/* The inputs [k0, k1) of output n for the split rows, carried as weight_rows carries them. */
+static inline __attribute__((always_inline)) BF16_TARGET void bf16_weight_rows(
+        const __m512bh *split, const uint16_t *codes, const float *bias, float *out,
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry) {
+    vf acc[MAX_ROWS];
+    for (int r = 0; r < rows; r++) {
+        acc[r] = first ? vzero() : carry[r];
+    }
+    for (int b = k0 / 32; b < k1 / 32; b++) {
+        const uint16_t *w_at = codes + (size_t)n * in + (size_t)b * 32;
+        _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
+        __m512bh w = (__m512bh)_mm512_loadu_si512(w_at);
+        for (int r = 0; r < rows; r++) {
+            size_t cell = 2 * ((size_t)b * rows + r);
+            acc[r] = _mm512_dpbf16_ps(acc[r], w, split[cell]);
+            acc[r] = _mm512_dpbf16_ps(acc[r], w, split[cell + 1]);
+        }
+    }
+    finish_rows(acc, rows, last, bias, out, out_features, n, carry);
+}
+
+#define BF16_CALL(k0, k1, first, last, at) \
+    bf16_weight_rows(split, codes, bias, out, rows, in, out_features, n, k0, k1, first, last, at)
+
+/* A split input takes two bfloat16 halves: 4 bytes a row. */
+static inline __attribute__((always_inline)) BF16_TARGET void bf16_columns_rows(
+        const __m512bh *split, const uint16_t *codes, const float *bias, float *out,
+        int in, int out_features, int from, int to, int rows) {
+    vf carry[TILE_OUTPUTS * MAX_ROWS];
+    int n;
+    TILED(BF16_CALL, tile_inputs(rows, in, 4));
+}
+
+#define BF16_ROWS(R) bf16_columns_rows(split, codes, bias, out, in, out_features, from, to, R)
+
+static BF16_TARGET void bf16_columns(
+        const __m512bh *split, const uint16_t *codes, const float *bias, float *out,
+        int rows, int in, int out_features, int from, int to) {
+    SWITCH_ROWS(BF16_ROWS)
+}
+
+/* Which of the dot-product instructions this CPU has: FEATURE_VNNI | FEATURE_BF16. */
+static int cpu_features(void) {
+    __builtin_cpu_init();
+    int features = 0;
+    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni")) {
+        features |= FEATURE_VNNI;
+    }
+    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16")) {
+        features |= FEATURE_BF16;
+    }
+    return features;
+}
+
+/* The product by the dot-product instructions (int8 of VNNI_BLOCK_ROWS or more rows by the
+   transposed-block kernel where blocks is set); returns 0 where memory for x's form ran out. */
+static int dot_multiply(const float *x, const void *codes, const uint16_t *scales, const float *bias, float *out,
+        int format, int rows, int in, int out_features, int from, int to, int blocks) {
+    if (format == INT8 && blocks && rows >= VNNI_BLOCK_ROWS) {
+        BlockedRows q;
+        int ok = quantize_blocked(x, rows, in, &q);
+        if (ok) {
+            blocked_columns(&q, (const int8_t *)codes, scales, bias, out, rows, in, out_features, from, to);
+        }
+        free_blocked(&q);
+        return ok;
+    }
+    if (format == INT8) {
+        QuantizedRows q;
+        int ok = quantize_rows(x, rows, in, &q);
+        if (ok) {
+            vnni_columns(&q, (const int8_t *)codes, scales, bias, out, rows, in, out_features, from, to);
+        }
+        free_quantized(&q);
+        return ok;
+    }
+    __m512bh *split = aligned_alloc(64, (size_t)rows * in * 2 * sizeof(uint16_t));
+    if (split == NULL) {
+        return 0;
+    }
+    split_bf16(x, rows, in, split);
+    bf16_columns(split, (const uint16_t *)codes, bias, out, rows, in, out_features, from, to);
+    free(split);
+    return 1;
+}
+
+#else
+
+/* ---- int8 x int8, portable: AVX2's vpmaddubsw + vpmaddwd, NEON's sdot (simd.h's dot32) ---- */
+
+/*
+ * Each row of x is quantized once per product to int8 per group of 32 (scale max|x| / 127, the
+ * weight's scheme, as the AVX512_VNNI kernel does); a group's dot product with the weight's codes is
+ * exact in int32 (VL lanes of partial sums), converted to float32 and added times both scales into
+ * VL float32 sums per row, summed at the end of the output. The result is the AVX512_VNNI kernel's
+ * up to the order of the float32 sums.
+ */
+typedef struct {
+    int8_t *codes; /* (groups, rows, 32): each group of every row side by side */
+    float *scales; /* (groups, rows) */
+} QuantizedRows;
+
+static int quantize_rows(const float *x, int rows, int in, QuantizedRows *q) {
+    size_t cells = (size_t)rows * (in / GROUP);
+    q->codes = malloc(cells * GROUP);
+    q->scales = malloc(cells * sizeof(float));
+    if (q->codes == NULL || q->scales == NULL) {
+        return 0;
+    }
+    for (int r = 0; r < rows; r++) {
+        for (int g = 0; g < in / GROUP; g++) {
+            size_t cell = (size_t)g * rows + r;
+            q->scales[cell] = quantize_group32(x + (size_t)r * in + (size_t)g * GROUP, q->codes + cell * GROUP);
+        }
+    }
+    return 1;
+}
+
+static void free_quantized(QuantizedRows *q) {
+    free(q->codes);
+    free(q->scales);
+}
+
+static inline __attribute__((always_inline)) void dot_weight_rows(
+        const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry) {
+    const int groups = in / GROUP;
+    vf acc[MAX_ROWS];
+    for (int r = 0; r < rows; r++) {
+        acc[r] = first ? vzero() : carry[r];
+    }
+    for (int g = k0 / GROUP; g < k1 / GROUP; g++) {
+        const int8_t *w = codes + (size_t)n * in + (size_t)g * GROUP;
+        __builtin_prefetch((const char *)w + PREFETCH_BYTES);
+        float s = half_value(scales + (size_t)n * groups + g);
+        for (int r = 0; r < rows; r++) {
+            size_t cell = (size_t)g * rows + r;
+            vi sums = dot32((vi){0}, q->codes + cell * GROUP, w);
+            acc[r] = __builtin_convertvector(sums, vf) * (s * q->scales[cell]) + acc[r];
+        }
+    }
+    finish_rows(acc, rows, last, bias, out, out_features, n, carry);
+}
+
+#define DOT_CALL(k0, k1, first, last, at) \
+    dot_weight_rows(q, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at)
+
+/* An int8 input takes its code and a quarter of its group's scale: about 1 byte a row. */
+static inline __attribute__((always_inline)) void dot_columns_rows(
+        const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
+        int in, int out_features, int from, int to, int rows) {
+    vf carry[TILE_OUTPUTS * MAX_ROWS];
+    int n;
+    TILED(DOT_CALL, tile_inputs(rows, in, 1));
+}
+
+#define DOT_ROWS(R) dot_columns_rows(&q, weight_codes, scales, bias, out, in, out_features, from, to, R)
+
+/* The int8 dot product is on every CPU this variant runs on (AVX2; NEON, with sdot or without). */
+static int cpu_features(void) {
+    return FEATURE_VNNI;
+}
+
+static int dot_multiply(const float *x, const void *codes, const uint16_t *scales, const float *bias, float *out,
+        int format, int rows, int in, int out_features, int from, int to, int blocks) {
+    (void)format;
+    (void)blocks;
+    QuantizedRows q;
+    int ok = quantize_rows(x, rows, in, &q);
+    if (ok) {
+        const int8_t *weight_codes = codes;
+        SWITCH_ROWS(DOT_ROWS)
+    }
+    free_quantized(&q);
+    return ok;
+}
+
+#endif
+
+/* Weight row n widened to float32 into out (in floats). */
+static void widen_row(const void *codes, const uint16_t *scales, int format, int in, int n, float *out) {
+    const int groups = in / GROUP;
+    for (int k = 0; k < in; k += VL) {
+        size_t index = (size_t)n * in + k;
+        vf v = widen8(codes, index, format);
+        vstore(out + k, format == INT8 ? v * half_value(scales + (size_t)n * groups + k / GROUP) : v);
+    }
+}
+
+#endif

@@ -1,0 +1,478 @@
+/*
+ * The native kernels' JNI entry points against scalar references, without a JVM: a JNIEnv whose
+ * GetDirectBufferAddress, FindClass and ThrowNew are the few functions the kernels call, over plain
+ * arrays. Built and run per variant by run-native-tests.sh, the NEON ones under qemu-aarch64, so every
+ * build checks the variants this machine cannot run (the Java kernel tests check those it can).
+ * Tolerances: float32 kernels against a double reference within 1e-5 of the sum of |terms| (float32
+ * rounding of sums of a few hundred terms, about n * 2^-24 of it, with room); int8 dot products against
+ * the reference over x on its own int8 grid (the kernel's exact integer sums, float32 scales).
+ */
+#include <jni.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a JNIEnv for direct buffers ---- */
+
+typedef struct {
+    void *address;
+} Buffer;
+
+static const char *thrown;
+
+static void *JNICALL buffer_address(JNIEnv *env, jobject buffer) {
+    (void)env;
+    return buffer == NULL ? NULL : ((Buffer *)buffer)->address;
+}
+
+static jclass JNICALL find_class(JNIEnv *env, const char *name) {
+    (void)env;
+    return (jclass)name;
+}
+
+static jint JNICALL throw_new(JNIEnv *env, jclass cls, const char *message) {
+    (void)env;
+    (void)cls;
+    thrown = message;
+    return 0;
+}
+
+static struct JNINativeInterface_ table;
+static JNIEnv env_value;
+static JNIEnv *env = &env_value;
+
+#define MAX_BUFFERS 16
+static Buffer buffers[MAX_BUFFERS];
+static int used;
+
+/* A direct buffer over p (NULL for NULL). */
+static jobject B(void *p) {
+    if (p == NULL) {
+        return NULL;
+    }
+    buffers[used % MAX_BUFFERS].address = p;
+    return (jobject)&buffers[used++ % MAX_BUFFERS];
+}
+
+/* ---- the entry points ---- */
+
+#define ENTRY(CLASS, NAME) JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_##CLASS##_##NAME
+ENTRY(FewRowProduct, multiplyOutIn)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jint);
+ENTRY(FewRowProduct, multiplyInOut)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jint);
+ENTRY(FewRowProduct, multiplyInOutRows)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint,
+        jboolean);
+ENTRY(DecodeAttention, attend)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jobject, jobject, jint,
+        jint, jint, jint, jint, jint, jint, jfloat, jfloat, jint, jint);
+ENTRY(PrefillAttention, attend)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jint, jint, jint, jint,
+        jint, jint, jlong, jfloat, jfloat, jint, jint);
+ENTRY(DecodeOps, norm)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jfloat, jint);
+ENTRY(DecodeOps, rotate)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jboolean,
+        jboolean, jint, jint);
+ENTRY(DecodeOps, activate)(JNIEnv *, jclass, jobject, jobject, jobject, jlong, jint);
+ENTRY(CompressedProduct, multiply)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jint, jint, jint,
+        jint, jint, jint, jint);
+ENTRY(CompressedProduct, widen)(JNIEnv *, jclass, jobject, jobject, jobject, jint, jint, jint, jint);
+ENTRY(CompressedGemm, multiply)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jint, jint, jint, jint,
+        jint, jint);
+JNIEXPORT jint JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_features(JNIEnv *, jclass);
+
+/* ---- checks ---- */
+
+static int failures;
+static int checked;
+
+/* actual[i] against expected[i] within tolerance[i]. */
+static void check(const char *what, const float *actual, const double *expected, const double *tolerance, int n) {
+    checked++;
+    if (thrown != NULL) {
+        printf("FAIL %s: threw %s\n", what, thrown);
+        failures++;
+        thrown = NULL;
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!(fabs(actual[i] - expected[i]) <= tolerance[i])) {
+            printf("FAIL %s: [%d] %.9g, expected %.9g within %.3g\n", what, i, actual[i], expected[i], tolerance[i]);
+            failures++;
+            return;
+        }
+    }
+}
+
+static unsigned seed = 12345;
+
+static float uniform(void) { /* in [-1, 1) */
+    seed = seed * 1103515245u + 12345u;
+    return (float)((seed >> 8) & 0xffffff) / 8388608.0f - 1.0f;
+}
+
+static float *randoms(int n) {
+    float *p = malloc(sizeof(float) * (n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) {
+        p[i] = uniform();
+    }
+    return p;
+}
+
+static double *doubles(int n) {
+    return calloc(n > 0 ? n : 1, sizeof(double));
+}
+
+#define SUM_TOLERANCE 1e-5
+
+/* ---- few-row products ---- */
+
+static void few_row_products(void) {
+    const int in = 100, out = 37;
+    for (int rows = 1; rows <= 8; rows += 3) {
+        float *x = randoms(rows * in), *w = randoms(out * in), *bias = randoms(out), *o = randoms(rows * out);
+        double *e = doubles(rows * out), *t = doubles(rows * out);
+        for (int layout = 0; layout < 2; layout++) {
+            for (int r = 0; r < rows; r++) {
+                for (int n = 0; n < out; n++) {
+                    double sum = bias[n], size = fabs(bias[n]);
+                    for (int k = 0; k < in; k++) {
+                        double term = (double)x[r * in + k] * (layout == 0 ? w[n * in + k] : w[k * out + n]);
+                        sum += term;
+                        size += fabs(term);
+                    }
+                    e[r * out + n] = sum;
+                    t[r * out + n] = SUM_TOLERANCE * size;
+                }
+            }
+            if (layout == 0) {
+                Java_io_github_djlllmzoo_cpu_FewRowProduct_multiplyOutIn(env, NULL, B(x), B(w), B(bias), B(o), rows, in,
+                        out, 0, out);
+            } else {
+                Java_io_github_djlllmzoo_cpu_FewRowProduct_multiplyInOut(env, NULL, B(x), B(w), B(bias), B(o), rows, in,
+                        out, 0, out);
+            }
+            check(layout == 0 ? "few-row product (out, in)" : "few-row product (in, out)", o, e, t, rows * out);
+        }
+        if (rows == 1) {
+            for (int four = 0; four < 2; four++) {
+                Java_io_github_djlllmzoo_cpu_FewRowProduct_multiplyInOutRows(env, NULL, B(x), B(w), B(bias), B(o), out,
+                        0, in, (jboolean)four);
+                check(four ? "one row by (in, out) rows, four at a time" : "one row by (in, out) rows", o, e, t, out);
+            }
+        }
+        free(x), free(w), free(bias), free(o), free(e), free(t);
+    }
+}
+
+/* ---- attention ---- */
+
+/* softmax(cap(q k^T * scale) + mask) v of one query row over s keys (d floats each) into e. */
+static void attend_reference(const float *q, const float *k, const float *v, const float *mask, int s, int d,
+        float scale, float cap, double *e, double *t) {
+    double scores[512], top = -INFINITY, sum = 0;
+    for (int j = 0; j < s; j++) {
+        double dot = 0;
+        for (int c = 0; c < d; c++) {
+            dot += (double)q[c] * k[j * d + c];
+        }
+        dot *= scale;
+        if (cap > 0) {
+            dot = tanh(dot / cap) * cap;
+        }
+        scores[j] = dot + (mask ? mask[j] : 0);
+        top = scores[j] > top ? scores[j] : top;
+    }
+    for (int j = 0; j < s; j++) {
+        scores[j] = exp(scores[j] - top);
+        sum += scores[j];
+    }
+    for (int c = 0; c < d; c++) {
+        double acc = 0, size = 0;
+        for (int j = 0; j < s; j++) {
+            acc += scores[j] / sum * v[j * d + c];
+            size += fabs(scores[j] / sum * v[j * d + c]);
+        }
+        e[c] = acc;
+        t[c] = SUM_TOLERANCE * size + 1e-6;
+    }
+}
+
+static void decode_attention(void) {
+    const int batch = 2, heads = 4, kv_heads = 2, d = 40, capacity = 20, length = 13, slot = 12;
+    const int groups = heads / kv_heads;
+    for (int capped = 0; capped < 2; capped++) {
+        float cap = capped ? 2.0f : 0.0f;
+        float *q = randoms(batch * heads * d), *keys = randoms(batch * kv_heads * capacity * d);
+        float *values = randoms(batch * kv_heads * capacity * d), *mask = randoms(batch * length);
+        float *fresh_k = randoms(batch * kv_heads * d), *fresh_v = randoms(batch * kv_heads * d);
+        float *o = randoms(batch * heads * d);
+        double *e = doubles(batch * heads * d), *t = doubles(batch * heads * d);
+        mask[3] = -3.4028235e38f;
+        for (int u = 0; u < batch * kv_heads; u++) {
+            memcpy(keys + ((size_t)u * capacity + slot) * d, fresh_k + u * d, sizeof(float) * d);
+            memcpy(values + ((size_t)u * capacity + slot) * d, fresh_v + u * d, sizeof(float) * d);
+        }
+        for (int b = 0; b < batch; b++) {
+            for (int h = 0; h < heads; h++) {
+                int u = b * kv_heads + h / groups;
+                attend_reference(q + (b * heads + h) * d, keys + (size_t)u * capacity * d,
+                        values + (size_t)u * capacity * d, mask + b * length, length, d, 0.125f, cap,
+                        e + (b * heads + h) * d, t + (b * heads + h) * d);
+            }
+        }
+        for (int u = 0; u < batch * kv_heads; u++) { /* the kernel writes the fresh rows itself */
+            memset(keys + ((size_t)u * capacity + slot) * d, 0, sizeof(float) * d);
+            memset(values + ((size_t)u * capacity + slot) * d, 0, sizeof(float) * d);
+        }
+        Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(env, NULL, B(q), B(keys), B(values), B(mask), B(o),
+                B(fresh_k), B(fresh_v), slot, heads, kv_heads, d, capacity, length, length, 0.125f, cap, 0,
+                batch * kv_heads);
+        check(capped ? "decode attention, soft-capped" : "decode attention", o, e, t, batch * heads * d);
+        free(q), free(keys), free(values), free(mask), free(fresh_k), free(fresh_v), free(o), free(e), free(t);
+    }
+}
+
+static void prefill_attention(void) {
+    const int heads = 2, kv_heads = 1, positions = 7, d = 24, capacity = 9;
+    float *q = randoms(heads * positions * d), *keys = randoms(capacity * d), *values = randoms(capacity * d);
+    float *mask = malloc(sizeof(float) * positions * positions), *o = randoms(positions * heads * d);
+    double *e = doubles(positions * heads * d), *t = doubles(positions * heads * d);
+    for (int i = 0; i < positions; i++) {
+        for (int j = 0; j < positions; j++) {
+            mask[i * positions + j] = j <= i ? 0.0f : -3.4028235e38f;
+        }
+    }
+    for (int h = 0; h < heads; h++) {
+        for (int i = 0; i < positions; i++) {
+            attend_reference(q + (h * positions + i) * d, keys, values, mask + i * positions, positions, d, 0.2f, 0,
+                    e + (i * heads + h) * d, t + (i * heads + h) * d);
+        }
+    }
+    Java_io_github_djlllmzoo_cpu_PrefillAttention_attend(env, NULL, B(q), B(keys), B(values), B(mask), B(o), heads,
+            kv_heads, positions, positions, d, capacity, 0, 0.2f, 0.0f, 0, heads);
+    check("prefill attention, causal", o, e, t, positions * heads * d);
+    free(q), free(keys), free(values), free(mask), free(o), free(e), free(t);
+}
+
+/* ---- elementwise operations ---- */
+
+static void decode_ops(void) {
+    const int rows = 3, width = 52;
+    float *x = randoms(rows * width), *w = randoms(width), *b = randoms(width), *o = randoms(rows * width);
+    double *e = doubles(rows * width), *t = doubles(rows * width);
+    for (int kind = 0; kind < 3; kind++) {
+        for (int r = 0; r < rows; r++) {
+            const float *row = x + r * width;
+            double mean = 0, squares = 0;
+            for (int k = 0; k < width; k++) {
+                mean += kind == 2 ? row[k] / (double)width : 0;
+            }
+            for (int k = 0; k < width; k++) {
+                squares += (row[k] - mean) * (row[k] - mean) / width;
+            }
+            double s = 1 / sqrt(squares + 1e-5);
+            for (int k = 0; k < width; k++) {
+                double y = (row[k] - mean) * s * (kind == 1 ? 1 + w[k] : w[k]) + (kind == 2 ? b[k] : 0);
+                e[r * width + k] = y;
+                t[r * width + k] = 1e-5 * (fabs(y) + 1);
+            }
+        }
+        Java_io_github_djlllmzoo_cpu_DecodeOps_norm(env, NULL, B(x), B(w), B(b), B(o), rows, width, 1e-5f, kind);
+        check(kind == 0 ? "RMSNorm" : kind == 1 ? "RMSNorm (1 + w)" : "LayerNorm", o, e, t, rows * width);
+    }
+    for (int activation = 0; activation < 2; activation++) {
+        int n = rows * width;
+        for (int i = 0; i < n; i++) {
+            double g = x[i] * 6, y;
+            if (activation == 0) {
+                y = g / (1 + exp(-g));
+            } else {
+                y = 0.5 * g * (1 + tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+            }
+            e[i] = y * b[i % width];
+            t[i] = 1e-5 * (fabs(e[i]) + 1e-3);
+        }
+        float *gate = malloc(sizeof(float) * n), *up = malloc(sizeof(float) * n);
+        for (int i = 0; i < n; i++) {
+            gate[i] = x[i] * 6;
+            up[i] = b[i % width];
+        }
+        Java_io_github_djlllmzoo_cpu_DecodeOps_activate(env, NULL, B(gate), B(up), B(o), n, activation);
+        check(activation == 0 ? "SiLU times up" : "GELU-tanh times up", o, e, t, n);
+        free(gate), free(up);
+    }
+    /* rotation of 2 heads of one sequence at 3 positions, head_dim 20 */
+    const int heads = 2, positions = 3, d = 20;
+    float *cos = randoms(positions * d), *sin = randoms(positions * d), *h = randoms(heads * positions * d);
+    float *r = randoms(heads * positions * d);
+    for (int u = 0; u < heads; u++) {
+        for (int p = 0; p < positions; p++) {
+            const float *xr = h + (u * positions + p) * d;
+            for (int k = 0; k < d; k++) {
+                double rotated = k < d / 2 ? -xr[k + d / 2] : xr[k - d / 2];
+                int at = (u * positions + p) * d + k;
+                e[at] = xr[k] * (double)cos[p * d + k] + rotated * (k < d / 2 ? -1.0 : 1.0) * sin[p * d + k];
+                t[at] = 1e-6;
+            }
+        }
+    }
+    Java_io_github_djlllmzoo_cpu_DecodeOps_rotate(env, NULL, B(h), B(cos), B(sin), B(r), 1, heads, positions, d, 0, 0,
+            0, heads);
+    check("rotary embedding", r, e, t, heads * positions * d);
+    free(x), free(w), free(b), free(o), free(e), free(t), free(cos), free(sin), free(h), free(r);
+}
+
+/* ---- compressed weights ---- */
+
+static float half_to_float(uint16_t h) {
+    int exponent = (h >> 10) & 31, mantissa = h & 1023;
+    float magnitude = exponent == 0 ? ldexpf((float)mantissa, -24) : ldexpf((float)(mantissa | 1024), exponent - 25);
+    return (h & 0x8000) ? -magnitude : magnitude;
+}
+
+static uint16_t float_to_half(float f) { /* for values in float16's normal range, truncated: exact either way */
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    int exponent = (int)((bits >> 23) & 255) - 127 + 15;
+    return (uint16_t)(((bits >> 16) & 0x8000) | (exponent << 10) | ((bits >> 13) & 1023));
+}
+
+enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
+
+/* A weight (out, in) in format with its scales, and its float32 values. */
+static void *compressed(int format, int out, int in, uint16_t **scales, float *values) {
+    int groups = in / 32;
+    *scales = malloc(sizeof(uint16_t) * out * groups);
+    if (format == INT8) {
+        int8_t *codes = malloc((size_t)out * in);
+        for (int n = 0; n < out; n++) {
+            for (int g = 0; g < groups; g++) {
+                uint16_t s = float_to_half(0.01f + 0.02f * (uniform() + 1));
+                (*scales)[n * groups + g] = s;
+                for (int k = g * 32; k < g * 32 + 32; k++) {
+                    codes[n * in + k] = (int8_t)(int)(uniform() * 127);
+                    values[n * in + k] = codes[n * in + k] * half_to_float(s);
+                }
+            }
+        }
+        return codes;
+    }
+    uint16_t *codes = malloc(sizeof(uint16_t) * out * in);
+    for (int i = 0; i < out * in; i++) {
+        float v = uniform();
+        uint32_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        codes[i] = format == BFLOAT16 ? (uint16_t)(bits >> 16) : float_to_half(v);
+        uint32_t widened = (uint32_t)codes[i] << 16;
+        memcpy(&values[i], &widened, sizeof v);
+        if (format == FLOAT16) {
+            values[i] = half_to_float(codes[i]);
+        }
+    }
+    return codes;
+}
+
+/* x on its int8 grid per group of 32, as the kernels quantize it. */
+static void int8_grid(const float *x, int n, float *grid) {
+    for (int g = 0; g < n; g += 32) {
+        float max = 0;
+        for (int k = g; k < g + 32; k++) {
+            max = fabsf(x[k]) > max ? fabsf(x[k]) : max;
+        }
+        float d = max / 127.0f, inverse = d > 0 ? 1.0f / d : 0.0f;
+        for (int k = g; k < g + 32; k++) {
+            float q = rintf(x[k] * inverse);
+            grid[k] = (q < -127 ? -127 : q > 127 ? 127 : q) * d;
+        }
+    }
+}
+
+static void product_reference(const float *x, const float *w, const float *bias, int rows, int in, int out, double *e,
+        double *t) {
+    for (int r = 0; r < rows; r++) {
+        for (int n = 0; n < out; n++) {
+            double sum = bias ? bias[n] : 0, size = fabs(sum);
+            for (int k = 0; k < in; k++) {
+                sum += (double)x[r * in + k] * w[n * in + k];
+                size += fabs((double)x[r * in + k] * w[n * in + k]);
+            }
+            e[r * out + n] = sum;
+            t[r * out + n] = SUM_TOLERANCE * size;
+        }
+    }
+}
+
+static void compressed_products(void) {
+    const int in = 96, out = 19;
+    char what[96];
+    for (int format = 0; format < 3; format++) {
+        float *values = malloc(sizeof(float) * out * in), *widened = malloc(sizeof(float) * out * in);
+        uint16_t *scales;
+        void *codes = compressed(format, out, in, &scales, values);
+        Java_io_github_djlllmzoo_cpu_CompressedProduct_widen(env, NULL, B(codes), B(scales), B(widened), format, in, 0,
+                out);
+        double *exact = doubles(out * in), *zero = doubles(out * in);
+        for (int i = 0; i < out * in; i++) {
+            exact[i] = values[i];
+        }
+        snprintf(what, sizeof what, "widening of format %d", format);
+        check(what, widened, exact, zero, out * in);
+        for (int rows = 1; rows <= 8; rows += 3) {
+            float *x = randoms(rows * in), *grid = malloc(sizeof(float) * rows * in), *bias = randoms(out);
+            float *o = randoms(rows * out);
+            double *e = doubles(rows * out), *t = doubles(rows * out);
+            int dots = format == INT8 ? 2 : 1;
+            for (int dot = 0; dot < dots; dot++) {
+                if (dot) {
+                    int8_grid(x, rows * in, grid);
+                } else {
+                    memcpy(grid, x, sizeof(float) * rows * in);
+                }
+                product_reference(grid, values, bias, rows, in, out, e, t);
+                Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(env, NULL, B(x), B(codes), B(scales), B(bias),
+                        B(o), format, rows, in, out, 0, out, dot ? 1 : 0);
+                snprintf(what, sizeof what, "decode product of format %d, %d rows%s", format, rows,
+                        dot ? ", int8 dot product" : "");
+                check(what, o, e, t, rows * out);
+            }
+            free(x), free(grid), free(bias), free(o), free(e), free(t);
+        }
+        /* a prefill's product: 5 rows, the columns from 16 */
+        const int rows = 5;
+        float *x = randoms(rows * in), *grid = malloc(sizeof(float) * rows * in), *o = calloc(rows * out, sizeof(float));
+        double *e = doubles(rows * out), *t = doubles(rows * out);
+        if (format == INT8) {
+            int8_grid(x, rows * in, grid);
+        } else {
+            memcpy(grid, x, sizeof(float) * rows * in);
+        }
+        product_reference(grid, values, NULL, rows, in, out, e, t);
+        for (int i = 0; i < rows * out; i++) {
+            if (i % out < 16) {
+                e[i] = 0;
+            }
+        }
+        Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(env, NULL, B(x), B(codes), B(scales), NULL, B(o), format,
+                rows, in, out, 16, out);
+        snprintf(what, sizeof what, "prefill product of format %d, columns 16 on", format);
+        check(what, o, e, t, rows * out);
+        free(values), free(widened), free(scales), free(codes), free(exact), free(zero);
+        free(x), free(grid), free(o), free(e), free(t);
+    }
+}
+
+int main(void) {
+    table.GetDirectBufferAddress = buffer_address;
+    table.FindClass = find_class;
+    table.ThrowNew = throw_new;
+    env_value = &table;
+    few_row_products();
+    decode_attention();
+    prefill_attention();
+    decode_ops();
+    if (Java_io_github_djlllmzoo_cpu_CompressedProduct_features(env, NULL) & 1) {
+        compressed_products();
+    } else {
+        printf("skipped: compressed products (no int8 dot product on this CPU)\n");
+    }
+    printf("%s: %d checks, %d failed\n", failures ? "FAILED" : "passed", checked, failures);
+    return failures != 0;
+}
