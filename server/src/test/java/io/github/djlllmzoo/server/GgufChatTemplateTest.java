@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
+import io.github.djlllmzoo.chat.ChatMessage;
+import io.github.djlllmzoo.chat.ChatTemplate;
 import io.github.djlllmzoo.zoo.LocalModel;
 import io.github.djlllmzoo.zoo.gguf.GgufType;
 import io.github.djlllmzoo.zoo.gguf.GoldenGguf;
