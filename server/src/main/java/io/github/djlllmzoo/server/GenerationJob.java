@@ -1,16 +1,13 @@
 package io.github.djlllmzoo.server;
 
-import io.github.djlllmzoo.translators.Completion;
 import io.github.djlllmzoo.translators.FinishReason;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationListener;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
-import io.github.djlllmzoo.translators.GenerationTimings;
+import io.github.djlllmzoo.translators.SequenceState;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
@@ -25,7 +22,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * ({@link #result()}) or, when streamed, the {@link Event}s as they happen ({@link #nextEvent()}).
  *
  * <p>The result is complete as soon as the job's own sequences end, even while batch-mates still
- * generate; with log-probabilities it waits for the batch, which computes them. The job holds one
+ * generate: it is read from their {@link SequenceState}s, which hold the completions and timings
+ * whole (log-probabilities included) when they end. The job holds one
  * of the scheduler's slots until then, or until {@link #cancel()}, which also stops its generation
  * at the next step; the slot is freed before the last event or the result is handed over, so a
  * client that sends its next request as soon as it has its answer is admitted.
@@ -77,18 +75,15 @@ public final class GenerationJob implements GenerationListener {
     private final int promptTokens;
     private final int sequences;
     private final boolean streamed;
-    private final boolean waitsForBatch;
     private final long submittedNanos = System.nanoTime();
     private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
     private final CompletableFuture<GenerationResult> result = new CompletableFuture<>();
     private final AtomicBoolean cancelled = new AtomicBoolean();
     private final AtomicBoolean released = new AtomicBoolean();
 
-    // written and read on the generating thread only, until the result is published
-    private final StringBuilder[] texts;
-    private final long[][] tokens;
+    // written on the generating thread, under the job's lock: expire() reads them on the timer's
+    private final SequenceState[] ended;
     private final int[] tokenCounts;
-    private final FinishReason[] reasons;
     private volatile int finished; // volatile: the scheduler's stats read it
     private long firstTokenNanos;
     private long lastTokenNanos;
@@ -107,15 +102,8 @@ public final class GenerationJob implements GenerationListener {
         this.promptTokens = promptIds.length;
         this.sequences = config.numReturnSequences();
         this.streamed = streamed;
-        this.waitsForBatch = config.returnLogprobs();
-        texts = new StringBuilder[sequences];
-        tokens = new long[sequences][];
+        ended = new SequenceState[sequences];
         tokenCounts = new int[sequences];
-        reasons = new FinishReason[sequences];
-        for (int n = 0; n < sequences; n++) {
-            texts[n] = new StringBuilder();
-            tokens[n] = new long[Math.min(config.maxNewTokens(), 64)];
-        }
     }
 
     GenerationRequest request() {
@@ -194,7 +182,7 @@ public final class GenerationJob implements GenerationListener {
             release(Outcome.TIMED_OUT);
             if (streamed) {
                 for (int n = 0; n < sequences; n++) {
-                    if (reasons[n] == null) {
+                    if (ended[n] == null) {
                         events.add(new Finished(n, FinishReason.LENGTH, tokenCounts[n]));
                     }
                 }
@@ -219,7 +207,6 @@ public final class GenerationJob implements GenerationListener {
 
     @Override
     public synchronized void onText(int sequence, String piece) {
-        texts[sequence].append(piece);
         if (streamed && !cancelled.get()) {
             events.add(new Text(sequence, piece));
         }
@@ -232,18 +219,15 @@ public final class GenerationJob implements GenerationListener {
             firstTokenNanos = lastTokenNanos;
             scheduler.metrics().firstToken(submittedNanos, firstTokenNanos);
         }
-        if (tokenCounts[sequence] == tokens[sequence].length) {
-            tokens[sequence] = Arrays.copyOf(tokens[sequence], tokens[sequence].length * 2);
-        }
-        tokens[sequence][tokenCounts[sequence]++] = tokenId;
+        tokenCounts[sequence]++;
         scheduler.countToken();
     }
 
     @Override
-    public synchronized void onFinish(int sequence, FinishReason reason) {
-        reasons[sequence] = reason;
+    public synchronized void onFinish(SequenceState sequence) {
+        ended[sequence.index()] = sequence;
         finished++;
-        boolean done = finished == sequences && !waitsForBatch;
+        boolean done = finished == sequences;
         if (done) {
             // before the last event or the result: a client that sends its next request as soon
             // as it has this answer must find the slot free
@@ -252,10 +236,10 @@ public final class GenerationJob implements GenerationListener {
         // A generation that stops because the job was cancelled ends its sequences too; its reader
         // must get the Failed event cancel() adds, not a normal end that could overtake it.
         if (streamed && !cancelled.get()) {
-            events.add(new Finished(sequence, reason, tokenCounts[sequence]));
+            events.add(new Finished(sequence.index(), sequence.finishReason(), sequence.generatedTokens()));
         }
         if (done) {
-            result.complete(collected());
+            result.complete(GenerationResult.of(Arrays.asList(ended), submittedNanos));
         }
     }
 
@@ -269,7 +253,11 @@ public final class GenerationJob implements GenerationListener {
         return started && !released.get() ? sequences - finished : 0;
     }
 
-    /** Called by the scheduler when the batch is done: completes a job still waiting for it. */
+    /**
+     * Called by the scheduler when the batch is done. A job is complete by then, as each of its
+     * sequences reports its end; this completes one whose generation did not, rather than leave its
+     * client waiting.
+     */
     void complete(GenerationResult batchResult) {
         release(Outcome.COMPLETED);
         result.complete(batchResult);
@@ -290,27 +278,6 @@ public final class GenerationJob implements GenerationListener {
             steps = Math.max(steps, count);
         }
         return steps;
-    }
-
-    private GenerationResult collected() {
-        List<Completion> completions = new ArrayList<>(sequences);
-        int generated = 0;
-        for (int n = 0; n < sequences; n++) {
-            completions.add(
-                    new Completion(
-                            texts[n].toString(),
-                            Arrays.copyOf(tokens[n], tokenCounts[n]),
-                            reasons[n],
-                            null));
-            generated += tokenCounts[n];
-        }
-        long end = System.nanoTime();
-        Duration ttft =
-                Duration.ofNanos((firstTokenNanos == 0 ? end : firstTokenNanos) - submittedNanos);
-        return new GenerationResult(
-                completions,
-                promptTokens,
-                new GenerationTimings(ttft, Duration.ofNanos(end - submittedNanos), generated));
     }
 
     /** Frees the job's slot once, before its answer is handed over, counting how it ended. */

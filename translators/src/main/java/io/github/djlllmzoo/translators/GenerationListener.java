@@ -37,6 +37,16 @@ public interface GenerationListener {
     default void onFinish(int sequence, FinishReason reason) {}
 
     /**
+     * A sequence ended, with its whole state: its {@link SequenceState#completion()} is its result.
+     * No more calls for it follow. Calls {@link #onFinish(int, FinishReason)} unless overridden.
+     *
+     * @param sequence the sequence
+     */
+    default void onFinish(SequenceState sequence) {
+        onFinish(sequence.index(), sequence.finishReason());
+    }
+
+    /**
      * Whether the request is no longer wanted, e.g. because its client disconnected. Checked before
      * each step; once true, the request's unfinished sequences end with {@link
      * FinishReason#CANCELLED} and generation for them stops (batch-mates go on). Called on the

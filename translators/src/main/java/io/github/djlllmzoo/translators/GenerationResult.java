@@ -1,5 +1,7 @@
 package io.github.djlllmzoo.translators;
 
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -22,6 +24,34 @@ public record GenerationResult(List<Completion> completions, int promptTokens, G
      */
     public GenerationResult {
         completions = List.copyOf(completions);
+    }
+
+    /**
+     * The result of a request's ended sequences.
+     *
+     * @param sequences the request's sequences, in order, all ended
+     * @param startNanos {@link System#nanoTime()} when the request's timings start
+     * @return their completions, with the time to the first token any of them took and to the
+     *     last one's end
+     * @throws IllegalStateException if a sequence has not ended
+     */
+    public static GenerationResult of(List<SequenceState> sequences, long startNanos) {
+        List<Completion> completions = new ArrayList<>(sequences.size());
+        long firstToken = Long.MAX_VALUE;
+        long end = startNanos;
+        int tokens = 0;
+        for (SequenceState sequence : sequences) {
+            Completion completion = sequence.completion();
+            completions.add(completion);
+            if (sequence.firstTokenNanos() != 0) {
+                firstToken = Math.min(firstToken, sequence.firstTokenNanos());
+            }
+            end = Math.max(end, sequence.endNanos());
+            tokens += completion.tokenIds().length;
+        }
+        Duration ttft = Duration.ofNanos((firstToken == Long.MAX_VALUE ? end : firstToken) - startNanos);
+        GenerationTimings timings = new GenerationTimings(ttft, Duration.ofNanos(end - startNanos), tokens);
+        return new GenerationResult(completions, sequences.get(0).promptLength(), timings);
     }
 
     /** @return the text of the first sequence ({@code null} without a tokenizer) */
