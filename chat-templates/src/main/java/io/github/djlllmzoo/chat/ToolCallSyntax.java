@@ -1,9 +1,15 @@
 package io.github.djlllmzoo.chat;
 
+import com.google.gson.JsonArray;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import com.google.gson.JsonPrimitive;
+import io.github.djlllmzoo.constrained.OutputConstraint;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * How a model family writes tool calls in its reply, as its chat template teaches it:
@@ -19,7 +25,7 @@ import java.util.Locale;
  * </ul>
  *
  * {@link #forTemplate} recognizes the syntax from what the template renders; {@link #parser()}
- * reads a reply, streamed or whole.
+ * reads a reply, streamed or whole; {@link #callsConstraint} constrains decoding to calls in it.
  */
 public enum ToolCallSyntax {
     /** {@code <tool_call>} JSON {@code </tool_call>} blocks (Hermes' format, which Qwen adopted). */
@@ -38,6 +44,10 @@ public enum ToolCallSyntax {
     private static final int OPENAI_ID_LENGTH = 24;
 
     private static final SecureRandom RANDOM = new SecureRandom();
+
+    /** The parameters of a function that declares none: no arguments. */
+    public static final String NO_PARAMETERS =
+            "{\"type\": \"object\", \"properties\": {}, \"additionalProperties\": false}";
 
     private final String startMarker;
     private final String endMarker;
@@ -126,6 +136,65 @@ public enum ToolCallSyntax {
             id.append(ALPHANUMERIC.charAt(RANDOM.nextInt(ALPHANUMERIC.length())));
         }
         return id.toString();
+    }
+
+    /**
+     * What a reply that calls tools is, in this syntax: Qwen's {@code <tool_call>} blocks, Mistral's
+     * {@code [TOOL_CALLS]} list, Llama 3's bare JSON, each call {@code {"name": ..., "arguments" (or
+     * "parameters"): {...}}} naming one of the functions with arguments valid against its
+     * parameter schema. Decoding constrained to it always gives calls that {@link #parse} reads.
+     *
+     * @param parameters each callable function's parameter schema (JSON text; {@link
+     *     #NO_PARAMETERS} for a function without any), by name, at least one
+     * @param parallel whether the reply may hold several calls ({@link #allowsParallelCalls()}
+     *     is the caller's to check); one call otherwise
+     * @return the constraint
+     */
+    public OutputConstraint callsConstraint(Map<String, String> parameters, boolean parallel) {
+        if (parameters.isEmpty()) {
+            throw new IllegalArgumentException("a tool call needs at least one function to call");
+        }
+        JsonArray options = new JsonArray();
+        for (Map.Entry<String, String> e : parameters.entrySet()) {
+            JsonObject properties = new JsonObject();
+            JsonObject name = new JsonObject();
+            name.add("const", new JsonPrimitive(e.getKey()));
+            properties.add("name", name);
+            properties.add(argumentsKey, JsonParser.parseString(e.getValue()));
+            JsonObject call = new JsonObject();
+            call.addProperty("type", "object");
+            call.add("properties", properties);
+            JsonArray required = new JsonArray();
+            required.add("name");
+            required.add(argumentsKey);
+            call.add("required", required);
+            call.addProperty("additionalProperties", false);
+            options.add(call);
+        }
+        JsonObject schema;
+        if (options.size() == 1) {
+            schema = options.get(0).getAsJsonObject();
+        } else {
+            schema = new JsonObject();
+            schema.add("anyOf", options);
+        }
+        OutputConstraint call = OutputConstraint.jsonSchema(schema.toString());
+        int most = parallel ? Integer.MAX_VALUE : 1;
+        return switch (this) {
+            case HERMES -> OutputConstraint.repeat(
+                    OutputConstraint.sequence(
+                            OutputConstraint.literal(startMarker + "\n"),
+                            call,
+                            OutputConstraint.literal("\n" + endMarker)),
+                    "\n",
+                    1,
+                    most);
+            case MISTRAL -> OutputConstraint.sequence(
+                    OutputConstraint.literal(startMarker + " ["),
+                    OutputConstraint.repeat(call, ", ", 1, most),
+                    OutputConstraint.literal("]"));
+            case LLAMA3_JSON -> call;
+        };
     }
 
     /** @return a parser for one reply, fed as it streams */

@@ -8,8 +8,6 @@ import static io.github.djlllmzoo.server.JsonFields.string;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
-import com.google.gson.JsonParser;
-import com.google.gson.JsonPrimitive;
 import io.github.djlllmzoo.chat.ChatTemplate;
 import io.github.djlllmzoo.chat.ToolCallSyntax;
 import io.github.djlllmzoo.chat.ToolsUnsupportedException;
@@ -43,10 +41,6 @@ final class ChatOutputParser {
 
     /** OpenAI's rule for function names. */
     private static final Pattern FUNCTION_NAME = Pattern.compile("[A-Za-z0-9_-]{1,64}");
-
-    /** Parameters of a function that declares none: no arguments. */
-    private static final String NO_PARAMETERS =
-            "{\"type\": \"object\", \"properties\": {}, \"additionalProperties\": false}";
 
     private final ChatTemplate template;
     private final String family;
@@ -191,61 +185,27 @@ final class ChatOutputParser {
     }
 
     /**
-     * The family's call syntax around calls of the given functions: Qwen's {@code <tool_call>}
-     * blocks, Mistral's {@code [TOOL_CALLS]} list, Llama 3's bare JSON.
+     * The family's call syntax around calls of the given functions ({@link
+     * ToolCallSyntax#callsConstraint}), each function's parameters compiled alone first so that
+     * a refusal names the tool and a path within it.
      */
     private OutputConstraint calls(
             ToolCallSyntax syntax, Map<String, JsonObject> functions, boolean parallel) {
-        JsonArray options = new JsonArray();
+        Map<String, String> parameters = new LinkedHashMap<>();
         int i = 0;
         for (Map.Entry<String, JsonObject> e : functions.entrySet()) {
-            String parameters = parameters(e.getValue());
-            // the parameters alone first, so that a refusal names the tool and a path within it
-            compiled(OutputConstraint.jsonSchema(parameters), "tools[" + i++ + "].function.parameters");
-            JsonObject properties = new JsonObject();
-            JsonObject name = new JsonObject();
-            name.add("const", new JsonPrimitive(e.getKey()));
-            properties.add("name", name);
-            properties.add(syntax.argumentsKey(), JsonParser.parseString(parameters));
-            JsonObject call = new JsonObject();
-            call.addProperty("type", "object");
-            call.add("properties", properties);
-            JsonArray required = new JsonArray();
-            required.add("name");
-            required.add(syntax.argumentsKey());
-            call.add("required", required);
-            call.addProperty("additionalProperties", false);
-            options.add(call);
+            String schema = parameters(e.getValue());
+            compiled(OutputConstraint.jsonSchema(schema), "tools[" + i++ + "].function.parameters");
+            parameters.put(e.getKey(), schema);
         }
-        JsonObject schema;
-        if (options.size() == 1) {
-            schema = options.get(0).getAsJsonObject();
-        } else {
-            schema = new JsonObject();
-            schema.add("anyOf", options);
-        }
-        OutputConstraint call = OutputConstraint.jsonSchema(schema.toString());
-        int most = parallel ? Integer.MAX_VALUE : 1;
-        return switch (syntax) {
-            case HERMES -> OutputConstraint.repeat(
-                    OutputConstraint.sequence(
-                            OutputConstraint.literal(syntax.startMarker() + "\n"),
-                            call,
-                            OutputConstraint.literal("\n" + syntax.endMarker())),
-                    "\n",
-                    1,
-                    most);
-            case MISTRAL -> OutputConstraint.sequence(
-                    OutputConstraint.literal(syntax.startMarker() + " ["),
-                    OutputConstraint.repeat(call, ", ", 1, most),
-                    OutputConstraint.literal("]"));
-            case LLAMA3_JSON -> call;
-        };
+        return syntax.callsConstraint(parameters, parallel);
     }
 
     private static String parameters(JsonObject function) {
         JsonElement parameters = function.get("parameters");
-        return parameters == null || parameters.isJsonNull() ? NO_PARAMETERS : parameters.toString();
+        return parameters == null || parameters.isJsonNull()
+                ? ToolCallSyntax.NO_PARAMETERS
+                : parameters.toString();
     }
 
     /** {@code response_format}: null for text, else its constraint. */

@@ -1,0 +1,39 @@
+package io.github.djlllmzoo.langchain4j;
+
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import io.github.djlllmzoo.benchmarks.RandomGpt2Checkpoint;
+import io.github.djlllmzoo.blocks.config.CheckpointFiles;
+import io.github.djlllmzoo.chat.ChatTemplateFamiliesTest;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import org.junit.jupiter.api.Assumptions;
+
+/**
+ * A random GPT-2 checkpoint (GPT-2's real tokenizer, 32 wide, one layer) wearing Qwen2.5's chat
+ * template, which renders tools and teaches {@code <tool_call>} blocks: a model whose choices are
+ * random, so that only the constraints make its calls and answers valid.
+ */
+final class ToolCallingCheckpoint {
+
+    private ToolCallingCheckpoint() {}
+
+    /** Writes it under {@code dir}, skipping the test where the tokenizer fixture is absent. */
+    static Path write(Path dir) throws Exception {
+        String fixtures = System.getProperty("llmzoo.fixtures");
+        Path tokenizer = fixtures == null ? null : Paths.get(fixtures, "gpt2-tokenizer");
+        Assumptions.assumeTrue(
+                tokenizer != null && Files.isRegularFile(tokenizer.resolve("tokenizer.json")),
+                "no GPT-2 tokenizer fixture at " + tokenizer);
+        RandomGpt2Checkpoint.write(dir, tokenizer, 32, 1, 4, 2048, 7);
+        Path config = dir.resolve(CheckpointFiles.TOKENIZER_CONFIG);
+        JsonObject json = JsonParser.parseString(Files.readString(config)).getAsJsonObject();
+        json.add(
+                "chat_template",
+                ChatTemplateFamiliesTest.tokenizerConfig("qwen2.5-instruct").get("chat_template"));
+        Files.writeString(config, json.toString(), StandardCharsets.UTF_8);
+        return dir;
+    }
+}
