@@ -4,6 +4,7 @@ import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.benchmarks.RandomGpt2Checkpoint;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
+import io.github.djlllmzoo.chat.ChatTemplate;
 import io.github.djlllmzoo.chat.ChatTemplateFamiliesTest;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -35,5 +36,15 @@ final class ToolCallingCheckpoint {
                 ChatTemplateFamiliesTest.tokenizerConfig("qwen2.5-instruct").get("chat_template"));
         Files.writeString(config, json.toString(), StandardCharsets.UTF_8);
         return dir;
+    }
+
+    /** A family's template as its checkpoint publishes it, special tokens included. */
+    static ChatTemplate template(String family, Path dir) throws Exception {
+        Path familyDir = Files.createDirectories(dir.resolve(family));
+        Files.writeString(
+                familyDir.resolve(CheckpointFiles.TOKENIZER_CONFIG),
+                ChatTemplateFamiliesTest.tokenizerConfig(family).toString(),
+                StandardCharsets.UTF_8);
+        return ChatTemplate.forCheckpoint(familyDir);
     }
 }
