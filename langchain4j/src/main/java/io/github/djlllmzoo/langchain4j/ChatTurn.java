@@ -22,7 +22,9 @@ import java.util.Map;
  * One chat request made ready to generate: the conversation rendered through the checkpoint's
  * chat template with the tools in its context, the request's parameters as a {@link
  * GenerationConfig}, decoding constrained to the family's tool-call syntax ({@code ToolChoice}
- * required) or to the response format's JSON schema, and the syntax the reply's calls are read in.
+ * required), to the response format's JSON schema (no tools, or {@code ToolChoice} none), or to
+ * either ({@code ToolChoice} auto with a response format), and the syntax the reply's calls are
+ * read in.
  *
  * @param promptIds the rendered conversation's token ids
  * @param config how to generate
@@ -78,6 +80,9 @@ record ChatTurn(
             } else if (choice == ToolChoice.REQUIRED) {
                 // the reply is the call; the response format is for the answer after it
                 constraint = syntax.callsConstraint(callable, parallel);
+            } else if (format != null) {
+                // AUTO: the model calls a tool or answers in the format, either valid
+                constraint = OutputConstraint.anyOf(syntax.callsConstraint(callable, parallel), format);
             }
         } else if (choice == ToolChoice.REQUIRED) {
             throw new IllegalArgumentException("toolChoice REQUIRED needs tool specifications");

@@ -24,7 +24,9 @@ import java.util.Objects;
  *       with finish reason {@code TOOL_EXECUTION};
  *   <li>{@code ToolChoice.REQUIRED} constrains decoding to that syntax with the tools' parameter
  *       schemas, and a JSON {@code ResponseFormat} (with or without a schema) to valid JSON, so
- *       the output parses by construction ({@code RESPONSE_FORMAT_JSON_SCHEMA});
+ *       the output parses by construction ({@code RESPONSE_FORMAT_JSON_SCHEMA}); with both tools
+ *       and a response format, {@code AUTO} lets the reply be either a valid call or the answer
+ *       in the format, {@code NONE} only the answer;
  *   <li>temperature, top-p, top-k, max output tokens, stop sequences and the frequency and
  *       presence penalties map onto the generation; what a request leaves out is the
  *       checkpoint's {@code generation_config.json} (greedy without one), the budget the rest of

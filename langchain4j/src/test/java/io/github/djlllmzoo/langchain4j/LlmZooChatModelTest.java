@@ -21,6 +21,7 @@ import dev.langchain4j.model.chat.response.StreamingChatResponseHandler;
 import dev.langchain4j.model.output.FinishReason;
 import io.github.djlllmzoo.chat.ChatMessage;
 import io.github.djlllmzoo.chat.ChatTemplate;
+import io.github.djlllmzoo.constrained.ConstraintState;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -147,6 +148,65 @@ class LlmZooChatModelTest {
                         streamed.response.aiMessage().toolExecutionRequests(),
                         List.of(first),
                         label);
+            }
+        }
+    }
+
+    @Test
+    void withToolsAndASchemaAutoRepliesWithAValidCallOrAValidAnswer() throws Exception {
+        ResponseFormat answer =
+                ResponseFormat.builder()
+                        .type(dev.langchain4j.model.chat.request.ResponseFormatType.JSON)
+                        .jsonSchema(
+                                dev.langchain4j.model.chat.request.json.JsonSchema.builder()
+                                        .name("Verdict")
+                                        .rootElement(
+                                                JsonObjectSchema.builder()
+                                                        .addEnumProperty("sky", List.of("CLEAR", "SNOW"))
+                                                        .build())
+                                        .build())
+                        .build();
+        ChatRequest.Builder request =
+                ask("Weather in Oslo?")
+                        .toolSpecifications(weather())
+                        .toolChoice(ToolChoice.AUTO)
+                        .responseFormat(answer);
+        // the reply may start either way: a call's '<' and the answer's '{' are both allowed
+        ChatTurn turn =
+                ChatTurn.prepare(
+                        model,
+                        ChatTemplate.forCheckpoint(model.dir()),
+                        new ChatSettings("zoo", true, null),
+                        request.build());
+        ConstraintState start =
+                model.tokenizer()
+                        .tokenVocabulary()
+                        .compile(turn.config().constraint())
+                        .newState(model.eosTokenIds());
+        for (String first : List.of("<", "{")) {
+            assertTrue(start.isAllowed((int) model.tokenizer().encode(first)[0]), first);
+        }
+        for (long seed = 1; seed <= 12; seed++) {
+            ChatResponse response =
+                    LlmZooChatModel.builder(model)
+                            .seed(seed)
+                            .defaultRequestParameters(
+                                    ChatRequestParameters.builder().temperature(1.0).build())
+                            .build()
+                            .chat(request.build());
+            String label = "seed " + seed + ": " + response;
+            if (response.finishReason() == FinishReason.TOOL_EXECUTION) {
+                JsonObject arguments =
+                        JsonParser.parseString(
+                                        response.aiMessage().toolExecutionRequests().get(0).arguments())
+                                .getAsJsonObject();
+                assertTrue(CITIES.contains(arguments.get("city").getAsString()), label);
+            } else {
+                assertEquals(FinishReason.STOP, response.finishReason(), label);
+                JsonObject verdict =
+                        JsonParser.parseString(response.aiMessage().text()).getAsJsonObject();
+                assertEquals(Set.of("sky"), verdict.keySet(), label);
+                assertTrue(Set.of("CLEAR", "SNOW").contains(verdict.get("sky").getAsString()), label);
             }
         }
     }
