@@ -33,38 +33,27 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class AiServicesToolCallingTest {
 
-    /** Where the forecast is asked for. */
-    enum City {
-        PARIS,
-        OSLO,
-        LIMA
-    }
+    // doc:service
+    enum City { PARIS, OSLO, LIMA }
 
-    /** The sky of a forecast. */
-    enum Sky {
-        CLEAR,
-        CLOUDY,
-        SNOW
-    }
+    enum Sky { CLEAR, CLOUDY, SNOW }
 
-    /** What the service returns. */
     record Forecast(City city, Sky sky, boolean windy) {}
 
-    /** The service. */
     interface Forecaster {
         Forecast forecast(String question);
     }
 
-    /** The tool, recording each call. */
-    static final class WeatherTools {
-        final List<City> calls = new ArrayList<>();
+    static class WeatherTools {
+        final List<City> asked = new ArrayList<>();
 
         @Tool("Looks up today's weather in a city")
         String weather(@P(name = "city", value = "the city") City city) {
-            calls.add(city);
+            asked.add(city);
             return "snow, -3 degrees, strong wind";
         }
     }
+    // end
 
     @TempDir static Path dir;
 
@@ -83,17 +72,19 @@ class AiServicesToolCallingTest {
     }
 
     /** Asks three times: each answer is a record, each after exactly one call of the tool. */
-    private static void assertCallsTheToolAndReturnsARecord(ChatModel chatModel) {
+    private static void assertCallsTheToolAndReturnsARecord(ChatModel model) {
         for (int question = 0; question < 3; question++) {
             WeatherTools tools = new WeatherTools();
+            // doc:ask
             Forecaster forecaster =
                     AiServices.builder(Forecaster.class)
-                            .chatModel(ToolChoicePerTurn.callThenAnswer().wrap(chatModel))
+                            .chatModel(ToolChoicePerTurn.callThenAnswer().wrap(model))
                             .tools(tools)
                             .build();
             Forecast forecast = forecaster.forecast("What is the weather in Oslo today?");
-            assertEquals(1, tools.calls.size(), tools.calls.toString());
-            assertNotNull(tools.calls.get(0));
+            // end
+            assertEquals(1, tools.asked.size(), tools.asked.toString());
+            assertNotNull(tools.asked.get(0));
             assertNotNull(forecast);
             assertNotNull(forecast.city(), forecast.toString());
             assertNotNull(forecast.sky(), forecast.toString());
@@ -102,12 +93,15 @@ class AiServicesToolCallingTest {
 
     @Test
     void anAiServiceInProcessCallsTheToolAndReturnsARecord() {
-        assertCallsTheToolAndReturnsARecord(
+        // doc:in-process
+        ChatModel chatModel =
                 LlmZooChatModel.builder(model)
                         .defaultRequestParameters(
                                 ChatRequestParameters.builder().temperature(1.0).build())
                         .seed(11L)
-                        .build());
+                        .build();
+        // end
+        assertCallsTheToolAndReturnsARecord(chatModel);
     }
 
     @Test
@@ -120,9 +114,11 @@ class AiServicesToolCallingTest {
                                 .withAddress("127.0.0.1", 0)
                                 .withModelId("zoo")
                                 .withScheduling(8, 4, 1, Duration.ofMillis(1)))) {
-            ChatModel openAi =
+            int port = server.port();
+            // doc:http
+            ChatModel chatModel =
                     OpenAiChatModel.builder()
-                            .baseUrl("http://127.0.0.1:" + server.port() + "/v1")
+                            .baseUrl("http://127.0.0.1:" + port + "/v1")
                             .apiKey("unused")
                             .modelName("zoo")
                             .temperature(1.0)
@@ -130,9 +126,9 @@ class AiServicesToolCallingTest {
                             .strictTools(true)
                             .strictJsonSchema(true)
                             .supportedCapabilities(Capability.RESPONSE_FORMAT_JSON_SCHEMA)
-                            .timeout(Duration.ofMinutes(2))
                             .build();
-            assertCallsTheToolAndReturnsARecord(openAi);
+            // end
+            assertCallsTheToolAndReturnsARecord(chatModel);
         }
     }
 }
