@@ -3,7 +3,6 @@ package io.github.djlllmzoo.chat;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
-import com.google.gson.JsonPrimitive;
 import io.github.djlllmzoo.constrained.OutputConstraint;
 import java.security.SecureRandom;
 import java.util.ArrayList;
@@ -25,7 +24,7 @@ import java.util.Map;
  * </ul>
  *
  * {@link #forTemplate} recognizes the syntax from what the template renders; {@link #parser()}
- * reads a reply, streamed or whole; {@link #callsConstraint} constrains decoding to calls in it.
+ * reads a reply, streamed or whole.
  */
 public enum ToolCallSyntax {
     /** {@code <tool_call>} JSON {@code </tool_call>} blocks (Hermes' format, which Qwen adopted). */
@@ -34,6 +33,10 @@ public enum ToolCallSyntax {
     LLAMA3_JSON("<|python_tag|>", null, "parameters"),
     /** {@code [TOOL_CALLS]} then a JSON array of calls (Mistral v0.3). */
     MISTRAL("[TOOL_CALLS]", null, "arguments");
+
+    /** The parameters of a function that declares none: no arguments, {@code {}}. */
+    public static final String NO_PARAMETERS =
+            "{\"type\": \"object\", \"properties\": {}, \"additionalProperties\": false}";
 
     private static final String ALPHANUMERIC =
             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -44,10 +47,6 @@ public enum ToolCallSyntax {
     private static final int OPENAI_ID_LENGTH = 24;
 
     private static final SecureRandom RANDOM = new SecureRandom();
-
-    /** The parameters of a function that declares none: no arguments. */
-    public static final String NO_PARAMETERS =
-            "{\"type\": \"object\", \"properties\": {}, \"additionalProperties\": false}";
 
     private final String startMarker;
     private final String endMarker;
@@ -139,34 +138,29 @@ public enum ToolCallSyntax {
     }
 
     /**
-     * What a reply that calls tools is, in this syntax: Qwen's {@code <tool_call>} blocks, Mistral's
-     * {@code [TOOL_CALLS]} list, Llama 3's bare JSON, each call {@code {"name": ..., "arguments" (or
-     * "parameters"): {...}}} naming one of the functions with arguments valid against its
-     * parameter schema. Decoding constrained to it always gives calls that {@link #parse} reads.
+     * What a reply that must call tools may be: this syntax around calls whose {@code name} is one
+     * of the functions and whose arguments are valid against that function's parameters (Qwen's
+     * {@code <tool_call>} blocks, Mistral's {@code [TOOL_CALLS]} list, Llama 3's bare JSON), at
+     * least one call, several only when {@code parallel} and the family writes several.
      *
-     * @param parameters each callable function's parameter schema (JSON text; {@link
-     *     #NO_PARAMETERS} for a function without any), by name, at least one
-     * @param parallel whether the reply may hold several calls ({@link #allowsParallelCalls()}
-     *     is the caller's to check); one call otherwise
+     * @param parameters each function's parameters schema (JSON text), by name, in order
+     * @param parallel whether several calls may follow one another
      * @return the constraint
      */
-    public OutputConstraint callsConstraint(Map<String, String> parameters, boolean parallel) {
-        if (parameters.isEmpty()) {
-            throw new IllegalArgumentException("a tool call needs at least one function to call");
-        }
+    public OutputConstraint callConstraint(Map<String, String> parameters, boolean parallel) {
         JsonArray options = new JsonArray();
         for (Map.Entry<String, String> e : parameters.entrySet()) {
-            JsonObject properties = new JsonObject();
             JsonObject name = new JsonObject();
-            name.add("const", new JsonPrimitive(e.getKey()));
+            name.addProperty("const", e.getKey());
+            JsonObject properties = new JsonObject();
             properties.add("name", name);
             properties.add(argumentsKey, JsonParser.parseString(e.getValue()));
-            JsonObject call = new JsonObject();
-            call.addProperty("type", "object");
-            call.add("properties", properties);
             JsonArray required = new JsonArray();
             required.add("name");
             required.add(argumentsKey);
+            JsonObject call = new JsonObject();
+            call.addProperty("type", "object");
+            call.add("properties", properties);
             call.add("required", required);
             call.addProperty("additionalProperties", false);
             options.add(call);
@@ -179,7 +173,7 @@ public enum ToolCallSyntax {
             schema.add("anyOf", options);
         }
         OutputConstraint call = OutputConstraint.jsonSchema(schema.toString());
-        int most = parallel ? Integer.MAX_VALUE : 1;
+        int most = parallel && allowsParallelCalls() ? Integer.MAX_VALUE : 1;
         return switch (this) {
             case HERMES -> OutputConstraint.repeat(
                     OutputConstraint.sequence(

@@ -3,16 +3,10 @@ package io.github.djlllmzoo.chat;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
-import com.google.gson.JsonParser;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.net.URISyntaxException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Python's Jinja2 with Hugging Face's {@code apply_chat_template} settings, run as {@code python3
@@ -22,8 +16,9 @@ import java.util.concurrent.TimeUnit;
  */
 public final class Jinja2Reference {
 
-    /** One rendering: the text, or the template's error message. */
     /**
+     * One rendering: the text, or the template's error message.
+     *
      * @param output the rendered text, or null on an error
      * @param error the template's error message, or null
      */
@@ -33,27 +28,7 @@ public final class Jinja2Reference {
 
     /** @return why Jinja2 cannot run here, or null when it can */
     public static String unavailableReason() {
-        try {
-            Process process =
-                    new ProcessBuilder("python3", "-c", "import jinja2")
-                            .redirectErrorStream(true)
-                            .start();
-            String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!process.waitFor(60, TimeUnit.SECONDS)) {
-                process.destroyForcibly();
-                return "python3 -c 'import jinja2' did not finish in 60 s";
-            }
-            return process.exitValue() == 0
-                    ? null
-                    : "python3 has no jinja2 module (pip install jinja2 or apt install"
-                            + " python3-jinja2): "
-                            + out.strip();
-        } catch (IOException e) {
-            return "no python3 on the PATH: " + e.getMessage();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return "interrupted while looking for python3";
-        }
+        return PythonScript.unavailableReason("jinja2");
     }
 
     /**
@@ -64,34 +39,17 @@ public final class Jinja2Reference {
      */
     public static List<Result> render(JsonArray cases)
             throws IOException, InterruptedException, URISyntaxException {
-        Path script =
-                Paths.get(
-                        Jinja2Reference.class
-                                .getResource("/chat-templates/render_jinja2.py")
-                                .toURI());
-        Process process =
-                new ProcessBuilder("python3", script.toString())
-                        .redirectError(ProcessBuilder.Redirect.INHERIT)
-                        .start();
-        try (OutputStream in = process.getOutputStream()) {
-            in.write(cases.toString().getBytes(StandardCharsets.UTF_8));
-        }
-        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!process.waitFor(120, TimeUnit.SECONDS) || process.exitValue() != 0) {
-            process.destroyForcibly();
-            throw new IOException("render_jinja2.py failed; its output: " + out);
-        }
         List<Result> results = new ArrayList<>();
-        for (JsonElement e : JsonParser.parseString(out).getAsJsonArray()) {
+        JsonArray answers =
+                PythonScript.run(
+                        Jinja2Reference.class.getResource("/chat-templates/render_jinja2.py"),
+                        cases);
+        for (JsonElement e : answers) {
             JsonObject o = e.getAsJsonObject();
             results.add(
                     new Result(
                             o.has("output") ? o.get("output").getAsString() : null,
                             o.has("error") ? o.get("error").getAsString() : null));
-        }
-        if (results.size() != cases.size()) {
-            throw new IOException(
-                    "render_jinja2.py answered " + results.size() + " of " + cases.size() + " cases");
         }
         return results;
     }

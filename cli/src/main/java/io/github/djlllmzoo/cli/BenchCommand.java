@@ -16,6 +16,7 @@ import io.github.djlllmzoo.benchmarks.RandomCheckpoint;
 import io.github.djlllmzoo.benchmarks.StreamingBandwidth;
 import io.github.djlllmzoo.benchmarks.WeightTraffic;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.cpu.TorchThreads;
@@ -156,13 +157,7 @@ final class BenchCommand implements Callable<Integer> {
             }
         } else {
             ModelShape shape = ModelShape.of(source.shape);
-            Path dir = Files.createTempDirectory("llmzoo-shape");
-            DecoderConfig config;
-            try {
-                config = RandomCheckpoint.writeConfig(shape, dir);
-            } finally {
-                deleteTree(dir);
-            }
+            DecoderConfig config = shapeConfig(shape);
             try (NDManager manager = NDManager.newBaseManager(device, "PyTorch")) {
                 CausalLmBlock block = RandomCheckpoint.create(config, manager, dataType, seed, weights);
                 result.addProperty("model", shape.label() + " (random weights)");
@@ -468,6 +463,16 @@ final class BenchCommand implements Callable<Integer> {
 
     private static double num(JsonObject r, String key) {
         return r.get(key).isJsonNull() ? Double.NaN : r.get(key).getAsDouble();
+    }
+
+    /** The config of a model shape (written to a temporary directory and parsed back, as a checkpoint's). */
+    static DecoderConfig shapeConfig(ModelShape shape) throws java.io.IOException, InvalidCheckpointException {
+        Path dir = Files.createTempDirectory("llmzoo-shape");
+        try {
+            return RandomCheckpoint.writeConfig(shape, dir);
+        } finally {
+            deleteTree(dir);
+        }
     }
 
     private static void deleteTree(Path dir) throws java.io.IOException {

@@ -8,6 +8,7 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.config.Configs;
+import io.github.djlllmzoo.constrained.OutputConstraint;
 import io.github.djlllmzoo.translators.Completion;
 import io.github.djlllmzoo.translators.FinishReason;
 import io.github.djlllmzoo.translators.GenerationConfig;
@@ -20,6 +21,9 @@ import io.github.djlllmzoo.translators.TextTokenizer;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -101,6 +105,15 @@ final class GenerateCommand implements Callable<Integer> {
     @Option(names = "--output", defaultValue = "text", paramLabel = "text|ids|json", description = "Output format (default: ${DEFAULT-VALUE}); ids and json print one line per sequence.")
     String output;
 
+    @Option(names = "--json-schema", paramLabel = "FILE", description = "Constrain the output to a JSON value valid against this JSON Schema.")
+    Path jsonSchema;
+
+    @Option(names = "--json-object", description = "Constrain the output to a JSON object.")
+    boolean jsonObject;
+
+    @Option(names = "--regex", paramLabel = "PATTERN", description = "Constrain the output to text matching this regular expression.")
+    String regex;
+
     @Override
     public Integer call() throws Exception {
         OutputFormat format = OutputFormat.parse(spec, output, OutputFormat.TEXT, OutputFormat.IDS, OutputFormat.JSON);
@@ -160,17 +173,35 @@ final class GenerateCommand implements Callable<Integer> {
         if (stream && format != OutputFormat.TEXT) {
             throw new ParameterException(spec.commandLine(), "--stream prints text; drop --output " + output);
         }
+        if ((jsonSchema != null ? 1 : 0) + (jsonObject ? 1 : 0) + (regex != null ? 1 : 0) > 1) {
+            throw new ParameterException(spec.commandLine(), "give at most one of --json-schema, --json-object and --regex");
+        }
         if (stream && numReturnSequences != null && numReturnSequences > 1) {
             throw new ParameterException(spec.commandLine(), "--stream prints one sequence; drop --num-return-sequences");
         }
     }
 
-    private GenerationConfig.Builder configure(GenerationConfig.Builder b) {
+    private GenerationConfig.Builder configure(GenerationConfig.Builder b) throws IOException {
         Boolean sample = greedy ? Boolean.FALSE : doSample ? Boolean.TRUE : null;
         return new GenerationOverrides(
                         maxNewTokens, sample, temperature, topK, topP, minP, repetitionPenalty, stop, seed,
                         numReturnSequences)
-                .applyTo(b);
+                .applyTo(b)
+                .optConstraint(constraint());
+    }
+
+    /** The constraint of --json-schema, --json-object or --regex, or {@code null}. */
+    private OutputConstraint constraint() throws IOException {
+        if (jsonSchema != null) {
+            if (!Files.isRegularFile(jsonSchema)) {
+                throw new ParameterException(spec.commandLine(), "--json-schema: no file " + jsonSchema);
+            }
+            return OutputConstraint.jsonSchema(Files.readString(jsonSchema, StandardCharsets.UTF_8));
+        }
+        if (jsonObject) {
+            return OutputConstraint.anyJsonObject();
+        }
+        return regex != null ? OutputConstraint.regex(regex) : null;
     }
 
     private static GenerationListener streamTo(PrintWriter out) {

@@ -13,7 +13,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
  * The {@code llmzoo} command line: {@code generate}, {@code score}, {@code models}, {@code finetune},
- * {@code make-default-model}, {@code serve}, {@code bench}, {@code init-random}. Results go to stdout, logs and
+ * {@code make-default-model}, {@code serve}, {@code bench}, {@code bench-constrained}, {@code init-random}. Results go to stdout, logs and
  * errors to stderr; every failure prints one line {@code error: ...} (the stack trace only with
  * {@code --debug}) and exits non-zero.
  */
@@ -30,6 +30,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
             MakeDefaultModelCommand.class,
             ServeCommand.class,
             BenchCommand.class,
+            BenchConstrainedCommand.class,
             InitRandomCommand.class,
             MergeAdapterCommand.class
         })

@@ -19,6 +19,19 @@ public final class CompiledConstraint {
     }
 
     /**
+     * Compiles a constraint without the vocabulary's cache of compiled constraints (for timing a
+     * compilation; {@link TokenVocabulary#compile} is the one to use otherwise).
+     *
+     * @param constraint the constraint
+     * @param vocabulary the vocabulary
+     * @return the compiled constraint, its start state closed
+     * @throws InvalidConstraintException if the constraint is malformed or unsupported
+     */
+    public static CompiledConstraint compile(OutputConstraint constraint, TokenVocabulary vocabulary) {
+        return new CompiledConstraint(ConstraintCompiler.compile(constraint), vocabulary);
+    }
+
+    /**
      * @param eosTokenIds the tokens that end a sequence; allowed exactly when the output is complete
      * @return a state at the start of an output
      */

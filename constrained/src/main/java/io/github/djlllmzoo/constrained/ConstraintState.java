@@ -41,7 +41,7 @@ public final class ConstraintState {
         if (ended) {
             return new BitSet();
         }
-        BitSet out = (BitSet) constraint.matcher().mask(state, constraint.vocabulary()).allowed().clone();
+        BitSet out = constraint.matcher().mask(state, constraint.vocabulary()).toBitSet();
         for (int eos : eosTokenIds) {
             out.set(eos, state.accepting);
         }
@@ -61,7 +61,7 @@ public final class ConstraintState {
                 return state.accepting;
             }
         }
-        return constraint.matcher().mask(state, constraint.vocabulary()).allowed().get(tokenId);
+        return constraint.matcher().mask(state, constraint.vocabulary()).allows(tokenId);
     }
 
     /**

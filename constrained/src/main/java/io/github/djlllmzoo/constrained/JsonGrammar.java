@@ -21,7 +21,7 @@ final class JsonGrammar {
 
     private static final String FRACTION = "\\.\\d{0," + (MAX_DIGITS - 1) + "}[1-9]";
     private static final String NUMBER =
-            "-?(?:0|[1-9]\\d{0," + (MAX_DIGITS - 1) + "})(?:\\.\\d{1," + MAX_DIGITS + "})?(?:[eE][+-]?\\d{1,3})?";
+            "-?(?:0|[1-9]\\d{0," + (MAX_DIGITS - 1) + "})(?:\\.\\d{1," + MAX_DIGITS + "})?(?:[eE][+-]?\\d{1,2})?";
 
     private final Grammar g;
     private int anyValue = -1;

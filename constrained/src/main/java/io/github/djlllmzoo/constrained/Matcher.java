@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Runs a {@link Grammar} over bytes: its states are sets of (grammar state, call stack) positions,
@@ -24,8 +25,8 @@ final class Matcher {
     /** Calls nested deeper than this are cut (a recursive schema's output is at most this deep). */
     static final int MAX_CALL_DEPTH = 96;
 
-    /** Masks kept at most; past it masks are computed on each visit (memory: one bit per token each). */
-    private static final int MAX_MASKS = 4096;
+    /** Memory the kept masks of one matcher may take; past it masks are computed on each visit. */
+    private static final long MAX_MASK_BYTES = 32L << 20;
 
     private final int[][] lo;
     private final int[][] hi;
@@ -43,7 +44,7 @@ final class Matcher {
     private final ConcurrentHashMap<MatcherState, MatcherState> states = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<FrameKey, MatcherState.Frame> frames = new ConcurrentHashMap<>();
     private final AtomicInteger frameIds = new AtomicInteger();
-    private final AtomicInteger masks = new AtomicInteger();
+    private final AtomicLong maskBytes = new AtomicLong();
     private final MatcherState start;
 
     private record FrameKey(int returnState, MatcherState.Frame parent) {}
@@ -237,9 +238,8 @@ final class Matcher {
                 }
             }
         }
-        TokenMask mask = new TokenMask(allowed, allowed.cardinality());
-        if (masks.get() < MAX_MASKS) {
-            masks.incrementAndGet();
+        TokenMask mask = new TokenMask(allowed, vocabulary.size());
+        if (maskBytes.addAndGet(mask.bytes()) <= MAX_MASK_BYTES) {
             state.mask = mask;
         }
         return mask;

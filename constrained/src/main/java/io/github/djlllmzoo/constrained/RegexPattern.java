@@ -213,7 +213,7 @@ final class RegexPattern {
                 pos++;
                 return new Chars(CharClass.ANY.minus(CharClass.of('\n')));
             case '\\':
-                return new Chars(escape(false));
+                return new Chars(escape());
             case '*':
             case '+':
             case '?':
@@ -243,7 +243,7 @@ final class RegexPattern {
             CharClass item;
             int lo;
             if (peek() == '\\') {
-                item = escape(true);
+                item = escape();
                 lo = single(item);
             } else if (peek() == '[') {
                 throw error("nested classes and class operations are not supported");
@@ -256,7 +256,7 @@ final class RegexPattern {
                 pos++;
                 int hi;
                 if (peek() == '\\') {
-                    hi = single(escape(true));
+                    hi = single(escape());
                 } else {
                     hi = pattern.codePointAt(pos);
                     pos += Character.charCount(hi);
@@ -278,7 +278,7 @@ final class RegexPattern {
         return r.size() == 1 && r.get(0)[0] == r.get(0)[1] ? r.get(0)[0] : -1;
     }
 
-    private CharClass escape(boolean inClass) {
+    private CharClass escape() {
         expect('\\');
         if (!more()) {
             throw error("pattern ends in a backslash");

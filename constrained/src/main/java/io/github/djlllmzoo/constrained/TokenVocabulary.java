@@ -20,7 +20,8 @@ import java.util.Map;
  */
 public final class TokenVocabulary {
 
-    private static final int COMPILED_KEPT = 32;
+    /** Compiled constraints kept (each keeps up to 32 MiB of masks, see {@link Matcher}). */
+    private static final int COMPILED_KEPT = 16;
 
     private final byte[][] tokens;
     private final BitSet atomic;
@@ -183,7 +184,7 @@ public final class TokenVocabulary {
                 return c;
             }
         }
-        CompiledConstraint c = new CompiledConstraint(ConstraintCompiler.compile(constraint), this);
+        CompiledConstraint c = CompiledConstraint.compile(constraint, this);
         synchronized (compiled) {
             compiled.putIfAbsent(constraint, c);
             return compiled.get(constraint);

@@ -237,6 +237,36 @@ class ConstraintStateTest {
     }
 
     @Test
+    void threadsSharingOneCompiledConstraintAllStayValid() throws Exception {
+        TokenVocabulary v = TestVocabularies.gpt2();
+        String schema = "{\"type\":\"array\",\"maxItems\":4,\"items\":{\"type\":\"object\",\"properties\":{"
+                + "\"k\":{\"enum\":[\"a\",\"b\"]},\"v\":{\"type\":\"integer\",\"minimum\":-50,\"maximum\":50}},"
+                + "\"required\":[\"k\",\"v\"],\"additionalProperties\":false}}";
+        CompiledConstraint fresh = CompiledConstraint.compile(OutputConstraint.jsonSchema(schema), v);
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(8);
+        try {
+            List<java.util.concurrent.Future<String>> outputs = new ArrayList<>();
+            for (int t = 0; t < 32; t++) {
+                long seed = t;
+                outputs.add(pool.submit(() -> generate(v, fresh, GPT2_EOS, seed, 400)));
+            }
+            com.fasterxml.jackson.databind.ObjectMapper mapper = new com.fasterxml.jackson.databind.ObjectMapper();
+            for (java.util.concurrent.Future<String> f : outputs) {
+                String out = f.get();
+                assertTrue(out != null, "a bounded schema ends");
+                com.fasterxml.jackson.databind.JsonNode node = mapper.readTree(out);
+                assertTrue(node.isArray() && node.size() <= 4, out);
+                for (com.fasterxml.jackson.databind.JsonNode item : node) {
+                    int value = item.get("v").asInt();
+                    assertTrue(value >= -50 && value <= 50 && item.size() == 2, out);
+                }
+            }
+        } finally {
+            pool.shutdown();
+        }
+    }
+
+    @Test
     void aRepeatedConstraintIsCompiledOnce() {
         TokenVocabulary v = tiny("<eos>");
         assertTrue(v.compile(OutputConstraint.regex("a+")) == v.compile(OutputConstraint.regex("a+")));

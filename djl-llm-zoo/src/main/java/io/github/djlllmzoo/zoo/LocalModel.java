@@ -3,8 +3,10 @@ package io.github.djlllmzoo.zoo;
 import ai.djl.Device;
 import ai.djl.MalformedModelException;
 import ai.djl.Model;
+import ai.djl.inference.Predictor;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
+import ai.djl.translate.TranslateException;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.DecoderModels;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
@@ -13,7 +15,16 @@ import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.blocks.config.Configs;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
+import io.github.djlllmzoo.constrained.OutputConstraint;
+import io.github.djlllmzoo.constrained.RecordSchema;
+import io.github.djlllmzoo.translators.BatchGenerator;
+import io.github.djlllmzoo.translators.Completion;
+import io.github.djlllmzoo.translators.FinishReason;
+import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationDefaults;
+import io.github.djlllmzoo.translators.GenerationRequest;
+import io.github.djlllmzoo.translators.GenerationResult;
+import io.github.djlllmzoo.translators.GenerationTranslatorFactory;
 import io.github.djlllmzoo.translators.Generator;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import java.io.IOException;
@@ -344,6 +355,79 @@ public final class LocalModel implements AutoCloseable {
     public Generator generator() {
         ensureOpen();
         return new Generator(block, model.getNDManager());
+    }
+
+    /**
+     * A DJL predictor of generation requests over this model, with the checkpoint's defaults
+     * ({@link GenerationTranslatorFactory}); not to be shared between threads, closed by its
+     * caller.
+     *
+     * @return the predictor
+     * @throws IllegalStateException if this model has been closed
+     * @throws IllegalArgumentException if the checkpoint's generation or tokenizer config is
+     *     malformed, naming the field
+     */
+    public Predictor<GenerationRequest, GenerationResult> newGenerationPredictor() {
+        ensureOpen();
+        try {
+            return model.newPredictor(
+                    new GenerationTranslatorFactory()
+                            .newInstance(
+                                    GenerationRequest.class, GenerationResult.class, model, Map.of()));
+        } catch (TranslateException e) {
+            throw new IllegalArgumentException(e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Generates a record: derives the JSON Schema of {@code type} ({@link RecordSchema}: nested
+     * records, lists, enums, {@code Optional}, boxed numbers), constrains decoding to it, and parses
+     * the output, which is valid by construction. Uses the checkpoint's generation defaults
+     * (sampling settings, EOS) with the whole context window as the token budget.
+     *
+     * @param prompt the prompt text (e.g. an instruction and the email to read)
+     * @param type the record class
+     * @param <T> the record type
+     * @return the record the model wrote
+     * @throws IllegalArgumentException if {@code type} has no JSON Schema mapping, naming the component
+     * @throws IllegalStateException if the context window ends before the record does, or the model
+     *     has no tokenizer or has been closed
+     * @throws InvalidCheckpointException if {@code generation_config.json} is malformed
+     */
+    public <T> T generate(String prompt, Class<T> type) throws InvalidCheckpointException {
+        GenerationConfig defaults =
+                GenerationConfig.forCheckpoint(dir, config).maxNewTokens(config.maxPositions()).build();
+        return generate(prompt, type, defaults);
+    }
+
+    /**
+     * Generates a record as {@link #generate(String, Class)} does, with the given settings (their
+     * constraint replaced by the record's schema).
+     *
+     * @param prompt the prompt text
+     * @param type the record class
+     * @param settings how to generate (budget, sampling, EOS tokens)
+     * @param <T> the record type
+     * @return the record the model wrote
+     * @throws IllegalArgumentException if {@code type} has no JSON Schema mapping
+     * @throws IllegalStateException if the budget or the context window ends before the record
+     *     does, or the model has no tokenizer or has been closed
+     */
+    public <T> T generate(String prompt, Class<T> type, GenerationConfig settings) {
+        OutputConstraint schema = OutputConstraint.jsonSchema(RecordSchema.of(type));
+        GenerationConfig constrained = settings.toBuilder().numReturnSequences(1).optConstraint(schema).build();
+        Completion out =
+                new BatchGenerator(block(), model.getNDManager(), tokenizer())
+                        .generate(List.of(GenerationRequest.of(prompt, constrained)), constrained)
+                        .get(0)
+                        .completions()
+                        .get(0);
+        if (out.finishReason() == FinishReason.LENGTH || out.finishReason() == FinishReason.CANCELLED) {
+            throw new IllegalStateException(
+                    "the output ended (" + out.finishReason().jsonName() + ") before the " + type.getSimpleName()
+                            + " was complete after " + out.tokenIds().length + " tokens: " + out.text());
+        }
+        return RecordSchema.parse(out.text(), type);
     }
 
     /** @return whether {@link #close()} has been called */

@@ -2,7 +2,10 @@ package io.github.djlllmzoo.zoo;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
 import ai.djl.Model;
@@ -30,6 +33,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -111,12 +115,50 @@ class GenerationOnLocalModelTest {
         }
     }
 
+    enum Priority {
+        LOW,
+        HIGH
+    }
+
+    record Contact(Priority priority, boolean reply, Optional<Priority> escalation) {}
+
+    record Ticket(Contact contact, Integer severity, short code) {}
+
+    @Test
+    void generateReturnsTheRecordOfItsDerivedSchema(@TempDir Path dir) throws Exception {
+        String fixtures = System.getProperty("llmzoo.fixtures");
+        Path tokenizer = fixtures == null ? null : Paths.get(fixtures, "gpt2-tokenizer");
+        Assumptions.assumeTrue(tokenizer != null && Files.isDirectory(tokenizer), "no GPT-2 tokenizer fixture");
+        writeRandomGpt2(dir, 512);
+        Files.copy(tokenizer.resolve("tokenizer.json"), dir.resolve("tokenizer.json"));
+        try (LocalModel local = LocalModel.load(dir)) {
+            Ticket greedy = local.generate("A ticket as JSON:", Ticket.class);
+            assertNotNull(greedy.contact().priority());
+            assertNotNull(greedy.contact().escalation());
+            assertNotNull(greedy.severity());
+            GenerationConfig sampled =
+                    GenerationConfig.builder().maxNewTokens(400).doSample(true).temperature(1f).topK(0).seed(8L)
+                            .eosTokenIds(local.eosTokenIds()).build();
+            Ticket hot = local.generate("A ticket as JSON:", Ticket.class, sampled);
+            assertNotNull(hot.contact().priority());
+            IllegalStateException tooShort =
+                    assertThrows(IllegalStateException.class,
+                            () -> local.generate("x", Ticket.class, sampled.toBuilder().maxNewTokens(3).build()));
+            assertTrue(tooShort.getMessage().contains("before the Ticket was complete"), tooShort.getMessage());
+        }
+    }
+
     /** A GPT-2 with GPT-2's vocabulary, tiny otherwise, random weights from a fixed seed. */
     private static void writeRandomGpt2(Path dir) throws Exception {
+        writeRandomGpt2(dir, 64);
+    }
+
+    /** The same with a context window of {@code positions}. */
+    private static void writeRandomGpt2(Path dir, int positions) throws Exception {
         JsonObject config = new JsonObject();
         config.addProperty("model_type", "gpt2");
         config.addProperty("vocab_size", 50257);
-        config.addProperty("n_positions", 64);
+        config.addProperty("n_positions", positions);
         config.addProperty("n_embd", 32);
         config.addProperty("n_head", 4);
         config.addProperty("n_layer", 1);

@@ -79,10 +79,10 @@ record ChatTurn(
                 syntax = null;
             } else if (choice == ToolChoice.REQUIRED) {
                 // the reply is the call; the response format is for the answer after it
-                constraint = syntax.callsConstraint(callable, parallel);
+                constraint = syntax.callConstraint(callable, parallel);
             } else if (format != null) {
                 // AUTO: the model calls a tool or answers in the format, either valid
-                constraint = OutputConstraint.anyOf(syntax.callsConstraint(callable, parallel), format);
+                constraint = OutputConstraint.anyOf(syntax.callConstraint(callable, parallel), format);
             }
         } else if (choice == ToolChoice.REQUIRED) {
             throw new IllegalArgumentException("toolChoice REQUIRED needs tool specifications");

@@ -1,11 +1,10 @@
 package io.github.djlllmzoo.langchain4j;
 
-import com.google.gson.JsonObject;
-import com.google.gson.JsonParser;
 import io.github.djlllmzoo.benchmarks.RandomGpt2Checkpoint;
 import io.github.djlllmzoo.blocks.config.CheckpointFiles;
 import io.github.djlllmzoo.chat.ChatTemplate;
 import io.github.djlllmzoo.chat.ChatTemplateFamiliesTest;
+import io.github.djlllmzoo.chat.TemplateCheckpoints;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,14 +27,9 @@ final class ToolCallingCheckpoint {
         Assumptions.assumeTrue(
                 tokenizer != null && Files.isRegularFile(tokenizer.resolve("tokenizer.json")),
                 "no GPT-2 tokenizer fixture at " + tokenizer);
-        RandomGpt2Checkpoint.write(dir, tokenizer, 32, 1, 4, 2048, 7);
-        Path config = dir.resolve(CheckpointFiles.TOKENIZER_CONFIG);
-        JsonObject json = JsonParser.parseString(Files.readString(config)).getAsJsonObject();
-        json.add(
-                "chat_template",
-                ChatTemplateFamiliesTest.tokenizerConfig("qwen2.5-instruct").get("chat_template"));
-        Files.writeString(config, json.toString(), StandardCharsets.UTF_8);
-        return dir;
+        Path plain = dir.resolveSibling(dir.getFileName() + "-plain");
+        RandomGpt2Checkpoint.write(plain, tokenizer, 32, 1, 4, 2048, 7);
+        return TemplateCheckpoints.withTemplate(plain, "qwen2.5-instruct", dir);
     }
 
     /** A family's template as its checkpoint publishes it, special tokens included. */

@@ -31,7 +31,8 @@ import java.util.regex.Pattern;
  *       with the functions' parameter schemas, so a call always parses (several calls when {@code
  *       parallel_tool_calls} allows and the family can write them, one otherwise);
  *   <li>{@code response_format} {@code json_object} and {@code json_schema} constrain decoding to
- *       any JSON object or to the schema.
+ *       any JSON object or to the schema (except where a required or named tool choice makes the
+ *       reply a call, which has no text for it to shape).
  * </ul>
  *
  * Constraints are compiled here, against the tokenizer's vocabulary (and kept there for the
@@ -106,13 +107,8 @@ final class ChatOutputParser {
         if (mode.equals("auto")) {
             return new ChatOutput(tools, syntax, parallel, format);
         }
-        if (format != null) {
-            throw ApiException.invalid(
-                    "response_format",
-                    "a response_format cannot hold with tool_choice '"
-                            + (named == null ? mode : named)
-                            + "', which makes the reply a tool call");
-        }
+        // the reply is a call, so no text answer is left for a response_format to shape (OpenAI
+        // takes both, and LangChain4j's AiServices sends its format with every turn)
         Map<String, JsonObject> callable =
                 named == null ? functions : Map.of(named, functions.get(named));
         OutputConstraint calls = calls(syntax, callable, named == null && parallel);
@@ -184,21 +180,18 @@ final class ChatOutputParser {
         return name;
     }
 
-    /**
-     * The family's call syntax around calls of the given functions ({@link
-     * ToolCallSyntax#callsConstraint}), each function's parameters compiled alone first so that
-     * a refusal names the tool and a path within it.
-     */
+    /** The family's call syntax around calls of the given functions, each schema checked first. */
     private OutputConstraint calls(
             ToolCallSyntax syntax, Map<String, JsonObject> functions, boolean parallel) {
         Map<String, String> parameters = new LinkedHashMap<>();
         int i = 0;
         for (Map.Entry<String, JsonObject> e : functions.entrySet()) {
             String schema = parameters(e.getValue());
+            // the parameters alone first, so that a refusal names the tool and a path within it
             compiled(OutputConstraint.jsonSchema(schema), "tools[" + i++ + "].function.parameters");
             parameters.put(e.getKey(), schema);
         }
-        return syntax.callsConstraint(parameters, parallel);
+        return syntax.callConstraint(parameters, parallel);
     }
 
     private static String parameters(JsonObject function) {
@@ -242,9 +235,12 @@ final class ChatOutputParser {
         }
         bool(jsonSchema, "strict", false); // strict or not, the output is valid by construction
         JsonElement schema = jsonSchema.get("schema");
-        if (schema == null || !schema.isJsonObject()) {
+        boolean booleanSchema =
+                schema != null && schema.isJsonPrimitive() && schema.getAsJsonPrimitive().isBoolean();
+        if (schema == null || !(schema.isJsonObject() || booleanSchema)) {
             throw ApiException.invalid(
-                    "response_format.json_schema.schema", "expected a JSON Schema object");
+                    "response_format.json_schema.schema",
+                    "expected a JSON Schema (an object, or true or false)");
         }
         return compiled(
                 OutputConstraint.jsonSchema(schema.toString()), "response_format.json_schema.schema");

@@ -18,7 +18,6 @@ import io.github.djlllmzoo.translators.FinishReason;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
-import io.github.djlllmzoo.translators.GenerationTranslatorFactory;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -33,7 +32,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterAll;
@@ -77,16 +75,8 @@ class OpenAiServerTest {
     }
 
     /** A DJL predictor of the model's generation translator: the server's expected answers. */
-    static Predictor<GenerationRequest, GenerationResult> generationPredictor(LocalModel model)
-            throws Exception {
-        return model.model()
-                .newPredictor(
-                        new GenerationTranslatorFactory()
-                                .newInstance(
-                                        GenerationRequest.class,
-                                        GenerationResult.class,
-                                        model.model(),
-                                        Map.of()));
+    static Predictor<GenerationRequest, GenerationResult> generationPredictor(LocalModel model) {
+        return model.newGenerationPredictor();
     }
 
     @AfterAll

@@ -1,17 +1,12 @@
 package io.github.djlllmzoo.server;
 
-import com.google.gson.JsonObject;
-import com.google.gson.JsonParser;
 import io.github.djlllmzoo.benchmarks.RandomGpt2Checkpoint;
-import io.github.djlllmzoo.blocks.config.CheckpointFiles;
-import io.github.djlllmzoo.chat.ChatTemplateFamiliesTest;
+import io.github.djlllmzoo.chat.TemplateCheckpoints;
 import io.github.djlllmzoo.zoo.LocalModel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
 
 /**
@@ -47,19 +42,7 @@ final class RunningServer implements AutoCloseable {
 
     /** A copy of a checkpoint with a family's chat template added to its tokenizer_config.json. */
     static Path withTemplate(Path checkpoint, String family, Path out) throws Exception {
-        Files.createDirectories(out);
-        try (Stream<Path> files = Files.list(checkpoint)) {
-            for (Path file : files.toList()) {
-                Files.copy(file, out.resolve(file.getFileName()));
-            }
-        }
-        Path config = out.resolve(CheckpointFiles.TOKENIZER_CONFIG);
-        JsonObject json = JsonParser.parseString(Files.readString(config)).getAsJsonObject();
-        json.add(
-                "chat_template",
-                ChatTemplateFamiliesTest.tokenizerConfig(family).get("chat_template"));
-        Files.writeString(config, json.toString(), StandardCharsets.UTF_8);
-        return out;
+        return TemplateCheckpoints.withTemplate(checkpoint, family, out);
     }
 
     static RunningServer start(Path checkpoint) throws Exception {

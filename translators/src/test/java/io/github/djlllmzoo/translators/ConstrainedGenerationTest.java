@@ -109,6 +109,32 @@ class ConstrainedGenerationTest {
     }
 
     @Test
+    void criteriaArgumentsSetTheConstraintAndRefuseABadOne() throws Exception {
+        GenerationTranslatorFactory factory = new GenerationTranslatorFactory();
+        java.util.Map<String, Object> arguments = new java.util.HashMap<>();
+        arguments.put(GenerationTranslatorFactory.MODEL_DIR, TinyModels.gpt2TokenizerDir().toString());
+        arguments.put("json_schema", SCHEMA);
+        arguments.put("max_new_tokens", 120);
+        arguments.put("do_sample", true);
+        arguments.put("seed", 5);
+        try (ai.djl.inference.Predictor<String, String> predictor =
+                model.newPredictor(factory.newInstance(String.class, String.class, model, arguments))) {
+            String text = predictor.predict("Describe a person as JSON:");
+            JsonObject o = JsonParser.parseString(text).getAsJsonObject();
+            assertEquals(Set.of("name", "age", "color"), o.keySet(), text);
+        }
+        arguments.put("json_schema", "{\"type\":\"object\",\"minProperties\":1}");
+        ai.djl.translate.TranslateException e =
+                assertThrows(ai.djl.translate.TranslateException.class,
+                        () -> factory.newInstance(String.class, String.class, model, arguments));
+        assertTrue(e.getMessage().contains("minProperties"), e.getMessage());
+        arguments.put("json_schema", SCHEMA);
+        arguments.put("regex", "a+");
+        assertThrows(ai.djl.translate.TranslateException.class,
+                () -> factory.newInstance(String.class, String.class, model, arguments));
+    }
+
+    @Test
     void aConstrainedConfigSurvivesJavaSerialization() throws Exception {
         GenerationConfig config = constrained().seed(9L).build();
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
