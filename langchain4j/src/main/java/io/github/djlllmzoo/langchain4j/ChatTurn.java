@@ -38,6 +38,7 @@ record ChatTurn(
     /**
      * @param model the model
      * @param template its chat template
+     * @param defaults the checkpoint's generation defaults
      * @param settings the chat model's settings
      * @param request the request, the chat model's default parameters already applied
      * @return the turn
@@ -45,7 +46,11 @@ record ChatTurn(
      *     another model's name, tools for a template without tool support, an unsupported schema
      */
     static ChatTurn prepare(
-            LocalModel model, ChatTemplate template, ChatSettings settings, ChatRequest request) {
+            LocalModel model,
+            ChatTemplate template,
+            GenerationConfig defaults,
+            ChatSettings settings,
+            ChatRequest request) {
         ChatRequestParameters parameters = request.parameters();
         if (parameters.modelName() != null && !parameters.modelName().equals(settings.modelName())) {
             throw new IllegalArgumentException(
@@ -90,7 +95,8 @@ record ChatTurn(
         String rendered =
                 template.render(Messages.of(request.messages()), functions, true, Map.of());
         long[] prompt = template.encode(rendered, model.tokenizer());
-        GenerationConfig config = config(model, settings, parameters, prompt.length, constraint);
+        GenerationConfig config =
+                config(model, defaults, settings, parameters, prompt.length, constraint);
         if (constraint != null) {
             // compiled now, so an unsupported keyword fails the request before it generates
             model.tokenizer().tokenVocabulary().compile(constraint);
@@ -112,21 +118,17 @@ record ChatTurn(
 
     /**
      * The request's parameters over the checkpoint's generation defaults: what a request leaves
-     * out is the checkpoint's ({@code generation_config.json}), the budget the rest of the
-     * context window.
+     * out is the checkpoint's ({@code generation_config.json}, read once by {@link LocalChat}),
+     * the budget the rest of the context window.
      */
     private static GenerationConfig config(
             LocalModel model,
+            GenerationConfig defaults,
             ChatSettings settings,
             ChatRequestParameters parameters,
             int promptLength,
             OutputConstraint constraint) {
-        GenerationConfig.Builder b;
-        try {
-            b = GenerationConfig.forCheckpoint(model.dir(), model.config());
-        } catch (io.github.djlllmzoo.blocks.InvalidCheckpointException e) {
-            throw new IllegalStateException(e.getMessage(), e);
-        }
+        GenerationConfig.Builder b = defaults.toBuilder();
         b.maxNewTokens(
                 parameters.maxOutputTokens() != null
                         ? parameters.maxOutputTokens()

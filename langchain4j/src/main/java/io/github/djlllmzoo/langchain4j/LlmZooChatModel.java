@@ -130,31 +130,36 @@ public final class LlmZooChatModel extends LocalChatModel implements ChatModel {
             return this;
         }
 
-        /** @return the chat model */
+        /**
+         * @return the chat model
+         * @throws IllegalArgumentException if the checkpoint's chat template or generation
+         *     config is malformed, naming the file and field
+         */
         public LlmZooChatModel build() {
             return new LlmZooChatModel(this);
         }
 
-        /** @return a streaming chat model with the same settings */
+        /**
+         * @return a streaming chat model with the same settings
+         * @throws IllegalArgumentException if the checkpoint's chat template or generation
+         *     config is malformed, naming the file and field
+         */
         public LlmZooStreamingChatModel buildStreaming() {
             return new LlmZooStreamingChatModel(chat(), defaults, listeners);
         }
 
         private LocalChat chat() {
-            ChatTemplate chatTemplate = template;
-            if (chatTemplate == null) {
-                try {
-                    chatTemplate = ChatTemplate.forCheckpoint(model.dir());
-                } catch (InvalidCheckpointException e) {
-                    throw new IllegalArgumentException(e.getMessage(), e);
-                }
-            }
             String name =
                     modelName != null ? modelName : model.dir().getFileName().toString();
-            return new LocalChat(
-                    model,
-                    chatTemplate,
-                    new ChatSettings(name, parallelToolCalls, seed));
+            ChatSettings settings = new ChatSettings(name, parallelToolCalls, seed);
+            try {
+                return new LocalChat(
+                        model,
+                        template != null ? template : ChatTemplate.forCheckpoint(model.dir()),
+                        settings);
+            } catch (InvalidCheckpointException e) {
+                throw new IllegalArgumentException(e.getMessage(), e);
+            }
         }
     }
 }

@@ -8,11 +8,13 @@ import dev.langchain4j.model.chat.response.CompleteToolCall;
 import dev.langchain4j.model.chat.response.StreamingChatResponseHandler;
 import dev.langchain4j.model.output.FinishReason;
 import dev.langchain4j.model.output.TokenUsage;
+import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.chat.ChatTemplate;
 import io.github.djlllmzoo.chat.ToolCall;
 import io.github.djlllmzoo.chat.ToolCallParser;
 import io.github.djlllmzoo.translators.BatchGenerator;
 import io.github.djlllmzoo.translators.Completion;
+import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationListener;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
@@ -31,12 +33,19 @@ final class LocalChat {
     private final LocalModel model;
     private final ChatTemplate template;
     private final ChatSettings settings;
+    private final GenerationConfig defaults;
     private final BatchGenerator generator;
 
-    LocalChat(LocalModel model, ChatTemplate template, ChatSettings settings) {
+    /**
+     * @throws InvalidCheckpointException if the checkpoint's {@code generation_config.json} is
+     *     malformed, naming the field
+     */
+    LocalChat(LocalModel model, ChatTemplate template, ChatSettings settings)
+            throws InvalidCheckpointException {
         this.model = model;
         this.template = template;
         this.settings = settings;
+        this.defaults = GenerationConfig.forCheckpoint(model.dir(), model.config()).build();
         this.generator =
                 new BatchGenerator(model.block(), model.model().getNDManager(), model.tokenizer());
     }
@@ -49,7 +58,7 @@ final class LocalChat {
      * @return the whole reply
      */
     ChatResponse chat(ChatRequest request, StreamingChatResponseHandler handler) {
-        ChatTurn turn = ChatTurn.prepare(model, template, settings, request);
+        ChatTurn turn = ChatTurn.prepare(model, template, defaults, settings, request);
         Reply reply = new Reply(turn, handler);
         GenerationRequest generation = GenerationRequest.ofIds(turn.promptIds(), turn.config());
         GenerationResult result =

@@ -30,7 +30,12 @@ import java.util.Set;
  */
 public record ToolChoicePerTurn(ToolChoice afterUserMessage, ToolChoice afterToolResults) {
 
-    /** Checks both choices are given. */
+    /**
+     * Checks both choices are given.
+     *
+     * @param afterUserMessage the tool choice of a turn that answers the user
+     * @param afterToolResults the tool choice of a turn that answers tool results
+     */
     public ToolChoicePerTurn {
         Objects.requireNonNull(afterUserMessage, "afterUserMessage");
         Objects.requireNonNull(afterToolResults, "afterToolResults");

@@ -22,6 +22,7 @@ import dev.langchain4j.model.output.FinishReason;
 import io.github.djlllmzoo.chat.ChatMessage;
 import io.github.djlllmzoo.chat.ChatTemplate;
 import io.github.djlllmzoo.constrained.ConstraintState;
+import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -176,6 +177,7 @@ class LlmZooChatModelTest {
                 ChatTurn.prepare(
                         model,
                         ChatTemplate.forCheckpoint(model.dir()),
+                        GenerationConfig.forCheckpoint(model.dir(), model.config()).build(),
                         new ChatSettings("zoo", true, null),
                         request.build());
         ConstraintState start =
