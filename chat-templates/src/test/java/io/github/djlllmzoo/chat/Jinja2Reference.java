@@ -4,7 +4,6 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import java.io.IOException;
-import java.net.URISyntaxException;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -38,7 +37,7 @@ public final class Jinja2Reference {
      * @return one result per case, in order
      */
     public static List<Result> render(JsonArray cases)
-            throws IOException, InterruptedException, URISyntaxException {
+            throws IOException, InterruptedException {
         List<Result> results = new ArrayList<>();
         JsonArray answers =
                 PythonScript.run(

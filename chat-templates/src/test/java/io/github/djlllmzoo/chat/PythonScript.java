@@ -5,12 +5,10 @@ import com.google.gson.JsonParser;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.URISyntaxException;
 import java.net.URL;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
 import java.util.concurrent.TimeUnit;
 
@@ -58,29 +56,28 @@ public final class PythonScript {
      * @throws IOException if the script fails or answers a different number of cases
      */
     public static JsonArray run(URL script, JsonArray cases)
-            throws IOException, InterruptedException, URISyntaxException {
-        Path file;
-        if ("file".equals(script.getProtocol())) {
-            file = Paths.get(script.toURI());
-        } else {
-            // inside a test-jar (a reactor's verify): python needs the script as a file
-            file = Files.createTempFile("llmzoo-", ".py");
-            file.toFile().deleteOnExit();
+            throws IOException, InterruptedException {
+        // a copy on disk: the script may sit inside a test jar (another module's test resources)
+        Path file = Files.createTempFile("llmzoo-reference-", ".py");
+        String out;
+        try {
             try (InputStream source = script.openStream()) {
                 Files.copy(source, file, StandardCopyOption.REPLACE_EXISTING);
             }
-        }
-        Process process =
-                new ProcessBuilder("python3", file.toString())
-                        .redirectError(ProcessBuilder.Redirect.INHERIT)
-                        .start();
-        try (OutputStream in = process.getOutputStream()) {
-            in.write(cases.toString().getBytes(StandardCharsets.UTF_8));
-        }
-        String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!process.waitFor(120, TimeUnit.SECONDS) || process.exitValue() != 0) {
-            process.destroyForcibly();
-            throw new IOException(script + " failed; its output: " + out);
+            Process process =
+                    new ProcessBuilder("python3", file.toString())
+                            .redirectError(ProcessBuilder.Redirect.INHERIT)
+                            .start();
+            try (OutputStream in = process.getOutputStream()) {
+                in.write(cases.toString().getBytes(StandardCharsets.UTF_8));
+            }
+            out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!process.waitFor(120, TimeUnit.SECONDS) || process.exitValue() != 0) {
+                process.destroyForcibly();
+                throw new IOException(script + " failed; its output: " + out);
+            }
+        } finally {
+            Files.deleteIfExists(file);
         }
         JsonArray answers = JsonParser.parseString(out).getAsJsonArray();
         if (answers.size() != cases.size()) {

@@ -24,7 +24,8 @@ import java.util.Set;
  *
  * <p>Supported: {@code type} (one or a list), {@code properties}, {@code required}, {@code
  * additionalProperties} ({@code false}, {@code true}, or a schema for an object without {@code
- * properties}), {@code items}, {@code minItems}, {@code maxItems}, {@code enum}, {@code const},
+ * properties}), {@code items} (a schema, or {@code false} after {@code prefixItems}), {@code
+ * prefixItems}, {@code minItems}, {@code maxItems}, {@code enum}, {@code const},
  * {@code minLength}, {@code maxLength}, {@code pattern} (see {@link RegexPattern}), {@code format}
  * ({@code date}, {@code time}, {@code date-time}, {@code uuid}, {@code email}, {@code ipv4}),
  * {@code minimum}/{@code maximum}/{@code exclusiveMinimum}/{@code exclusiveMaximum} (for a number
@@ -40,7 +41,7 @@ final class JsonSchemaCompiler {
                     "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "strict");
     private static final Set<String> KEYWORDS =
             Set.of("type", "properties", "required", "additionalProperties", "items", "minItems",
-                    "maxItems", "enum", "const", "minLength", "maxLength", "pattern", "format",
+                    "maxItems", "prefixItems", "enum", "const", "minLength", "maxLength", "pattern", "format",
                     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "allOf", "$ref");
     private static final Map<String, String> FORMATS = formats();
     private static final Gson GSON = new GsonBuilder().disableHtmlEscaping().create();
@@ -156,7 +157,7 @@ final class JsonSchemaCompiler {
             if (s.has("properties") || s.has("additionalProperties") || s.has("required")) {
                 return List.of("object");
             }
-            if (s.has("items") || s.has("minItems") || s.has("maxItems")) {
+            if (s.has("items") || s.has("prefixItems") || s.has("minItems") || s.has("maxItems")) {
                 return List.of("array");
             }
             if (s.has("minLength") || s.has("maxLength") || s.has("pattern") || s.has("format")) {
@@ -278,20 +279,60 @@ final class JsonSchemaCompiler {
     private Grammar.Fragment array(JsonObject s, String path) {
         int min = count(s, "minItems", 0, path);
         int max = count(s, "maxItems", Integer.MAX_VALUE, path);
+        JsonArray prefix = s.has("prefixItems") ? array(s, "prefixItems", path) : new JsonArray();
+        JsonElement items = s.get("items");
+        boolean closed = items != null && items.isJsonPrimitive() && items.getAsJsonPrimitive().isBoolean()
+                && !items.getAsBoolean(); // items: false
+        if (closed) {
+            max = Math.min(max, prefix.size());
+        }
         if (min > max) {
-            throw new InvalidConstraintException(path, "minItems " + min + " is above maxItems " + max);
+            throw new InvalidConstraintException(path, "minItems " + min + " is above the " + max + " items allowed");
         }
         if (max != Integer.MAX_VALUE && max > MAX_UNROLLED) {
             throw new UnsupportedSchemaException(path, "maxItems", "above " + MAX_UNROLLED);
         }
-        int item;
-        if (s.has("items")) {
-            item = g.newRule();
-            g.define(item, value(s.get("items"), path + ".items"));
-        } else {
-            item = json.anyValueRule();
+        int rest = -1;
+        if (!closed && items != null) {
+            rest = g.newRule();
+            g.define(rest, value(items, path + ".items"));
+        } else if (!closed) {
+            rest = json.anyValueRule();
         }
-        return json.list(() -> g.call(item), min, max);
+        int item = rest;
+        if (prefix.isEmpty()) {
+            return json.list(() -> g.call(item), min, max);
+        }
+        if (max == 0) {
+            return g.seq(g.text("["), json.ws(), g.text("]"));
+        }
+        Grammar.Fragment elements = g.seq(elements(prefix, rest, 0, min, max, path), json.ws());
+        return g.seq(g.text("["), json.ws(), min == 0 ? g.optional(elements) : elements, g.text("]"));
+    }
+
+    /**
+     * Elements {@code k, k + 1, ...} of an array with {@code prefixItems}: element {@code k} (its
+     * prefix schema, or {@code rest}'s beyond the prefix), then the following ones, optional from
+     * {@code min} on, at most {@code max} in all.
+     */
+    private Grammar.Fragment elements(JsonArray prefix, int rest, int k, int min, int max, String path) {
+        Grammar.Fragment element =
+                k < prefix.size() ? value(prefix.get(k), path + ".prefixItems[" + k + "]") : g.call(rest);
+        int next = k + 1;
+        if (next == max) {
+            return element;
+        }
+        if (next >= prefix.size()) {
+            Grammar.Fragment tail =
+                    g.repeat(
+                            () -> g.seq(json.ws(), g.text(","), json.ws(), g.call(rest)),
+                            Math.max(min - next, 0),
+                            max == Integer.MAX_VALUE ? max : max - next);
+            return g.seq(element, tail);
+        }
+        Grammar.Fragment following =
+                g.seq(json.ws(), g.text(","), json.ws(), elements(prefix, rest, next, min, max, path));
+        return g.seq(element, next >= min ? g.optional(following) : following);
     }
 
     private Grammar.Fragment string(JsonObject s, String path) {

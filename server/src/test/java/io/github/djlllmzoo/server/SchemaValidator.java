@@ -4,7 +4,6 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import io.github.djlllmzoo.chat.PythonScript;
 import java.io.IOException;
-import java.net.URISyntaxException;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -31,7 +30,7 @@ final class SchemaValidator {
      * @return per case null when valid, else the validator's messages
      */
     static List<String> validate(JsonArray cases)
-            throws IOException, InterruptedException, URISyntaxException {
+            throws IOException, InterruptedException {
         List<String> results = new ArrayList<>();
         for (JsonElement e :
                 PythonScript.run(SchemaValidator.class.getResource("/validate_json.py"), cases)) {

@@ -258,7 +258,7 @@ public final class BatchGenerator {
      */
     private void step(Row row, float[] batchLogits, int r) {
         if (row.constraint != null && row.constraint.isFinished()) {
-            finish(row, FinishReason.STOP); // complete, and nothing may follow
+            finish(row, FinishReason.STOP); // an empty constraint: complete before any token
             return;
         }
         int vocab = model.config().vocabSize();
@@ -296,6 +296,10 @@ public final class BatchGenerator {
                 finish(row, FinishReason.STOP);
                 return;
             }
+        }
+        if (row.constraint != null && row.constraint.isFinished()) {
+            finish(row, FinishReason.STOP); // complete, and nothing may follow: no step for an EOS
+            return;
         }
         if (row.produced() == row.budget) {
             finish(row, FinishReason.LENGTH);

@@ -92,6 +92,20 @@ class ConstrainedGenerationTest {
     }
 
     @Test
+    void aRowWhoseOutputCanOnlyEndStopsWithoutAnotherStep() {
+        GenerationConfig literal =
+                GenerationConfig.builder().maxNewTokens(50).eosTokenIds(List.of(TinyModels.GPT2_EOS)).greedy()
+                        .optConstraint(OutputConstraint.literal(" yes")).build();
+        Completion c = generator.generate(List.of(GenerationRequest.of("Answer:", literal)), null).get(0).completions().get(0);
+        assertEquals(" yes", c.text());
+        assertEquals(FinishReason.STOP, c.finishReason());
+        GenerationConfig noEos = literal.toBuilder().eosTokenIds(List.of()).optConstraint(OutputConstraint.literal("")).build();
+        Completion empty = generator.generate(List.of(GenerationRequest.of("x", noEos)), null).get(0).completions().get(0);
+        assertEquals(0, empty.tokenIds().length);
+        assertEquals(FinishReason.STOP, empty.finishReason());
+    }
+
+    @Test
     void greedyDecodingIsValidToo() {
         GenerationConfig greedy = constrained().greedy().build();
         assertValid(generator.generate(List.of(GenerationRequest.of("Hello", greedy)), null).get(0).completions().get(0));
