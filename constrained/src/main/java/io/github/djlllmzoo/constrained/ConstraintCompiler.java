@@ -30,6 +30,12 @@ final class ConstraintCompiler {
                 parts.add(build(g, part));
             }
             return g.seq(parts);
+        } else if (c instanceof OutputConstraint.AnyOf a) {
+            List<Grammar.Fragment> choices = new ArrayList<>();
+            for (OutputConstraint choice : a.choices()) {
+                choices.add(build(g, choice));
+            }
+            return g.alt(choices);
         } else {
             OutputConstraint.Repeat r = (OutputConstraint.Repeat) c;
             int item = g.newRule();

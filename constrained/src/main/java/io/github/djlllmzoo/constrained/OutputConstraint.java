@@ -6,7 +6,7 @@ import java.util.Objects;
 
 /**
  * What a generated output may be: a JSON Schema, any JSON object, a regular expression, a literal
- * text, or a sequence or repetition of these. An immutable, serializable description (the schema
+ * text, or a sequence, choice or repetition of these. An immutable, serializable description (the schema
  * text itself, not a compiled automaton), so it travels inside a generation config (Spark
  * serializes those); {@link ConstraintCompiler} turns it into a matcher over a vocabulary.
  *
@@ -65,6 +65,16 @@ public sealed interface OutputConstraint extends Serializable {
      */
     static OutputConstraint sequence(OutputConstraint... parts) {
         return new Sequence(List.of(parts));
+    }
+
+    /**
+     * Output that is any one of the choices (e.g. a tool call or an answer in a JSON schema).
+     *
+     * @param choices the choices (at least one)
+     * @return the constraint
+     */
+    static OutputConstraint anyOf(OutputConstraint... choices) {
+        return new AnyOf(List.of(choices));
     }
 
     /**
@@ -129,6 +139,21 @@ public sealed interface OutputConstraint extends Serializable {
         /** Copies the parts. */
         public Sequence {
             parts = List.copyOf(parts);
+        }
+    }
+
+    /**
+     * Any one of the choices.
+     *
+     * @param choices the choices
+     */
+    record AnyOf(List<OutputConstraint> choices) implements OutputConstraint {
+        /** Copies the choices and checks there is one. */
+        public AnyOf {
+            choices = List.copyOf(choices);
+            if (choices.isEmpty()) {
+                throw new IllegalArgumentException("anyOf needs at least one choice");
+            }
         }
     }
 

@@ -97,6 +97,31 @@ class ConstraintStateTest {
     }
 
     @Test
+    void anyOfGivesEitherChoiceAndNothingElse() {
+        TokenVocabulary v = tiny("<eos>");
+        int eos = v.size() - 1;
+        CompiledConstraint c =
+                v.compile(
+                        OutputConstraint.anyOf(
+                                OutputConstraint.sequence(
+                                        OutputConstraint.literal("call:"),
+                                        OutputConstraint.jsonSchema("{\"enum\": [\"a\", \"b\"]}")),
+                                OutputConstraint.jsonSchema("{\"type\": \"boolean\"}")));
+        // JSON values may have whitespace around them
+        Pattern either = Pattern.compile("call:\\s*\"[ab]\"\\s*|\\s*(true|false)\\s*");
+        java.util.Set<Boolean> branches = new java.util.HashSet<>();
+        for (long seed = 0; seed < 40; seed++) {
+            String out = generate(v, c, eos, seed, 40);
+            assertTrue(out != null && either.matcher(out).matches(), String.valueOf(out));
+            branches.add(out.startsWith("call:"));
+        }
+        assertEquals(2, branches.size(), "40 random outputs all took one branch");
+        ConstraintState start = c.newState(List.of(eos));
+        assertTrue(start.isAllowed('c') && start.isAllowed('t') && start.isAllowed('f'));
+        assertFalse(start.isAllowed('x') || start.isAllowed(eos));
+    }
+
+    @Test
     void aLiteralMayBeSpelledByItsAtomicTokenButAtomicTokensNeverEnterAValue() {
         TokenVocabulary v = tiny("<tool_call>", "</tool_call>", "<eos>");
         int eos = v.size() - 1;

@@ -1,30 +1,39 @@
 package io.github.djlllmzoo.langchain4j;
 
 import dev.langchain4j.model.chat.Capability;
-import io.github.djlllmzoo.zoo.LocalModel;
+import dev.langchain4j.model.chat.listener.ChatModelListener;
+import dev.langchain4j.model.chat.request.ChatRequestParameters;
+import java.util.List;
 import java.util.Set;
 
 /**
- * What the blocking and the streaming chat models share: the engine over the loaded model, the
- * capabilities it declares (JSON-schema response formats, which it constrains decoding to) and
- * closing its predictor.
+ * What {@link LlmZooChatModel} and {@link LlmZooStreamingChatModel} share: the chat they run,
+ * the parameters every request starts from, the listeners, and JSON schemas as a capability.
  */
-abstract class LocalChatModel implements AutoCloseable {
+abstract class LocalChatModel {
 
-    final LocalChatEngine engine;
+    final LocalChat chat;
+    private final ChatRequestParameters defaults;
+    private final List<ChatModelListener> listeners;
 
-    LocalChatModel(LocalModel model, String modelName) {
-        this.engine = new LocalChatEngine(model, modelName);
+    LocalChatModel(LocalChat chat, ChatRequestParameters defaults, List<ChatModelListener> listeners) {
+        this.chat = chat;
+        this.defaults = defaults;
+        this.listeners = List.copyOf(listeners);
     }
 
-    /** @return JSON-schema response formats, decoded under the schema */
+    /** @return the parameters every request starts from (its own override them) */
+    public ChatRequestParameters defaultRequestParameters() {
+        return defaults;
+    }
+
+    /** @return the listeners told of each request and response */
+    public List<ChatModelListener> listeners() {
+        return listeners;
+    }
+
+    /** @return {@code RESPONSE_FORMAT_JSON_SCHEMA}: a schema constrains decoding */
     public Set<Capability> supportedCapabilities() {
         return Set.of(Capability.RESPONSE_FORMAT_JSON_SCHEMA);
-    }
-
-    /** Frees the predictor; the caller keeps ownership of the model. */
-    @Override
-    public void close() {
-        engine.close();
     }
 }
