@@ -25,7 +25,9 @@ final class MarkdownDocs {
     /** The log of past measurements, kept unchanged: held to its links, not to the rule for code blocks. */
     static final String HISTORY = "docs/performance-history.md";
 
-    private static final Pattern NOT_TESTED = Pattern.compile("<!-- not-tested: (\\S.*\\S) -->");
+    // "tested-by: TEST" marks a block that a module's own test checks (it needs that module's class path).
+    private static final Pattern NOT_TESTED =
+            Pattern.compile("<!-- (?:not-tested: (\\S.*\\S)|tested-by: (\\S.*\\S)) -->");
     private static final Pattern HEADING = Pattern.compile("#{1,6} (.+)");
     private static final Pattern NOT_IN_ANCHOR = Pattern.compile("[^\\p{L}\\p{M}\\p{N}\\p{Pc} -]");
 
@@ -76,7 +78,7 @@ final class MarkdownDocs {
             if (open > 0) {
                 Matcher m = NOT_TESTED.matcher(lines.get(open - 1).trim());
                 if (m.matches()) {
-                    reason = Optional.of(m.group(1));
+                    reason = Optional.of(m.group(1) != null ? m.group(1) : "tested by " + m.group(2));
                 }
             }
             blocks.add(new Block(page, open + 1, lines.get(open).substring(3).trim(), body.toString(), reason));

@@ -116,9 +116,9 @@ class GgufGoldenCasesTest {
     @MethodSource("quantizableCases")
     void quantizedGgufLoadsAsInt8AndScoresAsItsWidenedValues(String name) throws Exception {
         long[] prompt = longs(answers(name).getAsJsonArray("prompt_ids"));
-        String gemm = System.getProperty("llmzoo.compressedGemm");
+        String off = System.getProperty("llmzoo.cpu.off");
         // the prefill's widening path: the int8 products are then the widened weight's float32 products
-        System.setProperty("llmzoo.compressedGemm", "false");
+        System.setProperty("llmzoo.cpu.off", off == null || off.isBlank() ? "compressedGemm" : off + ",compressedGemm");
         try {
             for (GgufType type : new GgufType[] {GgufType.Q8_0, GgufType.Q4_0}) {
                 Path file = tmp.resolve(name + "-" + type + ".gguf");
@@ -148,10 +148,10 @@ class GgufGoldenCasesTest {
                 }
             }
         } finally {
-            if (gemm == null) {
-                System.clearProperty("llmzoo.compressedGemm");
+            if (off == null) {
+                System.clearProperty("llmzoo.cpu.off");
             } else {
-                System.setProperty("llmzoo.compressedGemm", gemm);
+                System.setProperty("llmzoo.cpu.off", off);
             }
         }
     }
