@@ -15,7 +15,15 @@ import java.util.List;
 public record ChatMessage(
         String role, String content, List<ToolCall> toolCalls, String toolCallId) {
 
-    /** Checks that a message says something (text or tool calls) and who says it. */
+    /**
+     * Checks that a message says something (text or tool calls) and who says it.
+     *
+     * @param role who says it: {@code system}, {@code user}, {@code assistant}, {@code tool}
+     *     (templates may know others; the server reads OpenAI's {@code developer} as {@code system})
+     * @param content what is said; may be null only for an assistant message with tool calls
+     * @param toolCalls the functions an assistant message calls (empty for every other message)
+     * @param toolCallId for a {@code tool} message, the id of the call it answers; else null
+     */
     public ChatMessage {
         toolCalls = toolCalls == null ? List.of() : List.copyOf(toolCalls);
         if (role == null || (content == null && toolCalls.isEmpty())) {

@@ -97,7 +97,11 @@ public sealed interface OutputConstraint extends Serializable {
      * @param schemaJson the schema as JSON text
      */
     record JsonSchema(String schemaJson) implements OutputConstraint {
-        /** Checks the schema text is given. */
+        /**
+         * Checks the schema text is given.
+         *
+         * @param schemaJson the schema as JSON text
+         */
         public JsonSchema {
             Objects.requireNonNull(schemaJson, "schemaJson");
         }
@@ -112,7 +116,11 @@ public sealed interface OutputConstraint extends Serializable {
      * @param pattern the expression
      */
     record Regex(String pattern) implements OutputConstraint {
-        /** Checks the pattern is given. */
+        /**
+         * Checks the pattern is given.
+         *
+         * @param pattern the expression
+         */
         public Regex {
             Objects.requireNonNull(pattern, "pattern");
         }
@@ -124,7 +132,11 @@ public sealed interface OutputConstraint extends Serializable {
      * @param text the text
      */
     record Literal(String text) implements OutputConstraint {
-        /** Checks the text is given. */
+        /**
+         * Checks the text is given.
+         *
+         * @param text the text
+         */
         public Literal {
             Objects.requireNonNull(text, "text");
         }
@@ -136,7 +148,11 @@ public sealed interface OutputConstraint extends Serializable {
      * @param parts the parts
      */
     record Sequence(List<OutputConstraint> parts) implements OutputConstraint {
-        /** Copies the parts. */
+        /**
+         * Copies the parts.
+         *
+         * @param parts the parts
+         */
         public Sequence {
             parts = List.copyOf(parts);
         }
@@ -148,7 +164,11 @@ public sealed interface OutputConstraint extends Serializable {
      * @param choices the choices
      */
     record AnyOf(List<OutputConstraint> choices) implements OutputConstraint {
-        /** Copies the choices and checks there is one. */
+        /**
+         * Copies the choices and checks there is one.
+         *
+         * @param choices the choices
+         */
         public AnyOf {
             choices = List.copyOf(choices);
             if (choices.isEmpty()) {
@@ -167,7 +187,14 @@ public sealed interface OutputConstraint extends Serializable {
      */
     record Repeat(OutputConstraint item, String separatorLiteral, int min, int max)
             implements OutputConstraint {
-        /** Checks the bounds. */
+        /**
+         * Checks the bounds.
+         *
+         * @param item the repeated part
+         * @param separatorLiteral the text between repetitions
+         * @param min the fewest repetitions
+         * @param max the most repetitions ({@link Integer#MAX_VALUE}: no bound)
+         */
         public Repeat {
             Objects.requireNonNull(item, "item");
             Objects.requireNonNull(separatorLiteral, "separatorLiteral");

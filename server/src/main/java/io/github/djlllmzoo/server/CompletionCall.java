@@ -32,6 +32,8 @@ public record CompletionCall(
      * @param config how to generate
      * @param stream whether to answer with server-sent events
      * @param includeUsage whether a streamed answer ends with a usage chunk ({@code stream_options.include_usage})
+     * @param toolCalls the syntax the reply's tool calls are read in, or null to read none
+     * @param parallelToolCalls whether the reply may hold several tool calls (else the first is kept)
      */
     public CompletionCall {
         promptIds = promptIds.clone();

@@ -69,6 +69,12 @@ public record ServerOptions(
      * @param workers predictors, each generating one batch at a time
      * @param batchWait how long a batch waits for more requests once it has one
      * @param retryAfterSeconds the {@code Retry-After} of a 429 answer
+     * @param apiKeys the keys a {@code /v1} request must present as {@code Authorization: Bearer
+     *     KEY}; empty leaves the server open ({@link #toString()} does not show them)
+     * @param requestTimeout how long a request may take from admission to its last token; past it
+     *     a streamed answer ends with {@code finish_reason "length"} and a whole one is refused with
+     *     408
+     * @param drainTimeout how long {@link OpenAiServer#shutdown()} lets running requests finish
      */
     public ServerOptions {
         if (host == null || host.isBlank()) {

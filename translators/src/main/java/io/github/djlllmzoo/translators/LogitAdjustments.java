@@ -32,7 +32,16 @@ public record LogitAdjustments(
     /** OpenAI's bound on either penalty. */
     public static final float MAX_PENALTY = 2f;
 
-    /** Validates the values; every message names the field at fault. */
+    /**
+     * Validates the values; every message names the field at fault.
+     *
+     * @param logitBias a bias per token id, each in [-100, 100] (-100 in effect bans the token, 100
+     *     all but forces it)
+     * @param presencePenalty subtracted once from the logit of every token generated so far, in [-2,
+     *     2]
+     * @param frequencyPenalty subtracted per occurrence from the logit of every token generated so
+     *     far, in [-2, 2]
+     */
     public LogitAdjustments {
         logitBias = Map.copyOf(logitBias);
         for (Map.Entry<Integer, Float> e : logitBias.entrySet()) {

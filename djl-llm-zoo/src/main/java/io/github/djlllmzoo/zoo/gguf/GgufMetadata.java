@@ -31,7 +31,10 @@ public final class GgufMetadata {
         return values;
     }
 
-    /** @return whether the key is present */
+    /**
+     * @param key the metadata key, e.g. {@code general.architecture}
+     * @return whether the key is present
+     */
     public boolean has(String key) {
         return values.containsKey(key);
     }
