@@ -31,6 +31,7 @@ class CompressedProductTest extends CompressedWeightsTest {
         "INT8, 1, 768, 1000", "INT8, 2, 64, 3", "INT8, 5, 96, 301", "INT8, 8, 2048, 512",
         "BFLOAT16, 1, 768, 1000", "BFLOAT16, 3, 64, 3", "BFLOAT16, 8, 96, 301",
         "FLOAT16, 1, 768, 1000", "FLOAT16, 4, 64, 3", "FLOAT16, 8, 96, 301",
+        "INT4, 1, 768, 1000", "INT4, 2, 64, 3", "INT4, 5, 96, 301", "INT4, 8, 2048, 512", "INT4, 7, 4128, 33",
         // rows of x past L1: the inputs taken a tile at a time, a ragged last tile and output run
         "FLOAT16, 8, 2080, 77", "BFLOAT16, 6, 1056, 40", "INT8, 7, 4128, 33"
     })
@@ -81,18 +82,21 @@ class CompressedProductTest extends CompressedWeightsTest {
     }
 
     /**
-     * With AVX512_VNNI, an int8 product is the engine's product of the widened weight with the input
-     * rounded to its own int8 grid (per group of 32, scale max|x| / 127, ties to even, as the kernel
-     * quantizes): the integer sums are exact, so only float32 rounding of the scaled sums is left,
-     * whether 5 to 8 rows take the transposed-block kernel ({@link CompressedProduct#VNNI_BLOCKS}) or
-     * the per-chunk one.
+     * With an int8 dot product (AVX512_VNNI, AVX2's, NEON's), an int8 or int4 product is the engine's
+     * product of the widened weight with the input rounded to its own int8 grid (per group of 32, scale
+     * max|x| / 127, ties to even, as the kernel quantizes): the integer sums are exact (int4's codes
+     * unpacked to int8 exactly), so only float32 rounding of the scaled sums is left, whether 5 to 8
+     * rows take the transposed-block kernel ({@link CompressedProduct#VNNI_BLOCKS}) or the per-chunk one.
      */
     @ParameterizedTest
-    @CsvSource({"1, 768, 1000", "2, 64, 3", "5, 96, 301", "8, 2048, 512", "3, 4096, 64", "8, 1568, 45", "6, 4128, 70",
-        "5, 32, 5", "7, 288, 17", "8, 768, 2048"})
-    void theVnniKernelEqualsTheProductWithTheInputOnItsInt8Grid(int rows, int in, int out) {
-        assumeTrue((CompressedProduct.features() & CompressedProduct.VNNI) != 0, "no AVX512_VNNI on this CPU");
-        CompressedWeight weight = compressed(out, in, WeightFormat.INT8);
+    @CsvSource({"INT8, 1, 768, 1000", "INT8, 2, 64, 3", "INT8, 5, 96, 301", "INT8, 8, 2048, 512",
+        "INT8, 3, 4096, 64", "INT8, 8, 1568, 45", "INT8, 6, 4128, 70", "INT8, 5, 32, 5", "INT8, 7, 288, 17",
+        "INT8, 8, 768, 2048",
+        "INT4, 1, 768, 1000", "INT4, 2, 64, 3", "INT4, 5, 96, 301", "INT4, 8, 2048, 512", "INT4, 3, 4096, 64",
+        "INT4, 6, 4128, 70", "INT4, 5, 32, 5", "INT4, 7, 288, 17", "INT4, 1, 32, 7"})
+    void theDotProductKernelEqualsTheProductWithTheInputOnItsInt8Grid(WeightFormat format, int rows, int in, int out) {
+        assumeTrue((CompressedProduct.features() & CompressedProduct.VNNI) != 0, "no int8 dot product on this CPU");
+        CompressedWeight weight = compressed(out, in, format);
         NDArray widened = weight.toFloat32(manager); // (out, in)
         NDArray bias = manager.randomNormal(new Shape(out));
         NDArray x = manager.randomNormal(new Shape(rows, 1, in));
@@ -101,7 +105,7 @@ class CompressedProductTest extends CompressedWeightsTest {
         var bound = RoundingBound.ofProduct(onGrid, widened, bias, true);
         for (int bits : new int[] {CompressedProduct.VNNI, CompressedProduct.VNNI | CompressedProduct.VNNI_BLOCKS}) {
             NDArray actual = CompressedProduct.multiply(x, weight, bias, rows, bits);
-            assertArrayEquals(expected, actual.toFloatArray(), bound, "dot-product bits " + bits);
+            assertArrayEquals(expected, actual.toFloatArray(), bound, format + " dot-product bits " + bits);
         }
     }
 
@@ -155,7 +159,7 @@ class CompressedProductTest extends CompressedWeightsTest {
      * pair is split across the cores even where one of its weights alone would not be.
      */
     @ParameterizedTest
-    @CsvSource({"INT8, 1", "INT8, 3", "BFLOAT16, 1", "BFLOAT16, 8", "FLOAT16, 2"})
+    @CsvSource({"INT8, 1", "INT8, 3", "BFLOAT16, 1", "BFLOAT16, 8", "FLOAT16, 2", "INT4, 1", "INT4, 6"})
     void weightsMultipliedTogetherGiveEachWeightsOwnProduct(WeightFormat format, int rows) {
         CompressedWeight large = compressed(1024, 256, format); // over SplitProjection.MIN_ELEMENTS
         CompressedWeight small = compressed(97, 256, format); // under it, an odd column count
@@ -175,7 +179,7 @@ class CompressedProductTest extends CompressedWeightsTest {
 
     /** The CPU kernels' pair of compressed projections is each projection's own product. */
     @ParameterizedTest
-    @CsvSource({"INT8", "BFLOAT16", "FLOAT16"})
+    @CsvSource({"INT8", "BFLOAT16", "FLOAT16", "INT4"})
     void aPairOfCompressedProjectionsEqualsEachProjection(WeightFormat format) {
         ProjectionWeight first = Projections.of(
                 Layout.OUT_IN, manager.randomNormal(0, 0.02f, new Shape(512, 256), DataType.FLOAT32),
@@ -235,7 +239,8 @@ class CompressedProductTest extends CompressedWeightsTest {
 
     /** A prefill's weight, widened natively, holds exactly the values the reference widens to. */
     @ParameterizedTest
-    @CsvSource({"INT8, 64, 3", "INT8, 768, 1001", "BFLOAT16, 96, 301", "FLOAT16, 2048, 5"})
+    @CsvSource({"INT8, 64, 3", "INT8, 768, 1001", "BFLOAT16, 96, 301", "FLOAT16, 2048, 5", "INT4, 96, 301",
+        "INT4, 768, 1001"})
     void theNativeWideningIsTheReferencesExactly(WeightFormat format, int in, int out) {
         CompressedWeight weight = compressed(out, in, format);
         assertTrue(CompressedProduct.widens(weight));
