@@ -456,21 +456,20 @@ static inline __attribute__((always_inline)) void dot_weight_rows(
         acc[r] = first ? vzero() : carry[r];
     }
     for (int g = k0 / GROUP; g < k1 / GROUP; g++) {
-        int8_t unpacked[GROUP];
-        const int8_t *w;
+        codes32 w;
         if (format == INT4) {
             const uint8_t *packed = (const uint8_t *)codes + ((size_t)n * groups + g) * INT4_GROUP_BYTES;
             __builtin_prefetch(packed + PREFETCH_BYTES);
-            unpack_int4(packed, unpacked);
-            w = unpacked;
+            w = unpack_codes32(packed);
         } else {
-            w = (const int8_t *)codes + (size_t)n * in + (size_t)g * GROUP;
-            __builtin_prefetch((const char *)w + PREFETCH_BYTES);
+            const int8_t *at = (const int8_t *)codes + (size_t)n * in + (size_t)g * GROUP;
+            __builtin_prefetch((const char *)at + PREFETCH_BYTES);
+            w = load_codes32(at);
         }
         float s = half_value(scales + (size_t)n * groups + g);
         for (int r = 0; r < rows; r++) {
             size_t cell = (size_t)g * rows + r;
-            vi sums = dot32((vi){0}, q->codes + cell * GROUP, w);
+            vi sums = dot32_codes((vi){0}, q->codes + cell * GROUP, w);
             acc[r] = __builtin_convertvector(sums, vf) * (s * q->scales[cell]) + acc[r];
         }
     }
