@@ -14,6 +14,8 @@ import io.github.djlllmzoo.blocks.ProjectionWeight;
 import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import io.github.djlllmzoo.blocks.RoundingBound;
 import io.github.djlllmzoo.blocks.WeightFormat;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -107,6 +109,48 @@ class CompressedProductTest extends CompressedWeightsTest {
             NDArray actual = CompressedProduct.multiply(x, weight, bias, rows, bits);
             assertArrayEquals(expected, actual.toFloatArray(), bound, format + " dot-product bits " + bits);
         }
+    }
+
+    /**
+     * An int4 product goes through int8's kernels on its codes unpacked to {@code q - 8}: it is bit
+     * for bit the product of the int8 weight holding those codes and the same scales (what a GGUF
+     * Q4_0 file loads as without {@code --dtype int4}), by the widening kernel, the dot product per
+     * chunk, and the transposed blocks from 5 rows.
+     */
+    @ParameterizedTest
+    @CsvSource({"1, 768, 100", "3, 96, 301", "5, 32, 9", "6, 4128, 70", "8, 2048, 64"})
+    void anInt4ProductIsBitForBitTheInt8ProductOfItsUnpackedCodes(int rows, int in, int out) {
+        CompressedWeight int4 = compressed(out, in, WeightFormat.INT4);
+        CompressedWeight int8 = unpacked(int4);
+        NDArray bias = manager.randomNormal(new Shape(out));
+        NDArray x = manager.randomNormal(new Shape(rows, 1, in));
+        int vnni = CompressedProduct.features() & CompressedProduct.VNNI;
+        for (int bits : new int[] {0, vnni, vnni == 0 ? 0 : vnni | CompressedProduct.VNNI_BLOCKS}) {
+            assertArrayEquals(CompressedProduct.multiply(x, int8, bias, rows, bits).toFloatArray(),
+                    CompressedProduct.multiply(x, int4, bias, rows, bits).toFloatArray(), 0f,
+                    "dot-product bits " + bits);
+        }
+    }
+
+    /** The int8 weight of an int4 one's codes {@code q - 8} (Q4_0's packing undone) and its scales. */
+    private static CompressedWeight unpacked(CompressedWeight int4) {
+        int out = int4.outFeatures();
+        int in = int4.inFeatures();
+        int half = CompressedWeight.GROUP / 2;
+        ByteBuffer packed = int4.codes();
+        ByteBuffer codes = ByteBuffer.allocateDirect(out * in).order(ByteOrder.nativeOrder());
+        for (int n = 0; n < out; n++) {
+            for (int k = 0; k < in; k++) {
+                int group = n * (in / CompressedWeight.GROUP) + k / CompressedWeight.GROUP;
+                int j = k % CompressedWeight.GROUP;
+                int b = packed.get(group * half + j % half) & 0xFF;
+                codes.put(n * in + k, (byte) ((j < half ? b & 0xF : b >> 4) - 8));
+            }
+        }
+        ByteBuffer held = int4.directBuffers()[1].duplicate().clear();
+        ByteBuffer scales = ByteBuffer.allocateDirect(held.capacity()).order(ByteOrder.nativeOrder());
+        scales.put(held).clear();
+        return CompressedWeight.ofCodes(WeightFormat.INT8, out, in, codes, scales);
     }
 
     /**
