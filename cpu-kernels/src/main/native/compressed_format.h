@@ -1,8 +1,8 @@
 /*
  * What the compressed-weight kernels share (compressed_product.c for decode steps, compressed_gemm.c for
  * prefills): the formats' numbers (CompressedProduct's constants), int8's group of 32 and its float16
- * scale, how a group of the input is quantized for the int8 dot products (both kernels must round x the
- * same way), and their refusal.
+ * scale, int4's codes unpacked to int8, how a group of the input is quantized for the int8 dot products
+ * (both kernels must round x the same way), and their refusal.
  */
 #ifndef LLMZOO_COMPRESSED_FORMAT_H
 #define LLMZOO_COMPRESSED_FORMAT_H
@@ -14,7 +14,29 @@
 /* Inputs sharing one int8 scale, a float16 (llama.cpp's Q8_0 block). */
 #define GROUP 32
 
-enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
+enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2, INT4 = 3 };
+
+/* Bytes of one int4 group's packed codes (llama.cpp's Q4_0: two codes a byte). */
+#define INT4_GROUP_BYTES (GROUP / 2)
+
+/* 16 bytes as GCC's generic vector: SSE2's or NEON's registers, whatever the variant. */
+typedef uint8_t int4_bytes __attribute__((vector_size(INT4_GROUP_BYTES)));
+
+/*
+ * One int4 group's 32 codes, packed as llama.cpp's Q4_0 packs them (element j in the low nibble of
+ * byte j, element j + 16 in its high nibble, value (q - 8) * scale), as the signed int8 codes q - 8
+ * in [-8, 7] into out: the int8 kernels then multiply them as they do int8's. One 16-byte vector
+ * (a mask, a shift, two subtractions), stored whole so the kernel's loads of out are forwarded from
+ * two stores rather than gathered from 32 byte stores.
+ */
+static inline __attribute__((always_inline)) void unpack_int4(const uint8_t *packed, int8_t *out) {
+    int4_bytes bytes;
+    memcpy(&bytes, packed, sizeof bytes);
+    int4_bytes low = (bytes & 0x0F) - 8;
+    int4_bytes high = (bytes >> 4) - 8;
+    memcpy(out, &low, sizeof low);
+    memcpy(out + INT4_GROUP_BYTES, &high, sizeof high);
+}
 
 /* Refuses a call's arguments: an IllegalArgumentException with the message, thrown when the native call returns. */
 static inline void fail(JNIEnv *env, const char *message) {

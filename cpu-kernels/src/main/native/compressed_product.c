@@ -4,6 +4,8 @@
  *   format 0: bfloat16 bits (widened by a 16-bit shift),
  *   format 1: IEEE half bits (widened by vcvtph2ps),
  *   format 2: int8 codes with one float16 scale per 32 inputs of an output (llama.cpp's Q8_0),
+ *   format 3: 4-bit codes, two a byte, with one float16 scale per 32 inputs (llama.cpp's Q4_0), each
+ *     group unpacked to the int8 codes q - 8 in registers and then taken as int8's (unpack_int4),
  * each VL codes widened to float32 in registers (int8 times its scale) and multiplied into float32
  * accumulators, so the product is that of the weight widened exactly to float32
  * (io.github.djlllmzoo.blocks.CompressedWeight#toFloatArray) up to the order of the sums.
@@ -37,6 +39,10 @@
  *     codes by both, so the result is the product with x to about 2^-17 of each element.
  * The AVX2 and NEON variants have the int8 one, by simd.h's dot32 (vpmaddubsw, sdot) with x quantized
  * the same way (compressed_product_dot.h); their widening kernel is the AVX-512 one at 8 floats a vector.
+ * int4 takes int8's kernels, each group of 16 packed bytes unpacked to 32 int8 codes in [-8, 7] just
+ * before its dot product or widening, so each packed byte is read once (half int8's bytes) and the
+ * integer sums are as exact as int8's: the dot-product result is the product of the weight with x on
+ * its int8 grid, as for int8 (llama.cpp's Q4_0 x Q8_0 dot product).
  */
 #include <jni.h>
 #include <stddef.h>
@@ -93,7 +99,6 @@ static inline __attribute__((always_inline)) void finish_rows(
 static inline __attribute__((always_inline)) void weight_rows(
         const float *x, const void *codes, const uint16_t *scales, const float *bias, float *out,
         int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry, int format) {
-    const int element = format == INT8 ? 1 : 2;
     const int groups = in / GROUP;
     vf acc[MAX_ROWS];
     for (int r = 0; r < rows; r++) {
@@ -101,12 +106,22 @@ static inline __attribute__((always_inline)) void weight_rows(
     }
     for (int k = k0; k < k1; k += GROUP) {
         size_t base = (size_t)n * in + k;
-        __builtin_prefetch((const char *)codes + base * element + PREFETCH_BYTES);
         vf w[GROUP / VL];
-        for (int i = 0; i < GROUP / VL; i++) {
-            w[i] = widen8(codes, base + i * VL, format);
+        if (format == INT4) {
+            const uint8_t *packed = (const uint8_t *)codes + ((size_t)n * groups + k / GROUP) * INT4_GROUP_BYTES;
+            __builtin_prefetch(packed + PREFETCH_BYTES);
+            int8_t unpacked[GROUP];
+            unpack_int4(packed, unpacked);
+            for (int i = 0; i < GROUP / VL; i++) {
+                w[i] = widen_int8(unpacked + i * VL);
+            }
+        } else {
+            __builtin_prefetch((const char *)codes + base * (format == INT8 ? 1 : 2) + PREFETCH_BYTES);
+            for (int i = 0; i < GROUP / VL; i++) {
+                w[i] = widen8(codes, base + i * VL, format);
+            }
         }
-        if (format == INT8) {
+        if (format == INT8 || format == INT4) {
             float s = half_value(scales + (size_t)n * groups + k / GROUP);
             for (int i = 0; i < GROUP / VL; i++) {
                 w[i] = w[i] * s;
@@ -245,8 +260,11 @@ static int widening_multiply(const float *x, const void *codes, const uint16_t *
         case FLOAT16:
             BY_ROWS(FLOAT16)
             break;
-        default:
+        case INT8:
             BY_ROWS(INT8)
+            break;
+        default:
+            BY_ROWS(INT4)
             break;
     }
     free(interleaved);
@@ -267,7 +285,7 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(
     const float *bias = bias_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, bias_buffer);
     float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
     if (x == NULL || codes == NULL || out == NULL || (bias_buffer != NULL && bias == NULL)
-            || (format == INT8 && scales == NULL)) {
+            || ((format == INT8 || format == INT4) && scales == NULL)) {
         fail(env, "compressed product: an array's memory is not reachable as a direct buffer");
         return;
     }
@@ -275,16 +293,16 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(
         fail(env, "compressed product: rows must be 1 to 8 and in a multiple of 32");
         return;
     }
-    if ((format == INT8 && (features & FEATURE_VNNI))
+    if (format < BFLOAT16 || format > INT4) {
+        fail(env, "compressed product: unknown format");
+        return;
+    }
+    if (((format == INT8 || format == INT4) && (features & FEATURE_VNNI))
             || (format == BFLOAT16 && (features & FEATURE_BF16) && rows <= BF16_DOT_ROWS)) {
         if (!dot_multiply(x, codes, scales, bias, out, format, rows, in, out_features, from, to,
                     dot_products & VNNI_BLOCKS)) {
             fail(env, "compressed product: no memory for the input's int8 or bfloat16 form");
         }
-        return;
-    }
-    if (format < BFLOAT16 || format > INT8) {
-        fail(env, "compressed product: unknown format");
         return;
     }
     if (!widening_multiply(x, codes, scales, bias, out, format, rows, in, out_features, from, to)) {
@@ -302,11 +320,11 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_widen(
     const uint16_t *scales =
             scales_buffer == NULL ? NULL : (const uint16_t *)(*env)->GetDirectBufferAddress(env, scales_buffer);
     float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
-    if (codes == NULL || out == NULL || (format == INT8 && scales == NULL)) {
+    if (codes == NULL || out == NULL || ((format == INT8 || format == INT4) && scales == NULL)) {
         fail(env, "compressed widening: an array's memory is not reachable as a direct buffer");
         return;
     }
-    if (in % GROUP != 0 || format < BFLOAT16 || format > INT8) {
+    if (in % GROUP != 0 || format < BFLOAT16 || format > INT4) {
         fail(env, "compressed widening: in must be a multiple of 32 and the format known");
         return;
     }

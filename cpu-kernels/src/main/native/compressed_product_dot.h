@@ -12,7 +12,35 @@
 
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
-/* ---- int8 x int8 with AVX512_VNNI ---- */
+/* ---- int8 x int8 with AVX512_VNNI (int4's codes unpacked to int8 first) ---- */
+
+/* One int4 group's 16 packed bytes as its 32 int8 codes q - 8 (unpack_int4's order) in registers. */
+static inline __attribute__((always_inline)) VNNI_TARGET __m256i unpack_int4_group(const uint8_t *packed) {
+    const __m128i nibble = _mm_set1_epi8(0x0F);
+    __m128i bytes = _mm_loadu_si128((const __m128i *)packed);
+    __m128i low = _mm_and_si128(bytes, nibble);
+    __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble);
+    return _mm256_sub_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(low), high, 1), _mm256_set1_epi8(8));
+}
+
+/* The int8 codes of output n's inputs [at, at + 64) (int8's as they are, int4's unpacked), zero past in,
+   with the weight prefetched ahead. */
+static inline __attribute__((always_inline)) VNNI_TARGET __m512i load_chunk(
+        const void *codes, int format, int n, int in, int at) {
+    if (at >= in) {
+        return _mm512_setzero_si512();
+    }
+    int whole = at + 64 <= in;
+    if (format == INT4) {
+        const uint8_t *packed = (const uint8_t *)codes + ((size_t)n * (in / GROUP) + at / GROUP) * INT4_GROUP_BYTES;
+        _mm_prefetch((const char *)packed + PREFETCH_BYTES, _MM_HINT_T0);
+        __m512i low = _mm512_zextsi256_si512(unpack_int4_group(packed));
+        return whole ? _mm512_inserti64x4(low, unpack_int4_group(packed + INT4_GROUP_BYTES), 1) : low;
+    }
+    const int8_t *w_at = (const int8_t *)codes + (size_t)n * in + at;
+    _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
+    return whole ? _mm512_loadu_si512(w_at) : _mm512_maskz_loadu_epi8(0xffffffffULL, w_at);
+}
 
 /* Rows of x quantized per group of 32: each code q in [-127, 127] held as the unsigned q + 128 that
    vpdpbusd takes, and each 64 inputs' two group scales as a lane pattern (group 2c in lanes 0-7, group
@@ -60,8 +88,8 @@ static void free_quantized(QuantizedRows *q) {
 
 /* The inputs [k0, k1) of output n for the quantized rows, carried as weight_rows carries them. */
 static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
-        const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
-        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry) {
+        const QuantizedRows *q, const void *codes, const uint16_t *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry, int format) {
     const int groups = in / GROUP;
     const __m512i zero = _mm512_setzero_si512();
     const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -72,19 +100,9 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
     }
     for (int c = k0 / 64; c * 64 < k1; c++) {
         int k = c * 64;
-        int whole = k + 64 <= in;
-        const int8_t *w_at = codes + (size_t)n * in + k;
         const uint16_t *s_at = scales + (size_t)n * groups + k / GROUP;
-        _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
-        __m512i w;
-        __m512 s;
-        if (whole) {
-            w = _mm512_loadu_si512(w_at);
-            s = widen_scales(s_at, 2);
-        } else {
-            w = _mm512_maskz_loadu_epi8(0xffffffffULL, w_at);
-            s = widen_scales(s_at, 1);
-        }
+        __m512i w = load_chunk(codes, format, n, in, k);
+        __m512 s = widen_scales(s_at, k + 64 <= in ? 2 : 1);
         __m512 weight_scales = _mm512_permutexvar_ps(halves, s);
         /* sum (q + 128) w - 128 sum w = sum q w: start each row's sums at -128 sum w. */
         __m512i correction = _mm512_dpbusd_epi32(zero, offset, _mm512_sub_epi8(zero, w));
@@ -100,22 +118,25 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_weight_rows(
 }
 
 #define VNNI_CALL(k0, k1, first, last, at) \
-    vnni_weight_rows(q, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at)
+    vnni_weight_rows(q, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at, format)
 
 /* An int8 input takes its code and, per 64, 64 bytes of scales: 2 bytes a row. */
 static inline __attribute__((always_inline)) VNNI_TARGET void vnni_columns_rows(
-        const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
-        int in, int out_features, int from, int to, int rows) {
+        const QuantizedRows *q, const void *codes, const uint16_t *scales, const float *bias, float *out,
+        int in, int out_features, int from, int to, int rows, int format) {
     vf carry[TILE_OUTPUTS * MAX_ROWS];
     int n;
     TILED(VNNI_CALL, tile_inputs(rows, in, 2));
 }
 
-#define VNNI_ROWS(R) vnni_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R)
+/* The kernel for each row count and format fixed, so its loops unroll and its format test folds. */
+#define VNNI_ROWS(R)                                                                              \
+    (format == INT4 ? vnni_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT4) \
+                    : vnni_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT8))
 
 static VNNI_TARGET void vnni_columns(
-        const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
-        int rows, int in, int out_features, int from, int to) {
+        const QuantizedRows *q, const void *codes, const uint16_t *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int from, int to, int format) {
     SWITCH_ROWS(VNNI_ROWS)
 }
 
@@ -216,8 +237,8 @@ static void free_blocked(BlockedRows *q) {
 /* The inputs [k0, k1) (whole blocks, or up to in) of output n for the blocked rows, carried as
    weight_rows carries them. */
 static inline __attribute__((always_inline)) VNNI_TARGET void blocked_weight_rows(
-        const BlockedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
-        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry) {
+        const BlockedRows *q, const void *codes, const uint16_t *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry, int format) {
     const int groups = in / GROUP;
     const __m512i offset = _mm512_set1_epi8((char)0x80);
     vf acc[MAX_ROWS];
@@ -226,14 +247,9 @@ static inline __attribute__((always_inline)) VNNI_TARGET void blocked_weight_row
     }
     for (int b = k0 / BLOCK_INPUTS; b * BLOCK_INPUTS < k1; b++) {
         int k = b * BLOCK_INPUTS;
-        const int8_t *w_at = codes + (size_t)n * in + k;
         __m512i chunk[4];
         for (int c = 0; c < BLOCK_CHUNKS; c++) {
-            int at = k + c * 64;
-            _mm_prefetch((const char *)w_at + c * 64 + PREFETCH_BYTES, _MM_HINT_T0);
-            chunk[c] = at + 64 <= in ? _mm512_loadu_si512(w_at + c * 64)
-                    : at < in ? _mm512_maskz_loadu_epi8(0xffffffffULL, w_at + c * 64)
-                    : _mm512_setzero_si512();
+            chunk[c] = load_chunk(codes, format, n, in, k + c * 64);
         }
         __m512i t[4];
         transpose_block(chunk, t);
@@ -266,21 +282,23 @@ static inline int block_tile_inputs(int rows, int in) {
 }
 
 #define BLOCKED_CALL(k0, k1, first, last, at) \
-    blocked_weight_rows(q, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at)
+    blocked_weight_rows(q, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at, format)
 
 static inline __attribute__((always_inline)) VNNI_TARGET void blocked_columns_rows(
-        const BlockedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
-        int in, int out_features, int from, int to, int rows) {
+        const BlockedRows *q, const void *codes, const uint16_t *scales, const float *bias, float *out,
+        int in, int out_features, int from, int to, int rows, int format) {
     vf carry[TILE_OUTPUTS * MAX_ROWS];
     int n;
     TILED(BLOCKED_CALL, block_tile_inputs(rows, in));
 }
 
-#define BLOCKED_ROWS(R) blocked_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R)
+#define BLOCKED_ROWS(R)                                                                               \
+    (format == INT4 ? blocked_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT4) \
+                    : blocked_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT8))
 
 static VNNI_TARGET void blocked_columns(
-        const BlockedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
-        int rows, int in, int out_features, int from, int to) {
+        const BlockedRows *q, const void *codes, const uint16_t *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int from, int to, int format) {
     SWITCH_ROWS(BLOCKED_ROWS)
 }
 
@@ -364,20 +382,20 @@ static int cpu_features(void) {
    transposed-block kernel where blocks is set); returns 0 where memory for x's form ran out. */
 static int dot_multiply(const float *x, const void *codes, const uint16_t *scales, const float *bias, float *out,
         int format, int rows, int in, int out_features, int from, int to, int blocks) {
-    if (format == INT8 && blocks && rows >= VNNI_BLOCK_ROWS) {
+    if (format != BFLOAT16 && blocks && rows >= VNNI_BLOCK_ROWS) {
         BlockedRows q;
         int ok = quantize_blocked(x, rows, in, &q);
         if (ok) {
-            blocked_columns(&q, (const int8_t *)codes, scales, bias, out, rows, in, out_features, from, to);
+            blocked_columns(&q, codes, scales, bias, out, rows, in, out_features, from, to, format);
         }
         free_blocked(&q);
         return ok;
     }
-    if (format == INT8) {
+    if (format != BFLOAT16) {
         QuantizedRows q;
         int ok = quantize_rows(x, rows, in, &q);
         if (ok) {
-            vnni_columns(&q, (const int8_t *)codes, scales, bias, out, rows, in, out_features, from, to);
+            vnni_columns(&q, codes, scales, bias, out, rows, in, out_features, from, to, format);
         }
         free_quantized(&q);
         return ok;
@@ -430,20 +448,28 @@ static void free_quantized(QuantizedRows *q) {
 }
 
 static inline __attribute__((always_inline)) void dot_weight_rows(
-        const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
-        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry) {
+        const QuantizedRows *q, const void *codes, const uint16_t *scales, const float *bias, float *out,
+        int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry, int format) {
     const int groups = in / GROUP;
     vf acc[MAX_ROWS];
     for (int r = 0; r < rows; r++) {
         acc[r] = first ? vzero() : carry[r];
     }
     for (int g = k0 / GROUP; g < k1 / GROUP; g++) {
-        const int8_t *w = codes + (size_t)n * in + (size_t)g * GROUP;
-        __builtin_prefetch((const char *)w + PREFETCH_BYTES);
+        codes32 w;
+        if (format == INT4) {
+            const uint8_t *packed = (const uint8_t *)codes + ((size_t)n * groups + g) * INT4_GROUP_BYTES;
+            __builtin_prefetch(packed + PREFETCH_BYTES);
+            w = unpack_codes32(packed);
+        } else {
+            const int8_t *at = (const int8_t *)codes + (size_t)n * in + (size_t)g * GROUP;
+            __builtin_prefetch((const char *)at + PREFETCH_BYTES);
+            w = load_codes32(at);
+        }
         float s = half_value(scales + (size_t)n * groups + g);
         for (int r = 0; r < rows; r++) {
             size_t cell = (size_t)g * rows + r;
-            vi sums = dot32((vi){0}, q->codes + cell * GROUP, w);
+            vi sums = dot32_codes((vi){0}, q->codes + cell * GROUP, w);
             acc[r] = __builtin_convertvector(sums, vf) * (s * q->scales[cell]) + acc[r];
         }
     }
@@ -451,18 +477,21 @@ static inline __attribute__((always_inline)) void dot_weight_rows(
 }
 
 #define DOT_CALL(k0, k1, first, last, at) \
-    dot_weight_rows(q, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at)
+    dot_weight_rows(q, codes, scales, bias, out, rows, in, out_features, n, k0, k1, first, last, at, format)
 
 /* An int8 input takes its code and a quarter of its group's scale: about 1 byte a row. */
 static inline __attribute__((always_inline)) void dot_columns_rows(
-        const QuantizedRows *q, const int8_t *codes, const uint16_t *scales, const float *bias, float *out,
-        int in, int out_features, int from, int to, int rows) {
+        const QuantizedRows *q, const void *codes, const uint16_t *scales, const float *bias, float *out,
+        int in, int out_features, int from, int to, int rows, int format) {
     vf carry[TILE_OUTPUTS * MAX_ROWS];
     int n;
     TILED(DOT_CALL, tile_inputs(rows, in, 1));
 }
 
-#define DOT_ROWS(R) dot_columns_rows(&q, weight_codes, scales, bias, out, in, out_features, from, to, R)
+/* The kernel for each row count and format fixed, so its loops unroll and its format test folds. */
+#define DOT_ROWS(R)                                                                                \
+    (format == INT4 ? dot_columns_rows(&q, codes, scales, bias, out, in, out_features, from, to, R, INT4) \
+                    : dot_columns_rows(&q, codes, scales, bias, out, in, out_features, from, to, R, INT8))
 
 /* The int8 dot product is on every CPU this variant runs on (AVX2; NEON, with sdot or without). */
 static int cpu_features(void) {
@@ -471,12 +500,10 @@ static int cpu_features(void) {
 
 static int dot_multiply(const float *x, const void *codes, const uint16_t *scales, const float *bias, float *out,
         int format, int rows, int in, int out_features, int from, int to, int blocks) {
-    (void)format;
     (void)blocks;
     QuantizedRows q;
     int ok = quantize_rows(x, rows, in, &q);
     if (ok) {
-        const int8_t *weight_codes = codes;
         SWITCH_ROWS(DOT_ROWS)
     }
     free_quantized(&q);
@@ -488,6 +515,17 @@ static int dot_multiply(const float *x, const void *codes, const uint16_t *scale
 /* Weight row n widened to float32 into out (in floats). */
 static void widen_row(const void *codes, const uint16_t *scales, int format, int in, int n, float *out) {
     const int groups = in / GROUP;
+    if (format == INT4) {
+        for (int g = 0; g < groups; g++) {
+            int8_t unpacked[GROUP];
+            unpack_int4((const uint8_t *)codes + ((size_t)n * groups + g) * INT4_GROUP_BYTES, unpacked);
+            float s = half_value(scales + (size_t)n * groups + g);
+            for (int i = 0; i < GROUP / VL; i++) {
+                vstore(out + g * GROUP + i * VL, widen_int8(unpacked + i * VL) * s);
+            }
+        }
+        return;
+    }
     for (int k = 0; k < in; k += VL) {
         size_t index = (size_t)n * in + k;
         vf v = widen8(codes, index, format);

@@ -299,29 +299,66 @@ INLINE float half_value(const uint16_t *p) {
  * NEON with the dot-product extension: two sdot (4 products to a lane, 16 bytes each).
  * NEON without: smull/smlal into 16-bit pair sums, sadalp into int32.
  */
-INLINE vi dot32(vi acc, const int8_t *a, const int8_t *b) {
 #if defined(__AVX2__)
+/* A weight's 32 int8 codes in registers, loaded once for every row of x. */
+typedef __m256i codes32;
+
+INLINE codes32 load_codes32(const int8_t *p) {
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* 32 int4 codes packed as compressed_format.h's unpack_int4 reads them, as int8 codes q - 8 in
+   registers (lane for lane unpack_int4's), so no stored copy is loaded back. */
+INLINE codes32 unpack_codes32(const uint8_t *packed) {
+    const __m128i nibble = _mm_set1_epi8(0x0F);
+    __m128i bytes = _mm_loadu_si128((const __m128i *)packed);
+    __m256i w = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(bytes, nibble)),
+            _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble), 1);
+    return _mm256_sub_epi8(w, _mm256_set1_epi8(8));
+}
+
+/* dot32 of x's 32 codes at a with the weight's in registers. */
+INLINE vi dot32_codes(vi acc, const int8_t *a, codes32 w) {
     __m256i x = _mm256_loadu_si256((const __m256i *)a);
-    __m256i w = _mm256_loadu_si256((const __m256i *)b);
     __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(w, x));
     return acc + (vi)_mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
 #else
+typedef struct {
+    int8x16_t low, high;
+} codes32;
+
+INLINE codes32 load_codes32(const int8_t *p) {
+    return (codes32){vld1q_s8(p), vld1q_s8(p + 16)};
+}
+
+INLINE codes32 unpack_codes32(const uint8_t *packed) {
+    uint8x16_t bytes = vld1q_u8(packed);
+    int8x16_t eight = vdupq_n_s8(8);
+    return (codes32){vsubq_s8(vreinterpretq_s8_u8(vandq_u8(bytes, vdupq_n_u8(0x0F))), eight),
+            vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(bytes, 4)), eight)};
+}
+
+INLINE vi dot32_codes(vi acc, const int8_t *a, codes32 w) {
     int32x4_t lo, hi;
     memcpy(&lo, &acc, sizeof lo);
     memcpy(&hi, (const char *)&acc + sizeof lo, sizeof hi);
     int8x16_t a0 = vld1q_s8(a), a1 = vld1q_s8(a + 16);
-    int8x16_t b0 = vld1q_s8(b), b1 = vld1q_s8(b + 16);
 #if defined(__ARM_FEATURE_DOTPROD)
-    lo = vdotq_s32(lo, a0, b0);
-    hi = vdotq_s32(hi, a1, b1);
+    lo = vdotq_s32(lo, a0, w.low);
+    hi = vdotq_s32(hi, a1, w.high);
 #else
-    lo = vpadalq_s16(lo, vmlal_s8(vmull_s8(vget_low_s8(a0), vget_low_s8(b0)), vget_high_s8(a0), vget_high_s8(b0)));
-    hi = vpadalq_s16(hi, vmlal_s8(vmull_s8(vget_low_s8(a1), vget_low_s8(b1)), vget_high_s8(a1), vget_high_s8(b1)));
+    lo = vpadalq_s16(lo, vmlal_s8(vmull_s8(vget_low_s8(a0), vget_low_s8(w.low)), vget_high_s8(a0), vget_high_s8(w.low)));
+    hi = vpadalq_s16(hi, vmlal_s8(vmull_s8(vget_low_s8(a1), vget_low_s8(w.high)), vget_high_s8(a1), vget_high_s8(w.high)));
 #endif
     memcpy(&acc, &lo, sizeof lo);
     memcpy((char *)&acc + sizeof lo, &hi, sizeof hi);
     return acc;
+}
 #endif
+
+INLINE vi dot32(vi acc, const int8_t *a, const int8_t *b) {
+    return dot32_codes(acc, a, load_codes32(b));
 }
 
 /*

@@ -58,35 +58,37 @@ int main(int argc, char **argv) {
     for (int i = 0; i < rows * in; i++) {
         x[i] = (float)((i * 7919 % 1000) - 500) / 500.0f;
     }
-    void *codes[3];
+    void *codes[4];
     uint16_t *scales = malloc(sizeof(uint16_t) * copies * out_features * groups);
     for (int i = 0; i < copies * out_features * groups; i++) {
         scales[i] = 0x211f; /* 0.01 as float16, as CompressedWeight holds its scales */
     }
-    for (int f = 0; f < 3; f++) {
-        size_t bytes = copies * elements * (f == INT8 ? 1 : 2);
+    /* bytes a weight's codes take: int4 two codes a byte */
+    const double code_bytes[] = {2, 2, 1, 0.5};
+    for (int f = 0; f < 4; f++) {
+        size_t bytes = (size_t)(copies * elements * code_bytes[f]);
         codes[f] = malloc(bytes);
         for (size_t i = 0; i < bytes; i++) {
             ((unsigned char *)codes[f])[i] = (unsigned char)(i * 31 % 97 + 20);
         }
     }
-    const char *names[] = {"bfloat16", "float16", "int8"};
+    const char *names[] = {"bfloat16", "float16", "int8", "int4"};
     int features = cpu_features();
     printf("weight %d x %d, %d rows, %d threads; CPU features %d (1 VNNI, 2 BF16)\n", out_features, in, rows, threads,
             features);
-    for (int f = 0; f < 3; f++) {
+    for (int f = 0; f < 4; f++) {
         for (int dot = 0; dot <= 1; dot++) {
-            if (dot && !((f == INT8 && (features & FEATURE_VNNI)) || (f == BFLOAT16 && (features & FEATURE_BF16)))) {
+            if (dot && !((f >= INT8 && (features & FEATURE_VNNI)) || (f == BFLOAT16 && (features & FEATURE_BF16)))) {
                 continue;
             }
-            size_t element = f == INT8 ? 1 : 2;
+            double element = code_bytes[f];
             double best = 0;
             for (int rep = 0; rep < 5; rep++) {
                 int passes = 8;
                 double start = now();
                 for (int pass = 0; pass < passes; pass++) {
                     for (int c = 0; c < copies; c++) {
-                        const char *w = (const char *)codes[f] + c * elements * element;
+                        const char *w = (const char *)codes[f] + (size_t)(c * elements * element);
                         const uint16_t *s = scales + (size_t)c * out_features * groups;
                         Slice slices[16];
                         pthread_t ids[16];
@@ -104,7 +106,7 @@ int main(int argc, char **argv) {
                     }
                 }
                 double seconds = now() - start;
-                double rate = (double)passes * copies * elements * (element + (f == INT8 ? 2.0 / GROUP : 0)) / seconds / 1e9;
+                double rate = (double)passes * copies * elements * (element + (f >= INT8 ? 2.0 / GROUP : 0)) / seconds / 1e9;
                 best = rate > best ? rate : best;
             }
             printf("%-8s %-9s %6.1f GB/s\n", names[f], dot ? "dot" : "widening", best);

@@ -335,12 +335,27 @@ static uint16_t float_to_half(float f) { /* for values in float16's normal range
     return (uint16_t)(((bits >> 16) & 0x8000) | (exponent << 10) | ((bits >> 13) & 1023));
 }
 
-enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2 };
+enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2, INT4 = 3 };
 
 /* A weight (out, in) in format with its scales, and its float32 values. */
 static void *compressed(int format, int out, int in, uint16_t **scales, float *values) {
     int groups = in / 32;
     *scales = malloc(sizeof(uint16_t) * out * groups);
+    if (format == INT4) { /* llama.cpp's Q4_0: element j in the low nibble of byte j, j + 16 in its high one */
+        uint8_t *packed = calloc((size_t)out * groups, 16);
+        for (int n = 0; n < out; n++) {
+            for (int g = 0; g < groups; g++) {
+                uint16_t s = float_to_half(0.01f + 0.02f * (uniform() + 1));
+                (*scales)[n * groups + g] = s;
+                for (int j = 0; j < 32; j++) {
+                    int q = (int)((uniform() + 1) * 8) & 15;
+                    packed[(n * groups + g) * 16 + j % 16] |= (uint8_t)(q << (j < 16 ? 0 : 4));
+                    values[n * in + g * 32 + j] = (q - 8) * half_to_float(s);
+                }
+            }
+        }
+        return packed;
+    }
     if (format == INT8) {
         int8_t *codes = malloc((size_t)out * in);
         for (int n = 0; n < out; n++) {
@@ -403,7 +418,7 @@ static void product_reference(const float *x, const float *w, const float *bias,
 static void compressed_products(void) {
     const int in = 96, out = 19;
     char what[96];
-    for (int format = 0; format < 3; format++) {
+    for (int format = 0; format < 4; format++) {
         float *values = malloc(sizeof(float) * out * in), *widened = malloc(sizeof(float) * out * in);
         uint16_t *scales;
         void *codes = compressed(format, out, in, &scales, values);
@@ -419,7 +434,8 @@ static void compressed_products(void) {
             float *x = randoms(rows * in), *grid = malloc(sizeof(float) * rows * in), *bias = randoms(out);
             float *o = randoms(rows * out);
             double *e = doubles(rows * out), *t = doubles(rows * out);
-            int dots = format == INT8 ? 2 : 1;
+            /* int8 and int4: the widening kernel, the int8 dot product, and (AVX-512) its transposed blocks */
+            int dots = format >= INT8 ? 3 : 1;
             for (int dot = 0; dot < dots; dot++) {
                 if (dot) {
                     int8_grid(x, rows * in, grid);
@@ -428,12 +444,16 @@ static void compressed_products(void) {
                 }
                 product_reference(grid, values, bias, rows, in, out, e, t);
                 Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(env, NULL, B(x), B(codes), B(scales), B(bias),
-                        B(o), format, rows, in, out, 0, out, dot ? 1 : 0);
+                        B(o), format, rows, in, out, 0, out, dot == 2 ? 1 | 4 : dot);
                 snprintf(what, sizeof what, "decode product of format %d, %d rows%s", format, rows,
-                        dot ? ", int8 dot product" : "");
+                        dot == 2 ? ", int8 dot product in blocks" : dot ? ", int8 dot product" : "");
                 check(what, o, e, t, rows * out);
             }
             free(x), free(grid), free(bias), free(o), free(e), free(t);
+        }
+        if (format == INT4) { /* a prefill takes the widened weight (WideningBuffer), checked above */
+            free(values), free(widened), free(scales), free(codes), free(exact), free(zero);
+            continue;
         }
         /* a prefill's product: 5 rows, the columns from 16 */
         const int rows = 5;

@@ -119,8 +119,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     /**
      * The kernels the model computes with: those {@link #useKernels} set, else the ones {@link
      * Kernels#forModel} chooses for its parameters' engine, device and type the first time the
-     * model runs (or this is asked); {@link EngineKernels} while it holds {@link WeightFormat#INT4}
-     * weights, which no other kernels multiply yet.
+     * model runs (or this is asked).
      *
      * @return the kernels
      * @throws IllegalStateException if neither was set and the parameters have no arrays yet
@@ -143,15 +142,6 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         }
     }
 
-    private boolean holdsInt4() {
-        for (CompressedWeight weight : compressedWeights().values()) {
-            if (weight.format() == WeightFormat.INT4) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     /** Settles where the model runs (again after the manager holding its parameters closed). */
     private Placement placement() {
         Placement p = placement;
@@ -169,10 +159,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
                 Kernels kernels =
                         chosenKernels != null
                                 ? chosenKernels
-                                : holdsInt4()
-                                        // no kernel multiplies int4 codes yet: the reference widens them
-                                        ? EngineKernels.INSTANCE
-                                        : Kernels.forModel(manager.getEngine(), weights.getDevice(), weights.getDataType());
+                                : Kernels.forModel(manager.getEngine(), weights.getDevice(), weights.getDataType());
                 super.useKernels(kernels);
                 p = new Placement(manager, kernels);
                 placement = p;

@@ -20,9 +20,9 @@ public enum WeightFormat {
     INT8(1),
     /**
      * 4-bit codes per group of {@link CompressedWeight#GROUP} input elements with one float16 scale
-     * per group, packed as llama.cpp's Q4_0 block ({@code (q - 8) * scale}, two codes a byte). No
-     * native kernels yet: a model holding int4 weights computes with the reference {@link
-     * EngineKernels}, widening each weight per product.
+     * per group, packed as llama.cpp's Q4_0 block ({@code (q - 8) * scale}, two codes a byte).
+     * The CPU kernels multiply the packed codes as int8's (docs/cpu-kernels.md); the reference
+     * {@link EngineKernels} widens each weight per product.
      */
     INT4(1);
 

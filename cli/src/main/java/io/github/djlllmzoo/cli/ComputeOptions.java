@@ -28,8 +28,8 @@ final class ComputeOptions {
             description = "Form of the weights (default: float32; a GGUF file's nearest: F16 float16, Q8_0/Q4_0/k-quants"
                     + " int8). On the CPU bfloat16, float16 and int8"
                     + " (per 32 inputs, as llama.cpp's Q8_0) hold the projection weights compressed and compute in"
-                    + " float32, for inference only; int4 (Q4_0's layout) computes by the reference path (no native"
-                    + " kernels yet); with --device gpu float16 computes in half precision.")
+                    + " float32, for inference only, as does int4 (Q4_0's layout, two codes a byte); with --device"
+                    + " gpu float16 computes in half precision.")
     String dtype;
 
     @Option(

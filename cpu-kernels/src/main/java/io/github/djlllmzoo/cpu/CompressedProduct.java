@@ -11,8 +11,8 @@ import java.nio.ByteBuffer;
 /**
  * The product of 1 to {@link #MAX_ROWS} rows (a decode step) with a {@link CompressedWeight} by a
  * native kernel ({@code cpu-kernels/src/main/native/compressed_product.c}) that reads each
- * weight code once for all rows and widens it to float32 in registers, so a decode step reads 1
- * (int8) or 2 (bfloat16, float16) bytes per weight instead of float32's 4. Each core fills its own
+ * weight code once for all rows and widens it to float32 in registers, so a decode step reads a half
+ * (int4), 1 (int8) or 2 (bfloat16, float16) bytes per weight instead of float32's 4. Each core fills its own
  * columns of one output.
  *
  * <p>It is used where {@link NativeKernels} are loaded, for inference on float32 CPU inputs with an
@@ -22,7 +22,10 @@ import java.nio.ByteBuffer;
  *
  * <p>Where the CPU has an int8 dot product (AVX512_VNNI; always in the AVX2 and NEON variants), checked
  * once when this class loads, the decode product multiplies int8 codes themselves instead of widening
- * them, by the input quantized per group of 32 to int8 (llama.cpp's Q8_0 dot product). bfloat16 codes
+ * them, by the input quantized per group of 32 to int8 (llama.cpp's Q8_0 dot product). int4 codes
+ * (llama.cpp's Q4_0 blocks) take the int8 kernels, each group's 16 packed bytes unpacked to 32 int8
+ * codes in [-8, 7] just before its dot product or widening (llama.cpp's Q4_0 x Q8_0 dot product), so
+ * a decode step reads half a byte per weight plus its scale. bfloat16 codes
  * take the widening kernel (a 16-bit shift, exact); only a test multiplies those of 1 or 2 rows by the
  * input split into two bfloat16 halves with AVX512_BF16 ({@link #useDotProducts}): on AMD Zen 4 that
  * kernel's chain of two {@code vdpbf16ps} per 32 weights made a decode step's products 10-17 % slower
@@ -244,7 +247,7 @@ final class CompressedProduct {
      * @return whether its product's last runs may go to whichever core is free
      */
     static boolean poolsRuns(CompressedWeight weight, long rows) {
-        return rows == 1 && weight.format() != WeightFormat.INT8;
+        return rows == 1 && !weight.format().isGrouped();
     }
 
     /** The runs {@code [first, last)} of {@code runs} nearly equal runs of the weight's output columns. */
@@ -323,6 +326,8 @@ final class CompressedProduct {
                 return 1;
             case INT8:
                 return 2;
+            case INT4:
+                return 3;
             default:
                 throw new IllegalArgumentException(format + " is not a compressed format");
         }

@@ -196,7 +196,7 @@ class CompressedModelTest extends ManagedArraysTest {
      * kernels round the input too: their bound is the log-probability test's).
      */
     @ParameterizedTest
-    @EnumSource(value = WeightFormat.class, names = {"INT8", "BFLOAT16", "FLOAT16"})
+    @EnumSource(value = WeightFormat.class, names = {"INT8", "BFLOAT16", "FLOAT16", "INT4"})
     void decodeStepsThroughTheWideningKernelGiveTheReferencesLogits(WeightFormat format) throws Exception {
         NativeKernelsAssumption.assumeKernelsLoaded();
         CausalLmBlock model = llama();

@@ -14,6 +14,8 @@ import io.github.djlllmzoo.blocks.ProjectionWeight;
 import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import io.github.djlllmzoo.blocks.RoundingBound;
 import io.github.djlllmzoo.blocks.WeightFormat;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -31,6 +33,7 @@ class CompressedProductTest extends CompressedWeightsTest {
         "INT8, 1, 768, 1000", "INT8, 2, 64, 3", "INT8, 5, 96, 301", "INT8, 8, 2048, 512",
         "BFLOAT16, 1, 768, 1000", "BFLOAT16, 3, 64, 3", "BFLOAT16, 8, 96, 301",
         "FLOAT16, 1, 768, 1000", "FLOAT16, 4, 64, 3", "FLOAT16, 8, 96, 301",
+        "INT4, 1, 768, 1000", "INT4, 2, 64, 3", "INT4, 5, 96, 301", "INT4, 8, 2048, 512", "INT4, 7, 4128, 33",
         // rows of x past L1: the inputs taken a tile at a time, a ragged last tile and output run
         "FLOAT16, 8, 2080, 77", "BFLOAT16, 6, 1056, 40", "INT8, 7, 4128, 33"
     })
@@ -81,18 +84,21 @@ class CompressedProductTest extends CompressedWeightsTest {
     }
 
     /**
-     * With AVX512_VNNI, an int8 product is the engine's product of the widened weight with the input
-     * rounded to its own int8 grid (per group of 32, scale max|x| / 127, ties to even, as the kernel
-     * quantizes): the integer sums are exact, so only float32 rounding of the scaled sums is left,
-     * whether 5 to 8 rows take the transposed-block kernel ({@link CompressedProduct#VNNI_BLOCKS}) or
-     * the per-chunk one.
+     * With an int8 dot product (AVX512_VNNI, AVX2's, NEON's), an int8 or int4 product is the engine's
+     * product of the widened weight with the input rounded to its own int8 grid (per group of 32, scale
+     * max|x| / 127, ties to even, as the kernel quantizes): the integer sums are exact (int4's codes
+     * unpacked to int8 exactly), so only float32 rounding of the scaled sums is left, whether 5 to 8
+     * rows take the transposed-block kernel ({@link CompressedProduct#VNNI_BLOCKS}) or the per-chunk one.
      */
     @ParameterizedTest
-    @CsvSource({"1, 768, 1000", "2, 64, 3", "5, 96, 301", "8, 2048, 512", "3, 4096, 64", "8, 1568, 45", "6, 4128, 70",
-        "5, 32, 5", "7, 288, 17", "8, 768, 2048"})
-    void theVnniKernelEqualsTheProductWithTheInputOnItsInt8Grid(int rows, int in, int out) {
-        assumeTrue((CompressedProduct.features() & CompressedProduct.VNNI) != 0, "no AVX512_VNNI on this CPU");
-        CompressedWeight weight = compressed(out, in, WeightFormat.INT8);
+    @CsvSource({"INT8, 1, 768, 1000", "INT8, 2, 64, 3", "INT8, 5, 96, 301", "INT8, 8, 2048, 512",
+        "INT8, 3, 4096, 64", "INT8, 8, 1568, 45", "INT8, 6, 4128, 70", "INT8, 5, 32, 5", "INT8, 7, 288, 17",
+        "INT8, 8, 768, 2048",
+        "INT4, 1, 768, 1000", "INT4, 2, 64, 3", "INT4, 5, 96, 301", "INT4, 8, 2048, 512", "INT4, 3, 4096, 64",
+        "INT4, 6, 4128, 70", "INT4, 5, 32, 5", "INT4, 7, 288, 17", "INT4, 1, 32, 7"})
+    void theDotProductKernelEqualsTheProductWithTheInputOnItsInt8Grid(WeightFormat format, int rows, int in, int out) {
+        assumeTrue((CompressedProduct.features() & CompressedProduct.VNNI) != 0, "no int8 dot product on this CPU");
+        CompressedWeight weight = compressed(out, in, format);
         NDArray widened = weight.toFloat32(manager); // (out, in)
         NDArray bias = manager.randomNormal(new Shape(out));
         NDArray x = manager.randomNormal(new Shape(rows, 1, in));
@@ -101,8 +107,50 @@ class CompressedProductTest extends CompressedWeightsTest {
         var bound = RoundingBound.ofProduct(onGrid, widened, bias, true);
         for (int bits : new int[] {CompressedProduct.VNNI, CompressedProduct.VNNI | CompressedProduct.VNNI_BLOCKS}) {
             NDArray actual = CompressedProduct.multiply(x, weight, bias, rows, bits);
-            assertArrayEquals(expected, actual.toFloatArray(), bound, "dot-product bits " + bits);
+            assertArrayEquals(expected, actual.toFloatArray(), bound, format + " dot-product bits " + bits);
         }
+    }
+
+    /**
+     * An int4 product goes through int8's kernels on its codes unpacked to {@code q - 8}: it is bit
+     * for bit the product of the int8 weight holding those codes and the same scales (what a GGUF
+     * Q4_0 file loads as without {@code --dtype int4}), by the widening kernel, the dot product per
+     * chunk, and the transposed blocks from 5 rows.
+     */
+    @ParameterizedTest
+    @CsvSource({"1, 768, 100", "3, 96, 301", "5, 32, 9", "6, 4128, 70", "8, 2048, 64"})
+    void anInt4ProductIsBitForBitTheInt8ProductOfItsUnpackedCodes(int rows, int in, int out) {
+        CompressedWeight int4 = compressed(out, in, WeightFormat.INT4);
+        CompressedWeight int8 = unpacked(int4);
+        NDArray bias = manager.randomNormal(new Shape(out));
+        NDArray x = manager.randomNormal(new Shape(rows, 1, in));
+        int vnni = CompressedProduct.features() & CompressedProduct.VNNI;
+        for (int bits : new int[] {0, vnni, vnni == 0 ? 0 : vnni | CompressedProduct.VNNI_BLOCKS}) {
+            assertArrayEquals(CompressedProduct.multiply(x, int8, bias, rows, bits).toFloatArray(),
+                    CompressedProduct.multiply(x, int4, bias, rows, bits).toFloatArray(), 0f,
+                    "dot-product bits " + bits);
+        }
+    }
+
+    /** The int8 weight of an int4 one's codes {@code q - 8} (Q4_0's packing undone) and its scales. */
+    private static CompressedWeight unpacked(CompressedWeight int4) {
+        int out = int4.outFeatures();
+        int in = int4.inFeatures();
+        int half = CompressedWeight.GROUP / 2;
+        ByteBuffer packed = int4.codes();
+        ByteBuffer codes = ByteBuffer.allocateDirect(out * in).order(ByteOrder.nativeOrder());
+        for (int n = 0; n < out; n++) {
+            for (int k = 0; k < in; k++) {
+                int group = n * (in / CompressedWeight.GROUP) + k / CompressedWeight.GROUP;
+                int j = k % CompressedWeight.GROUP;
+                int b = packed.get(group * half + j % half) & 0xFF;
+                codes.put(n * in + k, (byte) ((j < half ? b & 0xF : b >> 4) - 8));
+            }
+        }
+        ByteBuffer held = int4.directBuffers()[1].duplicate().clear();
+        ByteBuffer scales = ByteBuffer.allocateDirect(held.capacity()).order(ByteOrder.nativeOrder());
+        scales.put(held).clear();
+        return CompressedWeight.ofCodes(WeightFormat.INT8, out, in, codes, scales);
     }
 
     /**
@@ -155,7 +203,7 @@ class CompressedProductTest extends CompressedWeightsTest {
      * pair is split across the cores even where one of its weights alone would not be.
      */
     @ParameterizedTest
-    @CsvSource({"INT8, 1", "INT8, 3", "BFLOAT16, 1", "BFLOAT16, 8", "FLOAT16, 2"})
+    @CsvSource({"INT8, 1", "INT8, 3", "BFLOAT16, 1", "BFLOAT16, 8", "FLOAT16, 2", "INT4, 1", "INT4, 6"})
     void weightsMultipliedTogetherGiveEachWeightsOwnProduct(WeightFormat format, int rows) {
         CompressedWeight large = compressed(1024, 256, format); // over SplitProjection.MIN_ELEMENTS
         CompressedWeight small = compressed(97, 256, format); // under it, an odd column count
@@ -175,7 +223,7 @@ class CompressedProductTest extends CompressedWeightsTest {
 
     /** The CPU kernels' pair of compressed projections is each projection's own product. */
     @ParameterizedTest
-    @CsvSource({"INT8", "BFLOAT16", "FLOAT16"})
+    @CsvSource({"INT8", "BFLOAT16", "FLOAT16", "INT4"})
     void aPairOfCompressedProjectionsEqualsEachProjection(WeightFormat format) {
         ProjectionWeight first = Projections.of(
                 Layout.OUT_IN, manager.randomNormal(0, 0.02f, new Shape(512, 256), DataType.FLOAT32),
@@ -235,7 +283,8 @@ class CompressedProductTest extends CompressedWeightsTest {
 
     /** A prefill's weight, widened natively, holds exactly the values the reference widens to. */
     @ParameterizedTest
-    @CsvSource({"INT8, 64, 3", "INT8, 768, 1001", "BFLOAT16, 96, 301", "FLOAT16, 2048, 5"})
+    @CsvSource({"INT8, 64, 3", "INT8, 768, 1001", "BFLOAT16, 96, 301", "FLOAT16, 2048, 5", "INT4, 96, 301",
+        "INT4, 768, 1001"})
     void theNativeWideningIsTheReferencesExactly(WeightFormat format, int in, int out) {
         CompressedWeight weight = compressed(out, in, format);
         assertTrue(CompressedProduct.widens(weight));

@@ -31,7 +31,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * loads to the same model: F32 gives the safetensors checkpoint's log-probabilities (the same
  * float32 values in the same order: to float32 rounding) and the golden greedy ids; Q8_0 and Q4_0
  * load as our int8 (Q4_0 as our int4 too) without re-quantizing and score as the file's values
- * widened to float32 do.
+ * widened to float32 do, int4 through the CPU kernels as through the reference.
  */
 class GgufGoldenCasesTest {
 
@@ -117,13 +117,15 @@ class GgufGoldenCasesTest {
     void quantizedGgufLoadsAsInt8AndScoresAsItsWidenedValues(String name) throws Exception {
         long[] prompt = longs(answers(name).getAsJsonArray("prompt_ids"));
         String off = System.getProperty("llmzoo.cpu.off");
-        // the prefill's widening path: the int8 products are then the widened weight's float32 products
-        System.setProperty("llmzoo.cpu.off", off == null || off.isBlank() ? "compressedGemm" : off + ",compressedGemm");
+        // the prefill's widening path (-Dllmzoo.cpu.off=compressedGemm, read when a model's CPU kernels
+        // are made): the int8 products are then the widened weight's float32 products
+        System.setProperty("llmzoo.cpu.off", "compressedGemm");
         try {
             for (GgufType type : new GgufType[] {GgufType.Q8_0, GgufType.Q4_0}) {
                 Path file = tmp.resolve(name + "-" + type + ".gguf");
                 GoldenGguf.write(golden(name), file, type);
                 float[] widened;
+                Class<?> int8Kernels;
                 try (LocalModel model = LocalModel.load(file, Device.cpu(), DataType.FLOAT32, WeightFormat.FLOAT32)) {
                     widened = model.generator().scoreTokens(prompt);
                 }
@@ -135,15 +137,23 @@ class GgufGoldenCasesTest {
                     System.out.printf(Locale.ROOT, "gguf %s %s: max |logprob int8 - widened| = %.3g%n",
                             name, type, difference);
                     assertTrue(difference <= SAME_MODEL_TOLERANCE, name + " " + type + ": " + difference);
+                    int8Kernels = model.block().kernels().getClass();
                 }
                 if (type == GgufType.Q4_0) {
                     try (LocalModel model = LocalModel.load(file, Device.cpu(), DataType.FLOAT32, WeightFormat.INT4)) {
                         var compressed = model.block().compressedWeights().values();
                         assertTrue(!compressed.isEmpty() && compressed.stream().allMatch(w -> w.format() == WeightFormat.INT4),
                                 name + ": Q4_0 loads as int4");
-                        double difference = maxDifference(model.generator().scoreTokens(prompt), widened);
+                        float[] kernels = model.generator().scoreTokens(prompt);
+                        assertEquals(int8Kernels, model.block().kernels().getClass(), "int4 takes int8's kernels");
+                        double difference = maxDifference(kernels, widened);
                         assertTrue(difference <= SAME_MODEL_TOLERANCE, name + " int4: " + difference);
-                        assertTrue(model.block().kernels() instanceof EngineKernels, "int4 computes by the reference");
+                        // the reference widens the same codes: only the order of the float32 sums differs
+                        model.block().useKernels(EngineKernels.INSTANCE);
+                        double reference = maxDifference(kernels, model.generator().scoreTokens(prompt));
+                        System.out.printf(Locale.ROOT, "gguf %s int4: max |logprob kernels - reference| = %.3g%n",
+                                name, reference);
+                        assertTrue(reference <= SAME_MODEL_TOLERANCE, name + " int4 against the reference: " + reference);
                     }
                 }
             }
