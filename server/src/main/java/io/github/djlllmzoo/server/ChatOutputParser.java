@@ -32,7 +32,8 @@ import java.util.regex.Pattern;
  *       parallel_tool_calls} allows and the family can write them, one otherwise);
  *   <li>{@code response_format} {@code json_object} and {@code json_schema} constrain decoding to
  *       any JSON object or to the schema (except where a required or named tool choice makes the
- *       reply a call, which has no text for it to shape).
+ *       reply a call, which has no text for it to shape); with tools and {@code auto}, to either a
+ *       call or the formatted answer.
  * </ul>
  *
  * Constraints are compiled here, against the tokenizer's vocabulary (and kept there for the
@@ -105,7 +106,13 @@ final class ChatOutputParser {
             return new ChatOutput(tools, null, false, format);
         }
         if (mode.equals("auto")) {
-            return new ChatOutput(tools, syntax, parallel, format);
+            if (format == null) {
+                return new ChatOutput(tools, syntax, parallel, null);
+            }
+            // the model may call a tool or answer, and an answer must have the requested format:
+            // either a call in the family's syntax or the formatted reply, nothing else
+            OutputConstraint callOrAnswer = OutputConstraint.anyOf(calls(syntax, functions, parallel), format);
+            return new ChatOutput(tools, syntax, parallel, compiled(callOrAnswer, "response_format"));
         }
         // the reply is a call, so no text answer is left for a response_format to shape (OpenAI
         // takes both, and LangChain4j's AiServices sends its format with every turn)

@@ -11,6 +11,7 @@ import com.google.gson.JsonParser;
 import io.github.djlllmzoo.chat.ChatMessage;
 import io.github.djlllmzoo.chat.ChatTemplate;
 import io.github.djlllmzoo.chat.ToolCall;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -142,6 +143,65 @@ class ToolCallingServerTest {
                     assertEquals(1, calls.size(), label);
                     assertValidCall(calls.get(0).getAsJsonObject(), PARAMETERS.keySet());
                 }
+            }
+        }
+    }
+
+    @Test
+    void autoWithAResponseFormatGivesEitherValidCallsOrAnAnswerInTheFormat() throws Exception {
+        String family = FAMILIES.get(0);
+        JsonObject format = JsonParser.parseString(
+                        "{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"reply\", \"strict\": true,"
+                                + " \"schema\": {\"type\": \"object\", \"additionalProperties\": false,"
+                                + " \"required\": [\"answer\"], \"properties\": {\"answer\":"
+                                + " {\"type\": \"string\", \"maxLength\": 10}}}}}")
+                .getAsJsonObject();
+        int callReplies = 0;
+        int answers = 0;
+        for (long seed = 1; seed <= 3; seed++) {
+            JsonObject body = request(null);
+            body.add("response_format", format);
+            body.addProperty("temperature", 1.0);
+            body.addProperty("seed", seed);
+            body.addProperty("n", 4);
+            JsonObject answer = ServerCalls.ok(server(family), "/v1/chat/completions", body);
+            for (JsonElement e : answer.getAsJsonArray("choices")) {
+                JsonObject choice = e.getAsJsonObject();
+                String label = family + ", seed " + seed + ": " + choice;
+                JsonObject message = choice.getAsJsonObject("message");
+                if (choice.get("finish_reason").getAsString().equals("tool_calls")) {
+                    JsonArray calls = message.getAsJsonArray("tool_calls");
+                    assertFalse(calls.isEmpty(), label);
+                    for (JsonElement call : calls) {
+                        assertValidCall(call.getAsJsonObject(), PARAMETERS.keySet());
+                    }
+                    callReplies++;
+                } else {
+                    assertEquals("stop", choice.get("finish_reason").getAsString(), label);
+                    JsonObject reply = JsonParser.parseString(message.get("content").getAsString()).getAsJsonObject();
+                    assertEquals(Set.of("answer"), reply.keySet(), label);
+                    assertTrue(reply.get("answer").getAsString().length() <= 10, label);
+                    answers++;
+                }
+            }
+        }
+        assertEquals(12, callReplies + answers);
+        // a bias towards '<', which only a call can begin with (Qwen's <tool_call>), makes every reply a
+        // call: the constraint leaves the call open beside the formatted answer
+        int angle = JsonParser.parseString(Files.readString(gpt2.resolve("tokenizer.json")))
+                .getAsJsonObject().getAsJsonObject("model").getAsJsonObject("vocab").get("<").getAsInt();
+        JsonObject body = request(null);
+        body.add("response_format", format);
+        body.add("logit_bias", JsonParser.parseString("{\"" + angle + "\": 100}"));
+        body.addProperty("temperature", 1.0);
+        body.addProperty("seed", 7);
+        body.addProperty("n", 4);
+        JsonObject answer = ServerCalls.ok(server(family), "/v1/chat/completions", body);
+        for (JsonElement e : answer.getAsJsonArray("choices")) {
+            JsonObject choice = e.getAsJsonObject();
+            assertEquals("tool_calls", choice.get("finish_reason").getAsString(), choice.toString());
+            for (JsonElement call : choice.getAsJsonObject("message").getAsJsonArray("tool_calls")) {
+                assertValidCall(call.getAsJsonObject(), PARAMETERS.keySet());
             }
         }
     }
