@@ -1,7 +1,6 @@
 package io.github.djlllmzoo.cli;
 
 import ai.djl.Device;
-import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import com.google.gson.JsonArray;
@@ -22,7 +21,6 @@ import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.cpu.CpuIsa;
 import io.github.djlllmzoo.cpu.TorchThreads;
-import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -156,22 +154,10 @@ final class BenchCommand implements Callable<Integer> {
         double loadBefore = ProcessMemory.loadAverage();
         JsonObject result = new JsonObject();
         gpuMemory = new GpuMemory(device);
-        if (source.model != null) {
-            try (LocalModel model =
-                    LocalModel.load(source.model, device, dataType, weights, compute.float16Overflow())) {
-                dataType = model.model().getDataType();
-                result.addProperty("model", source.model.toString());
-                measure(model.block(), model.model().getNDManager(), dataType, result);
-            }
-        } else {
-            ModelShape shape = ModelShape.of(source.shape);
-            DecoderConfig config = shapeConfig(shape);
-            dataType = compute.float16Overflow().computeType(config, dataType);
-            try (NDManager manager = NDManager.newBaseManager(device, "PyTorch")) {
-                CausalLmBlock block = RandomCheckpoint.create(config, manager, dataType, seed, weights);
-                result.addProperty("model", shape.label() + " (random weights)");
-                measure(block, manager, dataType, result);
-            }
+        try (BenchModel model = BenchModel.open(source, compute, seed)) {
+            dataType = model.dataType;
+            result.addProperty("model", model.label);
+            measure(model.block, model.manager, dataType, result);
         }
         result.addProperty("device", device.toString());
         result.addProperty(

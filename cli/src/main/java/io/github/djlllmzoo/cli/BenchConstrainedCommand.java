@@ -7,15 +7,12 @@ import com.google.gson.JsonObject;
 import com.google.gson.JsonParseException;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.benchmarks.ConstrainedDecodeBenchmark;
-import io.github.djlllmzoo.benchmarks.ModelShape;
-import io.github.djlllmzoo.benchmarks.RandomCheckpoint;
 import io.github.djlllmzoo.benchmarks.StreamingBandwidth;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import io.github.djlllmzoo.constrained.OutputConstraint;
 import io.github.djlllmzoo.constrained.TokenVocabulary;
 import io.github.djlllmzoo.translators.TextTokenizer;
-import io.github.djlllmzoo.zoo.LocalModel;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -91,20 +88,9 @@ final class BenchConstrainedCommand implements Callable<Integer> {
             TokenVocabulary vocabulary = text.tokenVocabulary();
             result.addProperty("tokenizer", tokenizerDir.toString());
             result.addProperty("tokenizer_tokens", vocabulary.size());
-            if (source.model != null) {
-                try (LocalModel model = LocalModel.load(source.model, compute.device(), compute.dataType(), compute.weightFormat())) {
-                    result.addProperty("model", source.model.toString());
-                    measure(model.block(), model.model().getNDManager(), vocabulary, model.eosTokenIds(), constraints, result);
-                }
-            } else {
-                ModelShape shape = ModelShape.of(source.shape);
-                DecoderConfig config = BenchCommand.shapeConfig(shape);
-                try (NDManager manager = NDManager.newBaseManager(compute.device(), "PyTorch")) {
-                    CausalLmBlock block =
-                            RandomCheckpoint.create(config, manager, compute.dataType(), seed, compute.weightFormat());
-                    result.addProperty("model", shape.label() + " (random weights)");
-                    measure(block, manager, vocabulary, config.eosTokenIds(), constraints, result);
-                }
+            try (BenchModel model = BenchModel.open(source, compute, seed)) {
+                result.addProperty("model", model.label);
+                measure(model.block, model.manager, vocabulary, model.eosTokenIds, constraints, result);
             }
         }
         PrintWriter out = spec.commandLine().getOut();
