@@ -13,6 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -25,7 +26,8 @@ import java.util.TreeSet;
  * it adapts then adds {@code (alpha / r) B A x} on the passes that {@linkplain #select select}
  * that name. A thread selects {@link #DEFAULT} until it selects otherwise, so a model with one
  * adapter attached as {@link #DEFAULT} simply computes with it; a server holding several adapters
- * on one base selects one per batch. Parameter names are the block's names ({@code
+ * on one base selects one per batch, or one per row of a batch ({@link #selectRows}), so that
+ * requests for different adapters and for the base model decode together. Parameter names are the block's names ({@code
  * layers.0.self_attn.q_proj.lora_A.weight}); PEFT's file names put {@code base_model.model.} and
  * the checkpoint prefix before them.
  */
@@ -35,6 +37,8 @@ public final class LoraAdapter {
     public static final String DEFAULT = "default";
 
     private static final ThreadLocal<String> SELECTED = ThreadLocal.withInitial(() -> DEFAULT);
+    /** A thread's adapter per row, or {@code null} while one adapter ({@link #SELECTED}) serves every row. */
+    private static final ThreadLocal<LoraRows> ROWS = new ThreadLocal<>();
 
     private final CausalLmBlock model;
     private final LoraConfig config;
@@ -269,27 +273,99 @@ public final class LoraAdapter {
      * @return the selection, to close
      */
     public static Selection select(String name) {
-        String previous = SELECTED.get();
+        Selection selection = new Selection(SELECTED.get(), ROWS.get(), null);
         SELECTED.set(name);
-        return new Selection(previous);
+        ROWS.remove();
+        return selection;
     }
 
-    /** @return the adapter name this thread's passes compute with, or {@code null} for none */
-    static String selected() {
+    /**
+     * Selects an adapter for each row of the batches this thread's forward passes compute, until
+     * the returned selection is closed (which restores the previous one): row {@code i} of every
+     * projection's input (its first axis) gets the update of {@code adapterPerRow.get(i)}'s pair
+     * on that projection, or none where that adapter does not adapt it or the name is {@code
+     * null} (the model's own weights). Rows of one adapter compute what that adapter selected
+     * alone computes, to rounding. Where every row names the same adapter this is {@link
+     * #select}. For inference: a training pass under it is refused. Keep the selection open over
+     * the steps that run the same rows in the same order (what it computes per projection for the
+     * batch is kept until it closes), and select anew when rows join, leave or move.
+     *
+     * @param adapterPerRow each row's adapter name, {@code null} for none
+     * @return the selection, to close
+     * @throws IllegalArgumentException if the list is empty
+     */
+    public static Selection selectRows(List<String> adapterPerRow) {
+        if (adapterPerRow.isEmpty()) {
+            throw new IllegalArgumentException("selectRows needs an adapter name (or null) for at least one row");
+        }
+        String first = adapterPerRow.get(0);
+        if (adapterPerRow.stream().allMatch(n -> Objects.equals(n, first))) {
+            return select(first);
+        }
+        LoraRows rows = new LoraRows(adapterPerRow);
+        Selection selection = new Selection(SELECTED.get(), ROWS.get(), rows);
+        ROWS.set(rows);
+        return selection;
+    }
+
+    /**
+     * The adapter this thread's passes compute with when one serves every row: what a request
+     * that names no adapter of its own computes with.
+     *
+     * @return the name selected last ({@link #DEFAULT} unless this thread selected otherwise), or
+     *     {@code null} for the model's own weights
+     */
+    public static String selected() {
         return SELECTED.get();
     }
 
-    /** A thread's adapter selection; closing it restores the one before. */
+    /** @return this thread's adapter per row, or {@code null} while one adapter serves every row */
+    static LoraRows selectedRows() {
+        return ROWS.get();
+    }
+
+    /**
+     * The names adapters are attached to {@code model} under.
+     *
+     * @param model a model
+     * @return the names any of its projections computes with when selected, sorted
+     */
+    public static Set<String> attachedNames(CausalLmBlock model) {
+        Set<String> names = new TreeSet<>();
+        for (Block projection : projections(model).values()) {
+            if (projection instanceof Linear || projection instanceof Conv1D) {
+                names.addAll(slotOf(projection).names());
+            }
+        }
+        return Collections.unmodifiableSet(names);
+    }
+
+    /**
+     * A thread's adapter selection; closing it restores the one before (and frees what a
+     * per-row selection kept for its batch).
+     */
     public static final class Selection implements AutoCloseable {
         private final String previous;
+        private final LoraRows previousRows;
+        private final LoraRows rows;
 
-        private Selection(String previous) {
+        private Selection(String previous, LoraRows previousRows, LoraRows rows) {
             this.previous = previous;
+            this.previousRows = previousRows;
+            this.rows = rows;
         }
 
         @Override
         public void close() {
             SELECTED.set(previous);
+            if (previousRows == null) {
+                ROWS.remove();
+            } else {
+                ROWS.set(previousRows);
+            }
+            if (rows != null) {
+                rows.close();
+            }
         }
     }
 

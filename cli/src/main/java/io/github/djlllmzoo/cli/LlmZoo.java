@@ -31,6 +31,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
             ServeCommand.class,
             BenchCommand.class,
             BenchConstrainedCommand.class,
+            BenchAdaptersCommand.class,
             InitRandomCommand.class,
             MergeAdapterCommand.class,
             ConvertCommand.class

@@ -6,9 +6,11 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.KvCache;
+import io.github.djlllmzoo.blocks.LoraAdapter;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 
 /**
  * Generates for many prompts at once: every sequence (each prompt times its {@code
@@ -19,7 +21,9 @@ import java.util.List;
  * Each row is a {@link SequenceState}, which picks its tokens with its own processors, seeded
  * {@link Sampler} and constraint, and ends on its own (EOS, stop string, budget, or its request's
  * listener cancelling it); this class only runs the model for the rows, and the batch runs until
- * the last row ends.
+ * the last row ends. Each row computes with its request's LoRA adapter ({@link
+ * GenerationRequest#adapter()}, else the one the calling thread selected): a batch of requests for
+ * different adapters runs as one, each row with its own ({@link LoraAdapter#selectRows}).
  *
  * <p>Every array a step makes lives in a manager scoped to that step. Stateless apart from the
  * model: safe to use from many threads at once.
@@ -62,6 +66,7 @@ public final class BatchGenerator {
                     "the model is closed (its NDManager " + manager.getName() + " was closed)");
         }
         long start = System.nanoTime();
+        requireAttached(requests);
         List<List<SequenceState>> byRequest = new ArrayList<>(requests.size());
         List<SequenceState> runnable = new ArrayList<>();
         for (GenerationRequest request : requests) {
@@ -85,6 +90,27 @@ public final class BatchGenerator {
         return results;
     }
 
+    /**
+     * @throws IllegalArgumentException if a request names an adapter the model has none attached
+     *     under (it would silently compute with the base weights)
+     */
+    private void requireAttached(List<GenerationRequest> requests) {
+        Set<String> attached = null;
+        for (GenerationRequest request : requests) {
+            if (request.adapter() == null) {
+                continue;
+            }
+            if (attached == null) {
+                attached = LoraAdapter.attachedNames(model);
+            }
+            if (!attached.contains(request.adapter())) {
+                throw new IllegalArgumentException(
+                        "the request's adapter '" + request.adapter() + "' is not attached to the model; attached: "
+                                + attached);
+            }
+        }
+    }
+
     private List<SequenceState> rows(GenerationRequest request, GenerationConfig config) {
         long[] prompt;
         if (request.promptIds() != null) {
@@ -101,6 +127,7 @@ public final class BatchGenerator {
                 .contextWindow(model.config().maxPositions())
                 .tokenizer(tokenizer)
                 .listener(request.listener())
+                .adapter(request.adapter() != null ? request.adapter() : LoraAdapter.selected())
                 .build();
     }
 
@@ -136,7 +163,9 @@ public final class BatchGenerator {
     private void decode(List<SequenceState> rows, int promptLength, int steps) {
         int b = rows.size();
         boolean padded = rows.stream().anyMatch(r -> r.promptLength() < promptLength);
-        try (KvCache cache = model.newCache(manager, b, promptLength + steps - 1)) {
+        List<String> adapters = rows.stream().map(SequenceState::adapter).toList();
+        try (LoraAdapter.Selection selection = LoraAdapter.selectRows(adapters);
+                KvCache cache = model.newCache(manager, b, promptLength + steps - 1)) {
             long[] ids = new long[b * promptLength];
             Arrays.fill(ids, PAD_ID);
             for (int r = 0; r < b; r++) {

@@ -32,6 +32,8 @@ public final class SequenceState {
     /** Streams the text and watches for stop strings, or {@code null} when neither is wanted. */
     private final IncrementalDetokenizer text;
     private final GenerationListener listener;
+    /** The LoRA adapter its rows compute with, or {@code null} for the model's own weights. */
+    private final String adapter;
     /** Where the output stands in the config's constraint, or {@code null}. */
     private final ConstraintState constraint;
     /** The prompt, then the generated tokens. */
@@ -55,6 +57,7 @@ public final class SequenceState {
         this.tokenizer = builder.tokenizer;
         this.text = builder.streamText ? new IncrementalDetokenizer(tokenizer, builder.stops) : null;
         this.listener = builder.listener;
+        this.adapter = builder.adapter;
         this.constraint = constraint;
         this.context = Arrays.copyOf(builder.prompt, promptLength + budget);
         this.length = promptLength;
@@ -76,6 +79,14 @@ public final class SequenceState {
     /** @return the sequence's index within its request, 0 to {@code numReturnSequences - 1} */
     public int index() {
         return index;
+    }
+
+    /**
+     * @return the name of the LoRA adapter the model computes this sequence with ({@link
+     *     io.github.djlllmzoo.blocks.LoraAdapter#selectRows}), or {@code null} for its own weights
+     */
+    public String adapter() {
+        return adapter;
     }
 
     /** @return the number of prompt tokens */
@@ -312,6 +323,7 @@ public final class SequenceState {
         private int contextWindow = Integer.MAX_VALUE;
         private TextTokenizer tokenizer;
         private GenerationListener listener;
+        private String adapter;
         private LogitsProcessorChain chain;
         private StopStrings stops;
         private boolean streamText;
@@ -348,6 +360,16 @@ public final class SequenceState {
          */
         public Builder listener(GenerationListener listener) {
             this.listener = listener;
+            return this;
+        }
+
+        /**
+         * @param name the LoRA adapter the model computes the sequences with, or {@code null} for
+         *     the model's own weights (the default)
+         * @return this builder
+         */
+        public Builder adapter(String name) {
+            this.adapter = name;
             return this;
         }
 
