@@ -4,10 +4,10 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
@@ -19,16 +19,19 @@ import java.util.Map;
  * as {@link LoraAdapter#selectRows} chooses them: each projection adds to each row the update of
  * that row's adapter, so requests for different adapters decode in one batch.
  *
- * <p>A projection's update for the whole batch is two batched products over its pairs gathered
- * per row (S-LoRA's and Punica's form): {@code (x_b A_b^T) (s_b B_b^T)} for every row {@code b} at
- * once, zeros standing in for a row whose adapter does not adapt the projection. The gathered
- * pairs are made at a projection's first pass and kept until the selection closes, so a decode
- * step under the same selection makes three engine calls for the update, one fewer than a single
- * adapter's. Measured against one product per side over the adapters' concatenated pairs with
- * the other adapters' columns masked out per row (each pair read once, but four calls and every
- * adapter's rank computed for every row), the gathered form took 0.55-0.65x the time on a CPU
- * at 8 rows over 4 adapters (docs/fine-tuning.md). What it keeps: {@code B r (in + out)}
- * elements per adapted projection.
+ * <p>A projection's update for the whole batch is one product per side over the concatenated
+ * pairs of the adapters its rows use, the other adapters' columns masked out per row between the
+ * two: {@code ((x [A_1; ...; A_n]^T) * m) [B_1, ..., B_n]^T}, where row {@code b}'s mask holds its
+ * own adapter's {@code alpha / r} on that adapter's rank columns and zeros elsewhere (and only
+ * zeros for a row whose adapter does not adapt the projection). Each pair is read once per step
+ * however many rows use it, and the products are the plain matrix products a single adapter's
+ * update makes. The concatenations and masks are made at a projection's first pass and kept
+ * until the selection closes, so a decode step under the same selection makes four engine calls
+ * for the update. Gathering each row's pair into batched products (S-LoRA's and Punica's form,
+ * {@code B r (in + out)} elements kept per projection) took half the time of this form alone on
+ * a CPU, but the model's steps with it were slower: 0.80-0.81x the base model's throughput at 8
+ * rows over 4 adapters and the base (Llama-110M shape, rank 8), against 0.86-0.87x with this form
+ * (docs/fine-tuning.md).
  *
  * <p>Inference only: one thread uses it, the one that selected it.
  */
@@ -81,64 +84,62 @@ final class LoraRows implements AutoCloseable {
         if (update == null) {
             return y;
         }
-        NDArray rows = shape.dimension() == 3 ? x : x.reshape(names.size(), -1, shape.get(shape.dimension() - 1));
-        NDArray delta = rows.matMul(update.a).matMul(update.b); // (B, T, r) then (B, T, out)
-        return y.add(shape.dimension() == 3 ? delta : delta.reshape(y.getShape())); // (B, ..., out)
+        NDArray down = x.matMul(update.a).muli(update.mask); // (B, ..., R), other adapters' columns zero
+        return y.add(down.matMul(update.b)); // (B, ..., out)
     }
 
-    /** One projection's pairs gathered per row, or {@code null} if no row's adapter adapts it. */
+    /** One projection's concatenated pairs and row masks, or {@code null} if no row's adapter adapts it. */
     private Update update(Map<String, LoraWeights> adapters, NDArray x) {
         Map<String, LoraWeights> used = new LinkedHashMap<>();
-        int rank = 0;
         for (String name : names) {
             LoraWeights pair = name == null ? null : adapters.get(name);
-            if (pair != null && used.putIfAbsent(name, pair) == null) {
-                rank = Math.max(rank, (int) pair.aShape().get(0));
+            if (pair != null) {
+                used.putIfAbsent(name, pair);
             }
         }
         if (used.isEmpty()) {
             return null;
         }
-        LoraWeights any = used.values().iterator().next();
         if (manager == null) {
             // the pairs' own manager (the model's), which outlives the step that first asks
-            manager = any.a().getArray().getManager().newSubManager(x.getDevice());
+            manager = used.values().iterator().next().a().getArray().getManager().newSubManager(x.getDevice());
         }
-        DataType type = any.a().getArray().getDataType();
-        long in = any.aShape().get(1);
-        long out = any.bShape().get(0);
-        try (NDManager scratch = manager.newSubManager()) { // what the stacks are made of
-            Map<String, NDArray[]> padded = new LinkedHashMap<>(); // adapter -> {A^T, s B^T}, zeros past its rank
-            for (Map.Entry<String, LoraWeights> e : used.entrySet()) {
-                LoraWeights pair = e.getValue();
-                NDArray aT = pair.a().getArray().transpose(); // (in, r), a view of the model's array
-                NDArray bT = pair.b().getArray().transpose(); // (r, out)
-                aT.attach(scratch);
-                bT.attach(scratch);
-                long r = pair.aShape().get(0);
-                NDArray a = scratch.zeros(new Shape(in, rank), type);
-                NDArray b = scratch.zeros(new Shape(rank, out), type);
-                a.set(new NDIndex(":, :{}", r), aT);
-                b.set(new NDIndex(":{}", r), bT.mul(pair.scaling()));
-                padded.put(e.getKey(), new NDArray[] {a, b});
-            }
-            NDArray[] none = {scratch.zeros(new Shape(in, rank), type), scratch.zeros(new Shape(rank, out), type)};
-            NDList as = new NDList(names.size());
-            NDList bs = new NDList(names.size());
-            for (String name : names) {
-                NDArray[] pair = padded.getOrDefault(name, none);
-                as.add(pair[0]);
-                bs.add(pair[1]);
-            }
-            NDArray a = NDArrays.stack(as); // (B, in, r)
-            NDArray b = NDArrays.stack(bs); // (B, r, out)
-            a.attach(manager);
-            b.attach(manager);
-            return new Update(a, b);
+        NDList as = new NDList(used.size());
+        NDList bs = new NDList(used.size());
+        Map<String, Integer> firstColumn = new LinkedHashMap<>();
+        int rank = 0;
+        for (Map.Entry<String, LoraWeights> e : used.entrySet()) {
+            as.add(e.getValue().a().getArray()); // (r, in)
+            bs.add(e.getValue().b().getArray()); // (out, r)
+            firstColumn.put(e.getKey(), rank);
+            rank += (int) e.getValue().aShape().get(0);
         }
+        float[] mask = new float[names.size() * rank];
+        for (int row = 0; row < names.size(); row++) {
+            LoraWeights pair = used.get(names.get(row));
+            if (pair != null) {
+                int from = row * rank + firstColumn.get(names.get(row));
+                Arrays.fill(mask, from, from + (int) pair.aShape().get(0), pair.scaling());
+            }
+        }
+        long[] maskShape = new long[x.getShape().dimension()];
+        Arrays.fill(maskShape, 1);
+        maskShape[0] = names.size();
+        maskShape[maskShape.length - 1] = rank;
+        NDArray a = as.size() == 1 ? as.head().duplicate() : NDArrays.concat(as, 0); // (R, in)
+        NDArray b = bs.size() == 1 ? bs.head().duplicate() : NDArrays.concat(bs, 1); // (out, R)
+        a.attach(manager);
+        b.attach(manager);
+        DataType type = a.getDataType();
+        NDArray m = manager.create(mask, new Shape(maskShape)); // (B, 1.., R)
+        NDArray aT = a.transpose(); // views made once, not at every pass
+        NDArray bT = b.transpose();
+        aT.attach(manager);
+        bT.attach(manager);
+        return new Update(aT, bT, m.getDataType() == type ? m : m.toType(type, false));
     }
 
-    /** Frees the pairs gathered for the batch. */
+    /** Frees the concatenated pairs and masks. */
     @Override
     public void close() {
         updates.clear();
@@ -149,9 +150,10 @@ final class LoraRows implements AutoCloseable {
     }
 
     /**
-     * One projection's pairs for the batch, row {@code b}'s its adapter's (zeros for a row without
-     * one): {@code A^T}, (B, in, r), and {@code (alpha / r) B^T}, (B, r, out), {@code r} the largest
-     * rank of the rows' adapters, a smaller one padded with zeros.
+     * One projection's update for the batch: its rows' adapters' A and B concatenated, as {@code
+     * [A_1; ...; A_n]^T}, (in, R), and {@code [B_1, ..., B_n]^T}, (R, out), and the row masks, (B,
+     * 1.., R): row {@code b}'s holds its adapter's {@code alpha / r} on that adapter's rank columns,
+     * zeros elsewhere.
      */
-    private record Update(NDArray a, NDArray b) {}
+    private record Update(NDArray a, NDArray b, NDArray mask) {}
 }
