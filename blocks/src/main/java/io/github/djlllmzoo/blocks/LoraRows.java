@@ -84,8 +84,11 @@ final class LoraRows implements AutoCloseable {
         if (update == null) {
             return y;
         }
-        NDArray down = x.matMul(update.a).muli(update.mask); // (B, ..., R), other adapters' columns zero
-        return y.add(down.matMul(update.b)); // (B, ..., out)
+        boolean rows3 = shape.dimension() == 3; // the masks are (B, 1, R): other ranks pass as (B, T, in)
+        NDArray in = rows3 ? x : x.reshape(names.size(), -1, shape.get(shape.dimension() - 1));
+        NDArray down = in.matMul(update.a).muli(update.mask); // (B, T, R), other adapters' columns zero
+        NDArray delta = down.matMul(update.b); // (B, T, out)
+        return y.add(rows3 ? delta : delta.reshape(y.getShape())); // (B, ..., out)
     }
 
     /** One projection's concatenated pairs and row masks, or {@code null} if no row's adapter adapts it. */
@@ -122,16 +125,12 @@ final class LoraRows implements AutoCloseable {
                 Arrays.fill(mask, from, from + (int) pair.aShape().get(0), pair.scaling());
             }
         }
-        long[] maskShape = new long[x.getShape().dimension()];
-        Arrays.fill(maskShape, 1);
-        maskShape[0] = names.size();
-        maskShape[maskShape.length - 1] = rank;
         NDArray a = as.size() == 1 ? as.head().duplicate() : NDArrays.concat(as, 0); // (R, in)
         NDArray b = bs.size() == 1 ? bs.head().duplicate() : NDArrays.concat(bs, 1); // (out, R)
         a.attach(manager);
         b.attach(manager);
         DataType type = a.getDataType();
-        NDArray m = manager.create(mask, new Shape(maskShape)); // (B, 1.., R)
+        NDArray m = manager.create(mask, new Shape(names.size(), 1, rank)); // (B, 1, R)
         NDArray aT = a.transpose(); // views made once, not at every pass
         NDArray bT = b.transpose();
         aT.attach(manager);
@@ -152,7 +151,7 @@ final class LoraRows implements AutoCloseable {
     /**
      * One projection's update for the batch: its rows' adapters' A and B concatenated, as {@code
      * [A_1; ...; A_n]^T}, (in, R), and {@code [B_1, ..., B_n]^T}, (R, out), and the row masks, (B,
-     * 1.., R): row {@code b}'s holds its adapter's {@code alpha / r} on that adapter's rank columns,
+     * 1, R): row {@code b}'s holds its adapter's {@code alpha / r} on that adapter's rank columns,
      * zeros elsewhere.
      */
     private record Update(NDArray a, NDArray b, NDArray mask) {}

@@ -14,6 +14,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import java.util.Arrays;
 import java.util.List;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -121,6 +122,33 @@ class LoraRowSelectionTest {
     void theAttachedNamesAreEveryAdaptersName(String family) throws Exception {
         try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
             assertEquals(List.of("attention", "every"), List.copyOf(LoraAdapter.attachedNames(adapted(family, manager))));
+        }
+    }
+
+    @Test
+    void aProjectionOfRowsWithoutATimeAxisAddsEachRowsOwnUpdate() {
+        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
+            Linear linear = new Linear(6, 5, true, 0.02f);
+            linear.weight().setArray(manager.randomNormal(new Shape(5, 6)));
+            linear.getParameters().get("bias").setArray(manager.randomNormal(new Shape(5)));
+            for (String name : List.of("every", "attention")) {
+                LoraWeights pair = new LoraWeights(6, 5, new LoraConfig(name.length() % 3 + 1, 4, 0, List.of("p")), false);
+                pair.initialize(manager, DataType.FLOAT32);
+                pair.b().getArray().addi(manager.randomNormal(0, 0.5f, pair.bShape(), DataType.FLOAT32));
+                linear.loraSlot().put(name, pair);
+            }
+            NDArray x = manager.randomNormal(new Shape(ROWS.size(), 6)); // (B, in): one position per row
+            float[] mixed;
+            try (LoraAdapter.Selection rows = LoraAdapter.selectRows(ROWS)) {
+                mixed = linear.forward(null, x, false).toFloatArray();
+            }
+            for (int r = 0; r < ROWS.size(); r++) {
+                try (LoraAdapter.Selection one = LoraAdapter.select(ROWS.get(r))) {
+                    float[] alone = linear.forward(null, x.get(new NDIndex("{}:{}", r, r + 1)), false).toFloatArray();
+                    // sums of 6 products and 1 to 3 rank terms, in another order: a few float32 ulps of values near 10
+                    assertArrayEquals(alone, Arrays.copyOfRange(mixed, r * 5, (r + 1) * 5), 1e-4f, "row " + r);
+                }
+            }
         }
     }
 
