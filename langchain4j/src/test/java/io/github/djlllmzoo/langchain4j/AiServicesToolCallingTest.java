@@ -12,15 +12,10 @@ import dev.langchain4j.model.openai.OpenAiChatModel;
 import dev.langchain4j.service.AiServices;
 import io.github.djlllmzoo.server.OpenAiServer;
 import io.github.djlllmzoo.server.ServerOptions;
-import io.github.djlllmzoo.zoo.LocalModel;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * An {@code AiServices} service that calls a {@code @Tool} method and returns a record, on a
@@ -31,7 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
  * the tool's result the answer (constrained to the record's JSON schema), so that a model of
  * random choices, sampled at temperature 1, still gives a call that parses and a record.
  */
-class AiServicesToolCallingTest {
+class AiServicesToolCallingTest extends OnToolCallingModel {
 
     // doc:service
     enum City { PARIS, OSLO, LIMA }
@@ -54,22 +49,6 @@ class AiServicesToolCallingTest {
         }
     }
     // end
-
-    @TempDir static Path dir;
-
-    private static LocalModel model;
-
-    @BeforeAll
-    static void load() throws Exception {
-        model = LocalModel.load(ToolCallingCheckpoint.write(dir.resolve("qwen-template-gpt2")));
-    }
-
-    @AfterAll
-    static void close() {
-        if (model != null) {
-            model.close();
-        }
-    }
 
     /** Asks three times: each answer is a record, each after exactly one call of the tool. */
     private static void assertCallsTheToolAndReturnsARecord(ChatModel model) {

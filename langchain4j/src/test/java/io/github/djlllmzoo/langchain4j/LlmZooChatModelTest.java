@@ -23,15 +23,10 @@ import io.github.djlllmzoo.chat.ChatMessage;
 import io.github.djlllmzoo.chat.ChatTemplate;
 import io.github.djlllmzoo.constrained.ConstraintState;
 import io.github.djlllmzoo.translators.GenerationConfig;
-import io.github.djlllmzoo.zoo.LocalModel;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@link LlmZooChatModel} and {@link LlmZooStreamingChatModel} on a random-weight model: required
@@ -39,28 +34,12 @@ import org.junit.jupiter.api.io.TempDir;
  * closes and equal to the whole response's; JSON response formats; the request's parameters
  * (output budget, stop sequences) and the token usage; refusals naming what is at fault.
  */
-class LlmZooChatModelTest {
+class LlmZooChatModelTest extends OnToolCallingModel {
 
     private static final List<String> FAMILIES =
             List.of("qwen2.5-instruct", "mistral-7b-instruct-v0.3", "llama3.2-instruct");
 
     private static final Set<String> CITIES = Set.of("Paris", "Oslo", "Lima");
-
-    @TempDir static Path dir;
-
-    private static LocalModel model;
-
-    @BeforeAll
-    static void load() throws Exception {
-        model = LocalModel.load(ToolCallingCheckpoint.write(dir.resolve("qwen-template-gpt2")));
-    }
-
-    @AfterAll
-    static void close() {
-        if (model != null) {
-            model.close();
-        }
-    }
 
     private static ToolSpecification weather() {
         return ToolSpecification.builder()
