@@ -417,8 +417,8 @@ static int dot_multiply(const float *x, const void *codes, const uint16_t *scale
 /*
  * Each row of x is quantized once per product to int8 per group of 32 (scale max|x| / 127, the
  * weight's scheme, as the AVX512_VNNI kernel does); a group's dot product with the weight's codes is
- * exact in int32 (VL lanes of partial sums), converted to float32 and added times both scales into
- * VL float32 sums per row, summed at the end of the output. The result is the AVX512_VNNI kernel's
+ * exact in int32 (lanes of partial sums), converted to float32 and added times both scales into
+ * float32 sums per row (simd.h's dot32_scaled: 8 lanes on AVX2, 4 on NEON), summed at the end of the output. The result is the AVX512_VNNI kernel's
  * up to the order of the float32 sums.
  */
 typedef struct {
@@ -451,9 +451,9 @@ static inline __attribute__((always_inline)) void dot_weight_rows(
         const QuantizedRows *q, const void *codes, const uint16_t *scales, const float *bias, float *out,
         int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry, int format) {
     const int groups = in / GROUP;
-    vf acc[MAX_ROWS];
+    dotsums acc[MAX_ROWS];
     for (int r = 0; r < rows; r++) {
-        acc[r] = first ? vzero() : carry[r];
+        acc[r] = first ? dotsums_zero() : dotsums_from(carry[r]);
     }
     for (int g = k0 / GROUP; g < k1 / GROUP; g++) {
         codes32 w;
@@ -469,11 +469,14 @@ static inline __attribute__((always_inline)) void dot_weight_rows(
         float s = half_value(scales + (size_t)n * groups + g);
         for (int r = 0; r < rows; r++) {
             size_t cell = (size_t)g * rows + r;
-            vi sums = dot32_codes((vi){0}, q->codes + cell * GROUP, w);
-            acc[r] = __builtin_convertvector(sums, vf) * (s * q->scales[cell]) + acc[r];
+            acc[r] = dot32_scaled(acc[r], q->codes + cell * GROUP, w, s * q->scales[cell]);
         }
     }
-    finish_rows(acc, rows, last, bias, out, out_features, n, carry);
+    vf sums[MAX_ROWS];
+    for (int r = 0; r < rows; r++) {
+        sums[r] = dotsums_to(acc[r]);
+    }
+    finish_rows(sums, rows, last, bias, out, out_features, n, carry);
 }
 
 #define DOT_CALL(k0, k1, first, last, at) \

@@ -339,21 +339,73 @@ INLINE codes32 unpack_codes32(const uint8_t *packed) {
             vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(bytes, 4)), eight)};
 }
 
+/* acc plus the products of 16 int8 pairs a[i] * b[i], four to a lane. */
+INLINE int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
+#if defined(__ARM_FEATURE_DOTPROD)
+    return vdotq_s32(acc, a, b);
+#else
+    return vpadalq_s16(acc, vmlal_s8(vmull_s8(vget_low_s8(a), vget_low_s8(b)), vget_high_s8(a), vget_high_s8(b)));
+#endif
+}
+
 INLINE vi dot32_codes(vi acc, const int8_t *a, codes32 w) {
     int32x4_t lo, hi;
     memcpy(&lo, &acc, sizeof lo);
     memcpy(&hi, (const char *)&acc + sizeof lo, sizeof hi);
-    int8x16_t a0 = vld1q_s8(a), a1 = vld1q_s8(a + 16);
-#if defined(__ARM_FEATURE_DOTPROD)
-    lo = vdotq_s32(lo, a0, w.low);
-    hi = vdotq_s32(hi, a1, w.high);
-#else
-    lo = vpadalq_s16(lo, vmlal_s8(vmull_s8(vget_low_s8(a0), vget_low_s8(w.low)), vget_high_s8(a0), vget_high_s8(w.low)));
-    hi = vpadalq_s16(hi, vmlal_s8(vmull_s8(vget_low_s8(a1), vget_low_s8(w.high)), vget_high_s8(a1), vget_high_s8(w.high)));
-#endif
+    lo = dot16(lo, vld1q_s8(a), w.low);
+    hi = dot16(hi, vld1q_s8(a + 16), w.high);
     memcpy(&acc, &lo, sizeof lo);
     memcpy((char *)&acc + sizeof lo, &hi, sizeof hi);
     return acc;
+}
+#endif
+
+/*
+ * Float32 sums of scaled int8 group dot products (dot32_scaled), per ISA: AVX2 one vector of 8 lanes; NEON one
+ * q register of 4, a group's two 16-byte halves summed in int32 (exact: at most 32 * 127^2 < 2^24) before the
+ * one conversion, as llama.cpp's ggml_vec_dot_q8_0_q8_0 does, so a group costs one scvtf and one fmla rather than
+ * two of each. Only the lanes' sum is defined; dotsums_from and dotsums_to carry it to and from a vf.
+ */
+#if defined(__AVX2__)
+typedef vf dotsums;
+
+INLINE dotsums dotsums_zero(void) {
+    return vzero();
+}
+
+INLINE dotsums dotsums_from(vf v) {
+    return v;
+}
+
+INLINE vf dotsums_to(dotsums s) {
+    return s;
+}
+
+/* acc + scale * the dot product of x's 32 codes at a with the weight's. */
+INLINE dotsums dot32_scaled(dotsums acc, const int8_t *a, codes32 w, float scale) {
+    return __builtin_convertvector(dot32_codes((vi){0}, a, w), vf) * scale + acc;
+}
+#else
+typedef float32x4_t dotsums;
+
+INLINE dotsums dotsums_zero(void) {
+    return vdupq_n_f32(0.0f);
+}
+
+INLINE dotsums dotsums_from(vf v) {
+    float32x4_t lo, hi;
+    memcpy(&lo, &v, sizeof lo);
+    memcpy(&hi, (const char *)&v + sizeof lo, sizeof hi);
+    return vaddq_f32(lo, hi);
+}
+
+INLINE vf dotsums_to(dotsums s) {
+    return vjoin(s, vdupq_n_f32(0.0f));
+}
+
+INLINE dotsums dot32_scaled(dotsums acc, const int8_t *a, codes32 w, float scale) {
+    int32x4_t sums = dot16(dot16(vdupq_n_s32(0), vld1q_s8(a), w.low), vld1q_s8(a + 16), w.high);
+    return vfmaq_n_f32(acc, vcvtq_f32_s32(sums), scale);
 }
 #endif
 
