@@ -55,6 +55,7 @@ final class GgufWeights {
         DecoderConfig config = block.config();
         Map<String, Shape> expected = block.declaredShapes();
         Map<Parameter, ProjectionWeight> projections = block.compressibleWeights();
+        Map<Parameter, WeightFormat> formats = block.weightFormats(format);
         Set<String> used = new HashSet<>();
         for (Map.Entry<String, Parameter> e : block.namedParameters().entrySet()) {
             String name = e.getKey();
@@ -76,7 +77,8 @@ final class GgufWeights {
             }
             int heads = GgufTensorNames.permutedHeads(config, name);
             if (projection != null && format != WeightFormat.FLOAT32) {
-                projection.hold(compressed(tensor, heads, format));
+                // a quantized tensor is held as the file's mix has it; a float one as the format's mix says
+                projection.hold(compressed(tensor, heads, tensor.type().isQuantized() ? format : formats.get(e.getValue())));
             } else {
                 e.getValue().setArray(array(tensor, heads, transposed,
                         GgufTensorNames.storedPlusOne(config, name), want, manager, dataType));
