@@ -231,16 +231,30 @@ public final class Q4KBlock {
         }
     }
 
-    /** The 6-bit scale of sub-block {@code j}. */
-    static int subScale(ByteBuffer codes, int scales, int j) {
+    /**
+     * The 6-bit scale of sub-block {@code j} (Q4_K's and Q5_K's packing).
+     *
+     * @param codes the blocks
+     * @param scales where the block's 12 bytes of scales and mins start
+     * @param j the sub-block, 0 to 7
+     * @return the scale, 0 to 63
+     */
+    public static int subScale(ByteBuffer codes, int scales, int j) {
         if (j < 4) {
             return codes.get(scales + j) & SIX_BITS;
         }
         return (codes.get(scales + j + 4) & 0xF) | (((codes.get(scales + j - 4) & 0xFF) >> 6) << 4);
     }
 
-    /** The 6-bit min of sub-block {@code j}. */
-    static int subMin(ByteBuffer codes, int scales, int j) {
+    /**
+     * The 6-bit min of sub-block {@code j} (Q4_K's and Q5_K's packing).
+     *
+     * @param codes the blocks
+     * @param scales where the block's 12 bytes of scales and mins start
+     * @param j the sub-block, 0 to 7
+     * @return the min, 0 to 63
+     */
+    public static int subMin(ByteBuffer codes, int scales, int j) {
         if (j < 4) {
             return codes.get(scales + j + 4) & SIX_BITS;
         }

@@ -8,6 +8,8 @@ import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.CompressedWeight;
+import io.github.djlllmzoo.blocks.EngineKernels;
+import io.github.djlllmzoo.blocks.Kernels;
 import io.github.djlllmzoo.blocks.KvCache;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.translators.GenerationConfig;
@@ -79,6 +81,29 @@ class Q4KAccuracyTest {
         assertTrue(float32Error < 0.01 * reference, "the numpy model is ours: " + float32Error);
         assertTrue(ours <= 1.25 * reference, "prefill " + ours + " vs exact " + reference);
         assertTrue(oursDecode <= 1.25 * reference, "decode " + oursDecode + " vs exact " + reference);
+    }
+
+    /**
+     * The q4_k model generates the same greedy story through the CPU kernels (decode products with an
+     * int8 input) as through the reference path (the engine's products of the widened weights): the
+     * trained model's margins between its first and second choices are wider than what the input's
+     * rounding moves (at most max|x| / 254 per element of a group of 32).
+     */
+    @Test
+    void theKernelsAndTheReferenceGenerateTheSameGreedyStoryInQ4K() throws Exception {
+        String fixtures = System.getProperty("llmzoo.fixtures");
+        Assumptions.assumeTrue(fixtures != null && Files.isDirectory(Path.of(fixtures, "stories260K")),
+                "../shared/fixtures/stories260K is absent (skipping)");
+        GenerationConfig greedy = GenerationConfig.builder().greedy().maxNewTokens(60).build();
+        try (LocalModel q4k = LocalModel.load(Path.of(fixtures, "stories260K"), WeightFormat.Q4_K)) {
+            long[] kernels = q4k.generator().generateGreedy(new long[] {1}, greedy).tokenIds();
+            Kernels chosen = q4k.block().kernels();
+            q4k.block().useKernels(EngineKernels.INSTANCE);
+            long[] reference = q4k.generator().generateGreedy(new long[] {1}, greedy).tokenIds();
+            q4k.block().useKernels(chosen);
+            assertTrue(chosen != EngineKernels.INSTANCE, "the CPU kernels generated the first: " + chosen);
+            org.junit.jupiter.api.Assertions.assertArrayEquals(reference, kernels);
+        }
     }
 
     /** Every parameter as the model holds it, compressed ones widened exactly, in the checkpoint's names. */
