@@ -205,10 +205,11 @@ static inline __attribute__((always_inline)) float kq_hsum(kq_f8 v) {
         const int groups = in / GROUP;                                                                      \
         const int blocks = (in + KQ_WEIGHTS - 1) / KQ_WEIGHTS;                                              \
         for (int n = from; n < to; n++) {                                                                   \
-            kq_f8 acc[KQ_MAX_ROWS];                                                                         \
+            kq_f8 acc[KQ_MAX_ROWS], acc_hi[KQ_MAX_ROWS]; /* two chains of fused multiply-adds a row */      \
             float mins[KQ_MAX_ROWS];                                                                        \
             for (int r = 0; r < (ROWS); r++) {                                                              \
                 acc[r] = (kq_f8){0};                                                                        \
+                acc_hi[r] = (kq_f8){0};                                                                     \
                 mins[r] = 0.0f;                                                                             \
             }                                                                                               \
             const uint8_t *block = codes + (size_t)n * blocks * KQ_BYTES;                                   \
@@ -231,7 +232,7 @@ static inline __attribute__((always_inline)) float kq_hsum(kq_f8 v) {
                         acc[r] = lo * (lo_step * xd[0]) + acc[r];                                           \
                         if (whole) {                                                                        \
                             kq_f8 hi = __builtin_convertvector(DOT(KQ_HI(w), xr + GROUP), kq_f8);           \
-                            acc[r] = hi * (hi_step * xd[1]) + acc[r];                                       \
+                            acc_hi[r] = hi * (hi_step * xd[1]) + acc_hi[r];                                 \
                         }                                                                                   \
                     }                                                                                       \
                 }                                                                                           \
@@ -245,7 +246,7 @@ static inline __attribute__((always_inline)) float kq_hsum(kq_f8 v) {
                 }                                                                                           \
             }                                                                                               \
             for (int r = 0; r < (ROWS); r++) {                                                              \
-                out[(size_t)r * out_features + n] = kq_hsum(acc[r]) - mins[r] + (bias ? bias[n] : 0.0f);    \
+                out[(size_t)r * out_features + n] = kq_hsum(acc[r] + acc_hi[r]) - mins[r] + (bias ? bias[n] : 0.0f); \
             }                                                                                               \
         }                                                                                                   \
     } while (0)
