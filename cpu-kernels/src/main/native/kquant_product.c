@@ -9,18 +9,22 @@
  * value d * sc_j * q - dmin * m_j for sub-block j (32 weights). A row's last super-block may be cut
  * short at in (its sub-blocks past in are not read).
  *
- * The product: each row of x is quantized per group of 32 to int8 (scale max|x| / 127, ties to even,
- * as the int8 kernels' quantize_group), so one sub-block's term is
- *   xd_g * (d * sc_j * sum(q * xq) - dmin * m_j * sum(xq)),
- * the first sum by the ISA's unsigned x signed int8 dot product on the 4-bit codes themselves (they lie
- * in [0, 15]: no offset needed), exact in int32, times a float32 scale into 8 float32 lanes per row of
- * x; the second from sum(xq) * xd_g kept per group of x. So the result is the product of the weight
- * widened exactly with x rounded to its int8 grid (llama.cpp's Q4_K x Q8_K, with x's scale per 32
- * inputs rather than per 256), up to the order of the float32 sums. The dot product of 32 codes:
+ * The product (llama.cpp's Q4_K x Q8_K): each row of x is quantized per super-block of 256 inputs to
+ * int8 (scale xd = max|x| / 127, ties to even), so one super-block's term is
+ *   xd * (d * sum_j sc_j * sum(q * xq) - dmin * sum_j m_j * sum_j(xq)),
+ * both sums exact in int32: the first by the ISA's unsigned x signed int8 products of the 4-bit codes
+ * themselves (they lie in [0, 15]: no offset needed), their 16-bit pair sums multiplied by the
+ * sub-block's 6-bit scale as they are added into int32 lanes (at most 4 * 15 * 127 * 63 a lane and
+ * sub-block); the second from the sums of x's codes per 32 kept with x. One conversion to float32 and
+ * one fused multiply-add a super-block and row, so the result is the product of the weight widened
+ * exactly with x rounded to its int8 grid per 256 inputs, up to float32 rounding of those few steps.
+ * 32 codes times x, scaled:
  *   AVX2 (and the AVX-512 library on a CPU without AVX512_VNNI): vpmaddubsw (codes unsigned, x
- *     signed: pair sums at most 2 * 15 * 127, no saturation), vpmaddwd into int32;
- *   AVX-512 with AVX512_VNNI (checked at run time): one vpdpbusd on 256-bit registers;
- *   NEON with the dot-product extension: two sdot; NEON (ARMv8.0): smull/smlal, sadalp.
+ *     signed: pair sums at most 2 * 15 * 127, no saturation), vpmaddwd by the scale, vpaddd;
+ *   AVX-512 with AVX512_VNNI (checked at run time): a pair of sub-blocks in one 512-bit vpmaddubsw and
+ *     one vpdpwssd by the two scales;
+ *   NEON with the dot-product extension: two sdot, two mla by the scale; NEON (ARMv8.0): smull/smlal,
+ *   saddlp, mla.
  * One source for every variant, compiled per target as the other kernels (build.sh).
  */
 #include <jni.h>
@@ -91,9 +95,10 @@ static inline __attribute__((always_inline)) kq_nibbles kq_unpack(const uint8_t 
     return (kq_nibbles){_mm256_and_si256(bytes, mask), _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask)};
 }
 
-static inline __attribute__((always_inline)) kq_i8 kq_dot(__m256i codes, const int8_t *x) {
+/* acc + sc * (codes . x), the 32 products' sums in 8 int32 lanes. */
+static inline __attribute__((always_inline)) kq_i8 kq_dot(kq_i8 acc, __m256i codes, const int8_t *x, int sc) {
     __m256i pairs = _mm256_maddubs_epi16(codes, _mm256_loadu_si256((const __m256i *)x));
-    return (kq_i8)_mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+    return acc + (kq_i8)_mm256_madd_epi16(pairs, _mm256_set1_epi16((short)sc));
 }
 #define KQ_LO(n) ((n).lo)
 #define KQ_HI(n) ((n).hi)
@@ -101,8 +106,18 @@ typedef __m256i kq_codes;
 
 #if defined(__AVX512F__)
 #define KQ_VNNI_TARGET __attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni")))
-static inline KQ_VNNI_TARGET kq_i8 kq_dot_vnni(__m256i codes, const int8_t *x) {
-    return (kq_i8)_mm256_dpbusd_epi32(_mm256_setzero_si256(), codes, _mm256_loadu_si256((const __m256i *)x));
+/* A pair of sub-blocks at once (64 codes, 64 inputs; a missing second one read as zeros), scaled into 16
+   int32 lanes. */
+static inline KQ_VNNI_TARGET __m512i kq_pair_vnni(
+        __m512i acc, kq_nibbles w, const int8_t *x, int sc_lo, int sc_hi, int whole) {
+    __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(w.lo), w.hi, 1);
+    __m512i xs = _mm512_maskz_loadu_epi8(whole ? ~0ULL : 0xFFFFFFFFULL, x);
+    __m512i scales = _mm512_inserti64x4(_mm512_set1_epi16((short)sc_lo), _mm256_set1_epi16((short)sc_hi), 1);
+    return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(codes, xs), scales);
+}
+
+static inline KQ_VNNI_TARGET kq_i8 kq_fold_vnni(__m512i acc) {
+    return (kq_i8)_mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
 }
 #endif
 
@@ -121,7 +136,7 @@ static inline __attribute__((always_inline)) kq_nibbles kq_unpack(const uint8_t 
     return (kq_nibbles){{vandq_u8(b0, mask), vandq_u8(b1, mask)}, {vshrq_n_u8(b0, 4), vshrq_n_u8(b1, 4)}};
 }
 
-static inline __attribute__((always_inline)) kq_i8 kq_dot(kq_codes codes, const int8_t *x) {
+static inline __attribute__((always_inline)) kq_i8 kq_dot(kq_i8 acc, kq_codes codes, const int8_t *x, int sc) {
     int8x16_t x0 = vld1q_s8(x), x1 = vld1q_s8(x + 16);
     int8x16_t w0 = vreinterpretq_s8_u8(codes.a), w1 = vreinterpretq_s8_u8(codes.b);
 #if defined(__ARM_FEATURE_DOTPROD)
@@ -131,52 +146,72 @@ static inline __attribute__((always_inline)) kq_i8 kq_dot(kq_codes codes, const 
     int32x4_t lo = vpaddlq_s16(vmlal_s8(vmull_s8(vget_low_s8(w0), vget_low_s8(x0)), vget_high_s8(w0), vget_high_s8(x0)));
     int32x4_t hi = vpaddlq_s16(vmlal_s8(vmull_s8(vget_low_s8(w1), vget_low_s8(x1)), vget_high_s8(w1), vget_high_s8(x1)));
 #endif
-    kq_i8 out;
-    memcpy(&out, &lo, sizeof lo);
-    memcpy((char *)&out + sizeof lo, &hi, sizeof hi);
-    return out;
+    int32x4_t acc_lo, acc_hi;
+    memcpy(&acc_lo, &acc, sizeof acc_lo);
+    memcpy(&acc_hi, (const char *)&acc + sizeof acc_lo, sizeof acc_hi);
+    acc_lo = vmlaq_n_s32(acc_lo, lo, sc);
+    acc_hi = vmlaq_n_s32(acc_hi, hi, sc);
+    memcpy(&acc, &acc_lo, sizeof acc_lo);
+    memcpy((char *)&acc + sizeof acc_lo, &acc_hi, sizeof acc_hi);
+    return acc;
 }
 #define KQ_LO(n) ((n).lo)
 #define KQ_HI(n) ((n).hi)
 #endif
 
-/* ---- x quantized per group of 32 ---- */
+/* The pair of sub-blocks 2p (low nibbles) and 2p + 1 (high; absent where whole is 0) into acc. */
+static inline __attribute__((always_inline)) kq_i8 kq_pair(
+        kq_i8 acc, kq_nibbles w, const int8_t *x, int sc_lo, int sc_hi, int whole) {
+    acc = kq_dot(acc, KQ_LO(w), x, sc_lo);
+    return whole ? kq_dot(acc, KQ_HI(w), x + GROUP, sc_hi) : acc;
+}
 
-/* x's rows as int8 codes per group of 32 (codes (rows, in), scales and scale * sum(codes) (rows, groups)). */
+static inline __attribute__((always_inline)) kq_i8 kq_fold(kq_i8 acc) {
+    return acc;
+}
+
+/* ---- x quantized per super-block of 256 ---- */
+
+/* x's rows as int8 codes (rows, in), a scale per super-block (rows, blocks), the codes' sums per 32 (rows,
+   groups). */
 typedef struct {
     int8_t *codes;
     float *scales;
-    float *sums;
+    int32_t *sums;
 } kq_input;
 
 static int kq_quantize(const float *x, int rows, int in, kq_input *q) {
-    int groups = in / GROUP;
+    int groups = in / GROUP, blocks = (in + KQ_WEIGHTS - 1) / KQ_WEIGHTS;
     q->codes = malloc((size_t)rows * in);
-    q->scales = malloc((size_t)rows * groups * sizeof(float));
-    q->sums = malloc((size_t)rows * groups * sizeof(float));
+    q->scales = malloc((size_t)rows * blocks * sizeof(float));
+    q->sums = malloc((size_t)rows * groups * sizeof(int32_t));
     if (q->codes == NULL || q->scales == NULL || q->sums == NULL) {
         return 0;
     }
     for (int r = 0; r < rows; r++) {
-        for (int g = 0; g < groups; g++) {
-            const float *xs = x + (size_t)r * in + (size_t)g * GROUP;
-            int8_t *codes = q->codes + (size_t)r * in + (size_t)g * GROUP;
+        for (int b = 0; b < blocks; b++) {
+            int start = b * KQ_WEIGHTS, count = in - start < KQ_WEIGHTS ? in - start : KQ_WEIGHTS;
+            const float *xs = x + (size_t)r * in + start;
+            int8_t *codes = q->codes + (size_t)r * in + start;
             float amax = 0.0f;
-            for (int l = 0; l < GROUP; l++) {
+            for (int l = 0; l < count; l++) {
                 float a = xs[l] < 0 ? -xs[l] : xs[l];
                 amax = a > amax ? a : amax;
             }
             float d = amax / 127.0f;
             float inverse = d > 0.0f ? 1.0f / d : 0.0f;
-            int sum = 0;
-            for (int l = 0; l < GROUP; l++) {
-                float v = __builtin_rintf(xs[l] * inverse); /* ties to even, as quantize_group */
-                v = v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v;
-                codes[l] = (int8_t)v;
-                sum += codes[l];
+            for (int l = 0; l < count; l++) {
+                float v = __builtin_rintf(xs[l] * inverse); /* ties to even */
+                codes[l] = (int8_t)(v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v);
             }
-            q->scales[(size_t)r * groups + g] = d;
-            q->sums[(size_t)r * groups + g] = d * (float)sum;
+            q->scales[(size_t)r * blocks + b] = d;
+            for (int g = 0; g < count / GROUP; g++) {
+                int32_t sum = 0;
+                for (int l = 0; l < GROUP; l++) {
+                    sum += codes[g * GROUP + l];
+                }
+                q->sums[(size_t)r * groups + start / GROUP + g] = sum;
+            }
         }
     }
     return 1;
@@ -200,97 +235,93 @@ static inline __attribute__((always_inline)) float kq_hsum(kq_f8 v) {
  * Outputs [from, to) for ROWS rows of x, by the dot product DOT: each super-block's 64 weights a step
  * unpacked once, then multiplied with every row's inputs.
  */
-#define KQ_COLUMNS_BODY(ROWS, DOT)                                                                          \
-    do {                                                                                                    \
-        const int groups = in / GROUP;                                                                      \
-        const int blocks = (in + KQ_WEIGHTS - 1) / KQ_WEIGHTS;                                              \
-        for (int n = from; n < to; n++) {                                                                   \
-            kq_f8 acc[KQ_MAX_ROWS], acc_hi[KQ_MAX_ROWS]; /* two chains of fused multiply-adds a row */      \
-            float mins[KQ_MAX_ROWS];                                                                        \
-            for (int r = 0; r < (ROWS); r++) {                                                              \
-                acc[r] = (kq_f8){0};                                                                        \
-                acc_hi[r] = (kq_f8){0};                                                                     \
-                mins[r] = 0.0f;                                                                             \
-            }                                                                                               \
-            const uint8_t *block = codes + (size_t)n * blocks * KQ_BYTES;                                   \
-            for (int b = 0; b < blocks; b++, block += KQ_BYTES) {                                           \
-                __builtin_prefetch(block + KQ_PREFETCH_BYTES);                                              \
-                kq_scales s;                                                                                \
-                kq_unpack_scales(block, &s);                                                                \
-                int g0 = b * KQ_SUBS;                                                                       \
-                int subs = groups - g0 < KQ_SUBS ? groups - g0 : KQ_SUBS;                                   \
-                for (int p = 0; 2 * p < subs; p++) {                                                        \
-                    kq_nibbles w = kq_unpack(block + 16 + 32 * p);                                          \
-                    int g = g0 + 2 * p;                                                                     \
-                    float lo_step = s.d * s.sc[2 * p];                                                      \
-                    float hi_step = s.d * s.sc[2 * p + 1];                                                  \
-                    int whole = 2 * p + 1 < subs;                                                           \
-                    for (int r = 0; r < (ROWS); r++) {                                                      \
-                        const int8_t *xr = q.codes + (size_t)r * in + (size_t)g * GROUP;                    \
-                        const float *xd = q.scales + (size_t)r * groups + g;                                \
-                        kq_f8 lo = __builtin_convertvector(DOT(KQ_LO(w), xr), kq_f8);                       \
-                        acc[r] = lo * (lo_step * xd[0]) + acc[r];                                           \
-                        if (whole) {                                                                        \
-                            kq_f8 hi = __builtin_convertvector(DOT(KQ_HI(w), xr + GROUP), kq_f8);           \
-                            acc_hi[r] = hi * (hi_step * xd[1]) + acc_hi[r];                                 \
-                        }                                                                                   \
-                    }                                                                                       \
-                }                                                                                           \
-                for (int r = 0; r < (ROWS); r++) {                                                          \
-                    const float *xs = q.sums + (size_t)r * groups + g0;                                     \
-                    float m = 0.0f;                                                                         \
-                    for (int j = 0; j < subs; j++) {                                                        \
-                        m += (float)s.m[j] * xs[j];                                                         \
-                    }                                                                                       \
-                    mins[r] += s.dmin * m;                                                                  \
-                }                                                                                           \
-            }                                                                                               \
-            for (int r = 0; r < (ROWS); r++) {                                                              \
-                out[(size_t)r * out_features + n] = kq_hsum(acc[r] + acc_hi[r]) - mins[r] + (bias ? bias[n] : 0.0f); \
-            }                                                                                               \
-        }                                                                                                   \
+#define KQ_COLUMNS_BODY(ROWS, PAIR, ACC, FOLD)                                                                      \
+    do {                                                                                                            \
+        const int groups = in / GROUP;                                                                              \
+        const int blocks = (in + KQ_WEIGHTS - 1) / KQ_WEIGHTS;                                                      \
+        for (int n = from; n < to; n++) {                                                                           \
+            kq_f8 acc[KQ_MAX_ROWS];                                                                                 \
+            float mins[KQ_MAX_ROWS];                                                                                \
+            for (int r = 0; r < (ROWS); r++) {                                                                      \
+                acc[r] = (kq_f8){0};                                                                                \
+                mins[r] = 0.0f;                                                                                     \
+            }                                                                                                       \
+            const uint8_t *block = codes + (size_t)n * blocks * KQ_BYTES;                                           \
+            for (int b = 0; b < blocks; b++, block += KQ_BYTES) {                                                   \
+                __builtin_prefetch(block + KQ_PREFETCH_BYTES);                                                      \
+                kq_scales s;                                                                                        \
+                kq_unpack_scales(block, &s);                                                                        \
+                int g0 = b * KQ_SUBS;                                                                               \
+                int subs = groups - g0 < KQ_SUBS ? groups - g0 : KQ_SUBS;                                           \
+                ACC sums[KQ_MAX_ROWS];                                                                              \
+                for (int r = 0; r < (ROWS); r++) {                                                                  \
+                    memset(&sums[r], 0, sizeof sums[r]);                                                            \
+                }                                                                                                   \
+                for (int p = 0; 2 * p < subs; p++) {                                                                \
+                    kq_nibbles w = kq_unpack(block + 16 + 32 * p);                                                  \
+                    int whole = 2 * p + 1 < subs;                                                                   \
+                    for (int r = 0; r < (ROWS); r++) {                                                              \
+                        const int8_t *xr = q.codes + (size_t)r * in + (size_t)(g0 + 2 * p) * GROUP;                 \
+                        sums[r] = PAIR(sums[r], w, xr, s.sc[2 * p], s.sc[2 * p + 1], whole);                        \
+                    }                                                                                               \
+                }                                                                                                   \
+                for (int r = 0; r < (ROWS); r++) {                                                                  \
+                    const int32_t *xs = q.sums + (size_t)r * groups + g0;                                           \
+                    int32_t m = 0;                                                                                  \
+                    for (int j = 0; j < subs; j++) {                                                                \
+                        m += (int32_t)s.m[j] * xs[j];                                                               \
+                    }                                                                                               \
+                    float xd = q.scales[(size_t)r * blocks + b];                                                    \
+                    acc[r] = __builtin_convertvector(FOLD(sums[r]), kq_f8) * (s.d * xd) + acc[r];                   \
+                    mins[r] += s.dmin * xd * (float)m;                                                              \
+                }                                                                                                   \
+            }                                                                                                       \
+            for (int r = 0; r < (ROWS); r++) {                                                                      \
+                out[(size_t)r * out_features + n] = kq_hsum(acc[r]) - mins[r] + (bias ? bias[n] : 0.0f);            \
+            }                                                                                                       \
+        }                                                                                                           \
     } while (0)
 
-#define KQ_ARGS                                                                                             \
-    const kq_input q, const uint8_t *codes, const float *bias, float *out, int in, int out_features, int from, \
+#define KQ_ARGS                                                                                                     \
+    const kq_input q, const uint8_t *codes, const float *bias, float *out, int in, int out_features, int from,      \
             int to
 
-#define KQ_ROWS(NAME, ATTR, DOT, R) \
-    static ATTR void NAME##_##R(KQ_ARGS) { KQ_COLUMNS_BODY(R, DOT); }
+#define KQ_ROWS(NAME, ATTR, PAIR, ACC, FOLD, R) \
+    static ATTR void NAME##_##R(KQ_ARGS) { KQ_COLUMNS_BODY(R, PAIR, ACC, FOLD); }
 
-#define KQ_CASE(NAME, R)                                                                                    \
-    case R:                                                                                                 \
-        NAME##_##R(q, codes, bias, out, in, out_features, from, to);                                        \
+#define KQ_CASE(NAME, R)                                                                                            \
+    case R:                                                                                                         \
+        NAME##_##R(q, codes, bias, out, in, out_features, from, to);                                                \
         break;
 
 /* NAME(rows, ...): the kernel with the row count fixed (1 to 8), so its loops over the rows unroll. */
-#define KQ_DEFINE(NAME, ATTR, DOT)                                                                          \
-    KQ_ROWS(NAME, ATTR, DOT, 1)                                                                             \
-    KQ_ROWS(NAME, ATTR, DOT, 2)                                                                             \
-    KQ_ROWS(NAME, ATTR, DOT, 3)                                                                             \
-    KQ_ROWS(NAME, ATTR, DOT, 4)                                                                             \
-    KQ_ROWS(NAME, ATTR, DOT, 5)                                                                             \
-    KQ_ROWS(NAME, ATTR, DOT, 6)                                                                             \
-    KQ_ROWS(NAME, ATTR, DOT, 7)                                                                             \
-    KQ_ROWS(NAME, ATTR, DOT, 8)                                                                             \
-    static ATTR void NAME(int rows, KQ_ARGS) {                                                              \
-        switch (rows) {                                                                                     \
-            KQ_CASE(NAME, 1)                                                                                \
-            KQ_CASE(NAME, 2)                                                                                \
-            KQ_CASE(NAME, 3)                                                                                \
-            KQ_CASE(NAME, 4)                                                                                \
-            KQ_CASE(NAME, 5)                                                                                \
-            KQ_CASE(NAME, 6)                                                                                \
-            KQ_CASE(NAME, 7)                                                                                \
-            KQ_CASE(NAME, 8)                                                                                \
-            default:                                                                                        \
-                break;                                                                                      \
-        }                                                                                                   \
+#define KQ_DEFINE(NAME, ATTR, PAIR, ACC, FOLD)                                                                      \
+    KQ_ROWS(NAME, ATTR, PAIR, ACC, FOLD, 1)                                                                         \
+    KQ_ROWS(NAME, ATTR, PAIR, ACC, FOLD, 2)                                                                         \
+    KQ_ROWS(NAME, ATTR, PAIR, ACC, FOLD, 3)                                                                         \
+    KQ_ROWS(NAME, ATTR, PAIR, ACC, FOLD, 4)                                                                         \
+    KQ_ROWS(NAME, ATTR, PAIR, ACC, FOLD, 5)                                                                         \
+    KQ_ROWS(NAME, ATTR, PAIR, ACC, FOLD, 6)                                                                         \
+    KQ_ROWS(NAME, ATTR, PAIR, ACC, FOLD, 7)                                                                         \
+    KQ_ROWS(NAME, ATTR, PAIR, ACC, FOLD, 8)                                                                         \
+    static ATTR void NAME(int rows, KQ_ARGS) {                                                                      \
+        switch (rows) {                                                                                             \
+            KQ_CASE(NAME, 1)                                                                                        \
+            KQ_CASE(NAME, 2)                                                                                        \
+            KQ_CASE(NAME, 3)                                                                                        \
+            KQ_CASE(NAME, 4)                                                                                        \
+            KQ_CASE(NAME, 5)                                                                                        \
+            KQ_CASE(NAME, 6)                                                                                        \
+            KQ_CASE(NAME, 7)                                                                                        \
+            KQ_CASE(NAME, 8)                                                                                        \
+            default:                                                                                                \
+                break;                                                                                              \
+        }                                                                                                           \
     }
 
-KQ_DEFINE(kq_columns, , kq_dot)
+KQ_DEFINE(kq_columns, , kq_pair, kq_i8, kq_fold)
 #if defined(__AVX512F__)
-KQ_DEFINE(kq_columns_vnni, KQ_VNNI_TARGET __attribute__((flatten)), kq_dot_vnni)
+KQ_DEFINE(kq_columns_vnni, KQ_VNNI_TARGET __attribute__((flatten)), kq_pair_vnni, __m512i, kq_fold_vnni)
 
 static int kq_has_vnni(void) {
     __builtin_cpu_init();

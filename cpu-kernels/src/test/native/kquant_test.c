@@ -2,7 +2,7 @@
  * kquant_product.c's entry points (q4_k decode product and widening) against a scalar reference in
  * double precision, without a JVM, per variant (run-native-tests.sh: AVX-512 and AVX2 natively, NEON
  * with and without sdot under qemu-aarch64). The reference widens each weight as llama.cpp's
- * dequantize_row_q4_K does and multiplies it with x on its own int8 grid (per 32 inputs, scale
+ * dequantize_row_q4_K does and multiplies it with x on its own int8 grid (per 256 inputs, scale
  * max|x| / 127, ties to even: what the kernel multiplies, its integer sums exact), so what is left is
  * float32 rounding of the scaled sums: within 1e-5 of the sum of |terms| (about n * 2^-24 of it for a
  * few hundred terms, with room). The widening within an ulp of twice the row's largest magnitude (a
@@ -74,18 +74,19 @@ static float weight_at(const uint8_t *codes, int in, int n, int k) {
     return step * (float)q - half_to_float(dmin) * (float)m;
 }
 
-/* x on its int8 grid per group of 32, as the kernel quantizes it. */
+/* x on its int8 grid per super-block of 256 inputs (the last one cut at in), as the kernel quantizes it. */
 static void on_grid(const float *x, int rows, int in, double *out) {
     for (int r = 0; r < rows; r++) {
-        for (int g = 0; g < in; g += 32) {
-            const float *xs = x + (size_t)r * in + g;
+        for (int start = 0; start < in; start += 256) {
+            int count = in - start < 256 ? in - start : 256;
+            const float *xs = x + (size_t)r * in + start;
             float amax = 0;
-            for (int l = 0; l < 32; l++) {
+            for (int l = 0; l < count; l++) {
                 amax = fabsf(xs[l]) > amax ? fabsf(xs[l]) : amax;
             }
             float d = amax / 127.0f, inverse = d > 0 ? 1.0f / d : 0.0f;
-            for (int l = 0; l < 32; l++) {
-                out[(size_t)r * in + g + l] = (double)rintf(xs[l] * inverse) * d;
+            for (int l = 0; l < count; l++) {
+                out[(size_t)r * in + start + l] = (double)rintf(xs[l] * inverse) * d;
             }
         }
     }

@@ -20,9 +20,9 @@ class KQuantProductTest extends CompressedWeightsTest {
 
     /**
      * A decode product is the engine's product of the widened weight with the input rounded to its
-     * own int8 grid (per group of 32, as the kernel quantizes it): the code sums are exact integers,
-     * so only float32 rounding of the scaled sums is left; whole super-blocks and a last one cut
-     * short at a multiple of 32, 1 to 8 rows.
+     * own int8 grid (per super-block of 256 inputs, as the kernel quantizes it: llama.cpp's Q8_K):
+     * the code sums are exact integers, so only float32 rounding of the scaled sums is left; whole
+     * super-blocks and a last one cut short at a multiple of 32, 1 to 8 rows.
      */
     @ParameterizedTest
     @CsvSource({"1, 256, 300", "2, 512, 3", "3, 768, 97", "4, 96, 301", "5, 2048, 64", "6, 4128, 70",
@@ -32,7 +32,7 @@ class KQuantProductTest extends CompressedWeightsTest {
         NDArray widened = weight.toFloat32(manager); // (out, in)
         NDArray bias = manager.randomNormal(new Shape(out));
         NDArray x = manager.randomNormal(new Shape(rows, 1, in)); // a decode step: (B, 1, in)
-        NDArray onGrid = manager.create(CompressedProductTest.int8Grid(x.toFloatArray()), x.getShape());
+        NDArray onGrid = manager.create(superBlockGrid(x.toFloatArray(), in), x.getShape());
         for (NDArray b : new NDArray[] {bias, null}) {
             assertTrue(CompressedProduct.applies(x, weight, b, rows));
             float[] expected = onGrid.getNDArrayInternal().linear(onGrid, widened, b).singletonOrThrow().toFloatArray();
@@ -41,6 +41,26 @@ class KQuantProductTest extends CompressedWeightsTest {
             assertArrayEquals(expected, actual.toFloatArray(), RoundingBound.ofProduct(onGrid, widened, b, true),
                     "rows " + rows + " bias " + (b != null));
         }
+    }
+
+    /** x rounded per 256 inputs of a row (the last run cut at in) to {@code q * d}, q = rint(x / d), d = max|x| / 127. */
+    static float[] superBlockGrid(float[] x, int in) {
+        float[] out = new float[x.length];
+        for (int row = 0; row < x.length; row += in) {
+            for (int start = row; start < row + in; start += 256) {
+                int end = Math.min(start + 256, row + in);
+                float max = 0;
+                for (int k = start; k < end; k++) {
+                    max = Math.max(max, Math.abs(x[k]));
+                }
+                float d = max / 127f;
+                float inverse = d > 0 ? 1 / d : 0;
+                for (int k = start; k < end; k++) {
+                    out[k] = (float) Math.rint(x[k] * inverse) * d;
+                }
+            }
+        }
+        return out;
     }
 
     /**

@@ -84,26 +84,80 @@ class Q4KAccuracyTest {
     }
 
     /**
-     * The q4_k model generates the same greedy story through the CPU kernels (decode products with an
-     * int8 input) as through the reference path (the engine's products of the widened weights): the
-     * trained model's margins between its first and second choices are wider than what the input's
-     * rounding moves (at most max|x| / 254 per element of a group of 32).
+     * Over the q4_k model's own greedy story (by the reference path: the engine's products of the
+     * widened weights), the CPU kernels (decode products with the input rounded to int8) pick the same
+     * next token wherever the reference's margin between its first two choices is more than ten times
+     * the mean |log-probability| change the kernels make: only near-ties may go the other way, and
+     * they are few (at least half of the steps are checked).
      */
     @Test
-    void theKernelsAndTheReferenceGenerateTheSameGreedyStoryInQ4K() throws Exception {
+    void theKernelsPickTheReferencesGreedyTokensExceptAtNearTiesInQ4K() throws Exception {
         String fixtures = System.getProperty("llmzoo.fixtures");
         Assumptions.assumeTrue(fixtures != null && Files.isDirectory(Path.of(fixtures, "stories260K")),
                 "../shared/fixtures/stories260K is absent (skipping)");
-        GenerationConfig greedy = GenerationConfig.builder().greedy().maxNewTokens(60).build();
+        GenerationConfig greedy = GenerationConfig.builder().greedy().maxNewTokens(100).build();
         try (LocalModel q4k = LocalModel.load(Path.of(fixtures, "stories260K"), WeightFormat.Q4_K)) {
-            long[] kernels = q4k.generator().generateGreedy(new long[] {1}, greedy).tokenIds();
             Kernels chosen = q4k.block().kernels();
+            assertTrue(chosen != EngineKernels.INSTANCE, "the CPU kernels are the model's: " + chosen);
             q4k.block().useKernels(EngineKernels.INSTANCE);
-            long[] reference = q4k.generator().generateGreedy(new long[] {1}, greedy).tokenIds();
+            long[] story = q4k.generator().generateGreedy(new long[] {1}, greedy).tokenIds();
+            long[] ids = new long[story.length + 1];
+            ids[0] = 1;
+            System.arraycopy(story, 0, ids, 1, story.length);
+            float[][] reference = decodeLogits(q4k, ids);
             q4k.block().useKernels(chosen);
-            assertTrue(chosen != EngineKernels.INSTANCE, "the CPU kernels generated the first: " + chosen);
-            org.junit.jupiter.api.Assertions.assertArrayEquals(reference, kernels);
+            float[][] kernels = decodeLogits(q4k, ids);
+            double change = 0;
+            for (int t = 0; t < reference.length; t++) {
+                change += Math.abs(logProb(kernels[t], (int) ids[t + 1]) - logProb(reference[t], (int) ids[t + 1]));
+            }
+            change /= reference.length;
+            int checked = 0;
+            for (int t = 0; t < reference.length; t++) {
+                float[] sorted = reference[t].clone();
+                Arrays.sort(sorted);
+                if (sorted[sorted.length - 1] - sorted[sorted.length - 2] > 10 * change) {
+                    checked++;
+                    assertTrue(argmax(kernels[t]) == argmax(reference[t]), "step " + t + " of " + Arrays.toString(ids));
+                }
+            }
+            System.out.printf(Locale.ROOT, "stories260K q4_k: kernels against reference %.3g nats a token; %d of %d"
+                    + " greedy steps outside near-ties agree%n", change, checked, reference.length);
+            assertTrue(checked >= reference.length / 2, checked + " of " + reference.length + " steps checked");
         }
+    }
+
+    private static int argmax(float[] values) {
+        int best = 0;
+        for (int i = 1; i < values.length; i++) {
+            best = values[i] > values[best] ? i : best;
+        }
+        return best;
+    }
+
+    private static double logProb(float[] logits, int id) {
+        double max = Double.NEGATIVE_INFINITY;
+        for (float l : logits) {
+            max = Math.max(max, l);
+        }
+        double sum = 0;
+        for (float l : logits) {
+            sum += Math.exp(l - max);
+        }
+        return logits[id] - max - Math.log(sum);
+    }
+
+    /** The logits after each token but the last, by one decode step a token. */
+    private static float[][] decodeLogits(LocalModel model, long[] ids) {
+        Generator generator = model.generator();
+        float[][] out = new float[ids.length - 1][];
+        try (NDManager manager = NDManager.newBaseManager();
+                KvCache cache = model.block().newCache(manager, 1, ids.length)) {
+            for (int t = 0; t + 1 < ids.length; t++) {
+                out[t] = generator.nextLogits(new long[] {ids[t]}, cache);
+            }
+        }
+        return out;
     }
 
     /** Every parameter as the model holds it, compressed ones widened exactly, in the checkpoint's names. */
@@ -125,22 +179,10 @@ class Q4KAccuracyTest {
 
     /** Each token's log-probability given the ones before, by one decode step a token. */
     private static double[] decodeLogProbs(LocalModel model, long[] ids) {
-        Generator generator = model.generator();
-        double[] out = new double[ids.length - 1];
-        try (NDManager manager = NDManager.newBaseManager();
-                KvCache cache = model.block().newCache(manager, 1, ids.length)) {
-            for (int t = 0; t + 1 < ids.length; t++) {
-                float[] logits = generator.nextLogits(new long[] {ids[t]}, cache);
-                double max = Double.NEGATIVE_INFINITY;
-                for (float l : logits) {
-                    max = Math.max(max, l);
-                }
-                double sum = 0;
-                for (float l : logits) {
-                    sum += Math.exp(l - max);
-                }
-                out[t] = logits[(int) ids[t + 1]] - max - Math.log(sum);
-            }
+        float[][] logits = decodeLogits(model, ids);
+        double[] out = new double[logits.length];
+        for (int t = 0; t < logits.length; t++) {
+            out[t] = logProb(logits[t], (int) ids[t + 1]);
         }
         return out;
     }
