@@ -17,7 +17,8 @@
 # from round to round, so that a slow minute of this shared machine lands on one pair and not on one engine; the
 # table gives each round's ratio and their median (the figure to compare with a target).
 # Pairs: F32 ~ float32, F16 ~ float16, BF16 ~ bfloat16, Q8_0 ~ int8 (both: symmetric int8 codes, one float
-# scale per 32 inputs; llama.cpp's scale is float16, ours float32). The formats alternate engine by engine
+# scale per 32 inputs; llama.cpp's scale is float16, ours float32), Q4_K_M ~ q4_k (both Q4_K super-blocks with
+# the same tensors finer: Q6_K there, int8 here). The formats alternate engine by engine
 # so a change of load hits both. llama-bench decodes tg from an empty context with its default F16 KV cache;
 # llmzoo decodes after the prompt with a float32 cache. llama.cpp is built once into LLAMACPP_HOME (default
 # /tmp/llamacpp-peer, outside the repository) and the checkpoint and GGUF files are kept under --dir.
@@ -50,7 +51,8 @@ esac
 dtype_of() {
   case "$1" in
     f32) echo float32;; f16) echo float16;; bf16) echo bfloat16;; q8_0) echo int8;;
-    *) echo "error: --formats takes f32, f16, bf16 and q8_0, not '$1'" >&2; exit 2;;
+    q4_k) echo q4_k;; # our q4_k (Q4_K super-blocks mixed as Q4_K_M) against llama-quantize's Q4_K_M
+    *) echo "error: --formats takes f32, f16, bf16, q8_0 and q4_k, not '$1'" >&2; exit 2;;
   esac
 }
 IFS=, read -r -a format_list <<< "$formats"
@@ -77,6 +79,9 @@ if [ ! -f "$gguf-q8_0.gguf" ] || [ "$dir/model.safetensors" -nt "$gguf-q8_0.gguf
 fi
 if [ ! -f "$gguf-bf16.gguf" ] || [ "$gguf-f32.gguf" -nt "$gguf-bf16.gguf" ]; then
   "$bin/llama-quantize" "$gguf-f32.gguf" "$gguf-bf16.gguf" BF16 2 > /dev/null 2>&1
+fi
+if [[ ",$formats," == *,q4_k,* ]] && { [ ! -f "$gguf-q4_k.gguf" ] || [ "$gguf-f32.gguf" -nt "$gguf-q4_k.gguf" ]; }; then
+  "$bin/llama-quantize" "$gguf-f32.gguf" "$gguf-q4_k.gguf" Q4_K_M 2 > /dev/null 2>&1
 fi
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -105,7 +110,7 @@ echo "$shape, random weights ($dir), $prompt_tokens-token prompt, $new_tokens ne
 python3 - "$out" "$formats" "$rounds" << 'EOF'
 import json, statistics, sys
 out, formats, rounds = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3])
-dtypes = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "q8_0": "int8"}
+dtypes = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "q8_0": "int8", "q4_k": "q4_k"}
 
 def llamacpp(f, r):
     tests = json.load(open(f"{out}/llamacpp-{f}-{r}.json"))

@@ -6,27 +6,33 @@
 # absent it says which Debian packages bring them and skips the ARM64 runs. A failed check fails the build.
 # Usage: run-native-tests.sh MAIN_NATIVE_DIR TEST_NATIVE_DIR WORK_DIR JAVA_HOME
 set -u
-main=$1 test=$2 work=$3 java_home=$4
+main=$1 test_dir=$2 work=$3 java_home=$4
 mkdir -p "$work"
-sources=("$main"/*.c "$test/kernels_test.c")
+sources=("$main"/*.c "$test_dir/kernels_test.c")
 flags=(-O3 -ffp-contract=fast -Wall -Werror -I"$main" -I"$java_home/include" -I"$java_home/include/linux")
 status=0
 
-# run NAME COMPILER RUNNER TARGET_FLAGS...: builds the test for one variant and runs it.
+# run NAME COMPILER RUNNER TARGET_FLAGS...: builds the tests for one variant and runs them (kernels_test.c
+# over every kernel; kquant_test.c over kquant_product.c, the q4_k kernels).
 run() {
   local name=$1 compiler=$2 runner=$3
   shift 3
-  local binary="$work/kernels_test-$name"
-  if ! "$compiler" "$@" "${flags[@]}" -o "$binary" "${sources[@]}" -lm; then
-    echo "[native-tests] $name: compiling failed"
-    status=1
-    return
-  fi
-  echo "[native-tests] $name:"
-  # shellcheck disable=SC2086 # the runner is a command and its options
-  if ! $runner "$binary"; then
-    status=1
-  fi
+  local test binary
+  for test in kernels_test kquant_test; do
+    binary="$work/$test-$name"
+    local -a program=("${sources[@]}")
+    [[ $test == kquant_test ]] && program=("$main/kquant_product.c" "$test_dir/kquant_test.c")
+    if ! "$compiler" "$@" "${flags[@]}" -o "$binary" "${program[@]}" -lm; then
+      echo "[native-tests] $name: compiling $test failed"
+      status=1
+      continue
+    fi
+    echo "[native-tests] $name ($test):"
+    # shellcheck disable=SC2086 # the runner is a command and its options
+    if ! $runner "$binary"; then
+      status=1
+    fi
+  done
 }
 
 if [[ "$(uname -s)/$(uname -m)" == Linux/x86_64 ]] && command -v cc > /dev/null; then

@@ -138,6 +138,7 @@ public final class RandomCheckpoint {
         Engine.getEngine(manager.getEngine().getEngineName()).setRandomSeed((int) seed);
         Map<Parameter, ProjectionWeight> compressible =
                 weights == WeightFormat.FLOAT32 ? Map.of() : block.compressibleWeights();
+        Map<Parameter, WeightFormat> formats = block.weightFormats(weights);
         Map<String, Shape> shapes = block.declaredShapes();
         float[][] scratch = {new float[0]}; // the drawn rows of every weight, reused
         // One parameter at a time, in the order Block.initialize takes them (so the same values).
@@ -153,7 +154,7 @@ public final class RandomCheckpoint {
                                 randomRows(parameter.getInitializer(), manager, dataType, e.getKey(), scale, drawn, out, in, scratch),
                                 out,
                                 in,
-                                weights));
+                                formats.get(parameter)));
                 continue;
             }
             parameter.setShape(shape);

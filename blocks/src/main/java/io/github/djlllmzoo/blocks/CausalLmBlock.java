@@ -177,9 +177,33 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
      * @param format the form to hold the weights in
      */
     public void compressWeights(WeightFormat format) {
-        for (ProjectionWeight projection : compressibleWeights().values()) {
-            projection.compress(format);
+        Map<Parameter, WeightFormat> formats = weightFormats(format);
+        for (Map.Entry<Parameter, ProjectionWeight> e : compressibleWeights().entrySet()) {
+            e.getValue().compress(formats.get(e.getKey()));
         }
+    }
+
+    /**
+     * The format each weight {@link #compressWeights} compresses is held in when {@code format} is
+     * asked: {@code format} itself, except that {@link WeightFormat#Q4_K} keeps a few weights finer, as
+     * llama.cpp's Q4_K_M does ({@link Q4KMix}).
+     *
+     * @param format the format asked
+     * @return each compressible weight's format, by its parameter
+     */
+    public Map<Parameter, WeightFormat> weightFormats(WeightFormat format) {
+        Map<Parameter, ProjectionWeight> compressible = compressibleWeights();
+        ProjectionWeight head = tiedHead != null ? tiedHead : lmHead == null ? null : projectionOf(lmHead);
+        Map<Parameter, WeightFormat> formats = new IdentityHashMap<>();
+        for (Map.Entry<String, Parameter> e : namedParameters().entrySet()) {
+            ProjectionWeight projection = compressible.get(e.getValue());
+            if (projection != null) {
+                formats.put(e.getValue(), format == WeightFormat.Q4_K
+                        ? Q4KMix.formatOf(e.getKey(), projection == head, config.numLayers())
+                        : format);
+            }
+        }
+        return formats;
     }
 
     /**

@@ -15,7 +15,9 @@ import java.nio.ByteOrder;
  * in} is not a multiple of it): llama.cpp's Q8_0 block of 34 bytes per 32 weights, its codes and
  * its scales each in a buffer of their own so that a kernel's loads of the codes stay aligned;
  * {@link WeightFormat#INT4} as llama.cpp's Q4_0 block (16 bytes of 4-bit codes per group of 32,
- * value {@code (q - 8) * scale}) with the same scales. The engine never sees these bits (DJL 0.35.1's PyTorch JNI aborts
+ * value {@code (q - 8) * scale}) with the same scales; {@link WeightFormat#Q4_K} as llama.cpp's Q4_K
+ * super-blocks ({@link Q4KBlock}, each row in whole super-blocks of 256 inputs, its scales inside the
+ * blocks: no scale buffer). The engine never sees these bits (DJL 0.35.1's PyTorch JNI aborts
  * on bfloat16 arrays); {@link #toFloat32} widens them for the engine's products.
  */
 public final class CompressedWeight {
@@ -109,6 +111,9 @@ public final class CompressedWeight {
                 case INT4:
                     quantize4(row, codes, scales);
                     break;
+                case Q4_K:
+                    Q4KBlock.quantizeRow(row, codes);
+                    break;
                 default:
                     quantize(row, codes, scales);
                     break;
@@ -196,34 +201,41 @@ public final class CompressedWeight {
      * @param format a compressed format
      * @param out output width
      * @param in input width
-     * @return {@code out * in} codes' bytes; int4's rows in whole groups of two codes a byte
+     * @return {@code out * in} codes' bytes; int4's rows in whole groups of two codes a byte, q4_k's
+     *     in whole super-blocks (scales included)
      */
     public static long codeBytes(WeightFormat format, int out, int in) {
-        return format == WeightFormat.INT4
-                ? (long) out * groups(in) * (GROUP / 2)
-                : (long) out * in * format.bytesPerElement();
+        switch (format) {
+            case INT4:
+                return (long) out * groups(in) * (GROUP / 2);
+            case Q4_K:
+                return (long) out * Q4KBlock.blocks(in) * Q4KBlock.BYTES;
+            default:
+                return (long) out * in * format.bytesPerElement();
+        }
     }
 
     /**
-     * A 16-bit weight from its codes as they are (a checkpoint's bfloat16 or float16 tensor, kept
-     * bit for bit).
+     * A 16-bit or q4_k weight from its codes as they are (a checkpoint's bfloat16 or float16 tensor,
+     * a GGUF file's Q4_K blocks, kept bit for bit).
      *
-     * @param format {@link WeightFormat#BFLOAT16} or {@link WeightFormat#FLOAT16}
+     * @param format {@link WeightFormat#BFLOAT16}, {@link WeightFormat#FLOAT16} or {@link
+     *     WeightFormat#Q4_K}
      * @param out output width
      * @param in input width
-     * @param codes a direct buffer of exactly {@code out * in} codes, (out, in) row major, native
-     *     byte order; the weight keeps it
+     * @param codes a direct buffer of exactly {@link #codeBytes} bytes: 16-bit codes (out, in) row
+     *     major, or each row's Q4_K super-blocks; native byte order; the weight keeps it
      * @return the compressed weight
-     * @throws IllegalArgumentException if the format is not 16-bit or the buffer does not fit
+     * @throws IllegalArgumentException if the format is not one of those or the buffer does not fit
      */
     public static CompressedWeight ofCodes(WeightFormat format, int out, int in, ByteBuffer codes) {
-        if (format != WeightFormat.BFLOAT16 && format != WeightFormat.FLOAT16) {
+        if (format != WeightFormat.BFLOAT16 && format != WeightFormat.FLOAT16 && format != WeightFormat.Q4_K) {
             throw new IllegalArgumentException(format.dtypeName() + " weights are not held as their codes alone");
         }
-        if (!codes.isDirect() || codes.capacity() != (long) out * in * format.bytesPerElement()) {
+        if (!codes.isDirect() || codes.capacity() != codeBytes(format, out, in)) {
             throw new IllegalArgumentException(
                     "codes of a " + out + " x " + in + " " + format.dtypeName() + " weight must be a direct buffer of "
-                            + (long) out * in * format.bytesPerElement() + " bytes, not " + codes.capacity());
+                            + codeBytes(format, out, in) + " bytes, not " + codes.capacity());
         }
         return new CompressedWeight(format, out, in, codes.clear().order(ByteOrder.nativeOrder()), null);
     }
@@ -283,7 +295,7 @@ public final class CompressedWeight {
     /**
      * The direct buffers themselves, for a native kernel that reads their addresses.
      *
-     * @return the codes and the scales ({@code null} unless int8)
+     * @return the codes and the scales ({@code null} unless int8 or int4)
      */
     public ByteBuffer[] directBuffers() {
         return new ByteBuffer[] {codes, scales};
@@ -336,6 +348,9 @@ public final class CompressedWeight {
                 for (int k = 0; k < in; k++) {
                     into[offset + k] = HalfPrecision.float16ToFloat(codes.getShort(2 * (base + k)));
                 }
+                break;
+            case Q4_K:
+                Q4KBlock.widenRow(codes, Math.toIntExact(codeBytes(format, row, in)), in, into, offset);
                 break;
             case INT4:
                 int groups4 = groups(in);

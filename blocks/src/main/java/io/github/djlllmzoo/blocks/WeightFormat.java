@@ -24,7 +24,14 @@ public enum WeightFormat {
      * The CPU kernels multiply the packed codes as int8's (docs/cpu-kernels.md); the reference
      * {@link EngineKernels} widens each weight per product.
      */
-    INT4(1);
+    INT4(1),
+    /**
+     * llama.cpp's Q4_K super-blocks ({@link Q4KBlock}: 256 inputs in 144 bytes, 4.5 bits a weight,
+     * 8 sub-blocks of 32 with a 6-bit scale and min each), held packed in one buffer. More accurate
+     * than {@link #INT4} at an eighth more memory; the CPU kernels multiply the packed codes
+     * (docs/cpu-kernels.md, "q4_k").
+     */
+    Q4_K(1);
 
     private final int bytesPerElement;
 
@@ -45,7 +52,7 @@ public enum WeightFormat {
         return this == INT8 || this == INT4;
     }
 
-    /** @return the name as {@code --dtype} spells it: float32, bfloat16, float16, int8 */
+    /** @return the name as {@code --dtype} spells it: float32, bfloat16, float16, int8, int4, q4_k */
     public String dtypeName() {
         return name().toLowerCase(Locale.ROOT);
     }
@@ -53,7 +60,8 @@ public enum WeightFormat {
     /**
      * The format a {@code dtype} name means.
      *
-     * @param name float32 (fp32), bfloat16 (bf16), float16 (fp16), int8 (q8_0) or int4 (q4_0), any case
+     * @param name float32 (fp32), bfloat16 (bf16), float16 (fp16), int8 (q8_0), int4 (q4_0) or q4_k, any
+     *     case
      * @return the format
      * @throws IllegalArgumentException naming the value for any other name
      */
@@ -74,9 +82,11 @@ public enum WeightFormat {
             case "int4":
             case "q4_0":
                 return INT4;
+            case "q4_k":
+                return Q4_K;
             default:
                 throw new IllegalArgumentException(
-                        "dtype must be float32, bfloat16, float16, int8 or int4, not '" + name + "'");
+                        "dtype must be float32, bfloat16, float16, int8, int4 or q4_k, not '" + name + "'");
         }
     }
 }

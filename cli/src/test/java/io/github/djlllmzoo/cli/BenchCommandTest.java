@@ -205,13 +205,7 @@ class BenchCommandTest {
     void compressedDtypesOnTheCpuReadAndHoldFewerWeightBytesAndSayWhichTheyAre() {
         java.util.Map<String, JsonObject> results = new java.util.HashMap<>();
         for (String dtype : List.of("float32", "bfloat16", "float16", "int8")) {
-            CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", dtype, "--runs", "1",
-                    "--prompt-tokens", "8", "--new-tokens", "2", "--long-positions", "0", "--bandwidth-mib", "0",
-                    "--compute-size", "0", "--output", "json");
-            assertEquals(0, run.exitCode, run.err);
-            JsonObject r = JsonParser.parseString(run.out).getAsJsonObject();
-            assertEquals(dtype, r.get("dtype").getAsString());
-            results.put(dtype, r);
+            results.put(dtype, tinyBench(dtype));
         }
         long float32 = results.get("float32").get("resident_weight_bytes").getAsLong();
         long bf16 = results.get("bfloat16").get("resident_weight_bytes").getAsLong();
@@ -224,11 +218,31 @@ class BenchCommandTest {
                 < results.get("float32").get("weight_bytes").getAsLong(), "a step reads fewer bytes");
     }
 
+    /** {@code bench --dtype q4_k} runs the q4_k weights and says so; they hold fewer bytes than float32's. */
+    @Test
+    void q4kBenchesAndHoldsFewerBytesThanFloat32() {
+        JsonObject float32 = tinyBench("float32");
+        JsonObject q4k = tinyBench("q4_k");
+        assertTrue(q4k.get("resident_weight_bytes").getAsLong() < float32.get("resident_weight_bytes").getAsLong(),
+                q4k + " vs " + float32);
+    }
+
+    /** One short {@code bench} of the gpt2-tiny shape in {@code dtype}: its JSON, which names the dtype. */
+    private static JsonObject tinyBench(String dtype) {
+        CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", dtype, "--runs", "1",
+                "--prompt-tokens", "8", "--new-tokens", "2", "--long-positions", "0", "--bandwidth-mib", "0",
+                "--compute-size", "0", "--output", "json");
+        assertEquals(0, run.exitCode, run.err);
+        JsonObject r = JsonParser.parseString(run.out).getAsJsonObject();
+        assertEquals(dtype, r.get("dtype").getAsString());
+        return r;
+    }
+
     @Test
     void anUnknownDtypeIsAUsageErrorNamingTheValue() {
         CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", "int3");
         assertEquals(2, run.exitCode);
-        assertTrue(run.err.contains("--dtype must be float32, bfloat16, float16, int8 or int4, not 'int3'"), run.err);
+        assertTrue(run.err.contains("--dtype must be float32, bfloat16, float16, int8, int4 or q4_k, not 'int3'"), run.err);
     }
 
     @Test

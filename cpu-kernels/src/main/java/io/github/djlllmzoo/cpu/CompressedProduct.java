@@ -25,7 +25,8 @@ import java.nio.ByteBuffer;
  * them, by the input quantized per group of 32 to int8 (llama.cpp's Q8_0 dot product). int4 codes
  * (llama.cpp's Q4_0 blocks) take the int8 kernels, each group's 16 packed bytes unpacked to 32 int8
  * codes in [-8, 7] just before its dot product or widening (llama.cpp's Q4_0 x Q8_0 dot product), so
- * a decode step reads half a byte per weight plus its scale. bfloat16 codes
+ * a decode step reads half a byte per weight plus its scale; q4_k's super-blocks take kernels of their
+ * own ({@link KQuantProduct}). bfloat16 codes
  * take the widening kernel (a 16-bit shift, exact); only a test multiplies those of 1 or 2 rows by the
  * input split into two bfloat16 halves with AVX512_BF16 ({@link #useDotProducts}): on AMD Zen 4 that
  * kernel's chain of two {@code vdpbf16ps} per 32 weights made a decode step's products 10-17 % slower
@@ -247,7 +248,7 @@ final class CompressedProduct {
      * @return whether its product's last runs may go to whichever core is free
      */
     static boolean poolsRuns(CompressedWeight weight, long rows) {
-        return rows == 1 && !weight.format().isGrouped();
+        return rows == 1 && !weight.format().isGrouped() && weight.format() != WeightFormat.Q4_K;
     }
 
     /** The runs {@code [first, last)} of {@code runs} nearly equal runs of the weight's output columns. */
@@ -255,6 +256,11 @@ final class CompressedProduct {
             ByteBuffer xs, CompressedWeight weight, ByteBuffer bs, ByteBuffer os, int rows, int first, int last,
             int runs, int dotProducts) {
         int columns = weight.outFeatures();
+        if (weight.format() == WeightFormat.Q4_K) { // its own kernels: KQuantProduct
+            KQuantProduct.multiply(xs, weight, bs, os, rows, CoreWorkers.start(columns, first, runs),
+                    CoreWorkers.start(columns, last, runs));
+            return;
+        }
         ByteBuffer[] held = weight.directBuffers();
         multiply(xs, held[0], held[1], bs, os, format(weight.format()), rows, weight.inFeatures(), columns,
                 CoreWorkers.start(columns, first, runs), CoreWorkers.start(columns, last, runs), dotProducts);
@@ -294,6 +300,12 @@ final class CompressedProduct {
      */
     static void widen(CompressedWeight weight, ByteBuffer out) {
         int rows = weight.outFeatures();
+        if (weight.format() == WeightFormat.Q4_K) {
+            if (!CoreWorkers.inRanges(rows, CoreWorkers.PARALLELISM, (from, to) -> KQuantProduct.widen(weight, out, from, to))) {
+                KQuantProduct.widen(weight, out, 0, rows);
+            }
+            return;
+        }
         ByteBuffer[] held = weight.directBuffers();
         int format = format(weight.format());
         boolean done = CoreWorkers.inRanges(rows, CoreWorkers.PARALLELISM, (from, to) ->
@@ -313,6 +325,10 @@ final class CompressedProduct {
      * @param to the row after the last
      */
     static void widen(CompressedWeight weight, ByteBuffer out, int from, int to) {
+        if (weight.format() == WeightFormat.Q4_K) {
+            KQuantProduct.widen(weight, out, from, to);
+            return;
+        }
         ByteBuffer[] held = weight.directBuffers();
         widen(held[0], held[1], out, format(weight.format()), weight.inFeatures(), from, to);
     }

@@ -141,6 +141,7 @@ public final class CheckpointWeights {
         Map<String, Shape> expected = block.declaredShapes();
         Map<Parameter, ProjectionWeight> compressible =
                 weights == WeightFormat.FLOAT32 ? Map.of() : block.compressibleWeights();
+        Map<Parameter, WeightFormat> formats = block.weightFormats(weights);
         String prefix = block.config().checkpointPrefix();
         boolean tied = block.config().tieWordEmbeddings();
         Map<String, Path> loadedFrom = new LinkedHashMap<>();
@@ -175,7 +176,7 @@ public final class CheckpointWeights {
                     }
                     ProjectionWeight projection = compressible.get(parameter);
                     if (projection != null) {
-                        projection.hold(compress(reader, info, projection.layout(), weights, staging));
+                        projection.hold(compress(reader, info, projection.layout(), formats.get(parameter), staging));
                     } else {
                         parameter.setArray(reader.load(stored, manager, dataType));
                     }

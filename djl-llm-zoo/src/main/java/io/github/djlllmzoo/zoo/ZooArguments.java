@@ -82,7 +82,7 @@ final class ZooArguments {
 
     /**
      * The form of the projection weights: the {@code dtype} argument on the CPU (float32, bfloat16,
-     * float16, int8, int4), float32 on a GPU, which computes in {@link #dataType}.
+     * float16, int8, int4, q4_k), float32 on a GPU, which computes in {@link #dataType}.
      *
      * @throws IllegalArgumentException for an unknown name
      */

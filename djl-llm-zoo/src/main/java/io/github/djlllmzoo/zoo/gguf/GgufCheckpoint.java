@@ -120,7 +120,8 @@ public final class GgufCheckpoint {
     /**
      * The weight format nearest to a file's weights: that of the type holding most of its 2-D
      * tensors' elements, F32 as float32, F16 as float16, BF16 as bfloat16, and the quantized types
-     * as int8 (Q8_0 and Q4_0 exactly, the k-quants re-quantized per group of 32).
+     * as int8 (Q8_0 and Q4_0 exactly, Q5_K and Q6_K re-quantized per group of 32) except Q4_K, as
+     * q4_k (exactly; a Q4_K_M file's Q6_K tensors then as int8).
      *
      * @param gguf the opened file
      * @return the format
@@ -143,6 +144,8 @@ public final class GgufCheckpoint {
                 return WeightFormat.FLOAT16;
             case BF16:
                 return WeightFormat.BFLOAT16;
+            case Q4_K:
+                return WeightFormat.Q4_K;
             default:
                 return WeightFormat.INT8;
         }

@@ -1,6 +1,7 @@
 package io.github.djlllmzoo.zoo.gguf;
 
 import io.github.djlllmzoo.blocks.HalfPrecision;
+import io.github.djlllmzoo.blocks.Q4KBlock;
 import java.nio.ByteBuffer;
 import java.util.Map;
 
@@ -186,8 +187,8 @@ public enum GgufType {
         for (int j = 0; j < 4; j++) {
             for (int half = 0; half < 2; half++) {
                 int sub = 2 * j + half;
-                float scale = d * subScale(data, scales, sub);
-                float min = dmin * subMin(data, scales, sub);
+                float scale = d * Q4KBlock.subScale(data, scales, sub);
+                float min = dmin * Q4KBlock.subMin(data, scales, sub);
                 int bit = 1 << sub;
                 for (int l = 0; l < 32; l++) {
                     int b = data.get(qs + 32 * j + l) & 0xFF;
@@ -199,22 +200,6 @@ public enum GgufType {
                 }
             }
         }
-    }
-
-    /** The 6-bit scale of sub-block {@code j} (0..7): low 6 bits of bytes 0-3, else split 4 + 2 bits. */
-    private static int subScale(ByteBuffer data, int scales, int j) {
-        if (j < 4) {
-            return data.get(scales + j) & 63;
-        }
-        return (data.get(scales + j + 4) & 0xF) | (((data.get(scales + j - 4) & 0xFF) >> 6) << 4);
-    }
-
-    /** The 6-bit min of sub-block {@code j}: low 6 bits of bytes 4-7, else split 4 + 2 bits. */
-    private static int subMin(ByteBuffer data, int scales, int j) {
-        if (j < 4) {
-            return data.get(scales + j + 4) & 63;
-        }
-        return ((data.get(scales + j + 4) & 0xFF) >> 4) | (((data.get(scales + j) & 0xFF) >> 6) << 4);
     }
 
     /**

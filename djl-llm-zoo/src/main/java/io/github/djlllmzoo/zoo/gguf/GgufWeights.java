@@ -28,8 +28,10 @@ import org.slf4j.LoggerFactory;
  * un-interleaved, Gemma's {@code 1 + w} norms, GPT-2's Conv1D weights transposed back). A weight
  * the block can hold compressed is kept in its own bits where the format matches: Q8_0 as our int8
  * (the same block: 32 codes and a float16 scale), Q4_0 as int8 too ({@code q - 8} with the same
- * scale: exact) or as int4 (the same block), F16 and BF16 as their 16-bit codes; any other pairing is decoded to float32 a row
- * at a time and compressed to the asked format.
+ * scale: exact) or as int4 (the same block), F16 and BF16 as their 16-bit codes, Q4_K as our q4_k
+ * (the same super-block); any other pairing is decoded to float32 a row at a time and compressed to
+ * the asked format, except that with q4_k asked the finer quantized types are held as int8 (Q5_K,
+ * Q6_K, Q8_0: a Q4_K_M file's more exact tensors stay more exact) and Q4_0 as int4 (exact).
  */
 final class GgufWeights {
 
@@ -53,6 +55,7 @@ final class GgufWeights {
         DecoderConfig config = block.config();
         Map<String, Shape> expected = block.declaredShapes();
         Map<Parameter, ProjectionWeight> projections = block.compressibleWeights();
+        Map<Parameter, WeightFormat> formats = block.weightFormats(format);
         Set<String> used = new HashSet<>();
         for (Map.Entry<String, Parameter> e : block.namedParameters().entrySet()) {
             String name = e.getKey();
@@ -74,7 +77,8 @@ final class GgufWeights {
             }
             int heads = GgufTensorNames.permutedHeads(config, name);
             if (projection != null && format != WeightFormat.FLOAT32) {
-                projection.hold(compressed(tensor, heads, format));
+                // a quantized tensor is held as the file's mix has it; a float one as the format's mix says
+                projection.hold(compressed(tensor, heads, tensor.type().isQuantized() ? format : formats.get(e.getValue())));
             } else {
                 e.getValue().setArray(array(tensor, heads, transposed,
                         GgufTensorNames.storedPlusOne(config, name), want, manager, dataType));
@@ -149,20 +153,22 @@ final class GgufWeights {
         int out = Math.toIntExact(tensor.rows());
         int in = tensor.rowLength();
         GgufType type = tensor.type();
+        if (format == WeightFormat.Q4_K && type != GgufType.Q4_K && type.isQuantized()) {
+            return compressed(tensor, heads, type == GgufType.Q4_0 ? WeightFormat.INT4 : WeightFormat.INT8);
+        }
         if ((format == WeightFormat.INT8 && (type == GgufType.Q8_0 || type == GgufType.Q4_0))
                 || (format == WeightFormat.INT4 && type == GgufType.Q4_0)) {
             return groupedCodes(tensor, heads, out, in, format);
         }
         boolean sameBits = (type == GgufType.F16 && format == WeightFormat.FLOAT16)
-                || (type == GgufType.BF16 && format == WeightFormat.BFLOAT16);
-        if (sameBits) {
-            ByteBuffer codes = ByteBuffer.allocateDirect(Math.multiplyExact(Math.multiplyExact(out, in), 2))
+                || (type == GgufType.BF16 && format == WeightFormat.BFLOAT16)
+                || (type == GgufType.Q4_K && format == WeightFormat.Q4_K);
+        if (sameBits) { // each row's bytes as they are: 16-bit codes, or Q4_K's super-blocks
+            ByteBuffer codes = ByteBuffer.allocateDirect(Math.toIntExact(CompressedWeight.codeBytes(format, out, in)))
                     .order(ByteOrder.nativeOrder());
             for (int r = 0; r < out; r++) {
                 ByteBuffer row = tensor.rowBytes(storedRow(tensor, r, heads));
-                for (int k = 0; k < in; k++) {
-                    codes.putShort(row.getShort(row.position() + 2 * k));
-                }
+                codes.put(row.slice(row.position(), Math.toIntExact(type.bytes(in))));
             }
             return CompressedWeight.ofCodes(format, out, in, codes);
         }

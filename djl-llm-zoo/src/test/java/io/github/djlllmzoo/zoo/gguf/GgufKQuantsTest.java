@@ -81,7 +81,7 @@ class GgufKQuantsTest {
                 try (LocalModel widened = LocalModel.load(file, Device.cpu(), DataType.FLOAT32, WeightFormat.FLOAT32)) {
                     float[] kquant = widened.generator().scoreTokens(prompt);
                     quantization = meanDifference(kquant, exact);
-                    try (LocalModel int8 = LocalModel.load(file)) {
+                    try (LocalModel int8 = LocalModel.load(file, Device.cpu(), DataType.FLOAT32, WeightFormat.INT8)) {
                         conversion = meanDifference(int8.generator().scoreTokens(prompt), kquant);
                     }
                     try (LocalModel half = LocalModel.load(file, Device.cpu(), DataType.FLOAT32, WeightFormat.FLOAT16)) {

@@ -156,9 +156,16 @@ final class LlamaCppPeer {
         return dir;
     }
 
-    /** llama-quantize: the file in another ggml file type (Q4_K_M, Q5_K_M, Q6_K, Q8_0, Q4_0, ...). */
-    Path quantize(Path f32, Path out, String type) throws Exception {
-        run(List.of(bin.resolve("llama-quantize").toString(), f32.toString(), out.toString(), type, "2"));
+    /**
+     * llama-quantize: the file in another ggml file type (Q4_K_M, Q5_K_M, Q6_K, Q8_0, Q4_0, ...).
+     *
+     * @param options llama-quantize's options before the files ({@code --pure}: every tensor in the type)
+     */
+    Path quantize(Path f32, Path out, String type, String... options) throws Exception {
+        List<String> command = new java.util.ArrayList<>(List.of(bin.resolve("llama-quantize").toString()));
+        command.addAll(List.of(options));
+        command.addAll(List.of(f32.toString(), out.toString(), type, "2"));
+        run(command);
         return out;
     }
 

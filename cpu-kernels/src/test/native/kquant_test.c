@@ -1,0 +1,175 @@
+/*
+ * kquant_product.c's entry points (q4_k decode product and widening) against a scalar reference in
+ * double precision, without a JVM, per variant (run-native-tests.sh: AVX-512 and AVX2 natively, NEON
+ * with and without sdot under qemu-aarch64). The reference widens each weight as llama.cpp's
+ * dequantize_row_q4_K does and multiplies it with x on its own int8 grid (per 256 inputs, scale
+ * max|x| / 127, ties to even: what the kernel multiplies, its integer sums exact), so what is left is
+ * float32 rounding of the scaled sums: within 1e-5 of the sum of |terms| (about n * 2^-24 of it for a
+ * few hundred terms, with room). The widening within an ulp of twice the row's largest magnitude (a
+ * fused multiply-add may skip one rounding).
+ */
+#include <jni.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(JNIEnv *, jclass, jobject, jobject,
+        jobject, jobject, jint, jint, jint, jint, jint);
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_widen(JNIEnv *, jclass, jobject, jobject, jint,
+        jint, jint);
+
+/* The JNIEnv the kernel sees: a jobject is the address itself; a refusal is remembered. */
+static const char *refused;
+
+static void *JNICALL address_of(JNIEnv *e, jobject object) {
+    (void)e;
+    return (void *)object;
+}
+
+static jclass JNICALL class_named(JNIEnv *e, const char *name) {
+    (void)e;
+    return (jclass)name;
+}
+
+static jint JNICALL refuse(JNIEnv *e, jclass cls, const char *message) {
+    (void)e;
+    (void)cls;
+    refused = message;
+    return 0;
+}
+
+static int checks, failures;
+
+static void check(int ok, const char *what, int rows, int in, int at) {
+    checks++;
+    if (!ok) {
+        failures++;
+        if (failures <= 10) {
+            printf("FAILED %s: rows %d, in %d, at %d\n", what, rows, in, at);
+        }
+    }
+}
+
+static float half_to_float(uint16_t h) {
+    int exponent = (h >> 10) & 31, mantissa = h & 1023;
+    float v = exponent == 0 ? ldexpf((float)mantissa, -24) : ldexpf((float)(mantissa | 1024), exponent - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+/* Weight n's input k as the reference widens it: (d * sc) * q - dmin * m. */
+static float weight_at(const uint8_t *codes, int in, int n, int k) {
+    int blocks = (in + 255) / 256;
+    const uint8_t *block = codes + ((size_t)n * blocks + k / 256) * 144;
+    int j = (k % 256) / 32, l = k % 32;
+    const uint8_t *s = block + 4;
+    int sc = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+    int m = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    int q = (block[16 + 32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
+    uint16_t d, dmin;
+    memcpy(&d, block, 2);
+    memcpy(&dmin, block + 2, 2);
+    float step = half_to_float(d) * (float)sc;
+    return step * (float)q - half_to_float(dmin) * (float)m;
+}
+
+/* x on its int8 grid per super-block of 256 inputs (the last one cut at in), as the kernel quantizes it. */
+static void on_grid(const float *x, int rows, int in, double *out) {
+    for (int r = 0; r < rows; r++) {
+        for (int start = 0; start < in; start += 256) {
+            int count = in - start < 256 ? in - start : 256;
+            const float *xs = x + (size_t)r * in + start;
+            float amax = 0;
+            for (int l = 0; l < count; l++) {
+                amax = fabsf(xs[l]) > amax ? fabsf(xs[l]) : amax;
+            }
+            float d = amax / 127.0f, inverse = d > 0 ? 1.0f / d : 0.0f;
+            for (int l = 0; l < count; l++) {
+                out[(size_t)r * in + start + l] = (double)rintf(xs[l] * inverse) * d;
+            }
+        }
+    }
+}
+
+static float uniform(void) {
+    return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+}
+
+static void run(JNIEnv *env, int rows, int in, int out_features, int from, int to) {
+    int blocks = (in + 255) / 256;
+    size_t bytes = (size_t)out_features * blocks * 144;
+    uint8_t *codes = malloc(bytes);
+    for (size_t i = 0; i < bytes; i++) {
+        codes[i] = (uint8_t)rand();
+    }
+    for (int n = 0; n < out_features * blocks; n++) { /* d, dmin: float16 of magnitude 2^-12 to 2^-8 */
+        uint16_t d = (uint16_t)((3 + rand() % 4) << 10 | rand() % 1024), dmin = (uint16_t)((3 + rand() % 4) << 10);
+        memcpy(codes + (size_t)n * 144, &d, 2);
+        memcpy(codes + (size_t)n * 144 + 2, &dmin, 2);
+    }
+    float *x = malloc(sizeof(float) * rows * in), *bias = malloc(sizeof(float) * out_features);
+    float *out = calloc((size_t)rows * out_features, sizeof(float));
+    double *grid = malloc(sizeof(double) * rows * in);
+    for (int i = 0; i < rows * in; i++) {
+        x[i] = uniform() * (1 + i % 3);
+    }
+    for (int n = 0; n < out_features; n++) {
+        bias[n] = uniform();
+    }
+    on_grid(x, rows, in, grid);
+    refused = NULL;
+    Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(env, NULL, (jobject)x, (jobject)codes, (jobject)bias,
+            (jobject)out, rows, in, out_features, from, to);
+    check(refused == NULL, "q4_k product refused", rows, in, 0);
+    for (int r = 0; r < rows; r++) {
+        for (int n = from; n < to; n++) {
+            double sum = bias[n], magnitude = fabs(bias[n]);
+            for (int k = 0; k < in; k++) {
+                double term = (double)weight_at(codes, in, n, k) * grid[(size_t)r * in + k];
+                sum += term;
+                magnitude += fabs(term);
+            }
+            check(fabs(out[(size_t)r * out_features + n] - sum) <= 1e-5 * magnitude + 1e-30, "q4_k product", rows,
+                    in, n);
+        }
+    }
+    float *wide = malloc(sizeof(float) * out_features * in);
+    Java_io_github_djlllmzoo_cpu_KQuantProduct_widen(env, NULL, (jobject)codes, (jobject)wide, in, from, to);
+    for (int n = from; n < to; n++) {
+        float largest = 0;
+        for (int k = 0; k < in; k++) {
+            largest = fmaxf(largest, fabsf(weight_at(codes, in, n, k)));
+        }
+        for (int k = 0; k < in; k++) {
+            float expected = weight_at(codes, in, n, k);
+            check(fabsf(wide[(size_t)n * in + k] - expected) <= nextafterf(2 * largest, INFINITY) - 2 * largest,
+                    "q4_k widening", 0, in, n * in + k);
+        }
+    }
+    free(codes);
+    free(x);
+    free(bias);
+    free(out);
+    free(grid);
+    free(wide);
+}
+
+int main(void) {
+    struct JNINativeInterface_ table;
+    memset(&table, 0, sizeof table);
+    table.GetDirectBufferAddress = address_of;
+    table.FindClass = class_named;
+    table.ThrowNew = refuse;
+    JNIEnv env_value = &table;
+    JNIEnv *env = &env_value;
+    srand(31);
+    for (int rows = 1; rows <= 8; rows++) {
+        run(env, rows, 256, 9, 0, 9);
+        run(env, rows, 288, 13, 2, 11); /* a super-block cut short at one sub-block, a run of columns */
+        run(env, rows, 1024 + 96, 5, 0, 5); /* three sub-blocks of the last */
+    }
+    run(env, 3, 4096, 40, 1, 40);
+    printf("%s: %d checks, %d failed\n", failures ? "FAILED" : "passed", checks, failures);
+    return failures ? 1 : 0;
+}
