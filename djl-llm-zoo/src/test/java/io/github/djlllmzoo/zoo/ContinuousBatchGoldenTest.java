@@ -102,6 +102,44 @@ class ContinuousBatchGoldenTest {
         return states;
     }
 
+    /**
+     * A long prompt is prefilled a chunk a step, and every running sequence gets a token at each of
+     * those steps; the joining sequence gets its first token at the step of its last chunk.
+     */
+    @Test
+    void aChunkedPrefillInterleavesWithTheRunningSequencesDecodeSteps() throws Exception {
+        GoldenCase golden = GoldenCase.load("llama-gqa");
+        long[] full = golden.promptIds();
+        long[] longPrompt = new long[40];
+        for (int i = 0; i < longPrompt.length; i++) {
+            longPrompt[i] = full[i % full.length];
+        }
+        try (LocalModel model = LocalModel.load(golden.dir());
+                NDManager manager = model.model().getNDManager().newSubManager();
+                ContinuousBatch batch = new ContinuousBatch(model.block(), manager, 3, 3L * 128, 4)) {
+            int window = model.config().maxPositions();
+            SequenceState[] running = new SequenceState[2];
+            for (int r = 0; r < running.length; r++) {
+                running[r] = SequenceState.builder(Arrays.copyOf(full, 3 + r), greedy(30)).contextWindow(window)
+                        .build().get(0);
+                batch.join(running[r]);
+            }
+            batch.step(); // the first prompt, in one chunk
+            batch.step(); // the second; both decode
+            SequenceState joining = SequenceState.builder(longPrompt, greedy(3)).contextWindow(window).build().get(0);
+            batch.join(joining);
+            for (int step = 1; step <= longPrompt.length / 4; step++) {
+                int[] before = {running[0].generatedTokens(), running[1].generatedTokens()};
+                batch.step();
+                for (int r = 0; r < running.length; r++) {
+                    assertEquals(before[r] + 1, running[r].generatedTokens(), "row " + r + " at chunk " + step);
+                }
+                assertEquals(step < longPrompt.length / 4 ? 0 : 2, joining.generatedTokens(),
+                        "the joining sequence's first token comes with its last chunk, its second in the same step");
+            }
+        }
+    }
+
     /** Many sequences joining and leaving free every array each step made: the pool's buffers stay all there is. */
     @Test
     void manyJoinsLeaveNoArraysBehind() throws Exception {
