@@ -21,11 +21,13 @@ import java.util.List;
  * the next. Each sequence computes what it would alone: its own positions, its own keys and values,
  * its own sampler.
  *
- * <p>The cache is a pool under a token budget: its buffers hold (rows, capacity) positions, the rows
- * those in use and the capacity the longest reservation ({@code prompt + budget}) of the sequences
- * admitted since the pool was last empty; a sequence joins only if the pool then still holds at most
- * {@code tokenBudget} positions ({@link #canJoin}), so memory is never over-committed. Joined
- * sequences that wait for their prefill keep their reservation.
+ * <p>The cache is a pool under a token budget: its buffers hold (rows, capacity) positions, the
+ * capacity the longest reservation ({@code prompt + budget}) of the sequences it held since it was
+ * last made, the rows as many of the batch's as the budget allows at that capacity; a sequence joins
+ * only if the pool then still holds at most {@code tokenBudget} positions ({@link #canJoin}), so
+ * memory is never over-committed. The buffers stay allocated between busy periods (made afresh only
+ * when an empty pool is too short for a new sequence). Joined sequences that wait for their prefill
+ * keep their rows.
  *
  * <p>One thread drives it (the loop that owns the model); the gauges may be read from others.
  */
@@ -115,13 +117,27 @@ public final class ContinuousBatch implements AutoCloseable {
      * @return whether they fit now
      */
     public boolean canJoin(int count, int need) {
+        int[] pool = poolFor(count, need);
+        return inUse() + count <= maxRows && (long) pool[0] * pool[1] <= tokenBudget;
+    }
+
+    /**
+     * The pool's (rows, capacity) once {@code count} sequences of {@code need} positions joined: the
+     * buffers as they are where they hold them, else grown to the capacity and to as many of the
+     * batch's rows as the budget allows at that capacity (at least the rows in use), so the pool is
+     * allocated once per capacity rather than once per joining row. An empty pool too small for
+     * them is made afresh, not grown.
+     */
+    private int[] poolFor(int count, int need) {
         int inUse = inUse();
-        if (inUse + count > maxRows) {
-            return false;
+        boolean fresh = inUse == 0 && need > cache.capacity();
+        int rows = fresh ? 0 : cache.rows();
+        int capacity = Math.max(need, fresh ? 0 : cache.capacity());
+        if (inUse + count > rows || capacity > cache.capacity()) {
+            long fit = tokenBudget / Math.max(capacity, 1);
+            rows = (int) Math.max(Math.max(rows, inUse + count), Math.min(maxRows, fit));
         }
-        int capacity = Math.max(inUse == 0 ? 0 : cache.capacity(), need);
-        int allocatedRows = Math.max(inUse == 0 ? 0 : cache.rows(), inUse + count);
-        return (long) allocatedRows * capacity <= tokenBudget;
+        return new int[] {rows, capacity};
     }
 
     /**
@@ -130,9 +146,13 @@ public final class ContinuousBatch implements AutoCloseable {
      *
      * @param state the sequence
      * @return {@code false} where it had already ended (e.g. cancelled) and did not join
+     * @throws IllegalArgumentException if its prompt is empty
      * @throws IllegalStateException if it does not fit now ({@link #canJoin})
      */
     public boolean join(SequenceState state) {
+        if (state.promptLength() == 0) {
+            throw new IllegalArgumentException("a sequence needs at least one prompt token (e.g. BOS)");
+        }
         if (state.endIfDue()) {
             return false;
         }
@@ -140,10 +160,11 @@ public final class ContinuousBatch implements AutoCloseable {
         if (!canJoin(1, need)) {
             throw new IllegalStateException("a sequence of " + need + " positions does not fit the pool now");
         }
-        if (inUse() == 0) {
-            cache.free(); // sized afresh for what joins
+        int[] pool = poolFor(1, Math.max(need, 1));
+        if (inUse() == 0 && need > cache.capacity()) {
+            cache.free(); // made afresh at the larger capacity: nothing to keep
         }
-        cache.reserve(inUse() + 1, Math.max(need, 1));
+        cache.reserve(pool[0], pool[1]);
         waiting.addLast(new Row(state, need));
         joined = inUse();
         return true;
