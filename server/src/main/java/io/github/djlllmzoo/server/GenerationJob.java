@@ -88,6 +88,7 @@ public final class GenerationJob implements GenerationListener {
     private long firstTokenNanos;
     private long lastTokenNanos;
     private volatile ScheduledFuture<?> expiry;
+    private volatile boolean inBatch;
 
     GenerationJob(
             GenerationScheduler scheduler,
@@ -245,6 +246,19 @@ public final class GenerationJob implements GenerationListener {
     /** @return whether the job has ended (its slot freed) */
     boolean isReleased() {
         return released.get();
+    }
+
+    /** Called by the scheduler when the job's sequences join the decode loop's batch. */
+    void joinBatch() {
+        inBatch = true;
+    }
+
+    /**
+     * @return the job's sequences in the batch now: joined, not ended (counted as they end, before
+     *     the job's answer is handed over)
+     */
+    int runningRows() {
+        return inBatch && !released.get() ? sequences - finished : 0;
     }
 
     /** Called by the scheduler when a step of its sequences failed. */

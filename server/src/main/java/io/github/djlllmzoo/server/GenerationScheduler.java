@@ -220,10 +220,14 @@ public final class GenerationScheduler implements AutoCloseable {
 
     /** @return counters and gauges, for health checks and load tests */
     public Stats stats() {
+        int runningRows = 0;
+        for (GenerationJob job : live) {
+            runningRows += job.runningRows();
+        }
         return new Stats(
                 maxConcurrency - slots.availablePermits(),
                 queue.size(),
-                batch.sequences(),
+                runningRows,
                 maxConcurrency,
                 completed.sum(),
                 cancelled.sum(),
@@ -372,6 +376,7 @@ public final class GenerationScheduler implements AutoCloseable {
             }
             batchedJobs.increment();
             inBatch.add(job);
+            job.joinBatch();
             List<SequenceState> states = SequenceState.builder(request.promptIds(), request.config())
                     .contextWindow(contextWindow)
                     .tokenizer(tokenizer)
