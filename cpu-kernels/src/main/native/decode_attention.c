@@ -123,13 +123,17 @@ static inline __attribute__((always_inline)) void attend_group(
  * D); keys and values: (B, kv_heads, capacity, D) of which the first length positions are read;
  * fresh_keys and fresh_values: NULL, or the step's new key and value (B, kv_heads, 1, D), written
  * to position slot of each unit's rows before it is attended over (the cache's update);
+ * row_slots, row_lengths: NULL, or per sequence (a cache whose rows each hold a length of their own)
+ * the position its new key and value go to and the positions it attends over, in place of slot and
+ * length;
  * mask: NULL or the additive mask rows, sequence b's at b * mask_stride (0: one row for all);
  * cap: the soft cap of the scores, 0 for none.
  * Returns 0 when the scratch could not be allocated.
  */
 static int attend_units(const float *q, float *keys, float *values, const float *fresh_keys,
-        const float *fresh_values, int slot, const float *mask, float *out, int heads, int kv_heads,
-        int d, int capacity, int length, int mask_stride, float scale, float cap, int from, int to) {
+        const float *fresh_values, int slot, const jint *row_slots, const jint *row_lengths, const float *mask,
+        float *out, int heads, int kv_heads, int d, int capacity, int length, int mask_stride, float scale,
+        float cap, int from, int to) {
     int groups = heads / kv_heads;
     float *scores = malloc(sizeof(float) * (size_t)groups * length);
     if (scores == NULL) {
@@ -140,21 +144,23 @@ static int attend_units(const float *q, float *keys, float *values, const float 
         size_t rows = (size_t)u * groups * d; /* the group's first query row: b * H + h * G */
         size_t cached = (size_t)u * capacity * d;
         const float *m = mask == NULL ? NULL : mask + (size_t)b * mask_stride;
+        int at = row_slots == NULL ? slot : row_slots[b];
+        int s = row_lengths == NULL ? length : row_lengths[b];
         if (fresh_keys != NULL) {
-            memcpy(keys + cached + (size_t)slot * d, fresh_keys + (size_t)u * d, sizeof(float) * d);
-            memcpy(values + cached + (size_t)slot * d, fresh_values + (size_t)u * d, sizeof(float) * d);
+            memcpy(keys + cached + (size_t)at * d, fresh_keys + (size_t)u * d, sizeof(float) * d);
+            memcpy(values + cached + (size_t)at * d, fresh_values + (size_t)u * d, sizeof(float) * d);
         }
         switch (d) {
             case 64:
-                attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, 64, length,
+                attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, 64, s,
                         scale, cap, scores);
                 break;
             case 128:
-                attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, 128, length,
+                attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, 128, s,
                         scale, cap, scores);
                 break;
             default:
-                attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, d, length,
+                attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, d, s,
                         scale, cap, scores);
                 break;
         }
@@ -169,9 +175,9 @@ static void *address(JNIEnv *env, jobject buffer) {
 
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(JNIEnv *env, jclass cls,
         jobject q_buffer, jobject keys_buffer, jobject values_buffer, jobject mask_buffer,
-        jobject out_buffer, jobject fresh_keys_buffer, jobject fresh_values_buffer, jint slot, jint heads,
-        jint kv_heads, jint head_dim, jint capacity, jint length, jint mask_stride, jfloat scale,
-        jfloat softcap, jint from, jint to) {
+        jobject out_buffer, jobject fresh_keys_buffer, jobject fresh_values_buffer, jint slot,
+        jintArray row_slots_array, jintArray row_lengths_array, jint heads, jint kv_heads, jint head_dim,
+        jint capacity, jint length, jint mask_stride, jfloat scale, jfloat softcap, jint from, jint to) {
     (void)cls;
     const float *q = address(env, q_buffer);
     float *keys = address(env, keys_buffer);
@@ -188,14 +194,45 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(JNIEn
     }
     if (head_dim < 1 || head_dim > MAX_HEAD_DIM || kv_heads < 1 || heads % kv_heads != 0 || length < 1
             || length > capacity || !(softcap >= 0.0f)
-            || (fresh_keys != NULL && (slot < 0 || slot >= length))) {
+            || (fresh_keys != NULL && row_slots_array == NULL && (slot < 0 || slot >= length))) {
         (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
                 "decode attention: head_dim must be 1 to 256, heads a multiple of kv_heads, length 1 to capacity,"
                 " softcap non-negative, the new position's slot below length");
         return;
     }
-    if (!attend_units(q, keys, values, fresh_keys, fresh_values, slot, mask, out, heads, kv_heads, head_dim,
-                capacity, length, mask_stride, scale, softcap, from, to)) {
+    int batch = (to + kv_heads - 1) / kv_heads; /* the sequences the units reach */
+    jint *row_slots = NULL;
+    jint *row_lengths = NULL;
+    if (row_slots_array != NULL || row_lengths_array != NULL) {
+        if (row_slots_array == NULL || row_lengths_array == NULL
+                || (*env)->GetArrayLength(env, row_slots_array) < batch
+                || (*env)->GetArrayLength(env, row_lengths_array) < batch) {
+            (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
+                    "decode attention: per-row slots and lengths come together, one per sequence");
+            return;
+        }
+        row_slots = malloc(sizeof(jint) * 2 * (size_t)batch);
+        if (row_slots == NULL) {
+            (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/OutOfMemoryError"),
+                    "decode attention: no memory for the rows' lengths");
+            return;
+        }
+        row_lengths = row_slots + batch;
+        (*env)->GetIntArrayRegion(env, row_slots_array, 0, batch, row_slots);
+        (*env)->GetIntArrayRegion(env, row_lengths_array, 0, batch, row_lengths);
+        for (int b = from / kv_heads; b < batch; b++) {
+            if (row_lengths[b] < 1 || row_lengths[b] > length || row_slots[b] < 0 || row_slots[b] >= row_lengths[b]) {
+                free(row_slots);
+                (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalArgumentException"),
+                        "decode attention: a row's length must be 1 to length, its new position's slot below it");
+                return;
+            }
+        }
+    }
+    int done = attend_units(q, keys, values, fresh_keys, fresh_values, slot, row_slots, row_lengths, mask, out,
+            heads, kv_heads, head_dim, capacity, length, mask_stride, scale, softcap, from, to);
+    free(row_slots);
+    if (!done) {
         (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/OutOfMemoryError"),
                 "decode attention: no memory for the scores");
     }

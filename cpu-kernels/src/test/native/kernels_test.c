@@ -39,6 +39,22 @@ static jint JNICALL throw_new(JNIEnv *env, jclass cls, const char *message) {
     return 0;
 }
 
+/* An int[] as the kernels see it: its length and elements. */
+typedef struct {
+    jsize length;
+    const jint *elements;
+} IntArray;
+
+static jsize JNICALL array_length(JNIEnv *env, jarray array) {
+    (void)env;
+    return ((IntArray *)array)->length;
+}
+
+static void JNICALL int_array_region(JNIEnv *env, jintArray array, jsize start, jsize length, jint *into) {
+    (void)env;
+    memcpy(into, ((IntArray *)array)->elements + start, sizeof(jint) * (size_t)length);
+}
+
 static struct JNINativeInterface_ table;
 static JNIEnv env_value;
 static JNIEnv *env = &env_value;
@@ -64,7 +80,7 @@ ENTRY(FewRowProduct, multiplyInOut)(JNIEnv *, jclass, jobject, jobject, jobject,
 ENTRY(FewRowProduct, multiplyInOutRows)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint,
         jboolean);
 ENTRY(DecodeAttention, attend)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jobject, jobject, jint,
-        jint, jint, jint, jint, jint, jint, jfloat, jfloat, jint, jint);
+        jintArray, jintArray, jint, jint, jint, jint, jint, jint, jfloat, jfloat, jint, jint);
 ENTRY(PrefillAttention, attend)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jint, jint, jint, jint,
         jint, jint, jlong, jfloat, jfloat, jint, jint);
 ENTRY(DecodeOps, norm)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jfloat, jint);
@@ -226,11 +242,50 @@ static void decode_attention(void) {
             memset(values + ((size_t)u * capacity + slot) * d, 0, sizeof(float) * d);
         }
         Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(env, NULL, B(q), B(keys), B(values), B(mask), B(o),
-                B(fresh_k), B(fresh_v), slot, heads, kv_heads, d, capacity, length, length, 0.125f, cap, 0,
+                B(fresh_k), B(fresh_v), slot, NULL, NULL, heads, kv_heads, d, capacity, length, length, 0.125f, cap, 0,
                 batch * kv_heads);
         check(capped ? "decode attention, soft-capped" : "decode attention", o, e, t, batch * heads * d);
         free(q), free(keys), free(values), free(mask), free(fresh_k), free(fresh_v), free(o), free(e), free(t);
     }
+}
+
+/* Rows at lengths of their own (a slot cache): each writes its new key and value at its own slot and
+   attends over its own positions only; those past them hold NaN, which would spoil a row that read them. */
+static void decode_attention_rows(void) {
+    const int batch = 3, heads = 4, kv_heads = 2, d = 40, capacity = 24, length = 21;
+    const jint slots[] = {4, 20, 11}, lengths[] = {5, 21, 12};
+    const int groups = heads / kv_heads;
+    float *q = randoms(batch * heads * d), *keys = randoms(batch * kv_heads * capacity * d);
+    float *values = randoms(batch * kv_heads * capacity * d);
+    float *fresh_k = randoms(batch * kv_heads * d), *fresh_v = randoms(batch * kv_heads * d);
+    float *o = randoms(batch * heads * d), *mask = calloc((size_t)batch * length, sizeof(float));
+    double *e = doubles(batch * heads * d), *t = doubles(batch * heads * d);
+    for (int u = 0; u < batch * kv_heads; u++) {
+        int b = u / kv_heads;
+        memcpy(keys + ((size_t)u * capacity + slots[b]) * d, fresh_k + u * d, sizeof(float) * d);
+        memcpy(values + ((size_t)u * capacity + slots[b]) * d, fresh_v + u * d, sizeof(float) * d);
+    }
+    for (int b = 0; b < batch; b++) {
+        for (int h = 0; h < heads; h++) {
+            int u = b * kv_heads + h / groups;
+            attend_reference(q + (b * heads + h) * d, keys + (size_t)u * capacity * d,
+                    values + (size_t)u * capacity * d, mask + b * length, lengths[b], d, 0.125f, 0.0f,
+                    e + (b * heads + h) * d, t + (b * heads + h) * d);
+        }
+    }
+    for (int u = 0; u < batch * kv_heads; u++) {
+        int b = u / kv_heads;
+        for (size_t i = (size_t)slots[b] * d; i < (size_t)capacity * d; i++) {
+            keys[(size_t)u * capacity * d + i] = __builtin_nanf("");
+            values[(size_t)u * capacity * d + i] = __builtin_nanf("");
+        }
+    }
+    IntArray slot_array = {batch, slots}, length_array = {batch, lengths};
+    Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(env, NULL, B(q), B(keys), B(values), B(mask), B(o),
+            B(fresh_k), B(fresh_v), -1, (jintArray)&slot_array, (jintArray)&length_array, heads, kv_heads, d,
+            capacity, length, length, 0.125f, 0.0f, 0, batch * kv_heads);
+    check("decode attention, rows of their own lengths", o, e, t, batch * heads * d);
+    free(q), free(keys), free(values), free(mask), free(fresh_k), free(fresh_v), free(o), free(e), free(t);
 }
 
 static void prefill_attention(void) {
@@ -486,9 +541,12 @@ int main(void) {
     table.GetDirectBufferAddress = buffer_address;
     table.FindClass = find_class;
     table.ThrowNew = throw_new;
+    table.GetArrayLength = array_length;
+    table.GetIntArrayRegion = int_array_region;
     env_value = &table;
     few_row_products();
     decode_attention();
+    decode_attention_rows();
     prefill_attention();
     decode_ops();
     if (Java_io_github_djlllmzoo_cpu_CompressedProduct_features(env, NULL) & 1) {

@@ -23,7 +23,7 @@ static Buffer bufs[16]; static int u;
 static jobject B(void *p) { if (!p) return NULL; bufs[u % 16].address = p; return (jobject)&bufs[u++ % 16]; }
 static double now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + ts.tv_nsec * 1e-9; }
 typedef void (*OutIn)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jint);
-typedef void (*DA)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jint, jint, jint, jfloat, jfloat, jint, jint);
+typedef void (*DA)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jobject, jobject, jint, jintArray, jintArray, jint, jint, jint, jint, jint, jint, jfloat, jfloat, jint, jint);
 typedef void (*PA)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jint, jint, jlong, jfloat, jfloat, jint, jint);
 typedef void (*GEMM)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jint, jint);
 typedef void (*NORM)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jfloat, jint);
@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
             PA pa = (PA)dlsym(h[i], "Java_io_github_djlllmzoo_cpu_PrefillAttention_attend");
             NORM nm = (NORM)dlsym(h[i], "Java_io_github_djlllmzoo_cpu_DecodeOps_norm");
             double t0 = now(); for (int r = 0; r < 5; r++) f(env, NULL, B(x), B(w), NULL, B(o), rows, in, out, 0, out);
-            double t1 = now(); for (int r = 0; r < 20; r++) da(env, NULL, B(q), B(k), B(v), NULL, B(ao), NULL, NULL, 0, H, KV, D, CAP, L, 0, 0.125f, 0.0f, 0, KV);
+            double t1 = now(); for (int r = 0; r < 20; r++) da(env, NULL, B(q), B(k), B(v), NULL, B(ao), NULL, NULL, 0, NULL, NULL, H, KV, D, CAP, L, 0, 0.125f, 0.0f, 0, KV);
             double t2 = now(); pa(env, NULL, B(pq), B(k), B(v), B(mask), B(po), H, KV, T, T, D, CAP, 0, 0.125f, 0.0f, 0, H);
             double t3 = now(); for (int r = 0; r < 200; r++) nm(env, NULL, B(x), B(w), NULL, B(o), rows, in, 1e-5f, 0);
             double t4 = now();

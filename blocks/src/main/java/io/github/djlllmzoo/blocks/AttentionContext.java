@@ -16,12 +16,13 @@ import java.util.Map;
  * @param windowMasks by window size, the additive mask of the layers that attend over that sliding
  *     window (over the keys their cache returns; a {@code null} value when nothing is masked); empty
  *     when no layer has a window
- * @param cache the KV cache to update, or {@code null} for a cache-free pass
+ * @param cache the KV cache (or one pass over a slot cache's rows) to update, or {@code null} for a
+ *     cache-free pass
  * @param modelManager the manager that holds the model's parameters on the pass's device: what
  *     layers derive once from the config and keep (RoPE tables) lives there, as long as the weights
  */
 public record AttentionContext(
-        NDArray positionIds, NDArray mask, Map<Integer, NDArray> windowMasks, KvCache cache, NDManager modelManager) {
+        NDArray positionIds, NDArray mask, Map<Integer, NDArray> windowMasks, KeyValueStore cache, NDManager modelManager) {
 
     /**
      * Copies the masks.
@@ -44,7 +45,7 @@ public record AttentionContext(
      * @param cache the KV cache to update, or {@code null}
      * @param modelManager the manager that holds the model's parameters
      */
-    public AttentionContext(NDArray positionIds, NDArray mask, KvCache cache, NDManager modelManager) {
+    public AttentionContext(NDArray positionIds, NDArray mask, KeyValueStore cache, NDManager modelManager) {
         this(positionIds, mask, Map.of(), cache, modelManager);
     }
 

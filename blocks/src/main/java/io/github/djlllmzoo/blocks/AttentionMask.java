@@ -88,6 +88,38 @@ public final class AttentionMask {
     }
 
     /**
+     * The mask of a decode step whose rows are each at a length of their own ({@link SlotKvCache}):
+     * row {@code r}'s query, at position {@code past[r]}, may attend key {@code j} iff {@code j <=
+     * past[r]} and, with a sliding window, {@code past[r] - j < window}.
+     *
+     * @param manager where to create it (the step's manager)
+     * @param past each row's positions before the step
+     * @param window the positions a query sees, itself included, or 0 for all
+     * @param dataType the compute type
+     * @return the additive mask (B, 1, 1, max(past) + 1), or {@code null} when nothing is masked
+     */
+    public static NDArray rows(NDManager manager, int[] past, int window, DataType dataType) {
+        int s = 0;
+        for (int p : past) {
+            s = Math.max(s, p + 1);
+        }
+        boolean[] allowed = new boolean[past.length * s];
+        boolean all = true;
+        for (int r = 0; r < past.length; r++) {
+            for (int j = 0; j < s; j++) {
+                int distance = past[r] - j;
+                allowed[r * s + j] = distance >= 0 && (window <= 0 || distance < window);
+                all &= allowed[r * s + j];
+            }
+        }
+        if (all) {
+            return null;
+        }
+        NDArray mask = manager.create(allowed, new Shape(past.length, 1, 1, s)); // (B, 1, 1, S)
+        return mask.toType(dataType, false).subi(1).muli(maskValue(dataType));
+    }
+
+    /**
      * The magnitude used for masked positions: the largest finite value of the type, as Hugging
      * Face uses {@code torch.finfo(dtype).min}, so fully masked rows stay finite.
      *

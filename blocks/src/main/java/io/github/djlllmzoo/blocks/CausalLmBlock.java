@@ -392,14 +392,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         AttentionContext context =
                 new AttentionContext(positions, mask, windowMasks, cache, placed.manager());
         try {
-            // A pass over many positions frees each layer's intermediates as the layer returns; a
-            // decode step's are a few small arrays, which a scope per layer would cost more than free.
-            // h, the embedding's fresh output and then each layer's, is this pass's own: a decode
-            // step's layers may add into it in place.
-            boolean scoped = training || t > 1;
-            for (DecoderLayer layer : layers) {
-                h = scoped ? forwardScoped(layer, store, h, context, training) : layer.forward(store, h, context, true, false);
-            }
+            h = layersForward(store, h, context, t, training);
         } catch (RuntimeException e) {
             if (cache != null) {
                 try {
@@ -414,6 +407,101 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
             h = h.get(new NDIndex(":, -1:, :")); // (B, 1, E)
         }
         return finalNorm.forward(store, h, training);
+    }
+
+    /** The layers over the residual stream h (B, T, E). */
+    private NDArray layersForward(ParameterStore store, NDArray h, AttentionContext context, int t, boolean training) {
+        // A pass over many positions frees each layer's intermediates as the layer returns; a
+        // decode step's are a few small arrays, which a scope per layer would cost more than free.
+        // h, the embedding's fresh output and then each layer's, is this pass's own: a decode
+        // step's layers may add into it in place.
+        boolean scoped = training || t > 1;
+        for (DecoderLayer layer : layers) {
+            h = scoped ? forwardScoped(layer, store, h, context, training) : layer.forward(store, h, context, true, false);
+        }
+        return h;
+    }
+
+    /**
+     * Allocates an empty cache whose rows each hold a sequence at a length of its own (a decode loop
+     * that lets sequences join and leave), on {@code manager}'s device.
+     *
+     * @param manager the parent manager of the cache
+     * @return an empty cache; its buffers are allocated by {@link SlotKvCache#reserve}
+     */
+    public SlotKvCache newSlotCache(NDManager manager) {
+        return new SlotKvCache(
+                manager, config.numLayers(), config.numKvHeads(), config.headDim(), config.maxPositions(), dataType());
+    }
+
+    /**
+     * A decode step over rows {@code [0, n)} of a slot cache, each row one new token at its own
+     * position ({@link SlotKvCache#length}), for inference.
+     *
+     * @param inputIds each row's new token (n, 1) int64; every result is attached to its manager
+     * @param cache the cache; each row's new position is counted once the step succeeds
+     * @return logits (n, 1, V)
+     */
+    public NDArray decodeSlots(NDArray inputIds, SlotKvCache cache) {
+        Placement placed = placement();
+        NDManager manager = inputIds.getManager();
+        int n = Math.toIntExact(inputIds.getShape().get(0));
+        int[] past = cache.lengths(n);
+        long[] positionValues = new long[n];
+        for (int r = 0; r < n; r++) {
+            positionValues[r] = past[r];
+        }
+        NDArray positions = manager.create(positionValues, new Shape(n, 1)); // (n, 1)
+        NDArray h = embed(null, inputIds, positions, false); // (n, 1, E)
+        DataType type = h.getDataType();
+        Map<Integer, NDArray> windowMasks = new HashMap<>();
+        for (int i = 0; i < config.numLayers(); i++) {
+            int window = config.slidingWindow(i);
+            if (window > 0 && !windowMasks.containsKey(window)) {
+                windowMasks.put(window, AttentionMask.rows(manager, past, window, type));
+            }
+        }
+        AttentionContext context = new AttentionContext(
+                positions, AttentionMask.rows(manager, past, 0, type), windowMasks, cache.decodePass(n),
+                placed.manager());
+        h = layersForward(null, h, context, 1, false);
+        cache.commitDecode(n);
+        return logits(null, finalNorm.forward(null, h, false), false);
+    }
+
+    /**
+     * The next {@code T} tokens of one row of a slot cache (a chunk of its prompt), for inference.
+     *
+     * @param inputIds the tokens (1, T) int64; every result is attached to its manager
+     * @param cache the cache; the row's new positions are counted once the pass succeeds
+     * @param row the row
+     * @return logits of the last position (1, 1, V)
+     */
+    public NDArray prefillSlot(NDArray inputIds, SlotKvCache cache, int row) {
+        Placement placed = placement();
+        NDManager manager = inputIds.getManager();
+        int t = Math.toIntExact(inputIds.getShape().get(1));
+        int past = cache.length(row);
+        NDArray positions = manager.arange(past, past + t, 1, DataType.INT64).expandDims(0); // (1, T)
+        NDArray h = embed(null, inputIds, positions, false); // (1, T, E)
+        DataType type = h.getDataType();
+        Map<Integer, NDArray> windowMasks = new HashMap<>();
+        for (int i = 0; i < config.numLayers(); i++) {
+            int window = config.slidingWindow(i);
+            if (window > 0 && !windowMasks.containsKey(window)) {
+                long[] keys = WindowLayerCache.keyPositions(0, past + t, Integer.MAX_VALUE); // every position kept
+                windowMasks.put(window, AttentionMask.window(manager, t, past, keys, window, null, type));
+            }
+        }
+        AttentionContext context = new AttentionContext(
+                positions, AttentionMask.build(manager, t, past, null, type), windowMasks,
+                cache.prefillPass(row, t), placed.manager());
+        h = layersForward(null, h, context, t, false);
+        cache.commitPrefill(row, t);
+        if (t > 1) {
+            h = h.get(new NDIndex(":, -1:, :")); // (1, 1, E)
+        }
+        return logits(null, finalNorm.forward(null, h, false), false);
     }
 
     /**

@@ -26,28 +26,66 @@ public final class KeyValues {
 
     /**
      * New keys and values not yet in a cache's buffers: they belong at positions {@code [slot, slot
-     * + T)} of each (B, H_kv, capacity, D) buffer.
+     * + T)} of each (B, H_kv, capacity, D) buffer, or, where each row is at a length of its own (a
+     * {@link SlotKvCache}'s decode step, T = 1), row {@code b}'s at {@code rowSlots[b]}.
      *
      * @param keyBuffer the cache's key buffer
      * @param valueBuffer the cache's value buffer
      * @param keys the new keys (B, H_kv, T, D)
      * @param values the new values (B, H_kv, T, D)
-     * @param slot the buffers' position of their first
+     * @param slot the buffers' position of their first, where every row shares it; -1 with {@code
+     *     rowSlots}
+     * @param rowSlots each row's position of its one new key and value, or {@code null} where every
+     *     row writes at {@code slot}
      */
-    public record Pending(NDArray keyBuffer, NDArray valueBuffer, NDArray keys, NDArray values, int slot) {
+    public record Pending(
+            NDArray keyBuffer, NDArray valueBuffer, NDArray keys, NDArray values, int slot, int[] rowSlots) {
+
+        /**
+         * New keys and values that every row writes at the same position.
+         *
+         * @param keyBuffer the cache's key buffer
+         * @param valueBuffer the cache's value buffer
+         * @param keys the new keys (B, H_kv, T, D)
+         * @param values the new values (B, H_kv, T, D)
+         * @param slot the buffers' position of their first
+         */
+        public Pending(NDArray keyBuffer, NDArray valueBuffer, NDArray keys, NDArray values, int slot) {
+            this(keyBuffer, valueBuffer, keys, values, slot, null);
+        }
+
+        /**
+         * @param row a row of the batch
+         * @return the buffers' position of that row's first new key and value
+         */
+        public int slotOf(int row) {
+            return rowSlots == null ? slot : rowSlots[row];
+        }
 
         /** Writes them into the buffers with the engine. */
         void write() {
             long t = keys.getShape().get(2);
-            NDIndex target = new NDIndex().addAllDim(2).addSliceDim(slot, slot + t); // [:, :, slot:slot+T]
-            keyBuffer.set(target, keys);
-            valueBuffer.set(target, values);
+            if (rowSlots == null) {
+                NDIndex target = new NDIndex().addAllDim(2).addSliceDim(slot, slot + t); // [:, :, slot:slot+T]
+                keyBuffer.set(target, keys);
+                valueBuffer.set(target, values);
+                return;
+            }
+            for (int b = 0; b < rowSlots.length; b++) {
+                NDIndex target = new NDIndex("{}, :, {}:{}", b, rowSlots[b], rowSlots[b] + t); // [b, :, s:s+T]
+                try (NDArray k = keys.get(b);
+                        NDArray v = values.get(b)) {
+                    keyBuffer.set(target, k);
+                    valueBuffer.set(target, v);
+                }
+            }
         }
     }
 
     private final NDArray keyBuffer;
     private final NDArray valueBuffer;
     private final int length;
+    private int[] rowLengths;
     private final NDManager viewManager;
     private NDArray keys;
     private NDArray values;
@@ -101,6 +139,34 @@ public final class KeyValues {
         KeyValues kv = new KeyValues(pending.keyBuffer(), pending.valueBuffer(), length, viewManager, null, null);
         kv.pending = pending;
         return kv;
+    }
+
+    /**
+     * The first positions of a cache's buffers whose rows each hold a length of their own (a {@link
+     * SlotKvCache}'s decode step): row {@code b} attends over its first {@code rowLengths[b]}
+     * positions, the mask handed with them hiding the rest from the engine's operations.
+     *
+     * @param pending the new keys and values and where each row's goes
+     * @param rowLengths each row's positions, the pending one included
+     * @param viewManager the manager that gets the views of {@link #keys()} and {@link #values()}
+     * @return the filled part, {@link #length()} the longest row's
+     */
+    static KeyValues withRowLengths(Pending pending, int[] rowLengths, NDManager viewManager) {
+        int longest = 0;
+        for (int length : rowLengths) {
+            longest = Math.max(longest, length);
+        }
+        KeyValues kv = withPending(pending, longest, viewManager);
+        kv.rowLengths = rowLengths;
+        return kv;
+    }
+
+    /**
+     * @return each row's positions where the rows differ ({@link #length()} the longest, the mask
+     *     hiding what lies past each), or {@code null} where every row holds {@link #length()}
+     */
+    public int[] rowLengths() {
+        return rowLengths;
     }
 
     /**

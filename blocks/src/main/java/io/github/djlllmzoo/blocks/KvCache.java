@@ -18,7 +18,7 @@ import ai.djl.ndarray.types.Shape;
  * WindowLayerCache}), so its memory stays bounded however long the sequence grows. The cache owns
  * its arrays through its own manager; {@link #close()} frees them.
  */
-public final class KvCache implements AutoCloseable {
+public final class KvCache implements KeyValueStore, AutoCloseable {
 
     private final NDManager manager;
     private final int batchSize;
@@ -77,6 +77,7 @@ public final class KvCache implements AutoCloseable {
      * @return keys and values (B, H_kv, past + T, D); their views are attached to {@code k}'s manager
      * @throws IllegalStateException if the layer would exceed the context window
      */
+    @Override
     public KeyValues update(int layer, NDArray k, NDArray v) {
         return layers[layer].update(k, v);
     }

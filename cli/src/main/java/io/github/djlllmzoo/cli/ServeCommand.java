@@ -68,7 +68,8 @@ final class ServeCommand implements Callable<Integer> {
             defaultValue = "8",
             paramLabel = "B",
             description =
-                    "Most sequences generated together in one batch (default: ${DEFAULT-VALUE}).")
+                    "Most sequences in the decode loop's batch at once; requests join and leave it at every"
+                            + " step (default: ${DEFAULT-VALUE}).")
     int maxBatch;
 
     @Option(
@@ -76,15 +77,37 @@ final class ServeCommand implements Callable<Integer> {
             defaultValue = "2",
             paramLabel = "W",
             description =
-                    "Predictors, each generating one batch at a time (default: ${DEFAULT-VALUE}).")
+                    "Kept for compatibility; no effect: one decode loop owns the model (default:"
+                            + " ${DEFAULT-VALUE}).")
     int workers;
 
     @Option(
             names = "--batch-wait-ms",
             defaultValue = "5",
             paramLabel = "MS",
-            description = "How long a batch waits for more requests (default: ${DEFAULT-VALUE}).")
+            description =
+                    "How long the idle decode loop waits for more requests once one came (default:"
+                            + " ${DEFAULT-VALUE}).")
     long batchWaitMs;
+
+    @Option(
+            names = "--kv-cache-tokens",
+            defaultValue = "0",
+            paramLabel = "N",
+            description =
+                    "The KV cache pool's budget in token positions (rows x capacity over every layer);"
+                            + " requests wait for room, and one whose prompt + max_tokens can never fit gets"
+                            + " 400 (default: 0, meaning --max-batch x the model's context window).")
+    long kvCacheTokens;
+
+    @Option(
+            names = "--prefill-chunk",
+            defaultValue = "" + ServerOptions.DEFAULT_PREFILL_CHUNK,
+            paramLabel = "T",
+            description =
+                    "Most prompt tokens prefilled per step of the decode loop, between the running"
+                            + " sequences' tokens (default: ${DEFAULT-VALUE}).")
+    int prefillChunk;
 
     @Option(
             names = "--model-name",
@@ -148,6 +171,7 @@ final class ServeCommand implements Callable<Integer> {
                                     maxBatch,
                                     workers,
                                     Duration.ofMillis(batchWaitMs))
+                            .withKvPool(kvCacheTokens, prefillChunk)
                             .withApiKeys(apiKeys(apiKeys, System.getenv("LLMZOO_API_KEY")))
                             .withTimeouts(
                                     Duration.ofSeconds(requestTimeoutSeconds),

@@ -117,10 +117,12 @@ final class DecodeAttention {
      */
     static NDArray attend(NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, boolean writeCache) {
         KeyValues.Pending pending = kv.pending();
+        int[] rowLengths = kv.rowLengths();
         if (pending == null || !writeCache || !writes(pending)) {
-            return attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), mask, scores, null); // written first
+            return attend(q, kv.keyBuffer(), kv.valueBuffer(), kv.length(), rowLengths, mask, scores, null); // written first
         }
-        NDArray out = attend(q, pending.keyBuffer(), pending.valueBuffer(), kv.length(), mask, scores, pending);
+        NDArray out = attend(
+                q, pending.keyBuffer(), pending.valueBuffer(), kv.length(), rowLengths, mask, scores, pending);
         kv.pendingWritten();
         return out;
     }
@@ -131,10 +133,20 @@ final class DecodeAttention {
         Shape fresh = new Shape(buffer.get(0), buffer.get(1), 1, buffer.get(3));
         return pending.keys().getShape().equals(fresh)
                 && pending.values().getShape().equals(fresh)
-                && pending.slot() >= 0
-                && pending.slot() < buffer.get(2)
+                && slotsFit(pending, buffer.get(0), buffer.get(2))
                 && NativeKernels.denseFloat32OnCpu(pending.keys())
                 && NativeKernels.denseFloat32OnCpu(pending.values());
+    }
+
+    /** Whether every row's new position lies within the buffers' capacity. */
+    private static boolean slotsFit(KeyValues.Pending pending, long rows, long capacity) {
+        for (int b = 0; b < rows; b++) {
+            int slot = pending.slotOf(b);
+            if (slot < 0 || slot >= capacity) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static boolean maskFits(NDArray mask, long b, int length) {
@@ -176,13 +188,17 @@ final class DecodeAttention {
      */
     static NDArray attend(
             NDArray q, NDArray keys, NDArray values, int length, NDArray mask, AttentionScores scores) {
-        return attend(q, keys, values, length, mask, scores, null);
+        return attend(q, keys, values, length, null, mask, scores, null);
     }
 
-    /** The attention, writing {@code pending} (one position, or {@code null}) into the buffers first. */
+    /**
+     * The attention, writing {@code pending} (one position a row, or {@code null}) into the buffers
+     * first; where {@code rowLengths} is given, sequence {@code b} attends over its first {@code
+     * rowLengths[b]} positions (at most {@code length}, the mask's width).
+     */
     private static NDArray attend(
-            NDArray q, NDArray keys, NDArray values, int length, NDArray mask, AttentionScores scores,
-            KeyValues.Pending pending) {
+            NDArray q, NDArray keys, NDArray values, int length, int[] rowLengths, NDArray mask,
+            AttentionScores scores, KeyValues.Pending pending) {
         float scale = (float) scores.scale();
         float softcap = (float) scores.softcap();
         Shape qs = q.getShape();
@@ -196,6 +212,7 @@ final class DecodeAttention {
         ByteBuffer fk = pending == null ? null : NativeKernels.buffer(pending.keys());
         ByteBuffer fv = pending == null ? null : NativeKernels.buffer(pending.values());
         int slot = pending == null ? -1 : pending.slot();
+        int[] rowSlots = rowLengths == null ? null : rowSlots(pending, rowLengths);
         int heads = Math.toIntExact(qs.get(1));
         int kvHeads = Math.toIntExact(cache.get(1));
         int d = Math.toIntExact(qs.get(3));
@@ -206,17 +223,29 @@ final class DecodeAttention {
         boolean split = parts > 1 && 2L * Float.BYTES * units * length * d >= SPLIT_MIN_BYTES;
         if (split
                 && CoreWorkers.inRanges(units, parts, (from, to) ->
-                        attend(qb, kb, vb, mb, ob, fk, fv, slot, heads, kvHeads, d, capacity, length, maskStride,
-                                scale, softcap, from, to))) {
+                        attend(qb, kb, vb, mb, ob, fk, fv, slot, rowSlots, rowLengths, heads, kvHeads, d, capacity,
+                                length, maskStride, scale, softcap, from, to))) {
             return out;
         }
-        attend(qb, kb, vb, mb, ob, fk, fv, slot, heads, kvHeads, d, capacity, length, maskStride, scale, softcap, 0,
-                units);
+        attend(qb, kb, vb, mb, ob, fk, fv, slot, rowSlots, rowLengths, heads, kvHeads, d, capacity, length,
+                maskStride, scale, softcap, 0, units);
         return out;
+    }
+
+    /**
+     * Each row's slot for its new key and value: the pending ones', else (nothing to write) the
+     * last of its positions, which the kernel only checks.
+     */
+    private static int[] rowSlots(KeyValues.Pending pending, int[] rowLengths) {
+        int[] slots = new int[rowLengths.length];
+        for (int b = 0; b < slots.length; b++) {
+            slots[b] = pending == null ? rowLengths[b] - 1 : pending.slotOf(b);
+        }
+        return slots;
     }
 
     private static native void attend(
             ByteBuffer q, ByteBuffer keys, ByteBuffer values, ByteBuffer mask, ByteBuffer out, ByteBuffer freshKeys,
-            ByteBuffer freshValues, int slot, int heads, int kvHeads, int headDim, int capacity, int length,
-            int maskStride, float scale, float softcap, int from, int to);
+            ByteBuffer freshValues, int slot, int[] rowSlots, int[] rowLengths, int heads, int kvHeads, int headDim,
+            int capacity, int length, int maskStride, float scale, float softcap, int from, int to);
 }

@@ -87,8 +87,8 @@ public final class GenerationJob implements GenerationListener {
     private volatile int finished; // volatile: the scheduler's stats read it
     private long firstTokenNanos;
     private long lastTokenNanos;
-    private volatile boolean started;
     private volatile ScheduledFuture<?> expiry;
+    private volatile boolean inBatch;
 
     GenerationJob(
             GenerationScheduler scheduler,
@@ -243,27 +243,25 @@ public final class GenerationJob implements GenerationListener {
         }
     }
 
-    /** Called by the scheduler when the job's batch starts. */
-    void start() {
-        started = true;
+    /** @return whether the job has ended (its slot freed) */
+    boolean isReleased() {
+        return released.get();
     }
 
-    /** @return the job's sequences that are being generated now: in a running batch, not ended */
-    int runningRows() {
-        return started && !released.get() ? sequences - finished : 0;
+    /** Called by the scheduler when the job's sequences join the decode loop's batch. */
+    void joinBatch() {
+        inBatch = true;
     }
 
     /**
-     * Called by the scheduler when the batch is done. A job is complete by then, as each of its
-     * sequences reports its end; this completes one whose generation did not, rather than leave its
-     * client waiting.
+     * @return the job's sequences in the batch now: joined, not ended (counted as they end, before
+     *     the job's answer is handed over)
      */
-    void complete(GenerationResult batchResult) {
-        release(Outcome.COMPLETED);
-        result.complete(batchResult);
+    int runningRows() {
+        return inBatch && !released.get() ? sequences - finished : 0;
     }
 
-    /** Called by the scheduler when the batch failed. */
+    /** Called by the scheduler when a step of its sequences failed. */
     void fail(Throwable error) {
         release(Outcome.FAILED);
         if (streamed) {

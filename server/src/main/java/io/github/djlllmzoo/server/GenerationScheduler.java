@@ -1,57 +1,57 @@
 package io.github.djlllmzoo.server;
 
-import ai.djl.Model;
-import ai.djl.inference.Predictor;
-import ai.djl.translate.TranslateException;
-import ai.djl.translate.Translator;
+import ai.djl.ndarray.NDManager;
+import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.LoraAdapter;
+import io.github.djlllmzoo.translators.ContinuousBatch;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
-import io.github.djlllmzoo.translators.GenerationResult;
+import io.github.djlllmzoo.translators.SequenceState;
+import io.github.djlllmzoo.translators.TextTokenizer;
+import io.github.djlllmzoo.zoo.LocalModel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs generation requests on a bounded pool of DJL {@link Predictor}s with admission control and
- * dynamic batching.
+ * Runs generation requests with iteration-level scheduling (continuous batching): one loop thread
+ * owns the model and, at every step, lets the sequences that ended leave and the waiting jobs join,
+ * then runs one step of the {@link ContinuousBatch} (a chunk of a joining prompt, then one token of
+ * every running sequence).
  *
  * <ul>
  *   <li>Admission: at most {@code maxConcurrency} jobs are admitted (waiting or generating); {@link
  *       #trySubmit} refuses more at once instead of queueing them.
- *   <li>Batching: a dispatcher thread waits for an idle predictor, takes the oldest waiting job,
- *       then gathers more for up to {@code batchWait} (or at once, when they are already waiting)
- *       until the batch holds {@code maxBatch} sequences, and runs them with one {@code
- *       Predictor.batchPredict}: left-padded, each row computing what it would alone.
- *   <li>Workers: {@code workers} predictors, each running one batch at a time on its own thread.
+ *   <li>Joining: the oldest waiting job joins as soon as the batch has rows for its sequences
+ *       ({@code maxBatch}) and the KV pool room for their reservations ({@code prompt + max_tokens}
+ *       each, {@code kvCacheTokens} in all); jobs join in order, so a long one is not overtaken
+ *       forever. A job that could never fit is refused by {@link #neverFits} before it is submitted.
+ *   <li>Leaving: a sequence leaves at the step it ends (EOS, stop string, budget, its client gone, the
+ *       request timeout) and frees its row and pool room at once; its job frees its slot when its
+ *       last sequence ends, before its last event or result is handed over.
  * </ul>
  *
- * <p>A job may name a LoRA adapter attached to the model; a batch holds the jobs of one adapter
- * (or none) only, the oldest waiting job's, and ends at the first waiting job of another.
- *
- * <p>Jobs end on their own within a batch (EOS, stop string, budget, cancellation, or the request
- * timeout, which a timer enforces) and free their slot then, before their last event or result is
- * handed over; a batch's predictor becomes idle when its last row ends.
+ * <p>A job may name a LoRA adapter attached to the model. A forward pass adds one adapter's update
+ * ({@link LoraAdapter#select}), so the batch holds one adapter's sequences (or none's): a waiting job
+ * of another adapter waits until the running ones end ({@link #joinsRunningAdapter}).
  */
 public final class GenerationScheduler implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(GenerationScheduler.class);
+
+    /** How long the idle loop waits for a job before it looks whether it was closed. */
+    private static final long IDLE_POLL_MILLIS = 100;
 
     private final int maxConcurrency;
     private final int maxBatch;
@@ -59,14 +59,19 @@ public final class GenerationScheduler implements AutoCloseable {
     private final Semaphore slots;
     private final LinkedBlockingDeque<GenerationJob> queue;
     private final Set<GenerationJob> live = ConcurrentHashMap.newKeySet();
-    private final List<Predictor<GenerationRequest, GenerationResult>> predictors =
-            new ArrayList<>();
-    private final BlockingQueue<Predictor<GenerationRequest, GenerationResult>> idle;
-    private final ExecutorService workers;
-    private final Thread dispatcher;
+    private final ContinuousBatch batch;
+    private final TextTokenizer tokenizer;
+    private final int contextWindow;
+    private final Thread loop;
     private final Duration requestTimeout;
     private final ScheduledThreadPoolExecutor timer;
     private volatile boolean closed;
+
+    // the loop thread's own
+    /** Jobs with sequences in the batch. */
+    private final List<GenerationJob> inBatch = new ArrayList<>();
+    /** The adapter of the jobs in the batch (meaningful while it holds any). */
+    private String runningAdapter;
 
     private final LongAdder completed = new LongAdder();
     private final LongAdder cancelled = new LongAdder();
@@ -76,44 +81,24 @@ public final class GenerationScheduler implements AutoCloseable {
     private final LongAdder generatedTokens = new LongAdder();
     private final LongAdder batches = new LongAdder();
     private final LongAdder batchedJobs = new LongAdder();
+    private final LongAdder steps = new LongAdder();
     private final GenerationMetrics metrics = new GenerationMetrics();
 
     /**
-     * Creates the predictors and starts the dispatcher.
+     * Starts the loop over a loaded model.
      *
-     * @param model the model the predictors run on
-     * @param translator the generation translator (stateless, shared by the predictors)
-     * @param maxConcurrency most jobs admitted at once (≥ 1)
-     * @param maxBatch most sequences per batch (≥ 1)
-     * @param workers predictors, each running one batch at a time (≥ 1)
-     * @param batchWait how long a batch waits for more jobs once it has one (≥ 0)
-     * @param requestTimeout how long a job may take from admission to its last token (&gt; 0);
-     *     past it the job ends ({@link GenerationJob#expire})
+     * @param model the model, with its tokenizer; the loop computes with it until {@link #close()}
+     * @param options the limits: {@link ServerOptions#maxConcurrency()}, {@link
+     *     ServerOptions#maxBatch()}, {@link ServerOptions#kvCacheTokens()}, {@link
+     *     ServerOptions#prefillChunk()}, {@link ServerOptions#batchWait()} (how long an idle loop
+     *     waits for more jobs once one came) and {@link ServerOptions#requestTimeout()}
      */
-    public GenerationScheduler(
-            Model model,
-            Translator<GenerationRequest, GenerationResult> translator,
-            int maxConcurrency,
-            int maxBatch,
-            int workers,
-            Duration batchWait,
-            Duration requestTimeout) {
-        if (maxConcurrency < 1 || maxBatch < 1 || workers < 1 || batchWait.isNegative()
-                || requestTimeout.isNegative() || requestTimeout.isZero()) {
-            throw new IllegalArgumentException(
-                    "maxConcurrency, maxBatch and workers must be at least 1 and batchWait >= 0,"
-                        + " got "
-                            + maxConcurrency
-                            + ", "
-                            + maxBatch
-                            + ", "
-                            + workers
-                            + ", "
-                            + batchWait
-                            + ", request timeout "
-                            + requestTimeout);
-        }
-        this.requestTimeout = requestTimeout;
+    public GenerationScheduler(LocalModel model, ServerOptions options) {
+        this(model.block(), model.model().getNDManager(), model.tokenizer(), options);
+    }
+
+    private GenerationScheduler(CausalLmBlock block, NDManager manager, TextTokenizer tokenizer, ServerOptions options) {
+        this.requestTimeout = options.requestTimeout();
         this.timer =
                 new ScheduledThreadPoolExecutor(
                         1,
@@ -123,30 +108,45 @@ public final class GenerationScheduler implements AutoCloseable {
                             return t;
                         });
         timer.setRemoveOnCancelPolicy(true);
-        this.maxConcurrency = maxConcurrency;
-        this.maxBatch = maxBatch;
-        this.batchWaitNanos = batchWait.toNanos();
+        this.maxConcurrency = options.maxConcurrency();
+        this.maxBatch = options.maxBatch();
+        this.batchWaitNanos = options.batchWait().toNanos();
         this.slots = new Semaphore(maxConcurrency);
         this.queue = new LinkedBlockingDeque<>(maxConcurrency);
-        this.idle = new ArrayBlockingQueue<>(workers);
-        for (int i = 0; i < workers; i++) {
-            Predictor<GenerationRequest, GenerationResult> predictor =
-                    model.newPredictor(translator);
-            predictors.add(predictor);
-            idle.add(predictor);
+        this.tokenizer = tokenizer;
+        this.contextWindow = block.config().maxPositions();
+        long budget = options.kvCacheTokens() > 0 ? options.kvCacheTokens() : (long) maxBatch * contextWindow;
+        this.batch = new ContinuousBatch(block, manager, maxBatch, budget, options.prefillChunk());
+        this.loop = new Thread(this::loop, "llmzoo-decode-loop");
+        loop.setDaemon(true);
+        loop.start();
+    }
+
+    /**
+     * Why a job could never join the batch, however long it waited: its sequences need more rows
+     * than the batch has, or their reservations ({@code prompt + max_tokens} each, within the
+     * context window) more than the KV pool holds.
+     *
+     * @param promptTokens the prompt's tokens
+     * @param config how to generate
+     * @return the reason, naming the request's field at fault, or {@code null} where it fits
+     */
+    public String neverFits(int promptTokens, GenerationConfig config) {
+        int need = batch.need(promptTokens, config.maxNewTokens());
+        int count = config.numReturnSequences();
+        if (batch.canEverHold(count, need)) {
+            return null;
         }
-        AtomicInteger ids = new AtomicInteger();
-        this.workers =
-                Executors.newFixedThreadPool(
-                        workers,
-                        r -> {
-                            Thread t = new Thread(r, "llmzoo-generate-" + ids.incrementAndGet());
-                            t.setDaemon(true);
-                            return t;
-                        });
-        this.dispatcher = new Thread(this::dispatch, "llmzoo-dispatch");
-        dispatcher.setDaemon(true);
-        dispatcher.start();
+        return "prompt_tokens + max_tokens = "
+                + need
+                + (count > 1 ? " for each of n = " + count + " sequences" : "")
+                + " exceeds the server's KV cache of "
+                + batch.tokenBudget()
+                + " tokens (--kv-cache-tokens) for "
+                + Math.min(count, maxBatch)
+                + " of at most "
+                + maxBatch
+                + " rows; lower max_tokens or the prompt";
     }
 
     /**
@@ -165,7 +165,7 @@ public final class GenerationScheduler implements AutoCloseable {
 
     /**
      * Admits a job that computes with one of the model's LoRA adapters, if a slot is free. Jobs of
-     * different adapters never share a batch: a forward pass adds one adapter's update ({@link
+     * different adapters never share a step: a forward pass adds one adapter's update ({@link
      * LoraAdapter#select}).
      *
      * @param promptIds the prompt token ids (validated by the caller)
@@ -174,7 +174,8 @@ public final class GenerationScheduler implements AutoCloseable {
      * @param adapter the name the adapter is attached to the model under, or {@code null} for the
      *     model as it computes without a selection
      * @return the admitted job, or {@code null} when all {@code maxConcurrency} slots are taken
-     * @throws IllegalArgumentException if the job has more sequences than a batch holds
+     * @throws IllegalArgumentException if the job has more sequences than a batch holds, or could
+     *     never fit the KV pool ({@link #neverFits})
      * @throws IllegalStateException if the scheduler is closed
      */
     public GenerationJob trySubmit(long[] promptIds, GenerationConfig config, boolean streamed, String adapter) {
@@ -184,6 +185,10 @@ public final class GenerationScheduler implements AutoCloseable {
                             + maxBatch
                             + " sequences (the batch size), got "
                             + config.numReturnSequences());
+        }
+        String tooLarge = neverFits(promptIds.length, config);
+        if (tooLarge != null) {
+            throw new IllegalArgumentException(tooLarge);
         }
         if (closed) {
             throw new IllegalStateException("the scheduler is closed");
@@ -232,16 +237,20 @@ public final class GenerationScheduler implements AutoCloseable {
                 metrics.promptTokens.sum(),
                 generatedTokens.sum(),
                 batches.sum(),
-                batchedJobs.sum());
+                batchedJobs.sum(),
+                steps.sum(),
+                batch.allocatedTokens(),
+                batch.tokenBudget(),
+                batch.bytesPerToken());
     }
 
     /**
      * What a scheduler has done so far.
      *
      * @param active jobs holding a slot now (waiting or generating)
-     * @param queued jobs waiting for a batch now
-     * @param runningRows sequences of admitted jobs being generated now (in a running batch, not
-     *     ended)
+     * @param queued jobs waiting to join the batch now
+     * @param runningRows sequences in the batch now (decoding, or joining: their prompt being
+     *     prefilled or waiting to be)
      * @param maxConcurrency the number of slots
      * @param completed jobs that ended normally
      * @param cancelled jobs cancelled (e.g. their client disconnected)
@@ -250,8 +259,13 @@ public final class GenerationScheduler implements AutoCloseable {
      * @param rejected submissions refused for want of a slot
      * @param promptTokens prompt tokens over all admitted jobs
      * @param generatedTokens tokens generated over all jobs
-     * @param batches batches run
-     * @param batchedJobs jobs run in those batches (divided by {@code batches}: the mean batch)
+     * @param batches busy periods of the loop (from a first job joining an empty batch until the
+     *     batch is empty again)
+     * @param batchedJobs jobs that joined the batch (divided by {@code batches}: jobs per busy period)
+     * @param steps steps the loop ran
+     * @param kvPoolTokens positions the KV pool's buffers hold now (rows × capacity)
+     * @param kvPoolBudget the most positions the KV pool may hold ({@code --kv-cache-tokens})
+     * @param kvBytesPerToken bytes one position takes in the pool
      */
     public record Stats(
             int active,
@@ -266,7 +280,11 @@ public final class GenerationScheduler implements AutoCloseable {
             long promptTokens,
             long generatedTokens,
             long batches,
-            long batchedJobs) {}
+            long batchedJobs,
+            long steps,
+            long kvPoolTokens,
+            long kvPoolBudget,
+            long kvBytesPerToken) {}
 
     /** @return the jobs' timings and token counts */
     GenerationMetrics metrics() {
@@ -293,107 +311,131 @@ public final class GenerationScheduler implements AutoCloseable {
         }
     }
 
-    private void dispatch() {
+    private void loop() {
         while (!closed) {
             try {
-                Predictor<GenerationRequest, GenerationResult> predictor = idle.take();
-                List<GenerationJob> batch = nextBatch();
-                batches.increment();
-                batchedJobs.add(batch.size());
-                workers.execute(() -> run(predictor, batch));
+                if (batch.sequences() == 0 && !awaitJobs()) {
+                    continue;
+                }
+                joinWaiting();
+                if (batch.sequences() == 0) {
+                    continue;
+                }
+                step();
             } catch (InterruptedException e) {
                 return;
-            } catch (RuntimeException e) {
-                if (!closed) {
-                    LOG.error("the dispatcher failed; it goes on", e);
+            } catch (RuntimeException | Error e) {
+                if (closed) {
+                    return;
                 }
+                LOG.error("a step of {} sequences failed", batch.sequences(), e);
+                abandon(e);
             }
         }
     }
 
-    /** The oldest waiting job and those joining it within the wait, up to {@code maxBatch} rows. */
-    private List<GenerationJob> nextBatch() throws InterruptedException {
-        GenerationJob first;
-        do {
-            first = queue.takeFirst();
-        } while (first.isCancelled());
-        List<GenerationJob> batch = new ArrayList<>();
-        batch.add(first);
-        int rows = first.sequences();
-        long deadline = System.nanoTime() + batchWaitNanos;
-        while (rows < maxBatch) {
-            GenerationJob next = queue.pollFirst();
-            if (next == null) {
-                long wait = deadline - System.nanoTime();
-                next = wait > 0 ? queue.pollFirst(wait, TimeUnit.NANOSECONDS) : null;
-                if (next == null) {
-                    break;
-                }
+    /**
+     * Waits, with the batch empty, for a job, then up to {@code batchWait} for more to join it.
+     *
+     * @return whether a job is waiting
+     */
+    private boolean awaitJobs() throws InterruptedException {
+        inBatch.clear();
+        GenerationJob first = queue.peekFirst();
+        if (first == null) {
+            first = queue.pollFirst(IDLE_POLL_MILLIS, TimeUnit.MILLISECONDS);
+            if (first == null) {
+                return false;
             }
-            if (next.isCancelled()) {
+            if (!queue.offerFirst(first)) { // full only if it was cancelled meanwhile
+                return false;
+            }
+        }
+        long deadline = System.nanoTime() + batchWaitNanos;
+        while (queue.size() < maxBatch && System.nanoTime() < deadline) {
+            Thread.sleep(0, 200_000);
+        }
+        return true;
+    }
+
+    /** Lets the oldest waiting jobs join while the batch has rows and pool room for them, in order. */
+    private void joinWaiting() {
+        for (GenerationJob job = queue.peekFirst(); job != null; job = queue.peekFirst()) {
+            GenerationRequest request = job.request();
+            if (job.isCancelled()) {
+                queue.remove(job);
                 continue;
             }
-            if (rows + next.sequences() > maxBatch || !Objects.equals(next.adapter(), first.adapter())) {
-                // back to the head for the next batch; the queue can only be full if this job was
-                // cancelled meanwhile (its slot went to a newer job), and then it may be dropped
-                queue.offerFirst(next);
-                break;
+            int need = batch.need(job.promptTokens(), request.config().maxNewTokens());
+            if (!joinsRunningAdapter(job) || !batch.canJoin(job.sequences(), need) || !queue.remove(job)) {
+                return;
             }
-            batch.add(next);
-            rows += next.sequences();
-        }
-        return batch;
-    }
-
-    private void run(
-            Predictor<GenerationRequest, GenerationResult> predictor, List<GenerationJob> batch) {
-        try {
-            List<GenerationRequest> requests = new ArrayList<>(batch.size());
-            for (GenerationJob job : batch) {
-                requests.add(job.request());
-                job.start();
+            if (batch.sequences() == 0) {
+                batches.increment();
+                runningAdapter = job.adapter();
             }
-            List<GenerationResult> results;
-            if (batch.get(0).adapter() == null) {
-                results = predictor.batchPredict(requests);
-            } else {
-                try (LoraAdapter.Selection selection = LoraAdapter.select(batch.get(0).adapter())) {
-                    results = predictor.batchPredict(requests);
-                }
+            batchedJobs.increment();
+            inBatch.add(job);
+            job.joinBatch();
+            List<SequenceState> states = SequenceState.builder(request.promptIds(), request.config())
+                    .contextWindow(contextWindow)
+                    .tokenizer(tokenizer)
+                    .listener(job)
+                    .build();
+            for (SequenceState state : states) {
+                batch.join(state);
             }
-            for (int i = 0; i < batch.size(); i++) {
-                batch.get(i).complete(results.get(i));
-            }
-        } catch (TranslateException | RuntimeException | Error e) {
-            Throwable cause =
-                    e instanceof TranslateException && e.getCause() != null ? e.getCause() : e;
-            LOG.error("generation of a batch of {} failed", batch.size(), cause);
-            for (GenerationJob job : batch) {
-                job.fail(cause);
-            }
-        } finally {
-            idle.add(predictor);
         }
     }
 
-    /** Cancels every job, stops the threads and closes the predictors. */
+    /**
+     * Whether a job may join the sequences in the batch: one adapter per forward pass. Where the
+     * model takes an adapter per row, this is {@code true} and the row's adapter goes with it.
+     */
+    private boolean joinsRunningAdapter(GenerationJob job) {
+        return batch.sequences() == 0 || Objects.equals(job.adapter(), runningAdapter);
+    }
+
+    private void step() {
+        steps.increment();
+        if (runningAdapter == null) {
+            batch.step();
+        } else {
+            try (LoraAdapter.Selection selection = LoraAdapter.select(runningAdapter)) {
+                batch.step();
+            }
+        }
+        inBatch.removeIf(GenerationJob::isReleased);
+    }
+
+    /** Fails the jobs of a step that failed and empties the batch. */
+    private void abandon(Throwable cause) {
+        batch.abandon();
+        for (GenerationJob job : inBatch) {
+            job.fail(cause);
+        }
+        inBatch.clear();
+    }
+
+    /** Cancels every job, stops the loop and frees the KV pool. */
     @Override
     public void close() {
         closed = true;
-        dispatcher.interrupt();
         for (GenerationJob job : List.copyOf(live)) {
             job.cancel();
         }
-        workers.shutdown();
         timer.shutdownNow();
+        loop.interrupt();
         try {
-            dispatcher.join(TimeUnit.SECONDS.toMillis(10));
-            if (!workers.awaitTermination(30, TimeUnit.SECONDS)) {
-                LOG.warn("generation threads did not stop within 30 s");
+            loop.join(TimeUnit.SECONDS.toMillis(30));
+            if (loop.isAlive()) {
+                LOG.warn("the decode loop did not stop within 30 s");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        predictors.forEach(Predictor::close);
+        if (!loop.isAlive()) {
+            batch.close();
+        }
     }
 }

@@ -4,23 +4,16 @@ import com.google.gson.JsonObject;
 import io.github.djlllmzoo.blocks.InvalidCheckpointException;
 import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.chat.ChatTemplate;
-import io.github.djlllmzoo.chat.ToolCall;
-import io.github.djlllmzoo.chat.ToolCallParser;
-import io.github.djlllmzoo.translators.FinishReason;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationResult;
-import io.github.djlllmzoo.translators.GenerationTranslator;
 import io.github.djlllmzoo.zoo.LocalModel;
 import io.javalin.Javalin;
 import io.javalin.http.Context;
 import io.javalin.http.HttpResponseException;
-import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.BindException;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -59,7 +52,8 @@ import org.slf4j.LoggerFactory;
  * of the base weights; a request's {@code model} picks one.
  *
  * <p>Requests are parsed, validated and tokenized on the HTTP thread, then run by a {@link
- * GenerationScheduler}: a bounded pool of DJL predictors with dynamic batching. When all its slots
+ * GenerationScheduler}: one decode loop that owns the model, sequences joining and leaving its batch at
+ * every step, over a KV pool of {@link ServerOptions#kvCacheTokens()} positions. When all its slots
  * are taken the answer is {@code 429} with {@code Retry-After}. A streaming client that
  * disconnects is noticed at the next chunk written; its request is cancelled, which frees its slot
  * and stops its generation. Errors are OpenAI error objects: 400 for bad requests, 404 for unknown
@@ -70,7 +64,6 @@ public final class OpenAiServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(OpenAiServer.class);
     private static final String JSON = "application/json";
     private static final long STOP_TIMEOUT_MILLIS = 10_000;
-    private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8);
 
     private final LocalModel model;
     private final ServerOptions options;
@@ -123,15 +116,7 @@ public final class OpenAiServer implements AutoCloseable {
                         model.config(),
                         defaults,
                         options.maxBatch());
-        this.scheduler =
-                new GenerationScheduler(
-                        model.model(),
-                        new GenerationTranslator(model.tokenizer(), defaults),
-                        options.maxConcurrency(),
-                        options.maxBatch(),
-                        options.workers(),
-                        options.batchWait(),
-                        options.requestTimeout());
+        this.scheduler = new GenerationScheduler(model, options);
         this.keys = new ApiKeys(options.apiKeys());
         this.app =
                 Javalin.create(
@@ -314,6 +299,10 @@ public final class OpenAiServer implements AutoCloseable {
                 endpoint == Endpoint.CHAT ? parser.chat(body) : parser.completion(body);
         // the parser has checked that "model", when given, is one of modelIds
         String served = body.has("model") && !body.get("model").isJsonNull() ? body.get("model").getAsString() : modelId;
+        String tooLarge = scheduler.neverFits(call.promptIds().length, call.config());
+        if (tooLarge != null) {
+            throw ApiException.invalid("max_tokens", tooLarge);
+        }
         GenerationJob job;
         try {
             job = scheduler.trySubmit(
@@ -342,7 +331,7 @@ public final class OpenAiServer implements AutoCloseable {
         String id = endpoint.idPrefix() + UUID.randomUUID().toString().replace("-", "");
         long now = Instant.now().getEpochSecond();
         if (call.stream()) {
-            stream(ctx, call, job, id, now, served);
+            EventStream.write(ctx, call, job, id, now, served);
             return;
         }
         GenerationResult result;
@@ -374,149 +363,6 @@ public final class OpenAiServer implements AutoCloseable {
                 ctx,
                 200,
                 OpenAiResponses.answer(call, id, now, served, result, model.tokenizer()));
-    }
-
-    /** Writes the job's events as server-sent events; a failed write means the client left. */
-    private void stream(
-            Context ctx, CompletionCall call, GenerationJob job, String id, long now, String served) {
-        HttpServletResponse res = ctx.res();
-        res.setStatus(200);
-        res.setContentType("text/event-stream");
-        res.setCharacterEncoding("UTF-8");
-        res.setHeader("Cache-Control", "no-cache");
-        res.setHeader("X-Accel-Buffering", "no");
-        Endpoint endpoint = call.endpoint();
-        boolean usage = call.includeUsage();
-        try {
-            OutputStream out = res.getOutputStream();
-            int sequences = job.sequences();
-            if (endpoint == Endpoint.CHAT) {
-                for (int n = 0; n < sequences; n++) {
-                    send(
-                            out,
-                            OpenAiResponses.chunk(
-                                    endpoint, id, now, served, n, "", "assistant", null, usage));
-                }
-            }
-            // the reply's tool calls, read as it streams: content and whole calls as they close
-            ToolCallParser[] parsers = null;
-            if (call.toolCalls() != null) {
-                parsers = new ToolCallParser[sequences];
-                for (int n = 0; n < sequences; n++) {
-                    parsers[n] = call.toolCalls().parser();
-                }
-            }
-            int finished = 0;
-            int completionTokens = 0;
-            while (finished < sequences) {
-                GenerationJob.Event event = job.nextEvent();
-                if (event instanceof GenerationJob.Text text) {
-                    if (parsers != null) {
-                        int n = text.sequence();
-                        sendParsed(out, call, id, now, served, n, parsers[n].append(text.piece()));
-                        continue;
-                    }
-                    send(
-                            out,
-                            OpenAiResponses.chunk(
-                                    endpoint,
-                                    id,
-                                    now,
-                                    served,
-                                    text.sequence(),
-                                    text.piece(),
-                                    null,
-                                    null,
-                                    usage));
-                } else if (event instanceof GenerationJob.Finished end) {
-                    finished++;
-                    completionTokens += end.tokens();
-                    String reason = OpenAiResponses.finishReason(end.reason());
-                    if (parsers != null) {
-                        ToolCallParser parser = parsers[end.sequence()];
-                        sendParsed(out, call, id, now, served, end.sequence(), parser.finish());
-                        if (parser.callCount() > 0 && end.reason() != FinishReason.LENGTH) {
-                            reason = OpenAiResponses.TOOL_CALLS;
-                        }
-                    }
-                    send(
-                            out,
-                            OpenAiResponses.chunk(
-                                    endpoint,
-                                    id,
-                                    now,
-                                    served,
-                                    end.sequence(),
-                                    null,
-                                    null,
-                                    reason,
-                                    usage));
-                } else if (event instanceof GenerationJob.Failed failure) {
-                    String message =
-                            failure.error() instanceof CancellationException
-                                    ? "the request was cancelled: the server is shutting down"
-                                    : "generation failed: " + describe(failure.error());
-                    send(
-                            out,
-                            OpenAiResponses.error(
-                                    new ApiException(500, "server_error", null, null, message)));
-                    return;
-                }
-            }
-            if (usage) {
-                send(
-                        out,
-                        OpenAiResponses.usageChunk(
-                                endpoint, id, now, served, job.promptTokens(), completionTokens));
-            }
-            out.write(DONE);
-            out.flush();
-        } catch (IOException e) {
-            LOG.debug("client of {} went away: {}", id, e.toString());
-            job.cancel();
-        } catch (InterruptedException e) {
-            job.cancel();
-            Thread.currentThread().interrupt();
-        } catch (RuntimeException e) {
-            job.cancel();
-            throw e;
-        }
-    }
-
-    /** Sends what a piece of a choice decided: its content, then its calls (the first only unless parallel). */
-    private static void sendParsed(
-            OutputStream out,
-            CompletionCall call,
-            String id,
-            long now,
-            String served,
-            int sequence,
-            ToolCallParser.Delta delta)
-            throws IOException {
-        boolean usage = call.includeUsage();
-        if (!delta.content().isEmpty()) {
-            send(
-                    out,
-                    OpenAiResponses.chunk(
-                            Endpoint.CHAT, id, now, served, sequence, delta.content(), null, null, usage));
-        }
-        List<ToolCall> calls = delta.calls();
-        if (!call.parallelToolCalls()) {
-            calls = calls.subList(0, Math.max(0, Math.min(calls.size(), 1 - delta.firstIndex())));
-        }
-        if (!calls.isEmpty()) {
-            send(
-                    out,
-                    OpenAiResponses.toolCallsChunk(
-                            id, now, served, sequence, calls, delta.firstIndex(), usage));
-        }
-    }
-
-    private static void send(OutputStream out, JsonObject chunk) throws IOException {
-        out.write(
-                ("data: " + OpenAiResponses.GSON.toJson(chunk) + "\n\n")
-                        .getBytes(StandardCharsets.UTF_8));
-        out.flush();
     }
 
     private void authorize(Context ctx) {
@@ -600,7 +446,8 @@ public final class OpenAiServer implements AutoCloseable {
         ctx.status(status).contentType(JSON).result(OpenAiResponses.GSON.toJson(body));
     }
 
-    private static String describe(Throwable e) {
+    /** @return the error's message, or its class where it has none */
+    static String describe(Throwable e) {
         String message = e.getMessage();
         return message == null || message.isBlank() ? e.getClass().getSimpleName() : message;
     }

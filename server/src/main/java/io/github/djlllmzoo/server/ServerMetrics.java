@@ -65,24 +65,44 @@ final class ServerMetrics {
         out.metric(
                 "llmzoo_queued_requests",
                 "gauge",
-                "Admitted requests waiting for a batch now.",
+                "Admitted requests waiting to join the decode loop's batch now.",
                 stats.queued());
         out.metric(
                 "llmzoo_running_rows",
                 "gauge",
-                "Sequences being generated now (rows of running batches not yet ended).",
+                "Sequences in the decode loop's batch now (decoding, or their prompt being prefilled or waiting to be).",
                 stats.runningRows());
         out.metric(
                 "llmzoo_max_concurrent_requests",
                 "gauge",
                 "Slots: the most requests admitted at once (--max-concurrency).",
                 stats.maxConcurrency());
-        out.metric("llmzoo_batches_total", "counter", "Batches run.", stats.batches());
+        out.metric(
+                "llmzoo_batches_total",
+                "counter",
+                "Busy periods of the decode loop (from a request joining an empty batch until it is empty again).",
+                stats.batches());
         out.metric(
                 "llmzoo_batched_requests_total",
                 "counter",
-                "Requests run in those batches (over llmzoo_batches_total: the mean batch).",
+                "Requests that joined the decode loop's batch (over llmzoo_batches_total: requests per busy period).",
                 stats.batchedJobs());
+        out.metric("llmzoo_decode_steps_total", "counter", "Steps the decode loop ran.", stats.steps());
+        out.metric(
+                "llmzoo_kv_pool_tokens",
+                "gauge",
+                "Token positions the KV pool's buffers hold now (rows x capacity).",
+                stats.kvPoolTokens());
+        out.metric(
+                "llmzoo_kv_pool_budget_tokens",
+                "gauge",
+                "The most token positions the KV pool may hold (--kv-cache-tokens).",
+                stats.kvPoolBudget());
+        out.metric(
+                "llmzoo_kv_pool_bytes",
+                "gauge",
+                "Bytes the KV pool's buffers hold now.",
+                stats.kvPoolTokens() * stats.kvBytesPerToken());
         return out.toString();
     }
 }

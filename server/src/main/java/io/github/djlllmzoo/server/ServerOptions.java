@@ -18,14 +18,19 @@ import java.util.Locale;
  * @param maxConcurrency most requests admitted at once (waiting or generating); more get 429
  * @param maxBatch most sequences generated together in one batch (also the most {@code n} per
  *     request)
- * @param workers predictors, each generating one batch at a time
- * @param batchWait how long a batch waits for more requests once it has one
+ * @param workers kept for compatibility; no effect: one decode loop owns the model
+ * @param batchWait how long the idle decode loop waits for more requests once one came
  * @param retryAfterSeconds the {@code Retry-After} of a 429 answer
  * @param apiKeys the keys a {@code /v1} request must present as {@code Authorization: Bearer KEY};
  *     empty leaves the server open ({@link #toString()} does not show them)
  * @param requestTimeout how long a request may take from admission to its last token; past it a
  *     streamed answer ends with {@code finish_reason "length"} and a whole one is refused with 408
  * @param drainTimeout how long {@link OpenAiServer#shutdown()} lets running requests finish
+ * @param kvCacheTokens the KV pool's budget in token positions (rows × capacity, every layer's keys
+ *     and values), or 0 for {@code maxBatch} × the model's context window; a request whose {@code
+ *     prompt + max_tokens} (times {@code n}) exceeds it is refused with 400
+ * @param prefillChunk the most prompt tokens one step of the decode loop prefills, between the
+ *     running sequences' tokens
  */
 public record ServerOptions(
         String host,
@@ -38,11 +43,17 @@ public record ServerOptions(
         int retryAfterSeconds,
         List<String> apiKeys,
         Duration requestTimeout,
-        Duration drainTimeout) {
+        Duration drainTimeout,
+        long kvCacheTokens,
+        int prefillChunk) {
+
+    /** The prompt tokens one step of the decode loop prefills when not told otherwise. */
+    public static final int DEFAULT_PREFILL_CHUNK = 64;
 
     /**
-     * Loopback, port 8080, 32 requests, batches of 8, 2 workers, 5 ms wait, retry after 1 s, no
-     * API key, requests ended after 10 minutes, 30 s to drain.
+     * Loopback, port 8080, 32 requests, batches of 8, 2 workers (no effect), 5 ms wait, retry after
+     * 1 s, no API key, requests ended after 10 minutes, 30 s to drain, a KV pool of 8 × the context
+     * window, prompts prefilled 64 tokens a step.
      */
     public static final ServerOptions DEFAULTS =
             new ServerOptions(
@@ -56,7 +67,9 @@ public record ServerOptions(
                     1,
                     List.of(),
                     Duration.ofMinutes(10),
-                    Duration.ofSeconds(30));
+                    Duration.ofSeconds(30),
+                    0,
+                    DEFAULT_PREFILL_CHUNK);
 
     /**
      * Validates the values; each message names the option at fault.
@@ -66,8 +79,8 @@ public record ServerOptions(
      * @param modelId the model name clients send and {@code /v1/models} lists, or {@code null} for the checkpoint directory's name
      * @param maxConcurrency most requests admitted at once (waiting or generating); more get 429
      * @param maxBatch most sequences generated together in one batch (also the most {@code n} per request)
-     * @param workers predictors, each generating one batch at a time
-     * @param batchWait how long a batch waits for more requests once it has one
+     * @param workers kept for compatibility; no effect: one decode loop owns the model
+     * @param batchWait how long the idle decode loop waits for more requests once one came
      * @param retryAfterSeconds the {@code Retry-After} of a 429 answer
      * @param apiKeys the keys a {@code /v1} request must present as {@code Authorization: Bearer
      *     KEY}; empty leaves the server open ({@link #toString()} does not show them)
@@ -75,6 +88,8 @@ public record ServerOptions(
      *     a streamed answer ends with {@code finish_reason "length"} and a whole one is refused with
      *     408
      * @param drainTimeout how long {@link OpenAiServer#shutdown()} lets running requests finish
+     * @param kvCacheTokens the KV pool's budget in token positions, or 0 for {@code maxBatch} × the context window
+     * @param prefillChunk the most prompt tokens one step of the decode loop prefills
      */
     public ServerOptions {
         if (host == null || host.isBlank()) {
@@ -84,6 +99,10 @@ public record ServerOptions(
         require(maxConcurrency >= 1, "maxConcurrency must be at least 1", maxConcurrency);
         require(maxBatch >= 1, "maxBatch must be at least 1", maxBatch);
         require(workers >= 1, "workers must be at least 1", workers);
+        require(prefillChunk >= 1, "prefillChunk must be at least 1", prefillChunk);
+        if (kvCacheTokens < 0) {
+            throw new IllegalArgumentException("kvCacheTokens must be >= 0 (0: the default), got " + kvCacheTokens);
+        }
         require(retryAfterSeconds >= 1, "retryAfterSeconds must be at least 1", retryAfterSeconds);
         if (batchWait == null || batchWait.isNegative()) {
             throw new IllegalArgumentException("batchWait must be >= 0, got " + batchWait);
@@ -134,6 +153,10 @@ public record ServerOptions(
                 + requestTimeout
                 + ", drainTimeout="
                 + drainTimeout
+                + ", kvCacheTokens="
+                + kvCacheTokens
+                + ", prefillChunk="
+                + prefillChunk
                 + "]";
     }
 
@@ -206,7 +229,9 @@ public record ServerOptions(
                 retryAfterSeconds,
                 apiKeys,
                 requestTimeout,
-                drainTimeout);
+                drainTimeout,
+                kvCacheTokens,
+                prefillChunk);
     }
 
     /**
@@ -225,7 +250,9 @@ public record ServerOptions(
                 retryAfterSeconds,
                 apiKeys,
                 requestTimeout,
-                drainTimeout);
+                drainTimeout,
+                kvCacheTokens,
+                prefillChunk);
     }
 
     /**
@@ -248,7 +275,31 @@ public record ServerOptions(
                 retryAfterSeconds,
                 apiKeys,
                 requestTimeout,
-                drainTimeout);
+                drainTimeout,
+                kvCacheTokens,
+                prefillChunk);
+    }
+
+    /**
+     * @param tokens the KV pool's budget in token positions, or 0 for {@code maxBatch} × the context window
+     * @param chunk the most prompt tokens one step of the decode loop prefills
+     * @return a copy with this pool and chunk
+     */
+    public ServerOptions withKvPool(long tokens, int chunk) {
+        return new ServerOptions(
+                host,
+                port,
+                modelId,
+                maxConcurrency,
+                maxBatch,
+                workers,
+                batchWait,
+                retryAfterSeconds,
+                apiKeys,
+                requestTimeout,
+                drainTimeout,
+                tokens,
+                chunk);
     }
 
     /**
@@ -267,7 +318,9 @@ public record ServerOptions(
                 retryAfterSeconds,
                 keys,
                 requestTimeout,
-                drainTimeout);
+                drainTimeout,
+                kvCacheTokens,
+                prefillChunk);
     }
 
     /**
@@ -287,6 +340,8 @@ public record ServerOptions(
                 retryAfterSeconds,
                 apiKeys,
                 requestLimit,
-                drainLimit);
+                drainLimit,
+                kvCacheTokens,
+                prefillChunk);
     }
 }

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 
 import io.github.djlllmzoo.translators.GenerationConfig;
-import io.github.djlllmzoo.translators.GenerationTranslator;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -38,13 +37,10 @@ class AdmissionTest {
         oneToken = defaults.toBuilder().greedy().maxNewTokens(1).build();
         scheduler =
                 new GenerationScheduler(
-                        model.model(),
-                        new GenerationTranslator(model.tokenizer(), defaults),
-                        1,
-                        1,
-                        1,
-                        Duration.ZERO,
-                        Duration.ofMinutes(1));
+                        model,
+                        ServerOptions.DEFAULTS
+                                .withScheduling(1, 1, 1, Duration.ZERO)
+                                .withTimeouts(Duration.ofMinutes(1), Duration.ZERO));
     }
 
     @AfterAll

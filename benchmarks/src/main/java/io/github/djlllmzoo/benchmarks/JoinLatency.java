@@ -1,0 +1,155 @@
+package io.github.djlllmzoo.benchmarks;
+
+import ai.djl.ndarray.NDManager;
+import io.github.djlllmzoo.blocks.WeightFormat;
+import io.github.djlllmzoo.translators.ContinuousBatch;
+import io.github.djlllmzoo.translators.GenerationConfig;
+import io.github.djlllmzoo.translators.GenerationListener;
+import io.github.djlllmzoo.translators.SequenceState;
+import io.github.djlllmzoo.zoo.LocalModel;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+
+/**
+ * What a long prompt joining a continuous batch costs the streams already running: {@code streams}
+ * sequences decode (greedy, no EOS) in a {@link ContinuousBatch}; once each has {@code warmup} tokens,
+ * a prompt of {@code prompt} random tokens joins and is prefilled {@code chunk} tokens a step between
+ * their decode steps. Prints the running streams' time between tokens (median and p99) over the whole
+ * run and while the prompt joined (from its join to its first token), and p99 over the median (the
+ * issue's target: at most 3 while a 1,000-token prompt joins).
+ */
+public final class JoinLatency {
+
+    private JoinLatency() {}
+
+    /** Records when each token of a sequence came. */
+    private static final class Times implements GenerationListener {
+        final List<Long> nanos = new ArrayList<>();
+
+        @Override
+        public void onText(int sequence, String piece) {}
+
+        @Override
+        public void onToken(int sequence, long tokenId) {
+            nanos.add(System.nanoTime());
+        }
+    }
+
+    /**
+     * Runs it from the command line and prints the report.
+     *
+     * @param args {@code --model DIR [--weights float32|int8] [--streams N] [--prompt T] [--chunk C]
+     *     [--tokens K] [--warmup W]}
+     * @throws Exception if the model cannot be loaded or the run fails
+     */
+    public static void main(String[] args) throws Exception {
+        Path dir = null;
+        WeightFormat weights = WeightFormat.FLOAT32;
+        int streams = 4;
+        int promptTokens = 1000;
+        int chunk = 64;
+        int tokens = 200;
+        int warmup = 20;
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            switch (args[i]) {
+                case "--model" -> dir = Path.of(args[i + 1]);
+                case "--weights" -> weights = WeightFormat.parse(args[i + 1]);
+                case "--streams" -> streams = Integer.parseInt(args[i + 1]);
+                case "--prompt" -> promptTokens = Integer.parseInt(args[i + 1]);
+                case "--chunk" -> chunk = Integer.parseInt(args[i + 1]);
+                case "--tokens" -> tokens = Integer.parseInt(args[i + 1]);
+                case "--warmup" -> warmup = Integer.parseInt(args[i + 1]);
+                default -> usage("unknown option " + args[i]);
+            }
+        }
+        if (dir == null || args.length % 2 != 0) {
+            usage("--model DIR is required, and every option takes a value");
+        }
+        try (LocalModel model = LocalModel.load(dir, weights);
+                NDManager manager = model.model().getNDManager().newSubManager()) {
+            int window = model.config().maxPositions();
+            int vocab = model.config().vocabSize();
+            if (promptTokens + 1 > window || 8 + tokens > window) {
+                usage("the prompt (" + promptTokens + ") and each stream's 8 + " + tokens
+                        + " tokens must fit the context window of " + window);
+            }
+            GenerationConfig config = GenerationConfig.builder().maxNewTokens(tokens).eosTokenIds(List.of()).build();
+            Random random = new Random(1);
+            Times[] times = new Times[streams];
+            try (ContinuousBatch batch = new ContinuousBatch(
+                    model.block(), manager, streams + 1, (long) (streams + 1) * window, chunk)) {
+                for (int s = 0; s < streams; s++) {
+                    times[s] = new Times();
+                    batch.join(state(random, 8, vocab, config, times[s], window));
+                }
+                while (times[streams - 1].nanos.size() < warmup) {
+                    batch.step();
+                }
+                Times joining = new Times();
+                GenerationConfig one = config.toBuilder().maxNewTokens(1).build();
+                long joined = System.nanoTime();
+                batch.join(state(random, promptTokens, vocab, one, joining, window));
+                while (batch.sequences() > 0) {
+                    batch.step();
+                }
+                long firstToken = joining.nanos.get(0);
+                List<Double> all = new ArrayList<>();
+                List<Double> during = new ArrayList<>();
+                for (Times stream : times) {
+                    for (int i = 1; i < stream.nanos.size(); i++) {
+                        double gap = (stream.nanos.get(i) - stream.nanos.get(i - 1)) / 1e6;
+                        all.add(gap);
+                        if (stream.nanos.get(i) > joined && stream.nanos.get(i - 1) < firstToken) {
+                            during.add(gap);
+                        }
+                    }
+                }
+                System.out.printf(Locale.ROOT, "%s (%s): %d streams of %d tokens; a %d-token prompt joined after %d,"
+                                + " prefilled %d a step, first token after %.1f ms%n",
+                        dir, weights, streams, tokens, promptTokens, warmup, chunk, (firstToken - joined) / 1e6);
+                report("time between tokens, whole run", all);
+                report("time between tokens, while it joined", during);
+                double median = quantile(all, 0.5);
+                System.out.printf(Locale.ROOT, "p99 while it joined / median of the run: %.2f (target <= 3)%n",
+                        quantile(during, 0.99) / median);
+            }
+        }
+    }
+
+    private static SequenceState state(
+            Random random, int length, int vocab, GenerationConfig config, Times times, int window) {
+        long[] prompt = new long[length];
+        for (int i = 0; i < length; i++) {
+            prompt[i] = random.nextInt(vocab);
+        }
+        return SequenceState.builder(prompt, config).contextWindow(window).listener(times).build().get(0);
+    }
+
+    private static void report(String what, List<Double> gaps) {
+        System.out.printf(Locale.ROOT, "%s: %d gaps, median %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms%n",
+                what, gaps.size(), quantile(gaps, 0.5), quantile(gaps, 0.9), quantile(gaps, 0.99),
+                quantile(gaps, 1.0));
+    }
+
+    /** The nearest-rank quantile; NaN for none. */
+    private static double quantile(List<Double> values, double q) {
+        if (values.isEmpty()) {
+            return Double.NaN;
+        }
+        double[] sorted = values.stream().mapToDouble(Double::doubleValue).toArray();
+        Arrays.sort(sorted);
+        int rank = (int) Math.ceil(q * sorted.length);
+        return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))];
+    }
+
+    private static void usage(String problem) {
+        System.err.println("error: " + problem);
+        System.err.println("usage: JoinLatency --model DIR [--weights float32|int8] [--streams N] [--prompt T]"
+                + " [--chunk C] [--tokens K] [--warmup W]");
+        System.exit(2);
+    }
+}

@@ -1,0 +1,103 @@
+package io.github.djlllmzoo.server;
+
+import static io.github.djlllmzoo.server.TestHttp.CLIENT;
+import static io.github.djlllmzoo.server.TestHttp.completion;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import io.github.djlllmzoo.zoo.LocalModel;
+import java.io.BufferedReader;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The server's decode loop: a request joins the batch of a stream already running, at the next step,
+ * and ends before it; the KV pool's budget refuses a request that could never fit with a 400 naming
+ * {@code max_tokens}, and {@code /metrics} shows the pool.
+ */
+class ContinuousBatchingServerTest {
+
+    private static final int WINDOW = 256;
+
+    @TempDir static Path dir;
+
+    private static LocalModel model;
+
+    @BeforeAll
+    static void load() throws Exception {
+        model = TinyModels.randomGpt2(dir, WINDOW);
+    }
+
+    @AfterAll
+    static void close() {
+        if (model != null) {
+            model.close();
+        }
+    }
+
+    @Test
+    void aRequestJoinsARunningStreamsBatchAndEndsBeforeIt() throws Exception {
+        try (OpenAiServer server = OpenAiServer.start(
+                model,
+                ServerOptions.DEFAULTS.withAddress("127.0.0.1", 0).withScheduling(4, 2, 1, Duration.ZERO))) {
+            HttpResponse<InputStream> stream =
+                    CLIENT.send(completion(server, WINDOW - 16, true), HttpResponse.BodyHandlers.ofInputStream());
+            assertEquals(200, stream.statusCode());
+            try (BufferedReader lines =
+                    new BufferedReader(new InputStreamReader(stream.body(), StandardCharsets.UTF_8))) {
+                assertTrue(lines.readLine().startsWith("data: "), "the stream has its first token");
+                HttpResponse<String> shorter =
+                        CLIENT.send(completion(server, 3, false), HttpResponse.BodyHandlers.ofString());
+                assertEquals(200, shorter.statusCode(), shorter.body());
+                assertEquals(1, server.stats().completed(), "the short request ended first");
+                String line;
+                String last = null;
+                while ((line = lines.readLine()) != null) {
+                    last = line.isEmpty() ? last : line;
+                }
+                assertEquals("data: [DONE]", last);
+            }
+            GenerationScheduler.Stats stats = server.stats();
+            assertEquals(2, stats.completed());
+            assertEquals(1, stats.batches(), "the short request joined the stream's batch: " + stats);
+            assertEquals(2, stats.batchedJobs());
+        }
+    }
+
+    @Test
+    void aRequestThatCouldNeverFitTheKvPoolGets400NamingMaxTokens() throws Exception {
+        try (OpenAiServer server = OpenAiServer.start(
+                model,
+                ServerOptions.DEFAULTS
+                        .withAddress("127.0.0.1", 0)
+                        .withScheduling(4, 2, 1, Duration.ZERO)
+                        .withKvPool(64, 8))) {
+            HttpResponse<String> tooLarge =
+                    CLIENT.send(completion(server, 100, false), HttpResponse.BodyHandlers.ofString());
+            assertEquals(400, tooLarge.statusCode(), tooLarge.body());
+            JsonObject error = JsonParser.parseString(tooLarge.body()).getAsJsonObject().getAsJsonObject("error");
+            assertEquals("max_tokens", error.get("param").getAsString());
+            assertTrue(error.get("message").getAsString().contains("64"), error.toString());
+            HttpResponse<String> fits = CLIENT.send(completion(server, 40, false), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, fits.statusCode(), fits.body());
+            Map<String, Double> samples = MetricsTest.scrape(server);
+            assertEquals(64.0, samples.get("llmzoo_kv_pool_budget_tokens"));
+            double pool = samples.get("llmzoo_kv_pool_tokens");
+            assertTrue(pool > 40 && pool <= 64, "the pool held the request's reservation: " + pool);
+            assertEquals(0.0, samples.get("llmzoo_running_rows"));
+            // the prompt's step gives the first token and decodes the second; one step each after
+            assertEquals(39.0, samples.get("llmzoo_decode_steps_total"));
+        }
+    }
+}
