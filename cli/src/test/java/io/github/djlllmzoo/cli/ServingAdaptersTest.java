@@ -82,7 +82,7 @@ class ServingAdaptersTest {
             assertEquals(e.getKey(), JsonParser.parseString(answer.body()).getAsJsonObject().get("model").getAsString());
             assertEquals(e.getValue(), text(answer), e.getKey());
         }
-        // at once, within one batch wait: requests of different adapters must not share a batch
+        // at once: requests of different adapters share the batch, each row answering with its own adapter
         Map<String, List<CompletableFuture<HttpResponse<String>>>> concurrent = new LinkedHashMap<>();
         for (int round = 0; round < 2; round++) {
             for (String name : cli.keySet()) {
@@ -95,7 +95,6 @@ class ServingAdaptersTest {
                 assertEquals(cli.get(e.getKey()), text(answer.get()), e.getKey() + ", sent with the others");
             }
         }
-        assertTrue(server.stats().batches() >= 3, "at least one batch per model: " + server.stats());
         HttpResponse<String> unknown = complete(client, server.uri(), "novelist");
         assertEquals(404, unknown.statusCode(), unknown.body());
         assertTrue(unknown.body().contains("model_not_found"), unknown.body());

@@ -15,9 +15,11 @@ import io.github.djlllmzoo.blocks.Kernels;
 import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.blocks.LoraConfig;
 import io.github.djlllmzoo.blocks.LoraWeights;
+import io.github.djlllmzoo.translators.ContinuousBatch;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
+import io.github.djlllmzoo.translators.SequenceState;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -62,6 +64,53 @@ class MixedAdapterBatchTest {
             TranslateException e = assertThrows(TranslateException.class, () -> predictor.batchPredict(List.of(request)));
             String message = String.valueOf(e.getCause() != null ? e.getCause().getMessage() : e.getMessage());
             assertTrue(message.contains("'sql'") && message.contains("[a0, a1, a2, a3]"), message);
+        }
+    }
+
+    /**
+     * Sequences for the four adapters and the base model joining a continuous batch of 4 rows one a
+     * step (and as rows free up) each generate what their request generates alone: a decode step
+     * selects each row's adapter, a prefill chunk its sequence's.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"llama-gqa", "phi3-fused"})
+    void sequencesOfMixedAdaptersJoiningAContinuousBatchEachGenerateWhatTheyGenerateAlone(String name)
+            throws Exception {
+        GoldenCase golden = GoldenCase.load(name);
+        try (LocalModel model = LocalModel.load(golden.dir())) {
+            attachAdapters(model);
+            long[] full = golden.promptIds();
+            int window = model.config().maxPositions();
+            List<SequenceState> states = new ArrayList<>();
+            List<long[]> alone = new ArrayList<>();
+            try (Predictor<GenerationRequest, GenerationResult> predictor = model.newGenerationPredictor()) {
+                for (int i = 0; i < ROW_ADAPTERS.size(); i++) {
+                    long[] prompt = Arrays.copyOf(full, full.length - i % 3);
+                    GenerationConfig config = GenerationConfig.builder().maxNewTokens(NEW_TOKENS - i % 4)
+                            .eosTokenIds(List.of()).build(); // rows end at different steps
+                    alone.add(predictor.predict(GenerationRequest.ofIds(prompt, config)
+                            .withAdapter(ROW_ADAPTERS.get(i))).tokenIds());
+                    states.add(SequenceState.builder(prompt, config).contextWindow(window)
+                            .adapter(ROW_ADAPTERS.get(i)).build().get(0));
+                }
+            }
+            try (NDManager manager = model.model().getNDManager().newSubManager();
+                    ContinuousBatch batch = new ContinuousBatch(model.block(), manager, 4, 4L * 64, 4)) {
+                int next = 0;
+                for (int step = 0; next < states.size() || batch.sequences() > 0; step++) {
+                    SequenceState state = next < states.size() ? states.get(next) : null;
+                    if (state != null && batch.canJoin(1, batch.need(state.promptLength(), state.budget()))) {
+                        assertTrue(batch.join(state));
+                        next++;
+                    }
+                    batch.step();
+                    assertTrue(step < 500, "the batch ends");
+                }
+            }
+            for (int i = 0; i < states.size(); i++) {
+                assertArrayEquals(alone.get(i), states.get(i).completion().tokenIds(),
+                        name + ": sequence " + i + " (" + ROW_ADAPTERS.get(i) + ")");
+            }
         }
     }
 

@@ -12,7 +12,6 @@ import io.github.djlllmzoo.zoo.LocalModel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingDeque;
@@ -42,9 +41,8 @@ import org.slf4j.LoggerFactory;
  *       last sequence ends, before its last event or result is handed over.
  * </ul>
  *
- * <p>A job may name a LoRA adapter attached to the model. A forward pass adds one adapter's update
- * ({@link LoraAdapter#select}), so the batch holds one adapter's sequences (or none's): a waiting job
- * of another adapter waits until the running ones end ({@link #joinsRunningAdapter}).
+ * <p>A job may name a LoRA adapter attached to the model; jobs of different adapters (and none)
+ * run in one batch, each row with its own ({@link ContinuousBatch}, {@link LoraAdapter#selectRows}).
  */
 public final class GenerationScheduler implements AutoCloseable {
 
@@ -70,8 +68,6 @@ public final class GenerationScheduler implements AutoCloseable {
     // the loop thread's own
     /** Jobs with sequences in the batch. */
     private final List<GenerationJob> inBatch = new ArrayList<>();
-    /** The adapter of the jobs in the batch (meaningful while it holds any). */
-    private String runningAdapter;
 
     private final LongAdder completed = new LongAdder();
     private final LongAdder cancelled = new LongAdder();
@@ -165,8 +161,7 @@ public final class GenerationScheduler implements AutoCloseable {
 
     /**
      * Admits a job that computes with one of the model's LoRA adapters, if a slot is free. Jobs of
-     * different adapters never share a step: a forward pass adds one adapter's update ({@link
-     * LoraAdapter#select}).
+     * different adapters share the batch, each row adding its own adapter's update.
      *
      * @param promptIds the prompt token ids (validated by the caller)
      * @param config how to generate; {@code numReturnSequences} at most {@code maxBatch}
@@ -367,12 +362,11 @@ public final class GenerationScheduler implements AutoCloseable {
                 continue;
             }
             int need = batch.need(job.promptTokens(), request.config().maxNewTokens());
-            if (!joinsRunningAdapter(job) || !batch.canJoin(job.sequences(), need) || !queue.remove(job)) {
+            if (!batch.canJoin(job.sequences(), need) || !queue.remove(job)) {
                 return;
             }
             if (batch.sequences() == 0) {
                 batches.increment();
-                runningAdapter = job.adapter();
             }
             batchedJobs.increment();
             inBatch.add(job);
@@ -381,6 +375,7 @@ public final class GenerationScheduler implements AutoCloseable {
                     .contextWindow(contextWindow)
                     .tokenizer(tokenizer)
                     .listener(job)
+                    .adapter(job.adapter())
                     .build();
             for (SequenceState state : states) {
                 batch.join(state);
@@ -388,23 +383,9 @@ public final class GenerationScheduler implements AutoCloseable {
         }
     }
 
-    /**
-     * Whether a job may join the sequences in the batch: one adapter per forward pass. Where the
-     * model takes an adapter per row, this is {@code true} and the row's adapter goes with it.
-     */
-    private boolean joinsRunningAdapter(GenerationJob job) {
-        return batch.sequences() == 0 || Objects.equals(job.adapter(), runningAdapter);
-    }
-
     private void step() {
         steps.increment();
-        if (runningAdapter == null) {
-            batch.step();
-        } else {
-            try (LoraAdapter.Selection selection = LoraAdapter.select(runningAdapter)) {
-                batch.step();
-            }
-        }
+        batch.step();
         inBatch.removeIf(GenerationJob::isReleased);
     }
 

@@ -5,6 +5,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.blocks.SlotKvCache;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -29,6 +30,10 @@ import java.util.List;
  * when an empty pool is too short for a new sequence). Joined sequences that wait for their prefill
  * keep their rows.
  *
+ * <p>Each sequence computes with its own LoRA adapter ({@link SequenceState#adapter()}, {@code null}
+ * for the model's own weights): a decode step selects one per row ({@link LoraAdapter#selectRows}),
+ * kept while the running rows stay the same, and a prefill chunk its sequence's.
+ *
  * <p>One thread drives it (the loop that owns the model); the gauges may be read from others.
  */
 public final class ContinuousBatch implements AutoCloseable {
@@ -47,6 +52,9 @@ public final class ContinuousBatch implements AutoCloseable {
     private Row prefilling;
     private int prefillRow = -1;
     private volatile int joined;
+    /** The decode step's adapter per row, kept open on the driving thread while the rows stay the same. */
+    private LoraAdapter.Selection rowAdapters;
+    private List<String> rowAdapterNames = List.of();
 
     /** One sequence in the batch and how much of its prompt is in the cache. */
     private static final class Row {
@@ -190,6 +198,9 @@ public final class ContinuousBatch implements AutoCloseable {
         if (decoding > 0) {
             decode();
         }
+        if (decoding == 0) {
+            releaseRowAdapters(); // nothing of the adapters' is kept while no row decodes
+        }
         joined = inUse();
         return joined;
     }
@@ -201,7 +212,9 @@ public final class ContinuousBatch implements AutoCloseable {
         NDManager step = manager.newSubManager();
         try {
             NDArray ids = step.create(Arrays.copyOfRange(row.prompt, row.prefilled, row.prefilled + t), new Shape(1, t));
-            logits = model.prefillSlot(ids, cache, prefillRow).toType(DataType.FLOAT32, false).toFloatArray(); // (V)
+            try (LoraAdapter.Selection adapter = LoraAdapter.select(row.state.adapter())) {
+                logits = model.prefillSlot(ids, cache, prefillRow).toType(DataType.FLOAT32, false).toFloatArray(); // (V)
+            }
         } finally {
             model.kernels().closeStep(step);
         }
@@ -225,6 +238,7 @@ public final class ContinuousBatch implements AutoCloseable {
         for (int r = 0; r < n; r++) {
             next[r] = rows[r].state.lastToken();
         }
+        selectRowAdapters(n);
         float[] logits;
         NDManager step = manager.newSubManager();
         try {
@@ -237,6 +251,31 @@ public final class ContinuousBatch implements AutoCloseable {
             if (rows[r].state.advance(Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab))) {
                 leave(r);
             }
+        }
+    }
+
+    /**
+     * Selects each decoding row's adapter for the step; the selection (and what it derived from the
+     * adapters' weights) is kept while the rows' adapters stay the same.
+     */
+    private void selectRowAdapters(int n) {
+        List<String> names = new ArrayList<>(n);
+        for (int r = 0; r < n; r++) {
+            names.add(rows[r].state.adapter());
+        }
+        if (rowAdapters != null && names.equals(rowAdapterNames)) {
+            return;
+        }
+        releaseRowAdapters();
+        rowAdapters = LoraAdapter.selectRows(names);
+        rowAdapterNames = names;
+    }
+
+    private void releaseRowAdapters() {
+        if (rowAdapters != null) {
+            rowAdapters.close();
+            rowAdapters = null;
+            rowAdapterNames = List.of();
         }
     }
 
@@ -290,6 +329,7 @@ public final class ContinuousBatch implements AutoCloseable {
         prefilling = null;
         decoding = 0;
         joined = 0;
+        releaseRowAdapters();
         cache.free();
         return dropped;
     }
@@ -325,6 +365,7 @@ public final class ContinuousBatch implements AutoCloseable {
 
     @Override
     public void close() {
+        releaseRowAdapters();
         cache.close();
     }
 }
