@@ -23,6 +23,19 @@ static inline __attribute__((always_inline)) VNNI_TARGET __m256i unpack_int4_gro
     return _mm256_sub_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(low), high, 1), _mm256_set1_epi8(8));
 }
 
+/* Two int4 groups' 32 packed bytes as their 64 int8 codes q - 8 (each group in unpack_int4's order, the
+   first group in the low half): one 256-bit load, the nibbles split at that width, and one shuffle of
+   128-bit lanes to put each group's high nibbles after its low ones. */
+static inline __attribute__((always_inline)) VNNI_TARGET __m512i unpack_int4_pair(const uint8_t *packed) {
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    __m256i bytes = _mm256_loadu_si256((const __m256i *)packed);
+    __m256i low = _mm256_and_si256(bytes, nibble);   /* group 0 low, group 1 low */
+    __m256i high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble);
+    __m512i lanes = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1); /* 0 low, 1 low, 0 high, 1 high */
+    lanes = _mm512_shuffle_i64x2(lanes, lanes, _MM_SHUFFLE(3, 1, 2, 0));
+    return _mm512_sub_epi8(lanes, _mm512_set1_epi8(8));
+}
+
 /* The int8 codes of output n's inputs [at, at + 64) (int8's as they are, int4's unpacked), zero past in,
    with the weight prefetched ahead. */
 static inline __attribute__((always_inline)) VNNI_TARGET __m512i load_chunk(
@@ -34,8 +47,7 @@ static inline __attribute__((always_inline)) VNNI_TARGET __m512i load_chunk(
     if (format == INT4) {
         const uint8_t *packed = (const uint8_t *)codes + ((size_t)n * (in / GROUP) + at / GROUP) * INT4_GROUP_BYTES;
         _mm_prefetch((const char *)packed + PREFETCH_BYTES, _MM_HINT_T0);
-        __m512i low = _mm512_zextsi256_si512(unpack_int4_group(packed));
-        return whole ? _mm512_inserti64x4(low, unpack_int4_group(packed + INT4_GROUP_BYTES), 1) : low;
+        return whole ? unpack_int4_pair(packed) : _mm512_zextsi256_si512(unpack_int4_group(packed));
     }
     const int8_t *w_at = (const int8_t *)codes + (size_t)n * in + at;
     _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
