@@ -4,7 +4,7 @@
 # `llmzoo bench --dtype` float32, float16, bfloat16 and int8 (and Q4_0 ~ int4 on request); prints both, their
 # ratios, the bytes held and each process's peak resident set.
 #
-#   scripts/bench-llamacpp.sh [--shape gpt2-small|gpt2-tiny|llama-110m|tinyllama-1.1b] [--runs 3] [--threads 2]
+#   scripts/bench-llamacpp.sh [--shape gpt2-small|gpt2-tiny|llama-110m|tinyllama-1.1b|qwen2-0.5b] [--runs 3] [--threads 2]
 #                             [--prompt-tokens 128] [--new-tokens 128] [--dir DIR] [--formats f32,f16,bf16,q8_0]
 #                             [--warmup 1] [--rounds 1] [--isa avx2]
 #
@@ -46,7 +46,8 @@ fixtures="${LLMZOO_FIXTURES:-$root/../shared/fixtures}"
 case "$shape" in
   gpt2-small|gpt2-tiny) tokenizer="$fixtures/gpt2-tokenizer";;
   llama-110m|tinyllama-1.1b) tokenizer="$fixtures/llama2-tokenizer";;
-  *) echo "error: --shape must be gpt2-small, gpt2-tiny, llama-110m or tinyllama-1.1b (the families the kit converts), not '$shape'" >&2
+  qwen2-0.5b) tokenizer="$fixtures/gpt2-tokenizer";; # byte-level BPE; the vocabulary padded to Qwen2's 151,936 rows
+  *) echo "error: --shape must be gpt2-small, gpt2-tiny, llama-110m, tinyllama-1.1b (the families the kit converts) or qwen2-0.5b (scripts/qwen2-gguf.py), not '$shape'" >&2
      exit 2;;
 esac
 dtype_of() {
@@ -73,14 +74,19 @@ if [ ! -f "$dir/model.safetensors" ]; then
   "$root/bin/llmzoo" init-random --shape "$shape" --out "$dir" --tokenizer "$tokenizer" >&2
 fi
 gguf="$dir/gguf"
-if [ ! -f "$gguf-q8_0.gguf" ] || [ "$dir/model.safetensors" -nt "$gguf-q8_0.gguf" ]; then
+if [ "$shape" = qwen2-0.5b ]; then
+  if [ ! -f "$gguf-f32.gguf" ] || [ "$dir/model.safetensors" -nt "$gguf-f32.gguf" ]; then
+    echo "converting to GGUF F32 (scripts/qwen2-gguf.py) ..." >&2
+    LLAMACPP_HOME="$(dirname "$(dirname "$(dirname "$bin")")")" python3 "$root/scripts/qwen2-gguf.py" "$dir" "$gguf-f32.gguf" >&2
+  fi
+elif [ ! -f "$gguf-q8_0.gguf" ] || [ "$dir/model.safetensors" -nt "$gguf-q8_0.gguf" ]; then
   echo "converting to GGUF F32/F16/Q8_0 ..." >&2
   "$kit/to-gguf.sh" "$dir" "$gguf" >&2
 fi
-# The formats the kit's converter does not write: llama-quantize makes them from the F32 file (its type names are
+# The formats not yet written (by the kit's converter: F16, Q8_0): llama-quantize makes them from the F32 file (its type names are
 # the format's, upper case).
 for f in "${format_list[@]}"; do
-  case "$f" in f32|f16|q8_0) continue;; esac
+  [ "$f" != f32 ] || continue
   if [ ! -f "$gguf-$f.gguf" ] || [ "$gguf-f32.gguf" -nt "$gguf-$f.gguf" ]; then
     "$bin/llama-quantize" "$gguf-f32.gguf" "$gguf-$f.gguf" "${f^^}" 2 > /dev/null 2>&1
   fi
