@@ -6,7 +6,7 @@
 #
 #   scripts/bench-llamacpp.sh [--shape gpt2-small|gpt2-tiny|llama-110m|tinyllama-1.1b|qwen2-0.5b] [--runs 3] [--threads 2]
 #                             [--prompt-tokens 128] [--new-tokens 128] [--dir DIR] [--formats f32,f16,bf16,q8_0]
-#                             [--warmup 1] [--rounds 1] [--isa avx2]
+#                             (also q4_0) [--warmup 1] [--rounds 1] [--isa avx2]
 #
 # --isa avx2: both engines on their AVX2 paths on an AVX-512 machine: llama.cpp built for AVX2 only
 # (scripts/llamacpp-build.sh --avx2) and llmzoo with -Dllmzoo.cpu.isa=avx2 (docs/cpu-kernels.md); the JSON's
@@ -83,8 +83,8 @@ elif [ ! -f "$gguf-q8_0.gguf" ] || [ "$dir/model.safetensors" -nt "$gguf-q8_0.gg
   echo "converting to GGUF F32/F16/Q8_0 ..." >&2
   "$kit/to-gguf.sh" "$dir" "$gguf" >&2
 fi
-# The formats not yet written (by the kit's converter: F16, Q8_0): llama-quantize makes them from the F32 file (its type names are
-# the format's, upper case).
+# The formats not yet written (the kit's converter writes F16 and Q8_0): llama-quantize makes them from the F32
+# file, so both engines start from the same weights (its type names are the format's, upper case).
 for f in "${format_list[@]}"; do
   [ "$f" != f32 ] || continue
   if [ ! -f "$gguf-$f.gguf" ] || [ "$gguf-f32.gguf" -nt "$gguf-$f.gguf" ]; then
