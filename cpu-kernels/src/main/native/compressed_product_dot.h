@@ -214,6 +214,31 @@ static inline __attribute__((always_inline)) VNNI_TARGET void transpose_block(co
     t[3] = _mm512_shuffle_i64x2(a23, b23, _MM_SHUFFLE(3, 2, 3, 2));
 }
 
+/*
+ * A whole block of int4 codes (8 groups, 128 packed bytes) straight into transpose_block's form, each code as the
+ * unsigned w + 128 = u + 120 (u the nibble, w = u - 8): group g's codes 8j to 8j + 7 are the low nibbles of its
+ * bytes 8j to 8j + 7 for j = 0, 1 and the high nibbles of its bytes 8(j - 2) to 8(j - 2) + 7 for j = 2, 3, so
+ * vector j is one two-source qword permutation of the nibbles of the block's two 64-byte halves: 2 loads, 6
+ * logic operations, 4 permutations and 4 additions, where unpacking chunk by chunk and transposing took 38.
+ */
+static inline __attribute__((always_inline)) VNNI_TARGET void transposed_int4_block(const uint8_t *packed, __m512i t[4]) {
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    const __m512i even = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i offset = _mm512_set1_epi8(120);
+    __m512i a = _mm512_loadu_si512(packed);      /* groups 0-3 */
+    __m512i b = _mm512_loadu_si512(packed + 64); /* groups 4-7 */
+    _mm_prefetch((const char *)packed + PREFETCH_BYTES, _MM_HINT_T0);
+    _mm_prefetch((const char *)packed + PREFETCH_BYTES + 64, _MM_HINT_T0);
+    __m512i low_a = _mm512_and_si512(a, nibble), low_b = _mm512_and_si512(b, nibble);
+    __m512i high_a = _mm512_and_si512(_mm512_srli_epi16(a, 4), nibble);
+    __m512i high_b = _mm512_and_si512(_mm512_srli_epi16(b, 4), nibble);
+    t[0] = _mm512_add_epi8(_mm512_permutex2var_epi64(low_a, even, low_b), offset);
+    t[1] = _mm512_add_epi8(_mm512_permutex2var_epi64(low_a, odd, low_b), offset);
+    t[2] = _mm512_add_epi8(_mm512_permutex2var_epi64(high_a, even, high_b), offset);
+    t[3] = _mm512_add_epi8(_mm512_permutex2var_epi64(high_a, odd, high_b), offset);
+}
+
 /* Lanes 2g and 2g+1 of the result hold lane g of values, g from 0 to 7 (a block's groups). */
 static inline __attribute__((always_inline)) VNNI_TARGET __m512 pair_lanes(__m512 values) {
     const __m512i pairs = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
@@ -278,14 +303,18 @@ static inline __attribute__((always_inline)) VNNI_TARGET void blocked_weight_row
     }
     for (int b = k0 / BLOCK_INPUTS; b * BLOCK_INPUTS < k1; b++) {
         int k = b * BLOCK_INPUTS;
-        __m512i chunk[4];
-        for (int c = 0; c < BLOCK_CHUNKS; c++) {
-            chunk[c] = load_chunk(codes, format, n, in, k + c * 64);
-        }
         __m512i t[4];
-        transpose_block(chunk, t);
-        for (int j = 0; j < BLOCK_CHUNKS; j++) {
-            t[j] = _mm512_xor_si512(t[j], offset); /* w + 128, unsigned */
+        if (format == INT4 && k + BLOCK_INPUTS <= in) {
+            transposed_int4_block((const uint8_t *)codes + ((size_t)n * groups + k / GROUP) * INT4_GROUP_BYTES, t);
+        } else {
+            __m512i chunk[4];
+            for (int c = 0; c < BLOCK_CHUNKS; c++) {
+                chunk[c] = load_chunk(codes, format, n, in, k + c * 64);
+            }
+            transpose_block(chunk, t);
+            for (int j = 0; j < BLOCK_CHUNKS; j++) {
+                t[j] = _mm512_xor_si512(t[j], offset); /* w + 128, unsigned */
+            }
         }
         int block_groups = groups - k / GROUP < 8 ? groups - k / GROUP : 8;
         const uint16_t *s_at = scales + (size_t)n * groups + k / GROUP;

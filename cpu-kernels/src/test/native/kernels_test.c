@@ -443,8 +443,9 @@ static void prefill_product(int format, int in, int out) {
     free(values), free(scales), free(codes), free(x), free(grid), free(o), free(e), free(t);
 }
 
-static void compressed_products(void) {
-    const int in = 96, out = 19;
+/* in: 96 (no whole block of the AVX-512 transposed kernel's 256 inputs), 320 (one whole block and a ragged one). */
+static void compressed_products(int in) {
+    const int out = 19;
     char what[96];
     for (int format = 0; format < 4; format++) {
         float *values = malloc(sizeof(float) * out * in), *widened = malloc(sizeof(float) * out * in);
@@ -473,7 +474,7 @@ static void compressed_products(void) {
                 product_reference(grid, values, bias, rows, in, out, e, t);
                 Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(env, NULL, B(x), B(codes), B(scales), B(bias),
                         B(o), format, rows, in, out, 0, out, dot == 2 ? 1 | 4 : dot);
-                snprintf(what, sizeof what, "decode product of format %d, %d rows%s", format, rows,
+                snprintf(what, sizeof what, "decode product of format %d, %d inputs, %d rows%s", format, in, rows,
                         dot == 2 ? ", int8 dot product in blocks" : dot ? ", int8 dot product" : "");
                 check(what, o, e, t, rows * out);
             }
@@ -497,7 +498,8 @@ int main(void) {
     prefill_attention();
     decode_ops();
     if (Java_io_github_djlllmzoo_cpu_CompressedProduct_features(env, NULL) & 1) {
-        compressed_products();
+        compressed_products(96);
+        compressed_products(320);
     } else {
         printf("skipped: compressed products (no int8 dot product on this CPU)\n");
     }
