@@ -10,7 +10,11 @@
  *   format 2: int8 codes with one float16 scale per 32 inputs of an output (llama.cpp's Q8_0),
  *     multiplied by vpdpbusd (AVX512_VNNI) with x quantized per group of 32 to int8 (scale
  *     max|x| / 127, the weight's scheme); each group's int32 sum times both scales goes into float32
- *     sums.
+ *     sums;
+ *   format 3: int4 codes, two a byte, with one float16 scale per 32 inputs (llama.cpp's Q4_0), taken as
+ *     int8's: each panel's codes unpacked to the int8 codes q - 8 as it is repacked (unpack_int4), so
+ *     the integer sums are as exact as int8's (llama.cpp's Q4_0 x Q8_0 product); a 4-bit code costs
+ *     the same multiply as an 8-bit one, and the unpacking is paid once per panel, not per row of x.
  * Called by io.github.djlllmzoo.cpu.CompressedGemm, each core with its own columns, on direct buffers
  * it has checked: x float32 (rows, in) contiguous, in a multiple of 32, from a multiple of 16.
  *
@@ -209,6 +213,31 @@ static int widened_multiply(const float *x, const uint16_t *weight, int format, 
 
 /* ---- int8 x int8 with AVX512_VNNI ---- */
 
+/*
+ * As repack, for int4 codes (row_groups groups of INT4_GROUP_BYTES a row): groups [g0, g0 + groups) of columns
+ * [n0, n0 + columns), unpacked to int8 codes, as [block of COLUMNS columns][word][COLUMNS columns] into panel.
+ */
+static void repack_int4(const uint8_t *weight, int row_groups, int g0, int groups, int out_features, int n0,
+        int columns, uint32_t *panel) {
+    const int words = groups * GROUP / 4;
+    for (int b = 0; b < (columns + COLUMNS - 1) / COLUMNS; b++) {
+        uint32_t *block = panel + (size_t)b * words * COLUMNS;
+        for (int j = 0; j < COLUMNS; j++) {
+            int n = n0 + b * COLUMNS + j;
+            int valid = n < out_features && b * COLUMNS + j < columns;
+            for (int g = 0; g < groups; g++) {
+                int8_t codes[GROUP] = {0};
+                if (valid) {
+                    unpack_int4(weight + ((size_t)n * row_groups + g0 + g) * INT4_GROUP_BYTES, codes);
+                }
+                for (int w = 0; w < GROUP / 4; w++) {
+                    block[((size_t)g * (GROUP / 4) + w) * COLUMNS + j] = word(codes + 4 * w);
+                }
+            }
+        }
+    }
+}
+
 /* Rows of x as unsigned codes q + 128 (rows, in) and their scales (rows, in / 32). */
 static VNNI_TARGET void quantize(const float *x, int rows, int in, uint8_t *codes, float *scales) {
     for (size_t g = 0; g < (size_t)rows * in / GROUP; g++) {
@@ -304,7 +333,7 @@ static VNNI_TARGET void vnni_panel(const uint8_t *codes, const float *x_scales, 
 }
 
 /* Returns 0 where memory ran out. */
-static VNNI_TARGET int vnni_multiply(const float *x, const int8_t *weight, const uint16_t *weight_scales,
+static VNNI_TARGET int vnni_multiply(const float *x, const void *weight, int format, const uint16_t *weight_scales,
         const float *bias, float *out, int rows, int in, int out_features, int from, int to) {
     const int groups = in / GROUP;
     uint8_t *codes = aligned_alloc(64, (size_t)rows * in);
@@ -319,7 +348,12 @@ static VNNI_TARGET int vnni_multiply(const float *x, const int8_t *weight, const
             int columns = to - n0 < PANEL ? to - n0 : PANEL;
             for (int k0 = 0; k0 < in; k0 += SPAN) {
                 int span = in - k0 < SPAN ? in - k0 : SPAN;
-                repack((const uint32_t *)weight, in / 4, k0 / 4, span / 4, out_features, n0, columns, panel);
+                if (format == INT4) {
+                    repack_int4((const uint8_t *)weight, groups, k0 / GROUP, span / GROUP, out_features, n0, columns,
+                            panel);
+                } else {
+                    repack((const uint32_t *)weight, in / 4, k0 / 4, span / 4, out_features, n0, columns, panel);
+                }
                 group_terms(panel, weight_scales, groups, k0 / GROUP, span / GROUP, out_features, n0, columns, scales,
                         starts);
                 vnni_panel(codes + k0, x_scales + k0 / GROUP, panel, scales, starts, span / GROUP,
@@ -341,9 +375,9 @@ static int has_int8_dot(void) {
     return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
 }
 
-static int dot_multiply(const float *x, const int8_t *weight, const uint16_t *weight_scales, const float *bias,
-        float *out, int rows, int in, int out_features, int from, int to) {
-    return vnni_multiply(x, weight, weight_scales, bias, out, rows, in, out_features, from, to);
+static int dot_multiply(const float *x, const void *weight, int format, const uint16_t *weight_scales,
+        const float *bias, float *out, int rows, int in, int out_features, int from, int to) {
+    return vnni_multiply(x, weight, format, weight_scales, bias, out, rows, in, out_features, from, to);
 }
 
 #else
@@ -357,7 +391,8 @@ static int dot_multiply(const float *x, const int8_t *weight, const uint16_t *we
 /*
  * Rows [m, m + R) by columns [n, n + C) over all groups: a group's 32 code products exact in int32
  * (dot32), times both scales into VL float32 sums, summed at the end. codes and x_scales are the
- * quantized rows (in and in / 32 apart), w_scales the columns' scales widened (groups apart).
+ * quantized rows (in and in / 32 apart), weight column n's int8 codes (columns in apart), w_scales the
+ * columns' scales widened (groups apart).
  */
 INLINE void dot_tile(const int8_t *codes, const float *x_scales, const int8_t *weight, const float *w_scales,
         const float *bias, float *out, int in, int out_features, int m, int n, int R, int C) {
@@ -373,7 +408,7 @@ INLINE void dot_tile(const int8_t *codes, const float *x_scales, const int8_t *w
             const int8_t *xg = codes + (size_t)(m + r) * in + (size_t)g * GROUP;
             float sx = x_scales[(size_t)(m + r) * groups + g];
             for (int c = 0; c < C; c++) {
-                vi sums = dot32((vi){0}, xg, weight + (size_t)(n + c) * in + (size_t)g * GROUP);
+                vi sums = dot32((vi){0}, xg, weight + (size_t)c * in + (size_t)g * GROUP);
                 acc[r][c] = __builtin_convertvector(sums, vf) * (sx * w_scales[(size_t)c * groups + g]) + acc[r][c];
             }
         }
@@ -385,22 +420,32 @@ INLINE void dot_tile(const int8_t *codes, const float *x_scales, const int8_t *w
     }
 }
 
-#define DOT_TILE(R, C) dot_tile(codes, x_scales, weight, w_scales, bias, out, in, out_features, m, n, R, C)
+#define DOT_TILE(R, C) \
+    dot_tile(codes, x_scales, panel_codes + (size_t)(n - n0) * in, w_scales, bias, out, in, out_features, m, n, R, C)
 
-/* Returns 0 where memory ran out. */
-static int dot_multiply(const float *x, const int8_t *weight, const uint16_t *weight_scales, const float *bias,
-        float *out, int rows, int in, int out_features, int from, int to) {
+/* Returns 0 where memory ran out. An int4 weight's panel of columns is unpacked to int8 codes first. */
+static int dot_multiply(const float *x, const void *weight, int format, const uint16_t *weight_scales,
+        const float *bias, float *out, int rows, int in, int out_features, int from, int to) {
     const int groups = in / GROUP;
     int8_t *codes = malloc((size_t)rows * in);
     float *x_scales = malloc((size_t)rows * groups * sizeof(float));
     float *scales = malloc((size_t)PANEL * groups * sizeof(float));
-    int ok = codes != NULL && x_scales != NULL && scales != NULL;
+    int8_t *unpacked = format == INT4 ? malloc((size_t)PANEL * in) : NULL;
+    int ok = codes != NULL && x_scales != NULL && scales != NULL && (format != INT4 || unpacked != NULL);
     if (ok) {
         for (size_t g = 0; g < (size_t)rows * groups; g++) {
             x_scales[g] = quantize_group32(x + g * GROUP, codes + g * GROUP);
         }
         for (int n0 = from; n0 < to; n0 += PANEL) {
             int n1 = to - n0 < PANEL ? to : n0 + PANEL;
+            const int8_t *panel_codes = (const int8_t *)weight + (size_t)n0 * in;
+            if (format == INT4) {
+                for (size_t g = 0; g < (size_t)(n1 - n0) * groups; g++) {
+                    unpack_int4((const uint8_t *)weight + ((size_t)n0 * groups + g) * INT4_GROUP_BYTES,
+                            unpacked + g * GROUP);
+                }
+                panel_codes = unpacked;
+            }
             for (int n = n0; n < n1; n++) {
                 for (int g = 0; g < groups; g++) {
                     scales[(size_t)(n - n0) * groups + g] = half_value(weight_scales + (size_t)n * groups + g);
@@ -416,7 +461,8 @@ static int dot_multiply(const float *x, const int8_t *weight, const uint16_t *we
                         for (int c = n; c < n + DOT_COLUMNS && c < n1; c++) {
                             w_scales = scales + (size_t)(c - n0) * groups;
                             for (int r = m; r < m + R; r++) {
-                                dot_tile(codes, x_scales, weight, w_scales, bias, out, in, out_features, r, c, 1, 1);
+                                dot_tile(codes, x_scales, panel_codes + (size_t)(c - n0) * in, w_scales, bias, out,
+                                        in, out_features, r, c, 1, 1);
                             }
                         }
                     }
@@ -427,6 +473,7 @@ static int dot_multiply(const float *x, const int8_t *weight, const uint16_t *we
     free(codes);
     free(x_scales);
     free(scales);
+    free(unpacked);
     return ok;
 }
 
@@ -449,7 +496,7 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(
     const float *bias = bias_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, bias_buffer);
     float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
     if (x == NULL || codes == NULL || out == NULL || (bias_buffer != NULL && bias == NULL)
-            || (format == INT8 && scales == NULL)) {
+            || ((format == INT8 || format == INT4) && scales == NULL)) {
         fail(env, "compressed GEMM: an array's memory is not reachable as a direct buffer");
         return;
     }
@@ -458,8 +505,8 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(
         return;
     }
     int ok;
-    if (format == INT8 && has_int8_dot()) {
-        ok = dot_multiply(x, (const int8_t *)codes, scales, bias, out, rows, in, out_features, from, to);
+    if ((format == INT8 || format == INT4) && has_int8_dot()) {
+        ok = dot_multiply(x, codes, format, scales, bias, out, rows, in, out_features, from, to);
     } else if (format == BFLOAT16 || format == FLOAT16) {
         ok = widened_multiply(x, (const uint16_t *)codes, format, bias, out, rows, in, out_features, from, to);
     } else {

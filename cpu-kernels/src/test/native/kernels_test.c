@@ -473,6 +473,35 @@ static void product_reference(const float *x, const float *w, const float *bias,
     }
 }
 
+/* A prefill's product: 5 rows by a weight (out, in) in format, the columns from 16 (int8 and int4 with x on its
+   int8 grid, as the kernel's integer dot products take it). */
+static void prefill_product(int format, int in, int out) {
+    const int rows = 5;
+    char what[96];
+    float *values = malloc(sizeof(float) * out * in);
+    uint16_t *scales;
+    void *codes = compressed(format, out, in, &scales, values);
+    float *x = randoms(rows * in), *grid = malloc(sizeof(float) * rows * in), *o = calloc(rows * out, sizeof(float));
+    double *e = doubles(rows * out), *t = doubles(rows * out);
+    if (format >= INT8) {
+        int8_grid(x, rows * in, grid);
+    } else {
+        memcpy(grid, x, sizeof(float) * rows * in);
+    }
+    product_reference(grid, values, NULL, rows, in, out, e, t);
+    for (int i = 0; i < rows * out; i++) {
+        if (i % out < 16) {
+            e[i] = 0;
+        }
+    }
+    Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(env, NULL, B(x), B(codes), B(scales), NULL, B(o), format,
+            rows, in, out, 16, out);
+    snprintf(what, sizeof what, "prefill product of format %d, %d inputs, columns 16 on", format, in);
+    check(what, o, e, t, rows * out);
+    free(values), free(scales), free(codes), free(x), free(grid), free(o), free(e), free(t);
+}
+
+/* in: 96 (no whole block of the AVX-512 transposed kernel's 256 inputs), 320 (one whole block and a ragged one). */
 static void compressed_products(int in) {
     const int out = 19;
     char what[96];
@@ -503,37 +532,17 @@ static void compressed_products(int in) {
                 product_reference(grid, values, bias, rows, in, out, e, t);
                 Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(env, NULL, B(x), B(codes), B(scales), B(bias),
                         B(o), format, rows, in, out, 0, out, dot == 2 ? 1 | 4 : dot);
-                snprintf(what, sizeof what, "decode product of format %d, %d rows of %d%s", format, rows, in,
+                snprintf(what, sizeof what, "decode product of format %d, %d inputs, %d rows%s", format, in, rows,
                         dot == 2 ? ", int8 dot product in blocks" : dot ? ", int8 dot product" : "");
                 check(what, o, e, t, rows * out);
             }
             free(x), free(grid), free(bias), free(o), free(e), free(t);
         }
-        if (format == INT4) { /* a prefill takes the widened weight (WideningBuffer), checked above */
-            free(values), free(widened), free(scales), free(codes), free(exact), free(zero);
-            continue;
-        }
-        /* a prefill's product: 5 rows, the columns from 16 */
-        const int rows = 5;
-        float *x = randoms(rows * in), *grid = malloc(sizeof(float) * rows * in), *o = calloc(rows * out, sizeof(float));
-        double *e = doubles(rows * out), *t = doubles(rows * out);
-        if (format == INT8) {
-            int8_grid(x, rows * in, grid);
-        } else {
-            memcpy(grid, x, sizeof(float) * rows * in);
-        }
-        product_reference(grid, values, NULL, rows, in, out, e, t);
-        for (int i = 0; i < rows * out; i++) {
-            if (i % out < 16) {
-                e[i] = 0;
-            }
-        }
-        Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(env, NULL, B(x), B(codes), B(scales), NULL, B(o), format,
-                rows, in, out, 16, out);
-        snprintf(what, sizeof what, "prefill product of format %d, columns 16 on", format);
-        check(what, o, e, t, rows * out);
         free(values), free(widened), free(scales), free(codes), free(exact), free(zero);
-        free(x), free(grid), free(o), free(e), free(t);
+        prefill_product(format, in, out);
+        if (format >= INT8) { /* inputs past one span of compressed_gemm.c (SPAN 1024): a second pass over them */
+            prefill_product(format, 1120, out);
+        }
     }
 }
 
@@ -553,6 +562,7 @@ int main(void) {
         compressed_products(96);
         /* 7 rows of 3520 int8 codes outgrow X_TILE_BYTES: the int8 dot product's sums are carried between tiles */
         compressed_products(3520);
+        compressed_products(320);
     } else {
         printf("skipped: compressed products (no int8 dot product on this CPU)\n");
     }

@@ -27,8 +27,8 @@ class CompressedGemmTest extends CompressedWeightsTest {
 
     /**
      * The kernel's product is the engine's product of the widened weight with the input on the
-     * kernel's own grid (int8 per group of 32; the float32 input itself for 16-bit weights), plus
-     * the bias: the integer sums (int8) and the widening (16-bit) are exact, so only float32
+     * kernel's own grid (int8 per group of 32 for int8 and int4 weights; the float32 input itself for 16-bit
+     * weights), plus the bias: the integer sums (int8, int4) and the widening (16-bit) are exact, so only float32
      * rounding of the sums is left. Row counts that are no multiple of the kernel's 4 rows, column counts that are no
      * multiple of its 16 columns or its panel, inputs over one pass of 1024 (SPAN) and not a multiple
      * of it, both cores each with its own columns (out >= 32).
@@ -37,6 +37,8 @@ class CompressedGemmTest extends CompressedWeightsTest {
     @CsvSource({
         "INT8, 9, 64, 3", "INT8, 17, 96, 301", "INT8, 128, 768, 1000", "INT8, 130, 2048, 77", "INT8, 33, 4096, 40",
         "INT8, 13, 1056, 70",
+        "INT4, 9, 64, 3", "INT4, 17, 96, 301", "INT4, 128, 768, 1000", "INT4, 130, 2048, 77", "INT4, 33, 4096, 40",
+        "INT4, 13, 1056, 70",
         "BFLOAT16, 9, 64, 3", "BFLOAT16, 17, 96, 301", "BFLOAT16, 128, 768, 1000", "BFLOAT16, 130, 2048, 77",
         "BFLOAT16, 33, 4096, 40", "BFLOAT16, 13, 1056, 70",
         "FLOAT16, 9, 64, 3", "FLOAT16, 17, 96, 301", "FLOAT16, 128, 768, 1000", "FLOAT16, 130, 2048, 77",
@@ -47,7 +49,7 @@ class CompressedGemmTest extends CompressedWeightsTest {
         CompressedWeight weight = compressed(out, in, format);
         NDArray widened = weight.toFloat32(manager); // (out, in)
         NDArray x = manager.randomNormal(new Shape(1, rows, in)); // a prefill: (B, T, in)
-        NDArray onGrid = format == WeightFormat.INT8
+        NDArray onGrid = format == WeightFormat.INT8 || format == WeightFormat.INT4
                 ? manager.create(CompressedProductTest.int8Grid(x.toFloatArray()), x.getShape())
                 : x;
         for (NDArray bias : new NDArray[] {manager.randomNormal(new Shape(out)), null}) {
@@ -67,7 +69,7 @@ class CompressedGemmTest extends CompressedWeightsTest {
      * change the path).
      */
     @ParameterizedTest
-    @CsvSource({"INT8", "BFLOAT16", "FLOAT16"})
+    @CsvSource({"INT8", "INT4", "BFLOAT16", "FLOAT16"})
     void aPrefillsProjectionTakesTheKernelUnlessSwitchedOff(WeightFormat format) {
         assumeInstruction(format);
         ProjectionWeight projection = Projections.of(
