@@ -386,10 +386,16 @@ static float half_to_float(uint16_t h) {
     return (h & 0x8000) ? -magnitude : magnitude;
 }
 
-static uint16_t float_to_half(float f) { /* for values in float16's normal range, truncated: exact either way */
+/* Truncated, for values below float16's largest: those under its normal range become a signed zero (a uniform()
+   draw can come that close to 0, and its exponent would then wrap into a huge one). Exact either way: the
+   expected values are widened from the codes. */
+static uint16_t float_to_half(float f) {
     uint32_t bits;
     memcpy(&bits, &f, sizeof bits);
     int exponent = (int)((bits >> 23) & 255) - 127 + 15;
+    if (exponent <= 0) {
+        return (uint16_t)((bits >> 16) & 0x8000);
+    }
     return (uint16_t)(((bits >> 16) & 0x8000) | (exponent << 10) | ((bits >> 13) & 1023));
 }
 
