@@ -10,7 +10,7 @@
 #          --chunk C (64) --tokens K (16: generated per request) --runs N (5)
 set -euo pipefail
 if [ $# -lt 1 ]; then
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 # join-latency.sh's launcher (build, classpath, the runtime settings of bin/llmzoo serve), another class
