@@ -7,6 +7,7 @@
 #   scripts/join-latency.sh --model DIR --weights int8 --streams 4 --prompt 1000 --chunk 64
 # Options: --model DIR (required) --weights float32|int8 (float32) --streams N (4) --prompt T (1000)
 #          --chunk C (64) --tokens K (200: each stream's tokens) --warmup W (20: tokens before the join)
+# (LLMZOO_LATENCY_MAIN runs another in-process benchmark class with the same launcher.)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export OPT_OUT_TRACKING=true
@@ -22,5 +23,5 @@ export_runtime_settings
 mkl_cpu_fix
 echo "machine: $(grep -c ^processor /proc/cpuinfo) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 java ${LLMZOO_JAVA_OPTS:--Xmx8g} -Dai.djl.pytorch.num_threads="${LLMZOO_TORCH_THREADS:-1}" \
-  -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$classpath" io.github.djlllmzoo.benchmarks.JoinLatency "$@"
+  -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$classpath" "${LLMZOO_LATENCY_MAIN:-io.github.djlllmzoo.benchmarks.JoinLatency}" "$@"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -136,7 +136,7 @@ public final class JoinLatency {
     }
 
     /** The nearest-rank quantile; NaN for none. */
-    private static double quantile(List<Double> values, double q) {
+    static double quantile(List<Double> values, double q) {
         if (values.isEmpty()) {
             return Double.NaN;
         }

@@ -110,6 +110,16 @@ final class ServeCommand implements Callable<Integer> {
     int prefillChunk;
 
     @Option(
+            names = "--prefix-cache-tokens",
+            paramLabel = "N",
+            description =
+                    "Prompt positions kept, besides the KV pool, so that a request starting with the tokens"
+                            + " of an earlier one (a system prompt, a chat's history) reuses their keys and"
+                            + " values instead of computing them; least recently used leave first; 0 turns it"
+                            + " off (default: a quarter of --kv-cache-tokens).")
+    Long prefixCacheTokens;
+
+    @Option(
             names = "--model-name",
             paramLabel = "NAME",
             description =
@@ -172,6 +182,10 @@ final class ServeCommand implements Callable<Integer> {
                                     workers,
                                     Duration.ofMillis(batchWaitMs))
                             .withKvPool(kvCacheTokens, prefillChunk)
+                            .withPrefixCache(
+                                    prefixCacheTokens != null
+                                            ? prefixCacheTokens
+                                            : ServerOptions.DEFAULT_PREFIX_CACHE)
                             .withApiKeys(apiKeys(apiKeys, System.getenv("LLMZOO_API_KEY")))
                             .withTimeouts(
                                     Duration.ofSeconds(requestTimeoutSeconds),

@@ -50,6 +50,8 @@ class ServeCommandTest {
         assertTrue(timeout.contains("requestTimeout must be > 0"), timeout);
         String drain = run("serve", "--model", dir.toString(), "--drain-seconds", "-1")[2];
         assertTrue(drain.contains("drainTimeout must be >= 0"), drain);
+        String prefix = run("serve", "--model", dir.toString(), "--prefix-cache-tokens", "-5")[2];
+        assertTrue(prefix.contains("prefixCacheTokens must be >= 0"), prefix);
     }
 
     @Test
@@ -216,7 +218,7 @@ class ServeCommandTest {
         for (String option :
                 new String[] {
                     "--model", "--host", "--port", "--max-concurrency", "--max-batch", "--workers",
-                    "--api-key", "--request-timeout-seconds", "--drain-seconds"
+                    "--api-key", "--request-timeout-seconds", "--drain-seconds", "--prefix-cache-tokens"
                 }) {
             assertTrue(help[1].contains(option), option);
         }

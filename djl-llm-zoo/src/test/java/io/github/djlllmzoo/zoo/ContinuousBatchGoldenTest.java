@@ -172,7 +172,7 @@ class ContinuousBatchGoldenTest {
     }
 
     /** The arrays the manager holds once the steps' arrays are freed (the kernels may free them late). */
-    private static int settledArrays(NDManager manager, int expected) throws InterruptedException {
+    static int settledArrays(NDManager manager, int expected) throws InterruptedException {
         long deadline = System.nanoTime() + 10_000_000_000L;
         int held = manager.getManagedArrays().size();
         while (held != expected && System.nanoTime() < deadline) {
@@ -182,11 +182,11 @@ class ContinuousBatchGoldenTest {
         return held;
     }
 
-    private static GenerationConfig greedy(int tokens) {
+    static GenerationConfig greedy(int tokens) {
         return GenerationConfig.builder().maxNewTokens(tokens).eosTokenIds(List.of()).build();
     }
 
-    private static GenerationConfig sampled(int tokens, long seed) {
+    static GenerationConfig sampled(int tokens, long seed) {
         return GenerationConfig.builder()
                 .maxNewTokens(tokens)
                 .eosTokenIds(List.of())
@@ -196,13 +196,13 @@ class ContinuousBatchGoldenTest {
                 .build();
     }
 
-    private static long[] concat(long[] a, long[] b) {
+    static long[] concat(long[] a, long[] b) {
         long[] out = Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, out, a.length, b.length);
         return out;
     }
 
-    private static long[] reversed(long[] ids) {
+    static long[] reversed(long[] ids) {
         long[] out = new long[ids.length];
         for (int i = 0; i < ids.length; i++) {
             out[i] = ids[ids.length - 1 - i];

@@ -19,6 +19,7 @@ import io.github.djlllmzoo.translators.ContinuousBatch;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.GenerationResult;
+import io.github.djlllmzoo.translators.PrefixCache;
 import io.github.djlllmzoo.translators.SequenceState;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -110,6 +111,47 @@ class MixedAdapterBatchTest {
             for (int i = 0; i < states.size(); i++) {
                 assertArrayEquals(alone.get(i), states.get(i).completion().tokenIds(),
                         name + ": sequence " + i + " (" + ROW_ADAPTERS.get(i) + ")");
+            }
+        }
+    }
+
+    /**
+     * The same prompt for different adapters (and none), one sequence after another, through a
+     * continuous batch with a prefix cache: a sequence reuses the prompt's keys and values only where
+     * they were computed with its own adapter, and each generates what its request generates alone.
+     */
+    @Test
+    void aPromptPrefilledWithOneAdapterIsReusedOnlyBySequencesOfThatAdapter() throws Exception {
+        GoldenCase golden = GoldenCase.load("llama-gqa");
+        List<String> adapters = Arrays.asList("a0", null, "a1", "a0", null);
+        try (LocalModel model = LocalModel.load(golden.dir())) {
+            attachAdapters(model);
+            long[] prompt = golden.promptIds();
+            int window = model.config().maxPositions();
+            List<long[]> alone = new ArrayList<>();
+            try (Predictor<GenerationRequest, GenerationResult> predictor = model.newGenerationPredictor()) {
+                for (String adapter : adapters) {
+                    alone.add(predictor.predict(GenerationRequest.ofIds(prompt, config()).withAdapter(adapter))
+                            .tokenIds());
+                }
+            }
+            try (NDManager manager = model.model().getNDManager().newSubManager();
+                    ContinuousBatch batch = new ContinuousBatch(model.block(), manager, 2, 2L * 64, 4, 256)) {
+                for (int i = 0; i < adapters.size(); i++) {
+                    SequenceState state = SequenceState.builder(prompt, config()).contextWindow(window)
+                            .adapter(adapters.get(i)).build().get(0);
+                    assertTrue(batch.join(state));
+                    for (int step = 0; batch.sequences() > 0; step++) {
+                        batch.step();
+                        assertTrue(step < 500, "the batch ends");
+                    }
+                    assertArrayEquals(alone.get(i), state.completion().tokenIds(),
+                            "sequence " + i + " (" + adapters.get(i) + ")");
+                }
+                PrefixCache.Stats stats = batch.prefixCacheStats();
+                assertEquals(2, stats.hits(), "the second a0 and the second base sequence: " + stats);
+                assertEquals(2L * (prompt.length - 1), stats.reusedTokens());
+                assertEquals(3, stats.entries(), "one prompt per adapter: " + stats);
             }
         }
     }

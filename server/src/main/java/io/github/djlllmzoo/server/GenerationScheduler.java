@@ -6,6 +6,7 @@ import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.translators.ContinuousBatch;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
+import io.github.djlllmzoo.translators.PrefixCache;
 import io.github.djlllmzoo.translators.SequenceState;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import io.github.djlllmzoo.zoo.LocalModel;
@@ -40,6 +41,9 @@ import org.slf4j.LoggerFactory;
  *       request timeout) and frees its row and pool room at once; its job frees its slot when its
  *       last sequence ends, before its last event or result is handed over.
  * </ul>
+ *
+ * <p>A joining sequence reuses the keys and values of the longest prompt prefix it shares with an
+ * earlier one of the same adapter ({@link PrefixCache}, {@link ServerOptions#prefixCacheTokens()}).
  *
  * <p>A job may name a LoRA adapter attached to the model; jobs of different adapters (and none)
  * run in one batch, each row with its own ({@link ContinuousBatch}, {@link LoraAdapter#selectRows}).
@@ -112,7 +116,8 @@ public final class GenerationScheduler implements AutoCloseable {
         this.tokenizer = tokenizer;
         this.contextWindow = block.config().maxPositions();
         long budget = options.kvCacheTokens() > 0 ? options.kvCacheTokens() : (long) maxBatch * contextWindow;
-        this.batch = new ContinuousBatch(block, manager, maxBatch, budget, options.prefillChunk());
+        this.batch = new ContinuousBatch(
+                block, manager, maxBatch, budget, options.prefillChunk(), options.prefixCacheTokens(budget));
         this.loop = new Thread(this::loop, "llmzoo-decode-loop");
         loop.setDaemon(true);
         loop.start();
@@ -236,7 +241,8 @@ public final class GenerationScheduler implements AutoCloseable {
                 steps.sum(),
                 batch.allocatedTokens(),
                 batch.tokenBudget(),
-                batch.bytesPerToken());
+                batch.bytesPerToken(),
+                batch.prefixCacheStats());
     }
 
     /**
@@ -261,6 +267,7 @@ public final class GenerationScheduler implements AutoCloseable {
      * @param kvPoolTokens positions the KV pool's buffers hold now (rows × capacity)
      * @param kvPoolBudget the most positions the KV pool may hold ({@code --kv-cache-tokens})
      * @param kvBytesPerToken bytes one position takes in the pool
+     * @param prefixCache the prefix cache's lookups, hits, reused and kept positions, and budget
      */
     public record Stats(
             int active,
@@ -279,7 +286,8 @@ public final class GenerationScheduler implements AutoCloseable {
             long steps,
             long kvPoolTokens,
             long kvPoolBudget,
-            long kvBytesPerToken) {}
+            long kvBytesPerToken,
+            PrefixCache.Stats prefixCache) {}
 
     /** @return the jobs' timings and token counts */
     GenerationMetrics metrics() {

@@ -53,7 +53,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Requests are parsed, validated and tokenized on the HTTP thread, then run by a {@link
  * GenerationScheduler}: one decode loop that owns the model, sequences joining and leaving its batch at
- * every step, over a KV pool of {@link ServerOptions#kvCacheTokens()} positions. When all its slots
+ * every step, over a KV pool of {@link ServerOptions#kvCacheTokens()} positions; a request reuses the
+ * keys and values of the longest prompt prefix it shares with earlier ones, kept in a prefix cache of
+ * {@link ServerOptions#prefixCacheTokens()} positions. When all its slots
  * are taken the answer is {@code 429} with {@code Retry-After}. A streaming client that
  * disconnects is noticed at the next chunk written; its request is cancelled, which frees its slot
  * and stops its generation. Errors are OpenAI error objects: 400 for bad requests, 404 for unknown

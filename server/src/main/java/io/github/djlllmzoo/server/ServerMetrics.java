@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.server;
 
+import io.github.djlllmzoo.translators.PrefixCache;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -103,6 +104,32 @@ final class ServerMetrics {
                 "gauge",
                 "Bytes the KV pool's buffers hold now.",
                 stats.kvPoolTokens() * stats.kvBytesPerToken());
+        PrefixCache.Stats prefixes = stats.prefixCache();
+        out.metric(
+                "llmzoo_prefix_cache_lookups_total",
+                "counter",
+                "Sequences that looked for a cached prompt prefix as their prefill started.",
+                prefixes.lookups());
+        out.metric(
+                "llmzoo_prefix_cache_hits_total",
+                "counter",
+                "Sequences that reused the keys and values of a cached prompt prefix.",
+                prefixes.hits());
+        out.metric(
+                "llmzoo_prefix_cache_reused_tokens_total",
+                "counter",
+                "Prompt tokens restored from the prefix cache rather than computed.",
+                prefixes.reusedTokens());
+        out.metric(
+                "llmzoo_prefix_cache_tokens",
+                "gauge",
+                "Prompt positions the prefix cache keeps now.",
+                prefixes.cachedTokens());
+        out.metric(
+                "llmzoo_prefix_cache_budget_tokens",
+                "gauge",
+                "The most prompt positions the prefix cache keeps (--prefix-cache-tokens).",
+                prefixes.budgetTokens());
         return out.toString();
     }
 }

@@ -31,6 +31,9 @@ import java.util.Locale;
  *     prompt + max_tokens} (times {@code n}) exceeds it is refused with 400
  * @param prefillChunk the most prompt tokens one step of the decode loop prefills, between the
  *     running sequences' tokens
+ * @param prefixCacheTokens the most prompt positions the prefix cache keeps for later requests that
+ *     start with the same tokens, besides the KV pool: 0 turns it off, {@link
+ *     #DEFAULT_PREFIX_CACHE} means a quarter of the KV pool's budget
  */
 public record ServerOptions(
         String host,
@@ -45,15 +48,22 @@ public record ServerOptions(
         Duration requestTimeout,
         Duration drainTimeout,
         long kvCacheTokens,
-        int prefillChunk) {
+        int prefillChunk,
+        long prefixCacheTokens) {
 
     /** The prompt tokens one step of the decode loop prefills when not told otherwise. */
     public static final int DEFAULT_PREFILL_CHUNK = 64;
 
+    /** The prefix cache's budget that means a quarter of the KV pool's ({@link #prefixCacheTokens}). */
+    public static final long DEFAULT_PREFIX_CACHE = -1;
+
+    /** The share of the KV pool's budget the prefix cache keeps by default: one in this many positions. */
+    private static final int DEFAULT_PREFIX_CACHE_SHARE = 4;
+
     /**
      * Loopback, port 8080, 32 requests, batches of 8, 2 workers (no effect), 5 ms wait, retry after
      * 1 s, no API key, requests ended after 10 minutes, 30 s to drain, a KV pool of 8 × the context
-     * window, prompts prefilled 64 tokens a step.
+     * window, prompts prefilled 64 tokens a step, a prefix cache of a quarter of the pool's budget.
      */
     public static final ServerOptions DEFAULTS =
             new ServerOptions(
@@ -69,7 +79,8 @@ public record ServerOptions(
                     Duration.ofMinutes(10),
                     Duration.ofSeconds(30),
                     0,
-                    DEFAULT_PREFILL_CHUNK);
+                    DEFAULT_PREFILL_CHUNK,
+                    DEFAULT_PREFIX_CACHE);
 
     /**
      * Validates the values; each message names the option at fault.
@@ -90,6 +101,8 @@ public record ServerOptions(
      * @param drainTimeout how long {@link OpenAiServer#shutdown()} lets running requests finish
      * @param kvCacheTokens the KV pool's budget in token positions, or 0 for {@code maxBatch} × the context window
      * @param prefillChunk the most prompt tokens one step of the decode loop prefills
+     * @param prefixCacheTokens the prefix cache's budget in token positions: 0 turns it off, {@link
+     *     #DEFAULT_PREFIX_CACHE} means a quarter of the KV pool's budget
      */
     public ServerOptions {
         if (host == null || host.isBlank()) {
@@ -102,6 +115,10 @@ public record ServerOptions(
         require(prefillChunk >= 1, "prefillChunk must be at least 1", prefillChunk);
         if (kvCacheTokens < 0) {
             throw new IllegalArgumentException("kvCacheTokens must be >= 0 (0: the default), got " + kvCacheTokens);
+        }
+        if (prefixCacheTokens < DEFAULT_PREFIX_CACHE) {
+            throw new IllegalArgumentException("prefixCacheTokens must be >= 0 (0: off), or "
+                    + DEFAULT_PREFIX_CACHE + " for the default, got " + prefixCacheTokens);
         }
         require(retryAfterSeconds >= 1, "retryAfterSeconds must be at least 1", retryAfterSeconds);
         if (batchWait == null || batchWait.isNegative()) {
@@ -157,6 +174,8 @@ public record ServerOptions(
                 + kvCacheTokens
                 + ", prefillChunk="
                 + prefillChunk
+                + ", prefixCacheTokens="
+                + prefixCacheTokens
                 + "]";
     }
 
@@ -231,7 +250,8 @@ public record ServerOptions(
                 requestTimeout,
                 drainTimeout,
                 kvCacheTokens,
-                prefillChunk);
+                prefillChunk,
+                prefixCacheTokens);
     }
 
     /**
@@ -252,7 +272,8 @@ public record ServerOptions(
                 requestTimeout,
                 drainTimeout,
                 kvCacheTokens,
-                prefillChunk);
+                prefillChunk,
+                prefixCacheTokens);
     }
 
     /**
@@ -277,7 +298,8 @@ public record ServerOptions(
                 requestTimeout,
                 drainTimeout,
                 kvCacheTokens,
-                prefillChunk);
+                prefillChunk,
+                prefixCacheTokens);
     }
 
     /**
@@ -299,7 +321,42 @@ public record ServerOptions(
                 requestTimeout,
                 drainTimeout,
                 tokens,
-                chunk);
+                chunk,
+                prefixCacheTokens);
+    }
+
+    /**
+     * @param tokens the prefix cache's budget in token positions: 0 turns it off, {@link
+     *     #DEFAULT_PREFIX_CACHE} means a quarter of the KV pool's budget
+     * @return a copy with this prefix cache
+     */
+    public ServerOptions withPrefixCache(long tokens) {
+        return new ServerOptions(
+                host,
+                port,
+                modelId,
+                maxConcurrency,
+                maxBatch,
+                workers,
+                batchWait,
+                retryAfterSeconds,
+                apiKeys,
+                requestTimeout,
+                drainTimeout,
+                kvCacheTokens,
+                prefillChunk,
+                tokens);
+    }
+
+    /**
+     * The prefix cache's budget for a KV pool of {@code poolTokens} positions.
+     *
+     * @param poolTokens the KV pool's budget
+     * @return {@link #prefixCacheTokens()}, or a quarter of {@code poolTokens} where it is {@link
+     *     #DEFAULT_PREFIX_CACHE}
+     */
+    public long prefixCacheTokens(long poolTokens) {
+        return prefixCacheTokens == DEFAULT_PREFIX_CACHE ? poolTokens / DEFAULT_PREFIX_CACHE_SHARE : prefixCacheTokens;
     }
 
     /**
@@ -320,7 +377,8 @@ public record ServerOptions(
                 requestTimeout,
                 drainTimeout,
                 kvCacheTokens,
-                prefillChunk);
+                prefillChunk,
+                prefixCacheTokens);
     }
 
     /**
@@ -342,6 +400,7 @@ public record ServerOptions(
                 requestLimit,
                 drainLimit,
                 kvCacheTokens,
-                prefillChunk);
+                prefillChunk,
+                prefixCacheTokens);
     }
 }

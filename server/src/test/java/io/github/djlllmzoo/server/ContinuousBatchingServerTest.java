@@ -24,7 +24,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The server's decode loop: a request joins the batch of a stream already running, at the next step,
  * and ends before it; the KV pool's budget refuses a request that could never fit with a 400 naming
- * {@code max_tokens}, and {@code /metrics} shows the pool.
+ * {@code max_tokens}, and {@code /metrics} shows the pool; a request repeating an earlier prompt
+ * reuses its keys and values (a prefix-cache hit in {@code /metrics}) and answers the same.
  */
 class ContinuousBatchingServerTest {
 
@@ -73,6 +74,51 @@ class ContinuousBatchingServerTest {
             assertEquals(1, stats.batches(), "the short request joined the stream's batch: " + stats);
             assertEquals(2, stats.batchedJobs());
         }
+    }
+
+    @Test
+    void aRequestRepeatingAnEarlierPromptReusesItsKeysAndValuesAndAnswersTheSame() throws Exception {
+        String body = "{\"prompt\": \"Once upon a time there was a\", \"max_tokens\": 12, \"temperature\": 0,"
+                + " \"ignore_eos\": true}";
+        try (OpenAiServer server = OpenAiServer.start(
+                model,
+                ServerOptions.DEFAULTS.withAddress("127.0.0.1", 0).withScheduling(4, 2, 1, Duration.ZERO))) {
+            JsonObject cold = answer(server, body);
+            JsonObject warm = answer(server, body);
+            assertEquals(text(cold), text(warm));
+            int promptTokens = cold.getAsJsonObject("usage").get("prompt_tokens").getAsInt();
+            Map<String, Double> samples = MetricsTest.scrape(server);
+            assertEquals(2.0, samples.get("llmzoo_prefix_cache_lookups_total"));
+            assertEquals(1.0, samples.get("llmzoo_prefix_cache_hits_total"));
+            assertEquals(promptTokens - 1.0, samples.get("llmzoo_prefix_cache_reused_tokens_total"),
+                    "all but the last prompt token");
+            assertEquals((double) promptTokens, samples.get("llmzoo_prefix_cache_tokens"));
+            assertEquals(2.0 * WINDOW / 4, samples.get("llmzoo_prefix_cache_budget_tokens"),
+                    "a quarter of the default pool of 2 rows of the context window");
+        }
+        try (OpenAiServer off = OpenAiServer.start(
+                model,
+                ServerOptions.DEFAULTS
+                        .withAddress("127.0.0.1", 0)
+                        .withScheduling(4, 2, 1, Duration.ZERO)
+                        .withPrefixCache(0))) {
+            answer(off, body);
+            answer(off, body);
+            Map<String, Double> samples = MetricsTest.scrape(off);
+            assertEquals(0.0, samples.get("llmzoo_prefix_cache_hits_total"));
+            assertEquals(0.0, samples.get("llmzoo_prefix_cache_tokens"));
+        }
+    }
+
+    private static JsonObject answer(OpenAiServer server, String body) throws Exception {
+        HttpResponse<String> response =
+                CLIENT.send(TestHttp.post(server, "/v1/completions", body), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, response.statusCode(), response.body());
+        return JsonParser.parseString(response.body()).getAsJsonObject();
+    }
+
+    private static String text(JsonObject answer) {
+        return answer.getAsJsonArray("choices").get(0).getAsJsonObject().get("text").getAsString();
     }
 
     @Test

@@ -34,6 +34,10 @@ import java.util.List;
  * for the model's own weights): a decode step selects one per row ({@link LoraAdapter#selectRows}),
  * kept while the running rows stay the same, and a prefill chunk its sequence's.
  *
+ * <p>With a {@link PrefixCache} (a budget of tokens above 0), a sequence whose prefill starts reuses
+ * the keys and values of the longest prompt prefix it shares with a sequence prefilled before it
+ * (same adapter) and prefills only the rest; its prompt is kept in turn once prefilled.
+ *
  * <p>One thread drives it (the loop that owns the model); the gauges may be read from others.
  */
 public final class ContinuousBatch implements AutoCloseable {
@@ -41,6 +45,7 @@ public final class ContinuousBatch implements AutoCloseable {
     private final CausalLmBlock model;
     private final NDManager manager;
     private final SlotKvCache cache;
+    private final PrefixCache prefixes;
     private final int maxRows;
     private final long tokenBudget;
     private final int prefillChunk;
@@ -78,6 +83,25 @@ public final class ContinuousBatch implements AutoCloseable {
      * @param prefillChunk the most prompt tokens one step prefills (≥ 1)
      */
     public ContinuousBatch(CausalLmBlock model, NDManager manager, int maxRows, long tokenBudget, int prefillChunk) {
+        this(model, manager, maxRows, tokenBudget, prefillChunk, 0);
+    }
+
+    /**
+     * @param model the model block, its parameters loaded
+     * @param manager a manager on the model's device; the cache and each step use sub-managers
+     * @param maxRows the most sequences in the batch at once (≥ 1)
+     * @param tokenBudget the most positions the pool may hold (rows × capacity, ≥ 1)
+     * @param prefillChunk the most prompt tokens one step prefills (≥ 1)
+     * @param prefixCacheTokens the most prompt positions the {@link PrefixCache} keeps for later
+     *     sequences, besides the pool (0: none)
+     */
+    public ContinuousBatch(
+            CausalLmBlock model,
+            NDManager manager,
+            int maxRows,
+            long tokenBudget,
+            int prefillChunk,
+            long prefixCacheTokens) {
         if (maxRows < 1 || tokenBudget < 1 || prefillChunk < 1) {
             throw new IllegalArgumentException("maxRows, tokenBudget and prefillChunk must be at least 1, got "
                     + maxRows + ", " + tokenBudget + ", " + prefillChunk);
@@ -85,6 +109,7 @@ public final class ContinuousBatch implements AutoCloseable {
         this.model = model;
         this.manager = manager;
         this.cache = model.newSlotCache(manager);
+        this.prefixes = new PrefixCache(manager, prefixCacheTokens);
         this.maxRows = maxRows;
         this.tokenBudget = tokenBudget;
         this.prefillChunk = prefillChunk;
@@ -191,6 +216,7 @@ public final class ContinuousBatch implements AutoCloseable {
             prefilling = waiting.pollFirst();
             prefillRow = decoding;
             cache.clear(prefillRow);
+            prefilling.prefilled = prefixes.restore(prefilling.prompt, prefilling.state.adapter(), cache, prefillRow);
         }
         if (prefilling != null) {
             prefillChunk();
@@ -223,6 +249,7 @@ public final class ContinuousBatch implements AutoCloseable {
             return;
         }
         prefilling = null;
+        prefixes.store(row.prompt, row.state.adapter(), cache, prefillRow);
         if (row.state.advance(logits)) {
             cache.clear(prefillRow);
             return;
@@ -358,6 +385,11 @@ public final class ContinuousBatch implements AutoCloseable {
         return tokenBudget;
     }
 
+    /** @return what the prefix cache has done and holds (all 0 without one) */
+    public PrefixCache.Stats prefixCacheStats() {
+        return prefixes.stats();
+    }
+
     /** @return bytes one position takes in the pool (keys and values of every layer) */
     public long bytesPerToken() {
         return cache.bytesPerPosition();
@@ -366,6 +398,7 @@ public final class ContinuousBatch implements AutoCloseable {
     @Override
     public void close() {
         releaseRowAdapters();
+        prefixes.close();
         cache.close();
     }
 }
