@@ -36,7 +36,8 @@ import java.util.List;
  *
  * <p>With a {@link PrefixCache} (a budget of tokens above 0), a sequence whose prefill starts reuses
  * the keys and values of the longest prompt prefix it shares with a sequence prefilled before it
- * (same adapter) and prefills only the rest; its prompt is kept in turn once prefilled.
+ * (same adapter), in whole prefill chunks, and prefills only the rest in the chunks a cold run would
+ * take, so its output is a cold run's; its prompt is kept in turn once prefilled.
  *
  * <p>One thread drives it (the loop that owns the model); the gauges may be read from others.
  */
@@ -109,7 +110,7 @@ public final class ContinuousBatch implements AutoCloseable {
         this.model = model;
         this.manager = manager;
         this.cache = model.newSlotCache(manager);
-        this.prefixes = new PrefixCache(manager, prefixCacheTokens);
+        this.prefixes = new PrefixCache(manager, prefixCacheTokens, prefillChunk);
         this.maxRows = maxRows;
         this.tokenBudget = tokenBudget;
         this.prefillChunk = prefillChunk;

@@ -61,6 +61,7 @@ public final class PrefixCache implements AutoCloseable {
 
     private final NDManager manager;
     private final long budget;
+    private final int granularity;
     /** Least recently used first. */
     private final List<Entry> entries = new ArrayList<>();
     private volatile long lookups;
@@ -70,15 +71,35 @@ public final class PrefixCache implements AutoCloseable {
     private volatile int entryCount;
 
     /**
+     * A cache that reuses any number of shared positions.
+     *
      * @param parent the manager whose device holds the kept positions; the cache makes a sub-manager
      * @param budgetTokens the most positions kept over all entries (0: none)
      */
     public PrefixCache(NDManager parent, long budgetTokens) {
+        this(parent, budgetTokens, 1);
+    }
+
+    /**
+     * A cache that reuses shared positions in whole multiples of {@code granularity}: with the prefill
+     * chunk there, what is left of a prompt is prefilled in the chunks a cold run takes, so every
+     * position is computed by the same kernels over the same rows as cold and the output is the same
+     * bit for bit (a compressed format's kernels round differently for passes of different row counts).
+     *
+     * @param parent the manager whose device holds the kept positions; the cache makes a sub-manager
+     * @param budgetTokens the most positions kept over all entries (0: none)
+     * @param granularity the reuse is a multiple of it (at least 1)
+     */
+    public PrefixCache(NDManager parent, long budgetTokens, int granularity) {
         if (budgetTokens < 0) {
             throw new IllegalArgumentException("a prefix cache's budget must be >= 0 tokens, got " + budgetTokens);
         }
+        if (granularity < 1) {
+            throw new IllegalArgumentException("a prefix cache's granularity must be >= 1 token, got " + granularity);
+        }
         this.manager = parent.newSubManager();
         this.budget = budgetTokens;
+        this.granularity = granularity;
     }
 
     /**
@@ -88,8 +109,8 @@ public final class PrefixCache implements AutoCloseable {
      * @param adapter its LoRA adapter, or {@code null} for the model's own weights
      * @param cache the slot cache
      * @param row the sequence's row, holding nothing
-     * @return the positions written (the row's length now), at most {@code prompt.length - 1}; 0 where
-     *     nothing is shared
+     * @return the positions written (the row's length now), at most {@code prompt.length - 1} and a
+     *     multiple of the granularity; 0 where nothing is shared
      */
     public int restore(long[] prompt, String adapter, SlotKvCache cache, int row) {
         if (budget == 0) {
@@ -108,7 +129,7 @@ public final class PrefixCache implements AutoCloseable {
                 longest = common;
             }
         }
-        int reused = Math.min(longest, prompt.length - 1);
+        int reused = Math.min(longest, prompt.length - 1) / granularity * granularity;
         if (reused < 1) {
             return 0;
         }
