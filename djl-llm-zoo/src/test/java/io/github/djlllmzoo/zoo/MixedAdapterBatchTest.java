@@ -150,7 +150,8 @@ class MixedAdapterBatchTest {
                 }
                 PrefixCache.Stats stats = batch.prefixCacheStats();
                 assertEquals(2, stats.hits(), "the second a0 and the second base sequence: " + stats);
-                assertEquals(2L * (prompt.length - 1), stats.reusedTokens());
+                int chunk = 4; // the batch's prefill chunk: a reuse is whole chunks
+                assertEquals(2L * ((prompt.length - 1) / chunk * chunk), stats.reusedTokens());
                 assertEquals(3, stats.entries(), "one prompt per adapter: " + stats);
             }
         }
