@@ -6,13 +6,14 @@
 #
 #   scripts/join-latency.sh --model DIR --weights int8 --streams 4 --prompt 1000 --chunk 64
 # Options: --model DIR (required) --weights float32|int8 (float32) --streams N (4) --prompt T (1000)
-#          --chunk C (64) --tokens K (200: each stream's tokens) --warmup W (20: tokens before the join)
+#          --chunk C[,C...] (64; several: each in turn, back to back) --tokens K (200: each stream's tokens)
+#          --warmup W (20: tokens before the join) --repeat R (1: the chunk sizes R times over)
 # (LLMZOO_LATENCY_MAIN runs another in-process benchmark class with the same launcher.)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export OPT_OUT_TRACKING=true
 if [ $# -lt 1 ]; then
-  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 "$root/bin/llmzoo" --version >/dev/null # builds the project on first use

@@ -6,6 +6,7 @@ import io.github.djlllmzoo.translators.ContinuousBatch;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationListener;
 import io.github.djlllmzoo.translators.SequenceState;
+import io.github.djlllmzoo.translators.StepCounters;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -42,8 +43,9 @@ public final class JoinLatency {
     /**
      * Runs it from the command line and prints the report.
      *
-     * @param args {@code --model DIR [--weights float32|int8] [--streams N] [--prompt T] [--chunk C]
-     *     [--tokens K] [--warmup W]}
+     * @param args {@code --model DIR [--weights float32|int8] [--streams N] [--prompt T] [--chunk
+     *     C[,C...]] [--tokens K] [--warmup W] [--repeat R]}: every chunk size in turn, {@code R} times
+     *     over, in one process (variants compared back to back)
      * @throws Exception if the model cannot be loaded or the run fails
      */
     public static void main(String[] args) throws Exception {
@@ -51,18 +53,20 @@ public final class JoinLatency {
         WeightFormat weights = WeightFormat.FLOAT32;
         int streams = 4;
         int promptTokens = 1000;
-        int chunk = 64;
+        int[] chunks = {64};
         int tokens = 200;
         int warmup = 20;
+        int repeat = 1;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--model" -> dir = Path.of(args[i + 1]);
                 case "--weights" -> weights = WeightFormat.parse(args[i + 1]);
                 case "--streams" -> streams = Integer.parseInt(args[i + 1]);
                 case "--prompt" -> promptTokens = Integer.parseInt(args[i + 1]);
-                case "--chunk" -> chunk = Integer.parseInt(args[i + 1]);
+                case "--chunk" -> chunks = Arrays.stream(args[i + 1].split(",")).mapToInt(Integer::parseInt).toArray();
                 case "--tokens" -> tokens = Integer.parseInt(args[i + 1]);
                 case "--warmup" -> warmup = Integer.parseInt(args[i + 1]);
+                case "--repeat" -> repeat = Integer.parseInt(args[i + 1]);
                 default -> usage("unknown option " + args[i]);
             }
         }
@@ -72,52 +76,94 @@ public final class JoinLatency {
         try (LocalModel model = LocalModel.load(dir, weights);
                 NDManager manager = model.model().getNDManager().newSubManager()) {
             int window = model.config().maxPositions();
-            int vocab = model.config().vocabSize();
             if (promptTokens + 1 > window || 8 + tokens > window) {
                 usage("the prompt (" + promptTokens + ") and each stream's 8 + " + tokens
                         + " tokens must fit the context window of " + window);
             }
-            GenerationConfig config = GenerationConfig.builder().maxNewTokens(tokens).eosTokenIds(List.of()).build();
-            Random random = new Random(1);
-            Times[] times = new Times[streams];
-            try (ContinuousBatch batch = new ContinuousBatch(
-                    model.block(), manager, streams + 1, (long) (streams + 1) * window, chunk)) {
-                for (int s = 0; s < streams; s++) {
-                    times[s] = new Times();
-                    batch.join(state(random, 8, vocab, config, times[s], window));
+            System.out.printf(Locale.ROOT, "%s (%s): %d streams of %d tokens; a %d-token prompt joins after %d%n",
+                    dir, weights, streams, tokens, promptTokens, warmup);
+            for (int round = 0; round < repeat; round++) {
+                for (int chunk : chunks) {
+                    run(model, manager, streams, promptTokens, chunk, tokens, warmup);
                 }
-                while (times[streams - 1].nanos.size() < warmup) {
-                    batch.step();
-                }
-                Times joining = new Times();
-                GenerationConfig one = config.toBuilder().maxNewTokens(1).build();
-                long joined = System.nanoTime();
-                batch.join(state(random, promptTokens, vocab, one, joining, window));
-                while (batch.sequences() > 0) {
-                    batch.step();
-                }
-                long firstToken = joining.nanos.get(0);
-                List<Double> all = new ArrayList<>();
-                List<Double> during = new ArrayList<>();
-                for (Times stream : times) {
-                    for (int i = 1; i < stream.nanos.size(); i++) {
-                        double gap = (stream.nanos.get(i) - stream.nanos.get(i - 1)) / 1e6;
-                        all.add(gap);
-                        if (stream.nanos.get(i) > joined && stream.nanos.get(i - 1) < firstToken) {
-                            during.add(gap);
-                        }
-                    }
-                }
-                System.out.printf(Locale.ROOT, "%s (%s): %d streams of %d tokens; a %d-token prompt joined after %d,"
-                                + " prefilled %d a step, first token after %.1f ms%n",
-                        dir, weights, streams, tokens, promptTokens, warmup, chunk, (firstToken - joined) / 1e6);
-                report("time between tokens, whole run", all);
-                report("time between tokens, while it joined", during);
-                double median = quantile(all, 0.5);
-                System.out.printf(Locale.ROOT, "p99 while it joined / median of the run: %.2f (target <= 3)%n",
-                        quantile(during, 0.99) / median);
             }
         }
+    }
+
+    /** One run: the streams decode, the prompt joins them prefilled {@code chunk} tokens a step. */
+    private static void run(
+            LocalModel model, NDManager manager, int streams, int promptTokens, int chunk, int tokens, int warmup) {
+        int window = model.config().maxPositions();
+        int vocab = model.config().vocabSize();
+        GenerationConfig config = GenerationConfig.builder().maxNewTokens(tokens).eosTokenIds(List.of()).build();
+        Random random = new Random(1);
+        Times[] times = new Times[streams];
+        try (ContinuousBatch batch = new ContinuousBatch(
+                model.block(), manager, streams + 1, (long) (streams + 1) * window, chunk)) {
+            for (int s = 0; s < streams; s++) {
+                times[s] = new Times();
+                batch.join(state(random, 8, vocab, config, times[s], window));
+            }
+            while (times[streams - 1].nanos.size() < warmup) {
+                batch.step();
+            }
+            Times joining = new Times();
+            GenerationConfig one = config.toBuilder().maxNewTokens(1).build();
+            long joined = System.nanoTime();
+            StepCounters before = batch.counters();
+            batch.join(state(random, promptTokens, vocab, one, joining, window));
+            StepCounters joinCost = batch.counters().minus(before);
+            List<Step> steps = new ArrayList<>(); // those until the prompt's first token
+            StepCounters whileJoining = null;
+            while (batch.sequences() > 0) {
+                StepCounters last = batch.counters();
+                long start = System.nanoTime();
+                batch.step();
+                long took = System.nanoTime() - start;
+                if (whileJoining == null) {
+                    steps.add(new Step(took, batch.counters().minus(last)));
+                    if (!joining.nanos.isEmpty()) {
+                        whileJoining = batch.counters().minus(before);
+                    }
+                }
+            }
+            long firstToken = joining.nanos.get(0);
+            List<Double> all = new ArrayList<>();
+            List<Double> during = new ArrayList<>();
+            for (Times stream : times) {
+                for (int i = 1; i < stream.nanos.size(); i++) {
+                    double gap = (stream.nanos.get(i) - stream.nanos.get(i - 1)) / 1e6;
+                    all.add(gap);
+                    if (stream.nanos.get(i) > joined && stream.nanos.get(i - 1) < firstToken) {
+                        during.add(gap);
+                    }
+                }
+            }
+            System.out.printf(Locale.ROOT, "prefilled %d a step: first token after %.1f ms (the join itself %.1f ms)%n",
+                    chunk, (firstToken - joined) / 1e6, joinCost.poolNanos() / 1e6);
+            report("  time between tokens, whole run", all);
+            report("  time between tokens, while it joined", during);
+            System.out.printf(Locale.ROOT, "  while it joined, %d steps: %s%n", whileJoining.steps(),
+                    phases(whileJoining));
+            steps.sort((a, b) -> Long.compare(b.nanos, a.nanos));
+            for (Step step : steps.subList(0, Math.min(3, steps.size()))) {
+                System.out.printf(Locale.ROOT, "  a slowest step, %.1f ms: %s%n", step.nanos / 1e6,
+                        phases(step.counters));
+            }
+            System.out.printf(Locale.ROOT, "  p99 while it joined / median of the run: %.2f (target <= 3)%n",
+                    quantile(during, 0.99) / quantile(all, 0.5));
+        }
+    }
+
+    /** One step's wall time and what its counters say it did. */
+    private record Step(long nanos, StepCounters counters) {}
+
+    private static String phases(StepCounters c) {
+        return String.format(Locale.ROOT,
+                "prefill %d tokens %.1f ms, decode %d tokens %.1f ms, sampling %.1f ms, pool %.1f ms,"
+                        + " prefix cache %.1f ms",
+                c.prefillTokens(), c.prefillNanos() / 1e6, c.decodeTokens(), c.decodeNanos() / 1e6,
+                c.sampleNanos() / 1e6, c.poolNanos() / 1e6, c.prefixNanos() / 1e6);
     }
 
     private static SequenceState state(

@@ -411,12 +411,18 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
 
     /** The layers over the residual stream h (B, T, E). */
     private NDArray layersForward(ParameterStore store, NDArray h, AttentionContext context, int t, boolean training) {
+        return layersForward(store, h, context, t, training, 0, layers.size());
+    }
+
+    /** Layers {@code [from, to)} over the residual stream h (B, T, E). */
+    private NDArray layersForward(
+            ParameterStore store, NDArray h, AttentionContext context, int t, boolean training, int from, int to) {
         // A pass over many positions frees each layer's intermediates as the layer returns; a
         // decode step's are a few small arrays, which a scope per layer would cost more than free.
         // h, the embedding's fresh output and then each layer's, is this pass's own: a decode
         // step's layers may add into it in place.
         boolean scoped = training || t > 1;
-        for (DecoderLayer layer : layers) {
+        for (DecoderLayer layer : layers.subList(from, to)) {
             h = scoped ? forwardScoped(layer, store, h, context, training) : layer.forward(store, h, context, true, false);
         }
         return h;
@@ -478,6 +484,23 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
      * @return logits of the last position (1, 1, V)
      */
     public NDArray prefillSlot(NDArray inputIds, SlotKvCache cache, int row) {
+        SlotPrefill pass = startPrefillSlot(inputIds, cache, row);
+        pass.run(config.numLayers());
+        return pass.logits();
+    }
+
+    /**
+     * Starts the pass of {@link #prefillSlot} without running its layers: the caller runs them a
+     * few at a time ({@link SlotPrefill#run}), so a decode loop spreads a prompt chunk's layers
+     * over several steps. The layers compute what one pass would.
+     *
+     * @param inputIds the tokens (1, T) int64; the pass's arrays are attached to its manager, which
+     *     must outlive the pass
+     * @param cache the cache; the row's new positions are counted once the last layer ran
+     * @param row the row
+     * @return the pass, before its first layer
+     */
+    public SlotPrefill startPrefillSlot(NDArray inputIds, SlotKvCache cache, int row) {
         Placement placed = placement();
         NDManager manager = inputIds.getManager();
         int t = Math.toIntExact(inputIds.getShape().get(1));
@@ -496,10 +519,31 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         AttentionContext context = new AttentionContext(
                 positions, AttentionMask.build(manager, t, past, null, type), windowMasks,
                 cache.prefillPass(row, t), placed.manager());
-        h = layersForward(null, h, context, t, false);
-        cache.commitPrefill(row, t);
-        if (t > 1) {
-            h = h.get(new NDIndex(":, -1:, :")); // (1, 1, E)
+        return new SlotPrefill(this, h, context, cache, row, t);
+    }
+
+    /**
+     * Layers {@code [from, to)} of an inference pass, as {@link #prefillSlot} runs them.
+     *
+     * @param h the residual stream (B, T, E), the pass's own
+     * @param context the pass's positions, masks and cache
+     * @param from the first layer
+     * @param to the layer after the last
+     * @return the residual stream after layer {@code to - 1} (B, T, E)
+     */
+    NDArray layersForward(NDArray h, AttentionContext context, int from, int to) {
+        return layersForward(null, h, context, Math.toIntExact(h.getShape().get(1)), false, from, to);
+    }
+
+    /**
+     * Logits of the last position of the residual stream after the last layer.
+     *
+     * @param h (B, T, E)
+     * @return (B, 1, V)
+     */
+    NDArray lastLogits(NDArray h) {
+        if (h.getShape().get(1) > 1) {
+            h = h.get(new NDIndex(":, -1:, :")); // (B, 1, E)
         }
         return logits(null, finalNorm.forward(null, h, false), false);
     }

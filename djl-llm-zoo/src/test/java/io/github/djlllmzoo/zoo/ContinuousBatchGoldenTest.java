@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.ndarray.NDManager;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.EngineKernels;
+import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.translators.BatchGenerator;
 import io.github.djlllmzoo.translators.ContinuousBatch;
 import io.github.djlllmzoo.translators.GenerationConfig;
@@ -31,25 +32,22 @@ class ContinuousBatchGoldenTest {
     /** A sequence to run: its prompt, its config, and the step at which it joins. */
     private record Entry(long[] prompt, GenerationConfig config, int joinStep) {}
 
-    @ParameterizedTest(name = "{0}, chunk {1}, reference kernels {2}")
+    @ParameterizedTest(name = "{0}, chunk {1}, {2} prefill tokens a step, reference kernels {3}")
     @CsvSource({
-        "llama-gqa, 3, false",
-        "llama-gqa, 5, true",
-        "mistral-sliding-window, 3, false",
-        "mistral-sliding-window, 4, true",
-        "gemma2-softcap-window, 3, false",
+        "llama-gqa, 3, 3, false",
+        "llama-gqa, 5, 5, true",
+        "llama-gqa, 4, 1, false", // each chunk's layers spread over steps
+        "llama-gqa, 5, 2, true",
+        "mistral-sliding-window, 3, 3, false",
+        "mistral-sliding-window, 4, 4, true",
+        "mistral-sliding-window, 4, 1, true",
+        "gemma2-softcap-window, 3, 3, false",
+        "gemma2-softcap-window, 3, 1, false",
     })
     void sequencesJoiningAndLeavingAtDifferentStepsEachGenerateWhatTheyGenerateAlone(
-            String name, int chunk, boolean reference) throws Exception {
+            String name, int chunk, int stepTokens, boolean reference) throws Exception {
         GoldenCase golden = GoldenCase.load(name);
-        long[] full = golden.promptIds();
-        long[] longer = concat(full, reversed(full)); // past the sliding window of 8
-        List<Entry> entries = List.of(
-                new Entry(full, greedy(12), 0),
-                new Entry(Arrays.copyOf(full, full.length / 2), sampled(9, 7L), 1),
-                new Entry(longer, greedy(5), 2),
-                new Entry(Arrays.copyOf(longer, 3), sampled(14, 11L), 4),
-                new Entry(Arrays.copyOfRange(full, 2, full.length), greedy(7), 6)); // waits for a free row
+        List<Entry> entries = entries(golden.promptIds());
         try (LocalModel model = LocalModel.load(golden.dir());
                 NDManager manager = model.model().getNDManager().newSubManager()) {
             CausalLmBlock block = model.block();
@@ -64,7 +62,7 @@ class ContinuousBatchGoldenTest {
                             .get(0)
                             .tokenIds());
                 }
-                List<SequenceState> states = run(block, manager, entries, chunk);
+                List<SequenceState> states = run(block, manager, entries, chunk, stepTokens, new long[1], 0);
                 for (int i = 0; i < entries.size(); i++) {
                     assertArrayEquals(alone.get(i), states.get(i).completion().tokenIds(), name + ": sequence " + i);
                 }
@@ -74,8 +72,47 @@ class ContinuousBatchGoldenTest {
         }
     }
 
-    /** Runs the entries through a batch of 3 rows, each joining at its step or once a row is free. */
-    private static List<SequenceState> run(CausalLmBlock block, NDManager manager, List<Entry> entries, int chunk) {
+    /**
+     * A chunk whose layers run over several steps computes what one pass does: with int8 weights,
+     * whose kernels round per pass, every sequence's tokens equal those of whole chunks a step, bit
+     * for bit, and the spread prefill takes more steps.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"llama-gqa", "gemma2-softcap-window"})
+    void spreadingAChunksLayersOverStepsChangesNoSequencesTokens(String name) throws Exception {
+        GoldenCase golden = GoldenCase.load(name);
+        List<Entry> entries = entries(golden.promptIds());
+        int chunk = 4;
+        try (LocalModel model = LocalModel.load(golden.dir(), WeightFormat.INT8);
+                NDManager manager = model.model().getNDManager().newSubManager()) {
+            long[] steps = new long[2];
+            List<SequenceState> whole = run(model.block(), manager, entries, chunk, chunk, steps, 0);
+            List<SequenceState> spread = run(model.block(), manager, entries, chunk, 1, steps, 1);
+            for (int i = 0; i < entries.size(); i++) {
+                assertArrayEquals(whole.get(i).completion().tokenIds(), spread.get(i).completion().tokenIds(),
+                        name + ": sequence " + i);
+            }
+            assertTrue(steps[1] > steps[0], "the spread prefill took " + steps[1] + " steps, whole chunks " + steps[0]);
+        }
+    }
+
+    /** Sequences of different lengths and settings, joining at different steps. */
+    private static List<Entry> entries(long[] full) {
+        long[] longer = concat(full, reversed(full)); // past the sliding window of 8
+        return List.of(
+                new Entry(full, greedy(12), 0),
+                new Entry(Arrays.copyOf(full, full.length / 2), sampled(9, 7L), 1),
+                new Entry(longer, greedy(5), 2),
+                new Entry(Arrays.copyOf(longer, 3), sampled(14, 11L), 4),
+                new Entry(Arrays.copyOfRange(full, 2, full.length), greedy(7), 6)); // waits for a free row
+    }
+
+    /**
+     * Runs the entries through a batch of 3 rows, each joining at its step or once a row is free;
+     * {@code steps[run]} gets the steps it took.
+     */
+    private static List<SequenceState> run(CausalLmBlock block, NDManager manager, List<Entry> entries, int chunk,
+            int stepTokens, long[] steps, int run) {
         List<SequenceState> states = new ArrayList<>();
         for (Entry entry : entries) {
             states.add(SequenceState.builder(entry.prompt(), entry.config())
@@ -83,7 +120,7 @@ class ContinuousBatchGoldenTest {
                     .build()
                     .get(0));
         }
-        try (ContinuousBatch batch = new ContinuousBatch(block, manager, 3, 3L * 128, chunk)) {
+        try (ContinuousBatch batch = new ContinuousBatch(block, manager, 3, 3L * 128, chunk, stepTokens, 0)) {
             int next = 0;
             for (int step = 0; next < entries.size() || batch.sequences() > 0; step++) {
                 while (next < entries.size() && entries.get(next).joinStep() <= step) {
@@ -98,6 +135,7 @@ class ContinuousBatchGoldenTest {
                 assertTrue(step < 500, "the batch ends");
             }
             assertEquals(0, batch.decodingRows());
+            steps[run] = batch.counters().steps();
         }
         return states;
     }

@@ -7,6 +7,7 @@ import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.blocks.SlotKvCache;
+import io.github.djlllmzoo.blocks.SlotPrefill;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -50,6 +51,7 @@ public final class ContinuousBatch implements AutoCloseable {
     private final int maxRows;
     private final long tokenBudget;
     private final int prefillChunk;
+    private final int prefillStepTokens;
     private final int vocab;
     /** Rows [0, decoding) are decoding; a prefilling sequence holds {@code prefillRow}. */
     private final Row[] rows;
@@ -57,10 +59,23 @@ public final class ContinuousBatch implements AutoCloseable {
     private volatile int decoding;
     private Row prefilling;
     private int prefillRow = -1;
+    /** The prefilling sequence's chunk whose layers are partly run, on its own manager. */
+    private SlotPrefill pass;
+    private NDManager passManager;
     private volatile int joined;
     /** The decode step's adapter per row, kept open on the driving thread while the rows stay the same. */
     private LoraAdapter.Selection rowAdapters;
     private List<String> rowAdapterNames = List.of();
+    /** Counted by the driving thread; {@link #counters} publishes them after each step and join. */
+    private long steps;
+    private long prefillTokens;
+    private long prefillNanos;
+    private long decodeTokens;
+    private long decodeNanos;
+    private long sampleNanos;
+    private long poolNanos;
+    private long prefixNanos;
+    private volatile StepCounters counters = StepCounters.NONE;
 
     /** One sequence in the batch and how much of its prompt is in the cache. */
     private static final class Row {
@@ -103,10 +118,35 @@ public final class ContinuousBatch implements AutoCloseable {
             long tokenBudget,
             int prefillChunk,
             long prefixCacheTokens) {
-        if (maxRows < 1 || tokenBudget < 1 || prefillChunk < 1) {
-            throw new IllegalArgumentException("maxRows, tokenBudget and prefillChunk must be at least 1, got "
-                    + maxRows + ", " + tokenBudget + ", " + prefillChunk);
+        this(model, manager, maxRows, tokenBudget, prefillChunk, prefillChunk, prefixCacheTokens);
+    }
+
+    /**
+     * @param model the model block, its parameters loaded
+     * @param manager a manager on the model's device; the cache and each step use sub-managers
+     * @param maxRows the most sequences in the batch at once (≥ 1)
+     * @param tokenBudget the most positions the pool may hold (rows × capacity, ≥ 1)
+     * @param prefillChunk the most prompt tokens one prefill pass takes (≥ 1)
+     * @param prefillStepTokens the prefill work one step may do, in tokens through every layer (≥ 1):
+     *     a chunk of {@code T} tokens runs {@code max(1, layers × prefillStepTokens / T)} of its layers
+     *     a step; {@code prefillChunk} or more runs a whole chunk a step
+     * @param prefixCacheTokens the most prompt positions the {@link PrefixCache} keeps for later
+     *     sequences, besides the pool (0: none)
+     */
+    public ContinuousBatch(
+            CausalLmBlock model,
+            NDManager manager,
+            int maxRows,
+            long tokenBudget,
+            int prefillChunk,
+            int prefillStepTokens,
+            long prefixCacheTokens) {
+        if (maxRows < 1 || tokenBudget < 1 || prefillChunk < 1 || prefillStepTokens < 1) {
+            throw new IllegalArgumentException(
+                    "maxRows, tokenBudget, prefillChunk and prefillStepTokens must be at least 1, got "
+                    + maxRows + ", " + tokenBudget + ", " + prefillChunk + ", " + prefillStepTokens);
         }
+        this.prefillStepTokens = prefillStepTokens;
         this.model = model;
         this.manager = manager;
         this.cache = model.newSlotCache(manager);
@@ -157,21 +197,28 @@ public final class ContinuousBatch implements AutoCloseable {
 
     /**
      * The pool's (rows, capacity) once {@code count} sequences of {@code need} positions joined: the
-     * buffers as they are where they hold them, else grown to the capacity and to as many of the
-     * batch's rows as the budget allows at that capacity (at least the rows in use), so the pool is
-     * allocated once per capacity rather than once per joining row. An empty pool too small for
-     * them is made afresh, not grown.
+     * buffers as they are where they hold them, else made at least at every row's share of the
+     * budget ({@link #rowShare}) and with as many of the batch's rows as the budget allows at that
+     * capacity (at least the rows in use). The pool is so allocated ahead, once, rather than grown
+     * while sequences run: growing copies every buffer, a step's stall of 100 ms and more on
+     * Llama-110M (docs/PERFORMANCE.md), and only a sequence longer than a row's share grows it. An
+     * empty pool too small for them is made afresh, not grown.
      */
     private int[] poolFor(int count, int need) {
         int inUse = inUse();
         boolean fresh = inUse == 0 && need > cache.capacity();
         int rows = fresh ? 0 : cache.rows();
-        int capacity = Math.max(need, fresh ? 0 : cache.capacity());
+        int capacity = Math.max(need, fresh ? rowShare() : cache.capacity());
         if (inUse + count > rows || capacity > cache.capacity()) {
             long fit = tokenBudget / Math.max(capacity, 1);
             rows = (int) Math.max(Math.max(rows, inUse + count), Math.min(maxRows, fit));
         }
         return new int[] {rows, capacity};
+    }
+
+    /** Positions per row where every one of the batch's rows takes an equal share of the budget. */
+    private int rowShare() {
+        return (int) Math.min(cache.maxCapacity(), tokenBudget / maxRows);
     }
 
     /**
@@ -195,12 +242,15 @@ public final class ContinuousBatch implements AutoCloseable {
             throw new IllegalStateException("a sequence of " + need + " positions does not fit the pool now");
         }
         int[] pool = poolFor(1, Math.max(need, 1));
+        long start = System.nanoTime();
         if (inUse() == 0 && need > cache.capacity()) {
             cache.free(); // made afresh at the larger capacity: nothing to keep
         }
         cache.reserve(pool[0], pool[1]);
+        poolNanos += System.nanoTime() - start;
         waiting.addLast(new Row(state, need));
         joined = inUse();
+        publishCounters();
         return true;
     }
 
@@ -217,7 +267,9 @@ public final class ContinuousBatch implements AutoCloseable {
             prefilling = waiting.pollFirst();
             prefillRow = decoding;
             cache.clear(prefillRow);
+            long start = System.nanoTime();
             prefilling.prefilled = prefixes.restore(prefilling.prompt, prefilling.state.adapter(), cache, prefillRow);
+            prefixNanos += System.nanoTime() - start;
         }
         if (prefilling != null) {
             prefillChunk();
@@ -229,33 +281,66 @@ public final class ContinuousBatch implements AutoCloseable {
             releaseRowAdapters(); // nothing of the adapters' is kept while no row decodes
         }
         joined = inUse();
+        steps++;
+        publishCounters();
         return joined;
     }
 
+    private void publishCounters() {
+        counters = new StepCounters(
+                steps, prefillTokens, prefillNanos, decodeTokens, decodeNanos, sampleNanos, poolNanos, prefixNanos);
+    }
+
+    /**
+     * Runs the prefilling sequence's next layers: a chunk's pass starts when the previous ended and
+     * runs as many layers a step as {@code prefillStepTokens} allows; once its last layer ran, the
+     * chunk counts as prefilled.
+     */
     private void prefillChunk() {
         Row row = prefilling;
-        int t = Math.min(prefillChunk, row.prompt.length - row.prefilled);
         float[] logits;
-        NDManager step = manager.newSubManager();
-        try {
-            NDArray ids = step.create(Arrays.copyOfRange(row.prompt, row.prefilled, row.prefilled + t), new Shape(1, t));
-            try (LoraAdapter.Selection adapter = LoraAdapter.select(row.state.adapter())) {
-                logits = model.prefillSlot(ids, cache, prefillRow).toType(DataType.FLOAT32, false).toFloatArray(); // (V)
+        long start = System.nanoTime();
+        try (LoraAdapter.Selection adapter = LoraAdapter.select(row.state.adapter())) {
+            if (pass == null) {
+                int t = Math.min(prefillChunk, row.prompt.length - row.prefilled);
+                passManager = manager.newSubManager();
+                NDArray ids = passManager.create(
+                        Arrays.copyOfRange(row.prompt, row.prefilled, row.prefilled + t), new Shape(1, t));
+                pass = model.startPrefillSlot(ids, cache, prefillRow);
             }
-        } finally {
-            model.kernels().closeStep(step);
+            int layers = model.config().numLayers();
+            pass.run((int) Math.max(1, Math.min(layers, (long) layers * prefillStepTokens / pass.tokens())));
+            if (!pass.done()) {
+                prefillNanos += System.nanoTime() - start;
+                return;
+            }
+            logits = pass.logits().toType(DataType.FLOAT32, false).toFloatArray(); // (V)
+        } catch (RuntimeException e) {
+            dropPass();
+            throw e;
         }
+        int t = pass.tokens();
+        dropPass();
+        prefillNanos += System.nanoTime() - start;
+        prefillTokens += t;
         row.prefilled += t;
         if (row.prefilled < row.prompt.length) {
             return;
         }
         prefilling = null;
+        start = System.nanoTime();
         prefixes.store(row.prompt, row.state.adapter(), cache, prefillRow);
-        if (row.state.advance(logits)) {
+        prefixNanos += System.nanoTime() - start;
+        start = System.nanoTime();
+        boolean ended = row.state.advance(logits);
+        sampleNanos += System.nanoTime() - start;
+        if (ended) {
             cache.clear(prefillRow);
             return;
         }
+        start = System.nanoTime();
         cache.move(prefillRow, decoding); // a no-op where no decoding row left meanwhile
+        poolNanos += System.nanoTime() - start;
         rows[decoding] = row;
         decoding++;
     }
@@ -268,6 +353,7 @@ public final class ContinuousBatch implements AutoCloseable {
         }
         selectRowAdapters(n);
         float[] logits;
+        long start = System.nanoTime();
         NDManager step = manager.newSubManager();
         try {
             NDArray ids = step.create(next, new Shape(n, 1));
@@ -275,8 +361,13 @@ public final class ContinuousBatch implements AutoCloseable {
         } finally {
             model.kernels().closeStep(step);
         }
+        decodeNanos += System.nanoTime() - start;
+        decodeTokens += n;
         for (int r = n - 1; r >= 0; r--) {
-            if (rows[r].state.advance(Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab))) {
+            start = System.nanoTime();
+            boolean ended = rows[r].state.advance(Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab));
+            sampleNanos += System.nanoTime() - start;
+            if (ended) {
                 leave(r);
             }
         }
@@ -315,10 +406,20 @@ public final class ContinuousBatch implements AutoCloseable {
             }
         }
         if (prefilling != null && prefilling.state.endIfDue()) {
+            dropPass();
             cache.clear(prefillRow);
             prefilling = null;
         }
         waiting.removeIf(row -> row.state.endIfDue());
+    }
+
+    /** Frees the arrays of a chunk's pass (its positions were counted, or never will be). */
+    private void dropPass() {
+        if (passManager != null) {
+            model.kernels().closeStep(passManager);
+        }
+        pass = null;
+        passManager = null;
     }
 
     /** Frees decoding row {@code r}: the last decoding row takes its place. */
@@ -327,7 +428,9 @@ public final class ContinuousBatch implements AutoCloseable {
         if (r == last) {
             cache.clear(r);
         } else {
+            long start = System.nanoTime();
             cache.move(last, r);
+            poolNanos += System.nanoTime() - start;
         }
         rows[r] = rows[last];
         rows[last] = null;
@@ -354,6 +457,7 @@ public final class ContinuousBatch implements AutoCloseable {
             dropped.add(row.state);
         }
         waiting.clear();
+        dropPass();
         prefilling = null;
         decoding = 0;
         joined = 0;
@@ -386,6 +490,16 @@ public final class ContinuousBatch implements AutoCloseable {
         return tokenBudget;
     }
 
+    /**
+     * Where the steps spent their time so far; readable from any thread (published after each step
+     * and join).
+     *
+     * @return the counters, summed since the batch was made
+     */
+    public StepCounters counters() {
+        return counters;
+    }
+
     /** @return what the prefix cache has done and holds (all 0 without one) */
     public PrefixCache.Stats prefixCacheStats() {
         return prefixes.stats();
@@ -398,6 +512,7 @@ public final class ContinuousBatch implements AutoCloseable {
 
     @Override
     public void close() {
+        dropPass();
         releaseRowAdapters();
         prefixes.close();
         cache.close();
