@@ -7,13 +7,15 @@
 #   scripts/join-latency.sh --model DIR --weights int8 --streams 4 --prompt 1000 --chunk 64
 # Options: --model DIR (required) --weights float32|int8 (float32) --streams N (4) --prompt T (1000)
 #          --chunk C[,C...] (64; several: each in turn, back to back) --tokens K (200: each stream's tokens)
-#          --warmup W (20: tokens before the join) --repeat R (1: the chunk sizes R times over)
+#          --step-tokens B|decode[,...] (the chunk: a step's prefill work while streams decode, in tokens
+#          through every layer; decode: as long as the last decode pass)
+#          --warmup W (20: tokens before the join) --repeat R (1: every variant R times over)
 # (LLMZOO_LATENCY_MAIN runs another in-process benchmark class with the same launcher.)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export OPT_OUT_TRACKING=true
 if [ $# -lt 1 ]; then
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 "$root/bin/llmzoo" --version >/dev/null # builds the project on first use

@@ -25,6 +25,9 @@ import java.util.Random;
  */
 public final class JoinLatency {
 
+    /** The {@code --step-tokens} that runs a whole chunk a step (the default). */
+    private static final int WHOLE_CHUNK = -1;
+
     private JoinLatency() {}
 
     /** Records when each token of a sequence came. */
@@ -44,8 +47,9 @@ public final class JoinLatency {
      * Runs it from the command line and prints the report.
      *
      * @param args {@code --model DIR [--weights float32|int8] [--streams N] [--prompt T] [--chunk
-     *     C[,C...]] [--tokens K] [--warmup W] [--repeat R]}: every chunk size in turn, {@code R} times
-     *     over, in one process (variants compared back to back)
+     *     C[,C...]] [--step-tokens B|decode[,...]] [--tokens K] [--warmup W] [--repeat R]}: every chunk
+     *     size and step budget (default: the chunk; {@code decode}: as long as a decode pass) in turn, {@code R} times over, in one process
+     *     (variants compared back to back)
      * @throws Exception if the model cannot be loaded or the run fails
      */
     public static void main(String[] args) throws Exception {
@@ -54,6 +58,7 @@ public final class JoinLatency {
         int streams = 4;
         int promptTokens = 1000;
         int[] chunks = {64};
+        int[] stepTokens = {WHOLE_CHUNK};
         int tokens = 200;
         int warmup = 20;
         int repeat = 1;
@@ -63,7 +68,8 @@ public final class JoinLatency {
                 case "--weights" -> weights = WeightFormat.parse(args[i + 1]);
                 case "--streams" -> streams = Integer.parseInt(args[i + 1]);
                 case "--prompt" -> promptTokens = Integer.parseInt(args[i + 1]);
-                case "--chunk" -> chunks = Arrays.stream(args[i + 1].split(",")).mapToInt(Integer::parseInt).toArray();
+                case "--chunk" -> chunks = list(args[i + 1]);
+                case "--step-tokens" -> stepTokens = list(args[i + 1]);
                 case "--tokens" -> tokens = Integer.parseInt(args[i + 1]);
                 case "--warmup" -> warmup = Integer.parseInt(args[i + 1]);
                 case "--repeat" -> repeat = Integer.parseInt(args[i + 1]);
@@ -84,22 +90,40 @@ public final class JoinLatency {
                     dir, weights, streams, tokens, promptTokens, warmup);
             for (int round = 0; round < repeat; round++) {
                 for (int chunk : chunks) {
-                    run(model, manager, streams, promptTokens, chunk, tokens, warmup);
+                    for (int step : stepTokens) {
+                        run(model, manager, streams, promptTokens, chunk, step == WHOLE_CHUNK ? chunk : step, tokens, warmup);
+                    }
                 }
             }
         }
     }
 
-    /** One run: the streams decode, the prompt joins them prefilled {@code chunk} tokens a step. */
-    private static void run(
-            LocalModel model, NDManager manager, int streams, int promptTokens, int chunk, int tokens, int warmup) {
+    /** A comma-separated list of numbers; {@code decode} is {@link ContinuousBatch#PREFILL_AS_LONG_AS_DECODE}. */
+    private static int[] list(String values) {
+        return Arrays.stream(values.split(","))
+                .mapToInt(v -> v.equals("decode") ? ContinuousBatch.PREFILL_AS_LONG_AS_DECODE : Integer.parseInt(v))
+                .toArray();
+    }
+
+    /**
+     * One run: the streams decode, the prompt joins them prefilled in chunks of {@code chunk} tokens,
+     * {@code stepTokens} tokens' worth of layers a step.
+     */
+    private static void run(LocalModel model, NDManager manager, int streams, int promptTokens, int chunk,
+            int stepTokens, int tokens, int warmup) {
         int window = model.config().maxPositions();
         int vocab = model.config().vocabSize();
         GenerationConfig config = GenerationConfig.builder().maxNewTokens(tokens).eosTokenIds(List.of()).build();
         Random random = new Random(1);
         Times[] times = new Times[streams];
         try (ContinuousBatch batch = new ContinuousBatch(
-                model.block(), manager, streams + 1, (long) (streams + 1) * window, chunk)) {
+                model.block(), manager, streams + 1, (long) (streams + 1) * window, chunk, stepTokens, 0)) {
+            GenerationConfig one = config.toBuilder().maxNewTokens(1).build();
+            // a process's first pass over a chunk's width makes the kernels' buffers: not what a join costs
+            batch.join(state(random, Math.min(chunk, promptTokens), vocab, one, new Times(), window));
+            while (batch.sequences() > 0) {
+                batch.step();
+            }
             for (int s = 0; s < streams; s++) {
                 times[s] = new Times();
                 batch.join(state(random, 8, vocab, config, times[s], window));
@@ -108,7 +132,6 @@ public final class JoinLatency {
                 batch.step();
             }
             Times joining = new Times();
-            GenerationConfig one = config.toBuilder().maxNewTokens(1).build();
             long joined = System.nanoTime();
             StepCounters before = batch.counters();
             batch.join(state(random, promptTokens, vocab, one, joining, window));
@@ -139,8 +162,9 @@ public final class JoinLatency {
                     }
                 }
             }
-            System.out.printf(Locale.ROOT, "prefilled %d a step: first token after %.1f ms (the join itself %.1f ms)%n",
-                    chunk, (firstToken - joined) / 1e6, joinCost.poolNanos() / 1e6);
+            System.out.printf(Locale.ROOT,
+                    "chunks of %d, %d tokens' worth a step: first token after %.1f ms (the join itself %.1f ms)%n",
+                    chunk, stepTokens, (firstToken - joined) / 1e6, joinCost.poolNanos() / 1e6);
             report("  time between tokens, whole run", all);
             report("  time between tokens, while it joined", during);
             System.out.printf(Locale.ROOT, "  while it joined, %d steps: %s%n", whileJoining.steps(),
@@ -195,7 +219,7 @@ public final class JoinLatency {
     private static void usage(String problem) {
         System.err.println("error: " + problem);
         System.err.println("usage: JoinLatency --model DIR [--weights float32|int8] [--streams N] [--prompt T]"
-                + " [--chunk C] [--tokens K] [--warmup W]");
+                + " [--chunk C[,C...]] [--step-tokens B|decode[,...]] [--tokens K] [--warmup W] [--repeat R]");
         System.exit(2);
     }
 }

@@ -7,6 +7,7 @@ import io.github.djlllmzoo.translators.ContinuousBatch;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
 import io.github.djlllmzoo.translators.PrefixCache;
+import io.github.djlllmzoo.translators.StepCounters;
 import io.github.djlllmzoo.translators.SequenceState;
 import io.github.djlllmzoo.translators.TextTokenizer;
 import io.github.djlllmzoo.zoo.LocalModel;
@@ -242,7 +243,8 @@ public final class GenerationScheduler implements AutoCloseable {
                 batch.allocatedTokens(),
                 batch.tokenBudget(),
                 batch.bytesPerToken(),
-                batch.prefixCacheStats());
+                batch.prefixCacheStats(),
+                batch.counters());
     }
 
     /**
@@ -268,6 +270,8 @@ public final class GenerationScheduler implements AutoCloseable {
      * @param kvPoolBudget the most positions the KV pool may hold ({@code --kv-cache-tokens})
      * @param kvBytesPerToken bytes one position takes in the pool
      * @param prefixCache the prefix cache's lookups, hits, reused and kept positions, and budget
+     * @param loop where the loop's steps spent their time (prefill, decode, sampling, pool, prefix
+     *     cache) and the tokens they prefilled and decoded
      */
     public record Stats(
             int active,
@@ -287,7 +291,8 @@ public final class GenerationScheduler implements AutoCloseable {
             long kvPoolTokens,
             long kvPoolBudget,
             long kvBytesPerToken,
-            PrefixCache.Stats prefixCache) {}
+            PrefixCache.Stats prefixCache,
+            StepCounters loop) {}
 
     /** @return the jobs' timings and token counts */
     GenerationMetrics metrics() {

@@ -1,6 +1,7 @@
 package io.github.djlllmzoo.server;
 
 import io.github.djlllmzoo.translators.PrefixCache;
+import io.github.djlllmzoo.translators.StepCounters;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -89,6 +90,42 @@ final class ServerMetrics {
                 "Requests that joined the decode loop's batch (over llmzoo_batches_total: requests per busy period).",
                 stats.batchedJobs());
         out.metric("llmzoo_decode_steps_total", "counter", "Steps the decode loop ran.", stats.steps());
+        StepCounters loop = stats.loop();
+        out.metric(
+                "llmzoo_prefill_tokens_total",
+                "counter",
+                "Prompt tokens the decode loop prefilled (those restored from the prefix cache excluded).",
+                loop.prefillTokens());
+        out.metric(
+                "llmzoo_prefill_seconds_total",
+                "counter",
+                "Time the decode loop spent in prefill forward passes.",
+                loop.prefillNanos() / 1e9);
+        out.metric(
+                "llmzoo_decode_tokens_total",
+                "counter",
+                "Tokens the decode loop's decode passes computed (one per running sequence a step).",
+                loop.decodeTokens());
+        out.metric(
+                "llmzoo_decode_seconds_total",
+                "counter",
+                "Time the decode loop spent in decode forward passes.",
+                loop.decodeNanos() / 1e9);
+        out.metric(
+                "llmzoo_sampling_seconds_total",
+                "counter",
+                "Time the decode loop spent turning logits into tokens and text (samplers, detokenizers, stops, streams).",
+                loop.sampleNanos() / 1e9);
+        out.metric(
+                "llmzoo_kv_pool_seconds_total",
+                "counter",
+                "Time the decode loop spent allocating the KV pool and moving its rows.",
+                loop.poolNanos() / 1e9);
+        out.metric(
+                "llmzoo_prefix_cache_seconds_total",
+                "counter",
+                "Time the decode loop spent restoring and storing cached prompt prefixes.",
+                loop.prefixNanos() / 1e9);
         out.metric(
                 "llmzoo_kv_pool_tokens",
                 "gauge",

@@ -147,6 +147,11 @@ class ContinuousBatchingServerTest {
             assertEquals(0.0, samples.get("llmzoo_running_rows"));
             // the prompt's step gives the first token and decodes the second; one step each after
             assertEquals(39.0, samples.get("llmzoo_decode_steps_total"));
+            // the loop's own accounting: the one prompt prefilled, one row decoded a step
+            assertEquals(samples.get("llmzoo_prompt_tokens_total"), samples.get("llmzoo_prefill_tokens_total"));
+            assertEquals(39.0, samples.get("llmzoo_decode_tokens_total"));
+            assertTrue(samples.get("llmzoo_prefill_seconds_total") > 0, samples.toString());
+            assertTrue(samples.get("llmzoo_decode_seconds_total") > 0, samples.toString());
         }
     }
 }

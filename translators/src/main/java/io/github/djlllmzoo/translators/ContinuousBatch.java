@@ -44,6 +44,14 @@ import java.util.List;
  */
 public final class ContinuousBatch implements AutoCloseable {
 
+    /**
+     * The {@code prefillStepTokens} that bounds a step's prefill by time rather than tokens: the
+     * chunk's layers run, one after the other, until they took as long as the last decode pass (at
+     * least one a step), so a step takes about twice a plain decode step on any machine and model.
+     * The layers compute what one pass does however they are spread, so outputs do not depend on it.
+     */
+    public static final int PREFILL_AS_LONG_AS_DECODE = 0;
+
     private final CausalLmBlock model;
     private final NDManager manager;
     private final SlotKvCache cache;
@@ -52,6 +60,8 @@ public final class ContinuousBatch implements AutoCloseable {
     private final long tokenBudget;
     private final int prefillChunk;
     private final int prefillStepTokens;
+    /** The last decode pass's time, the prefill's budget under {@link #PREFILL_AS_LONG_AS_DECODE}. */
+    private long lastDecodeNanos;
     private final int vocab;
     /** Rows [0, decoding) are decoding; a prefilling sequence holds {@code prefillRow}. */
     private final Row[] rows;
@@ -127,9 +137,11 @@ public final class ContinuousBatch implements AutoCloseable {
      * @param maxRows the most sequences in the batch at once (≥ 1)
      * @param tokenBudget the most positions the pool may hold (rows × capacity, ≥ 1)
      * @param prefillChunk the most prompt tokens one prefill pass takes (≥ 1)
-     * @param prefillStepTokens the prefill work one step may do, in tokens through every layer (≥ 1):
-     *     a chunk of {@code T} tokens runs {@code max(1, layers × prefillStepTokens / T)} of its layers
-     *     a step; {@code prefillChunk} or more runs a whole chunk a step
+     * @param prefillStepTokens the prefill work one step may do while sequences decode, in tokens
+     *     through every layer: a chunk of {@code T} tokens runs {@code max(1, layers ×
+     *     prefillStepTokens / T)} of its layers a step; {@code prefillChunk} or more runs a whole
+     *     chunk a step; {@link #PREFILL_AS_LONG_AS_DECODE} runs layers until the step's prefill took
+     *     as long as the last decode pass. A step with no sequence decoding runs a whole chunk
      * @param prefixCacheTokens the most prompt positions the {@link PrefixCache} keeps for later
      *     sequences, besides the pool (0: none)
      */
@@ -141,10 +153,10 @@ public final class ContinuousBatch implements AutoCloseable {
             int prefillChunk,
             int prefillStepTokens,
             long prefixCacheTokens) {
-        if (maxRows < 1 || tokenBudget < 1 || prefillChunk < 1 || prefillStepTokens < 1) {
-            throw new IllegalArgumentException(
-                    "maxRows, tokenBudget, prefillChunk and prefillStepTokens must be at least 1, got "
-                    + maxRows + ", " + tokenBudget + ", " + prefillChunk + ", " + prefillStepTokens);
+        if (maxRows < 1 || tokenBudget < 1 || prefillChunk < 1 || prefillStepTokens < PREFILL_AS_LONG_AS_DECODE) {
+            throw new IllegalArgumentException("maxRows, tokenBudget and prefillChunk must be at least 1 and"
+                    + " prefillStepTokens at least " + PREFILL_AS_LONG_AS_DECODE + ", got " + maxRows + ", "
+                    + tokenBudget + ", " + prefillChunk + ", " + prefillStepTokens);
         }
         this.prefillStepTokens = prefillStepTokens;
         this.model = model;
@@ -286,6 +298,20 @@ public final class ContinuousBatch implements AutoCloseable {
         return joined;
     }
 
+    /** Runs the pass's layers this step may: all of them where no sequence decodes, else its budget. */
+    private void runLayers(long start) {
+        if (decoding == 0) {
+            pass.run(pass.remainingLayers()); // no running row to keep waiting
+        } else if (prefillStepTokens == PREFILL_AS_LONG_AS_DECODE) {
+            do {
+                pass.run(1);
+            } while (!pass.done() && System.nanoTime() - start < lastDecodeNanos);
+        } else {
+            int layers = model.config().numLayers();
+            pass.run((int) Math.max(1, Math.min(layers, (long) layers * prefillStepTokens / pass.tokens())));
+        }
+    }
+
     private void publishCounters() {
         counters = new StepCounters(
                 steps, prefillTokens, prefillNanos, decodeTokens, decodeNanos, sampleNanos, poolNanos, prefixNanos);
@@ -308,8 +334,7 @@ public final class ContinuousBatch implements AutoCloseable {
                         Arrays.copyOfRange(row.prompt, row.prefilled, row.prefilled + t), new Shape(1, t));
                 pass = model.startPrefillSlot(ids, cache, prefillRow);
             }
-            int layers = model.config().numLayers();
-            pass.run((int) Math.max(1, Math.min(layers, (long) layers * prefillStepTokens / pass.tokens())));
+            runLayers(start);
             if (!pass.done()) {
                 prefillNanos += System.nanoTime() - start;
                 return;
@@ -361,7 +386,8 @@ public final class ContinuousBatch implements AutoCloseable {
         } finally {
             model.kernels().closeStep(step);
         }
-        decodeNanos += System.nanoTime() - start;
+        lastDecodeNanos = System.nanoTime() - start;
+        decodeNanos += lastDecodeNanos;
         decodeTokens += n;
         for (int r = n - 1; r >= 0; r--) {
             start = System.nanoTime();
