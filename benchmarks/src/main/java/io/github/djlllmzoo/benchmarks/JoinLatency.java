@@ -162,9 +162,12 @@ public final class JoinLatency {
                     }
                 }
             }
+            String budget = stepTokens == ContinuousBatch.PREFILL_AS_LONG_AS_DECODE
+                    ? "as long as a decode pass"
+                    : stepTokens + " tokens' worth";
             System.out.printf(Locale.ROOT,
-                    "chunks of %d, %d tokens' worth a step: first token after %.1f ms (the join itself %.1f ms)%n",
-                    chunk, stepTokens, (firstToken - joined) / 1e6, joinCost.poolNanos() / 1e6);
+                    "chunks of %d, %s a step: first token after %.1f ms (the join itself %.1f ms)%n",
+                    chunk, budget, (firstToken - joined) / 1e6, joinCost.poolNanos() / 1e6);
             report("  time between tokens, whole run", all);
             report("  time between tokens, while it joined", during);
             System.out.printf(Locale.ROOT, "  while it joined, %d steps: %s%n", whileJoining.steps(),

@@ -7,6 +7,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -48,9 +49,39 @@ final class ServerMetricsPage {
         return samples;
     }
 
+    /**
+     * Where the decode loop spent a load's wall time, from the counters of two scrapes: prefill and
+     * decode passes (with their tokens/s), sampling, the KV pool, the prefix cache, and the rest (the
+     * loop's own work and its idle waits).
+     *
+     * @param before the scrape before the load
+     * @param after the scrape after it, or {@code null} where it failed
+     * @param seconds the load's wall time
+     * @return one line, or {@code null} where the server has no such counters
+     */
+    static String loopTime(Map<String, Double> before, Map<String, Double> after, double seconds) {
+        if (after == null || !after.containsKey("llmzoo_decode_seconds_total")) {
+            return null;
+        }
+        double prefill = counter(after, before, "llmzoo_prefill_seconds_total");
+        double decode = counter(after, before, "llmzoo_decode_seconds_total");
+        double sampling = counter(after, before, "llmzoo_sampling_seconds_total");
+        double pool = counter(after, before, "llmzoo_kv_pool_seconds_total");
+        double prefix = counter(after, before, "llmzoo_prefix_cache_seconds_total");
+        return String.format(Locale.ROOT,
+                "prefill %.1f s (%.0f tokens/s), decode %.1f s (%.0f tokens/s), sampling %.1f s, KV pool %.1f s,"
+                        + " prefix cache %.1f s, the rest %.1f s of %.1f s",
+                prefill, counter(after, before, "llmzoo_prefill_tokens_total") / prefill, decode,
+                counter(after, before, "llmzoo_decode_tokens_total") / decode, sampling, pool, prefix,
+                seconds - prefill - decode - sampling - pool - prefix, seconds);
+    }
+
+    private static double counter(Map<String, Double> after, Map<String, Double> before, String name) {
+        return after.getOrDefault(name, 0.0) - before.getOrDefault(name, 0.0);
+    }
+
     private static double delta(Map<String, Double> after, Map<String, Double> before, String outcome) {
-        String key = OUTCOME + outcome + "\"}";
-        return after.getOrDefault(key, 0.0) - before.getOrDefault(key, 0.0);
+        return counter(after, before, OUTCOME + outcome + "\"}");
     }
 
     /**

@@ -89,6 +89,8 @@ public final class StreamingLoadTest {
      * @param tpotSeconds time per output token of each complete answer with 2 tokens or more, sorted
      * @param problems what went wrong, one line each (at most a few)
      * @param serverCheck the server-side check's verdict, or {@code null} without our metrics
+     * @param loopTime where the server's decode loop spent the load's wall time, or {@code null}
+     *     without our metrics
      */
     public record Report(
             int clients,
@@ -101,7 +103,8 @@ public final class StreamingLoadTest {
             double[] ttftSeconds,
             double[] tpotSeconds,
             List<String> problems,
-            String serverCheck) {
+            String serverCheck,
+            String loopTime) {
 
         /** @return whether every admitted request ended cleanly, as seen by client and server */
         public boolean clean() {
@@ -122,6 +125,9 @@ public final class StreamingLoadTest {
                     1e3 * percentile(tpotSeconds, 0.50), 1e3 * percentile(tpotSeconds, 0.90), 1e3 * percentile(tpotSeconds, 0.99)));
             for (String problem : problems) {
                 out.append("problem: ").append(problem).append('\n');
+            }
+            if (loopTime != null) {
+                out.append("decode loop: ").append(loopTime).append('\n');
             }
             out.append("server check: ").append(serverCheck == null ? "skipped (no llmzoo /metrics)" : serverCheck).append('\n');
             return out.toString();
@@ -275,9 +281,10 @@ public final class StreamingLoadTest {
                 }
             }
         }
+        String loop = before == null ? null : ServerMetricsPage.loopTime(before, ServerMetricsPage.scrape(client, base), seconds);
         String serverCheck = before == null ? null : ServerMetricsPage.checkEveryRequestEnded(client, base, before, admitted);
         return new Report(clients, admitted, rejected, errors, disconnected, seconds, tokens,
-                sorted(ttft), sorted(tpot), problems, serverCheck);
+                sorted(ttft), sorted(tpot), problems, serverCheck, loop);
     }
 
     private static double[] sorted(List<Double> values) {

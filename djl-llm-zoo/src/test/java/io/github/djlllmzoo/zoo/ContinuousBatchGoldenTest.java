@@ -75,7 +75,8 @@ class ContinuousBatchGoldenTest {
     /**
      * A chunk whose layers run over several steps computes what one pass does: with int8 weights,
      * whose kernels round per pass, every sequence's tokens equal those of whole chunks a step, bit
-     * for bit, and the spread prefill takes more steps.
+     * for bit, whether the layers are spread by tokens (the spread prefill takes more steps) or by
+     * the decode pass's time.
      */
     @ParameterizedTest(name = "{0}")
     @CsvSource({"llama-gqa", "gemma2-softcap-window"})
@@ -85,12 +86,16 @@ class ContinuousBatchGoldenTest {
         int chunk = 4;
         try (LocalModel model = LocalModel.load(golden.dir(), WeightFormat.INT8);
                 NDManager manager = model.model().getNDManager().newSubManager()) {
-            long[] steps = new long[2];
+            long[] steps = new long[3];
             List<SequenceState> whole = run(model.block(), manager, entries, chunk, chunk, steps, 0);
             List<SequenceState> spread = run(model.block(), manager, entries, chunk, 1, steps, 1);
+            List<SequenceState> timed = run(
+                    model.block(), manager, entries, chunk, ContinuousBatch.PREFILL_AS_LONG_AS_DECODE, steps, 2);
             for (int i = 0; i < entries.size(); i++) {
                 assertArrayEquals(whole.get(i).completion().tokenIds(), spread.get(i).completion().tokenIds(),
-                        name + ": sequence " + i);
+                        name + ": sequence " + i + ", by tokens");
+                assertArrayEquals(whole.get(i).completion().tokenIds(), timed.get(i).completion().tokenIds(),
+                        name + ": sequence " + i + ", by time");
             }
             assertTrue(steps[1] > steps[0], "the spread prefill took " + steps[1] + " steps, whole chunks " + steps[0]);
         }

@@ -117,8 +117,10 @@ public final class GenerationScheduler implements AutoCloseable {
         this.tokenizer = tokenizer;
         this.contextWindow = block.config().maxPositions();
         long budget = options.kvCacheTokens() > 0 ? options.kvCacheTokens() : (long) maxBatch * contextWindow;
-        this.batch = new ContinuousBatch(
-                block, manager, maxBatch, budget, options.prefillChunk(), options.prefixCacheTokens(budget));
+        // a joining prompt's chunk runs as long as a decode pass a step: the running streams' time
+        // between tokens stays about twice a plain step's (docs/serving-production.md)
+        this.batch = new ContinuousBatch(block, manager, maxBatch, budget, options.prefillChunk(),
+                ContinuousBatch.PREFILL_AS_LONG_AS_DECODE, options.prefixCacheTokens(budget));
         this.loop = new Thread(this::loop, "llmzoo-decode-loop");
         loop.setDaemon(true);
         loop.start();

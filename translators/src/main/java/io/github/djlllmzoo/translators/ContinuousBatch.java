@@ -16,16 +16,23 @@ import java.util.List;
 /**
  * Iteration-level scheduling (continuous batching) over one model: sequences ({@link
  * SequenceState}s) join and leave at any step, each holding a row of the batch's {@link
- * SlotKvCache} at a length of its own. Each {@link #step} takes one chunk of at most {@code
- * prefillChunk} tokens of the oldest joining sequence's prompt, then one decode step of every running
- * sequence, so running sequences keep producing tokens while a long prompt comes in; a sequence
- * leaves as soon as it ends (EOS, stop string, budget, cancelled by its listener) and its row goes to
- * the next. Each sequence computes what it would alone: its own positions, its own keys and values,
+ * SlotKvCache} at a length of its own. Each {@link #step} runs prefill work of the oldest joining
+ * sequence's prompt, then one decode step of every running sequence, so running sequences keep
+ * producing tokens while a long prompt comes in. The prompt is prefilled in chunks of at most {@code
+ * prefillChunk} tokens, one forward pass each ({@link SlotPrefill}); a step runs a whole chunk, or
+ * while sequences decode only as many of its layers as {@code prefillStepTokens} allows (tokens'
+ * worth, or as long as the last decode pass: {@link #PREFILL_AS_LONG_AS_DECODE}), so what a joining
+ * prompt adds to a step is bounded without changing where its chunks begin: a chunk computes the same
+ * however its layers are spread, and a prefix-cached prompt's whole chunks stay those of a cold run.
+ * A sequence leaves as soon as it ends (EOS, stop string, budget, cancelled by its listener) and its
+ * row goes to the next. Each sequence computes what it would alone: its own positions, its own keys and values,
  * its own sampler.
  *
  * <p>The cache is a pool under a token budget: its buffers hold (rows, capacity) positions, the
- * capacity the longest reservation ({@code prompt + budget}) of the sequences it held since it was
- * last made, the rows as many of the batch's as the budget allows at that capacity; a sequence joins
+ * capacity at least every row's share of the budget ({@code tokenBudget / maxRows}, within the
+ * context window) and the longest reservation ({@code prompt + budget}) of the sequences it held
+ * since it was last made, the rows as many of the batch's as the budget allows at that capacity, so
+ * it is allocated once ahead rather than grown (copied) while sequences run; a sequence joins
  * only if the pool then still holds at most {@code tokenBudget} positions ({@link #canJoin}), so
  * memory is never over-committed. The buffers stay allocated between busy periods (made afresh only
  * when an empty pool is too short for a new sequence). Joined sequences that wait for their prefill
