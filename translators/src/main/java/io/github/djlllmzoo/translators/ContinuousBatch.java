@@ -25,8 +25,8 @@ import java.util.List;
  * prompt adds to a step is bounded without changing where its chunks begin: a chunk computes the same
  * however its layers are spread, and a prefix-cached prompt's whole chunks stay those of a cold run.
  * A sequence leaves as soon as it ends (EOS, stop string, budget, cancelled by its listener) and its
- * row goes to the next. Each sequence computes what it would alone: its own positions, its own keys and values,
- * its own sampler.
+ * row goes to the next. Each sequence computes what it would alone: its own positions, its own keys
+ * and values, its own sampler.
  *
  * <p>The cache is a pool under a token budget: its buffers hold (rows, capacity) positions, the
  * capacity at least every row's share of the budget ({@code tokenBudget / maxRows}, within the
