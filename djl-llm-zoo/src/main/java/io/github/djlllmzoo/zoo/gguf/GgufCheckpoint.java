@@ -49,7 +49,7 @@ public final class GgufCheckpoint {
     /**
      * The directory holding the Hugging Face files of a GGUF file's model, written on first use
      * (atomically: a temporary directory renamed into place) and reused while the file is unchanged
-     * (keyed by its path, size and modification time, and the version of what is derived), under {@code -Dllmzoo.gguf.cache} or the
+     * (keyed by its path, size and modification time, those of every part of a split file, and the version of what is derived), under {@code -Dllmzoo.gguf.cache} or the
      * temporary directory.
      *
      * @param gguf the opened file
@@ -60,7 +60,7 @@ public final class GgufCheckpoint {
     public static Path filesDirectory(GgufFile gguf) throws IOException, InvalidGgufException {
         Path root = Path.of(System.getProperty(CACHE_PROPERTY,
                 Path.of(System.getProperty("java.io.tmpdir"), "llmzoo-gguf").toString()));
-        Path dir = root.resolve(key(gguf.path()));
+        Path dir = root.resolve(key(gguf));
         if (Files.isRegularFile(dir.resolve(CheckpointFiles.CONFIG))) {
             return dir;
         }
@@ -151,12 +151,17 @@ public final class GgufCheckpoint {
         }
     }
 
-    private static String key(Path file) throws IOException {
-        Path absolute = file.toAbsolutePath().normalize();
-        String identity = FILES_VERSION + "|" + absolute + "|" + Files.size(absolute) + "|"
-                + Files.getLastModifiedTime(absolute).toMillis();
+    /** The identity of a file (every part of a split one: the tensors of any decide config.json). */
+    private static String key(GgufFile gguf) throws IOException {
+        Path absolute = gguf.path().toAbsolutePath().normalize();
+        StringBuilder identity = new StringBuilder().append(FILES_VERSION);
+        for (Path part : gguf.files()) {
+            Path p = part.toAbsolutePath().normalize();
+            identity.append('|').append(p).append('|').append(Files.size(p)).append('|')
+                    .append(Files.getLastModifiedTime(p).toMillis());
+        }
         try {
-            byte[] hash = MessageDigest.getInstance("SHA-256").digest(identity.getBytes(StandardCharsets.UTF_8));
+            byte[] hash = MessageDigest.getInstance("SHA-256").digest(identity.toString().getBytes(StandardCharsets.UTF_8));
             String name = absolute.getFileName().toString().replaceAll("[^A-Za-z0-9._-]", "_");
             return name + "-" + HexFormat.of().formatHex(hash, 0, 8);
         } catch (NoSuchAlgorithmException e) {

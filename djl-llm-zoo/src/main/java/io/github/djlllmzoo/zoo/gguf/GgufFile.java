@@ -16,6 +16,8 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * A GGUF file (llama.cpp's format, versions 2 and 3), opened for reading: its metadata key-values
@@ -27,6 +29,10 @@ import java.util.Map;
  * key-values (u64-length UTF-8 key, u32 value type, value); the tensor infos (name, u32 number of
  * dimensions, u64 dimensions contiguous first, u32 ggml type, u64 offset into the data section);
  * padding to {@code general.alignment} (default 32); the data section.
+ *
+ * <p>A split file ({@code name-00001-of-00003.gguf}, as llama.cpp's {@code gguf-split} writes it:
+ * metadata {@code split.no} from 0, {@code split.count}, {@code split.tensors.count}; the model's
+ * metadata in the first part only) opens from its first part, with the tensors of every part.
  */
 public final class GgufFile implements AutoCloseable {
 
@@ -40,10 +46,23 @@ public final class GgufFile implements AutoCloseable {
 
     private static final int MAX_DIMS = 4;
 
+    /** The split keys of llama.cpp's {@code gguf-split}. */
+    static final String SPLIT_NO = "split.no";
+
+    static final String SPLIT_COUNT = "split.count";
+
+    static final String SPLIT_TENSORS = "split.tensors.count";
+
+    /** llama.cpp's split names: {@code PREFIX-%05d-of-%05d.gguf}, numbered from 1. */
+    static final Pattern SPLIT_NAME = Pattern.compile("(.*)-(\\d{5})-of-(\\d{5})\\.gguf");
+
     private final Path path;
     private final FileChannel channel;
     private final GgufMetadata metadata;
     private final Map<String, GgufTensor> tensors;
+
+    /** The further parts of a split file, whose tensors {@link #tensors} holds too. */
+    private final List<GgufFile> parts = new ArrayList<>();
 
     private GgufFile(
             Path path, FileChannel channel, Map<String, Object> values, List<RawTensor> infos, long infosEnd)
@@ -103,6 +122,17 @@ public final class GgufFile implements AutoCloseable {
      * @throws InvalidGgufException naming the file and the key or tensor at fault
      */
     public static GgufFile open(Path path) throws IOException, InvalidGgufException {
+        GgufFile file = openPart(path);
+        try {
+            file.openParts();
+            return file;
+        } catch (IOException | InvalidGgufException | RuntimeException e) {
+            file.close();
+            throw e;
+        }
+    }
+
+    private static GgufFile openPart(Path path) throws IOException, InvalidGgufException {
         if (!Files.isRegularFile(path)) {
             throw new InvalidGgufException(path, null, "file not found");
         }
@@ -121,6 +151,56 @@ public final class GgufFile implements AutoCloseable {
             channel.close();
             throw e;
         }
+    }
+
+    /**
+     * Opens the parts after this first one of a split file and adds their tensors, checking that
+     * they are the parts its name and {@code split.*} metadata call for.
+     */
+    private void openParts() throws IOException, InvalidGgufException {
+        int count = Math.toIntExact(metadata.optLong(SPLIT_COUNT, 1));
+        if (count <= 1) {
+            return;
+        }
+        long no = metadata.optLong(SPLIT_NO, 0);
+        Matcher name = SPLIT_NAME.matcher(path.getFileName().toString());
+        if (!name.matches() || Integer.parseInt(name.group(3)) != count) {
+            throw new InvalidGgufException(path, SPLIT_COUNT, "part " + (no + 1) + " of a file split in " + count
+                    + ", but not named as llama.cpp names the parts (NAME-%05d-of-%05d.gguf)");
+        }
+        if (no != 0) {
+            throw new InvalidGgufException(path, SPLIT_NO, "part " + (no + 1) + " of " + count
+                    + " of a split file; load its first part, " + partName(name.group(1), 1, count));
+        }
+        for (int i = 2; i <= count; i++) {
+            Path part = path.resolveSibling(partName(name.group(1), i, count));
+            if (!Files.isRegularFile(part)) {
+                throw new InvalidGgufException(path, SPLIT_COUNT,
+                        "part " + i + " of " + count + " is missing: " + part + " (download every part)");
+            }
+            GgufFile file = openPart(part);
+            parts.add(file);
+            if (file.metadata.optLong(SPLIT_NO, -1) != i - 1 || file.metadata.optLong(SPLIT_COUNT, -1) != count) {
+                throw new InvalidGgufException(part, SPLIT_NO, "is not part " + i + " of " + count + " ("
+                        + SPLIT_NO + " " + file.metadata.values().get(SPLIT_NO) + ", " + SPLIT_COUNT + " "
+                        + file.metadata.values().get(SPLIT_COUNT) + ")");
+            }
+            for (GgufTensor t : file.tensors.values()) {
+                if (tensors.put(t.name(), t) != null) {
+                    throw new InvalidGgufException(part, t.name(), "tensor name appears in two parts");
+                }
+            }
+        }
+        long expected = metadata.optLong(SPLIT_TENSORS, tensors.size());
+        if (expected != tensors.size()) {
+            throw new InvalidGgufException(path, SPLIT_TENSORS,
+                    "the parts hold " + tensors.size() + " tensors where the first part says " + expected);
+        }
+    }
+
+    /** The file name of part {@code no} (from 1) of {@code count}. */
+    static String partName(String prefix, int no, int count) {
+        return String.format(java.util.Locale.ROOT, "%s-%05d-of-%05d.gguf", prefix, no, count);
     }
 
     /**
@@ -171,9 +251,29 @@ public final class GgufFile implements AutoCloseable {
         return channel;
     }
 
+    /** @return this file and the further parts of a split file, in order */
+    public List<Path> files() {
+        List<Path> files = new ArrayList<>(List.of(path));
+        for (GgufFile part : parts) {
+            files.add(part.path);
+        }
+        return files;
+    }
+
     @Override
     public void close() throws IOException {
+        IOException failed = null;
+        for (GgufFile part : parts) {
+            try {
+                part.close();
+            } catch (IOException e) {
+                failed = e;
+            }
+        }
         channel.close();
+        if (failed != null) {
+            throw failed;
+        }
     }
 
     /** A tensor info as stored, before its type and offset are checked. */

@@ -5,19 +5,21 @@ import io.github.djlllmzoo.zoo.hub.HubClient;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
  * GGUF files of a Hugging Face repository, downloaded through the hub client and its cache: one
  * named by its file name, or the one a quantization tag names ({@code Q4_K_M} picks {@code
- * model-Q4_K_M.gguf}), as llama.cpp's {@code -hf org/name:TAG} does.
+ * model-Q4_K_M.gguf}), as llama.cpp's {@code -hf org/name:TAG} does. A split file ({@code
+ * model-Q4_K_M-00001-of-00003.gguf}, named by its first part or by the tag its parts carry) comes
+ * down whole: every part into the same snapshot directory, where {@link GgufFile#open} finds them.
  */
 public final class GgufHubFiles {
-
-    /** llama.cpp's split files ({@code -00001-of-00003.gguf}), which are not loaded. */
-    private static final Pattern SPLIT = Pattern.compile(".*-\\d{5}-of-\\d{5}\\.gguf");
 
     private GgufHubFiles() {}
 
@@ -37,7 +39,20 @@ public final class GgufHubFiles {
         if (!isGgufName(filename)) {
             throw new ModelNotFoundException("gguf file '" + filename + "' of " + repoId + " does not end in .gguf");
         }
-        return hub.file(repoId, revision, filename);
+        Matcher split = GgufFile.SPLIT_NAME.matcher(filename);
+        if (!split.matches()) {
+            return hub.file(repoId, revision, filename);
+        }
+        int count = Integer.parseInt(split.group(3));
+        if (Integer.parseInt(split.group(2)) != 1) {
+            throw new ModelNotFoundException("gguf file '" + filename + "' of " + repoId + " is not the first part of"
+                    + " its split file; pass " + GgufFile.partName(split.group(1), 1, count));
+        }
+        Path first = hub.file(repoId, revision, filename);
+        for (int i = 2; i <= count; i++) {
+            hub.file(repoId, revision, GgufFile.partName(split.group(1), i, count));
+        }
+        return first;
     }
 
     /**
@@ -54,13 +69,16 @@ public final class GgufHubFiles {
     public static Path downloadTagged(HubClient hub, String repoId, String revision, String tag)
             throws IOException, ModelNotFoundException {
         List<String> ggufs = new ArrayList<>();
-        List<String> tagged = new ArrayList<>();
+        Set<String> tagged = new LinkedHashSet<>();
         Pattern word = Pattern.compile("(?i).*(^|[-_./])" + Pattern.quote(tag) + "([-_.].*)?\\.gguf");
         for (String name : hub.repoInfo(repoId, revision).siblings()) {
             if (isGgufName(name) && !name.toLowerCase(Locale.ROOT).contains("mmproj")) {
                 ggufs.add(name);
                 if (word.matcher(name).matches()) {
-                    tagged.add(name);
+                    Matcher split = GgufFile.SPLIT_NAME.matcher(name);
+                    // the parts of a split file are one file: its first part stands for them
+                    tagged.add(split.matches()
+                            ? GgufFile.partName(split.group(1), 1, Integer.parseInt(split.group(3))) : name);
                 }
             }
         }
@@ -69,13 +87,9 @@ public final class GgufHubFiles {
                     + " GGUF files carry the tag " + tag + (tagged.isEmpty() ? "" : " " + tagged) + "; its GGUF files: "
                     + ggufs + " (pass one with gguf_file / --gguf-file)");
         }
-        String name = tagged.get(0);
-        if (SPLIT.matcher(name).matches()) {
-            throw new ModelNotFoundException(repoId + ":" + tag + ": " + name
-                    + " is one part of a split GGUF file, which is not supported; merge it with llama-gguf-split --merge");
-        }
-        return hub.file(repoId, revision, name);
+        return download(hub, repoId, revision, tagged.iterator().next());
     }
+
 
     private static boolean isGgufName(String name) {
         return name.toLowerCase(Locale.ROOT).endsWith(".gguf");

@@ -24,6 +24,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
@@ -216,10 +217,18 @@ class GgufGoldenCasesTest {
         }
     }
 
-    @Test
-    void ropeFrequenciesOtherThanLlama31sAreRefusedNamingTheTensor() throws Exception {
-        Path file = tmp.resolve("llama.gguf");
-        GoldenGguf.write(golden("llama-gqa"), file, GgufType.F32);
+    /**
+     * Per-frequency rotary factors we cannot express: ones that fall and rise again (no band of Llama
+     * 3.1's scaling gives them) and Phi-3's LongRoPE factors (our Phi-3 has no LongRoPE).
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "llama-gqa | rope_freqs.weight",
+        "phi3-fused | rope_factors_long.weight rope_factors_short.weight"
+    })
+    void rotaryFactorsWeCannotExpressAreRefusedNamingTheTensor(String name, String factorTensors) throws Exception {
+        Path file = tmp.resolve(name + ".gguf");
+        GoldenGguf.write(golden(name), file, GgufType.F32);
         GgufWriter rewritten = new GgufWriter();
         try (GgufFile gguf = GgufFile.open(file)) {
             for (var e : gguf.metadata().values().entrySet()) {
@@ -230,12 +239,14 @@ class GgufGoldenCasesTest {
                 rewritten.tensor(t.name(), t.shape().getShape(), GgufType.F32, t.toFloatArray());
             }
         }
-        // factors that fall and rise again: no band of Llama 3.1's scaling gives them
-        rewritten.tensor("rope_freqs.weight", new long[] {8}, GgufType.F32, new float[] {1, 3, 1, 8, 8, 2, 8, 8});
-        Path withFreqs = tmp.resolve("odd-freqs.gguf");
-        rewritten.write(withFreqs);
-        InvalidGgufException e = assertThrows(InvalidGgufException.class, () -> LocalModel.load(withFreqs));
-        assertTrue(e.getMessage().contains("rope_freqs.weight") && e.getMessage().contains(withFreqs.toString()),
+        String[] tensors = factorTensors.split(" ");
+        for (String tensor : tensors) {
+            rewritten.tensor(tensor, new long[] {8}, GgufType.F32, new float[] {1, 3, 1, 8, 8, 2, 8, 8});
+        }
+        Path withFactors = tmp.resolve(name + "-factors.gguf");
+        rewritten.write(withFactors);
+        InvalidGgufException e = assertThrows(InvalidGgufException.class, () -> LocalModel.load(withFactors));
+        assertTrue(e.getMessage().contains(tensors[0]) && e.getMessage().contains(withFactors.toString()),
                 e.getMessage());
     }
 }

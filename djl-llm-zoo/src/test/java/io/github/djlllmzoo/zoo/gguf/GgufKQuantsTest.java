@@ -1,10 +1,10 @@
 package io.github.djlllmzoo.zoo.gguf;
 
+import static io.github.djlllmzoo.zoo.gguf.LlamaCppPeer.meanDifference;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
-import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.zoo.LocalModel;
@@ -31,17 +31,11 @@ class GgufKQuantsTest {
     @Test
     void decodedTensorsEqualLlamaCppsDequantizationAndInt8CostsLessThanTheQuantization() throws Exception {
         LlamaCppPeer peer = LlamaCppPeer.require();
-        Path dir;
-        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
-            dir = LlamaCppPeer.randomLlama(tmp.resolve("model"), manager);
-        }
-        Path f32 = peer.convert(dir, tmp.resolve("model-f32.gguf"));
-        long[] prompt;
-        float[] exact;
-        try (LocalModel model = LocalModel.load(dir)) {
-            prompt = model.tokenizer().encode(GgufLlamaCppParityTest.TEXT);
-            exact = model.generator().scoreTokens(prompt);
-        }
+        LlamaCppPeer.RandomLlama llama = peer.randomLlama(tmp);
+        Path dir = llama.dir();
+        Path f32 = llama.f32();
+        long[] prompt = llama.prompt();
+        float[] exact = llama.exact();
         Set<GgufType> seen = EnumSet.noneOf(GgufType.class);
         for (String type : new String[] {"Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "Q4_0"}) {
             Path file = peer.quantize(f32, tmp.resolve("model-" + type + ".gguf"), type);
@@ -101,11 +95,40 @@ class GgufKQuantsTest {
                 GgufType.Q4_0, GgufType.F32)), "types decoded: " + seen);
     }
 
-    private static double meanDifference(float[] a, float[] b) {
-        double sum = 0;
-        for (int i = 0; i < a.length; i++) {
-            sum += Math.abs(a[i] - b[i]);
+    /**
+     * The issue's accuracy rule for Q5_K and Q6_K, which we hold as int8 (re-quantized per group of
+     * 32 at load): a Q5_K_M or Q6_K file loaded as we load it changes the mean |logprob| per token
+     * from our float32 no more than llama.cpp running the same file changes it from llama.cpp's F32,
+     * +10% (the issue's allowance for our own 4-bit formats against llama.cpp's). Both sides add
+     * their own rounding to the file's: llama.cpp its 8-bit activations (Q8_K), we our int8 grid
+     * (steps of max|w| / 127 per 32 weights, several times finer than Q5_K's and Q6_K's).
+     */
+    @Test
+    void q5kmAndQ6kFilesLoadedAsInt8CostNoMoreThanLlamaCppRunningThem() throws Exception {
+        LlamaCppPeer peer = LlamaCppPeer.require();
+        LlamaCppPeer.RandomLlama llama = peer.randomLlama(tmp);
+        float[] theirsF32 = peer.score(llama.f32(), llama.prompt());
+        double parity = meanDifference(theirsF32, llama.exact());
+        System.out.printf(Locale.ROOT, "llama.cpp F32 vs our float32: mean |logprob difference| %.3g%n", parity);
+        for (String type : new String[] {"Q5_K_M", "Q6_K"}) {
+            Path file = peer.quantize(llama.f32(), tmp.resolve("model-" + type + ".gguf"), type);
+            try (GgufFile gguf = GgufFile.open(file)) {
+                assertEquals(WeightFormat.INT8, GgufCheckpoint.nativeFormat(gguf), type + " loads as int8");
+            }
+            double theirs = meanDifference(peer.score(file, llama.prompt()), theirsF32);
+            double ours;
+            double widened;
+            try (LocalModel model = LocalModel.load(file)) {
+                ours = meanDifference(model.generator().scoreTokens(llama.prompt()), llama.exact());
+            }
+            try (LocalModel model = LocalModel.load(file, Device.cpu(), DataType.FLOAT32, WeightFormat.FLOAT32)) {
+                widened = meanDifference(model.generator().scoreTokens(llama.prompt()), llama.exact());
+            }
+            System.out.printf(Locale.ROOT, "gguf %s: mean |logprob - F32| per token: ours (int8) %.4g, llama.cpp %.4g,"
+                    + " the file's values in float32 %.4g%n", type, ours, theirs, widened);
+            assertTrue(ours <= 1.1 * theirs, type + ": ours " + ours + " vs llama.cpp " + theirs);
+            // the two F32 runs agree far closer than either quantized run is from them
+            assertTrue(parity < theirs / 10, type + ": F32 parity " + parity + " vs " + theirs);
         }
-        return sum / a.length;
     }
 }

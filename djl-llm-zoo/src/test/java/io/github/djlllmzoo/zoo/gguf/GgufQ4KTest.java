@@ -1,10 +1,10 @@
 package io.github.djlllmzoo.zoo.gguf;
 
+import static io.github.djlllmzoo.zoo.gguf.LlamaCppPeer.meanDifference;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.Device;
-import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import io.github.djlllmzoo.blocks.CompressedWeight;
 import io.github.djlllmzoo.blocks.WeightFormat;
@@ -28,11 +28,8 @@ class GgufQ4KTest {
     @Test
     void q4kQuantizesAsLlamaQuantizeLoadsItsBlocksBitForBitAndCostsNoMoreThanQ4KM() throws Exception {
         LlamaCppPeer peer = LlamaCppPeer.require();
-        Path dir;
-        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
-            dir = LlamaCppPeer.randomLlama(tmp.resolve("model"), manager);
-        }
-        Path f32 = peer.convert(dir, tmp.resolve("model-f32.gguf"));
+        LlamaCppPeer.RandomLlama llama = peer.randomLlama(tmp);
+        Path f32 = llama.f32();
         Path pure = peer.quantize(f32, tmp.resolve("model-q4_k.gguf"), "Q4_K_S", "--pure");
         long tensors = 0;
         long blocks = 0;
@@ -75,14 +72,10 @@ class GgufQ4KTest {
         // the same algorithm; float32 sums in another order may move a rare tie
         assertTrue(differing <= blocks / 1000, differing + " of " + blocks + " super-blocks differ");
 
-        long[] prompt;
-        float[] exact;
-        try (LocalModel model = LocalModel.load(dir)) {
-            prompt = model.tokenizer().encode(GgufLlamaCppParityTest.TEXT);
-            exact = model.generator().scoreTokens(prompt);
-        }
+        long[] prompt = llama.prompt();
+        float[] exact = llama.exact();
         double ours;
-        try (LocalModel q4k = LocalModel.load(dir, WeightFormat.Q4_K)) {
+        try (LocalModel q4k = LocalModel.load(llama.dir(), WeightFormat.Q4_K)) {
             ours = meanDifference(q4k.generator().scoreTokens(prompt), exact);
         }
         double theirsPure = widenedDifference(pure, prompt, exact);
@@ -97,13 +90,5 @@ class GgufQ4KTest {
         try (LocalModel model = LocalModel.load(file, Device.cpu(), DataType.FLOAT32, WeightFormat.FLOAT32)) {
             return meanDifference(model.generator().scoreTokens(prompt), exact);
         }
-    }
-
-    private static double meanDifference(float[] a, float[] b) {
-        double sum = 0;
-        for (int i = 0; i < a.length; i++) {
-            sum += Math.abs(a[i] - b[i]);
-        }
-        return sum / a.length;
     }
 }

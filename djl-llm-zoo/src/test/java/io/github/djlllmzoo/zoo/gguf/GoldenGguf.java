@@ -5,10 +5,14 @@ import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsReader;
 import io.github.djlllmzoo.zoo.safetensors.TensorInfo;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -162,6 +166,46 @@ public final class GoldenGguf {
     }
 
     /**
+     * Splits a GGUF file as llama.cpp's {@code gguf-split} does: {@code PREFIX-0000i-of-0000n.gguf},
+     * the tensors in file order over the parts, the model's metadata in the first part only, each
+     * part with {@code split.no} (from 0), {@code split.count} and {@code split.tensors.count}.
+     *
+     * @param source the whole file
+     * @param prefix the parts' path before {@code -00001-of-...}
+     * @param count the number of parts
+     * @return the parts, in order
+     * @throws Exception if the file cannot be read or a part written
+     */
+    public static List<Path> split(Path source, String prefix, int count) throws Exception {
+        List<Path> parts = new ArrayList<>();
+        try (GgufFile gguf = GgufFile.open(source)) {
+            List<GgufTensor> all = new ArrayList<>(gguf.tensors().values());
+            for (int i = 0; i < count; i++) {
+                GgufWriter w = new GgufWriter();
+                w.put(GgufFile.SPLIT_NO, new GgufWriter.U32(i)).put(GgufFile.SPLIT_COUNT, new GgufWriter.U32(count))
+                        .put(GgufFile.SPLIT_TENSORS, all.size());
+                if (i == 0) {
+                    gguf.metadata().values().forEach(w::put);
+                }
+                for (GgufTensor t : all.subList(i * all.size() / count, (i + 1) * all.size() / count)) {
+                    ByteArrayOutputStream data = new ByteArrayOutputStream();
+                    for (long r = 0; r < t.rows(); r++) {
+                        ByteBuffer row = t.rowBytes(r);
+                        byte[] bytes = new byte[Math.toIntExact(t.type().bytes(t.rowLength()))];
+                        row.duplicate().get(bytes);
+                        data.write(bytes);
+                    }
+                    w.raw(t.name(), t.shape().getShape(), t.type().id(), data.toByteArray());
+                }
+                Path part = Path.of(GgufFile.partName(prefix, i + 1, count));
+                w.write(part);
+                parts.add(part);
+            }
+        }
+        return parts;
+    }
+
+    /**
      * The per-frequency factors convert_hf_to_gguf.py writes as {@code rope_freqs} for Llama 3.1's
      * rope scaling: 1 for wavelengths under {@code original / high}, {@code factor} over {@code
      * original / low}, {@code 1 / ((1 - smooth) / factor + smooth)} between.
@@ -184,8 +228,8 @@ public final class GoldenGguf {
     }
 
     private static void vocabulary(GgufWriter w, int size) {
-        java.util.List<String> tokens = new java.util.ArrayList<>();
-        java.util.List<Float> scores = new java.util.ArrayList<>();
+        List<String> tokens = new ArrayList<>();
+        List<Float> scores = new ArrayList<>();
         int[] types = new int[size];
         for (int id = 0; id < size; id++) {
             if (id < 3) {

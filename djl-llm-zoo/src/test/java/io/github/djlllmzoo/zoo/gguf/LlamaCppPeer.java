@@ -5,6 +5,7 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.Shape;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
+import io.github.djlllmzoo.zoo.LocalModel;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsReader;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
 import io.github.djlllmzoo.zoo.safetensors.TensorInfo;
@@ -157,6 +158,25 @@ final class LlamaCppPeer {
     }
 
     /**
+     * A random Llama ({@link #randomLlama}) with its F32 GGUF file written by the peer's converter,
+     * a prompt of {@link GgufLlamaCppParityTest#TEXT} and our float32 log-probabilities of it.
+     */
+    record RandomLlama(Path dir, Path f32, long[] prompt, float[] exact) {}
+
+    /** The random Llama of the k-quant comparisons, written under {@code tmp}. */
+    RandomLlama randomLlama(Path tmp) throws Exception {
+        Path dir;
+        try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
+            dir = randomLlama(tmp.resolve("model"), manager);
+        }
+        Path f32 = convert(dir, tmp.resolve("model-f32.gguf"));
+        try (LocalModel model = LocalModel.load(dir)) {
+            long[] prompt = model.tokenizer().encode(GgufLlamaCppParityTest.TEXT);
+            return new RandomLlama(dir, f32, prompt, model.generator().scoreTokens(prompt));
+        }
+    }
+
+    /**
      * llama-quantize: the file in another ggml file type (Q4_K_M, Q5_K_M, Q6_K, Q8_0, Q4_0, ...).
      *
      * @param options llama-quantize's options before the files ({@code --pure}: every tensor in the type)
@@ -188,6 +208,26 @@ final class LlamaCppPeer {
                 "    a.tofile(sys.argv[3] + '/' + t.name + '.f32')");
         run(List.of("python3", "-c", script, home.resolve("src/gguf-py").toString(), gguf.toString(), outDir.toString()));
         return outDir;
+    }
+
+    /**
+     * llama-gguf-split: the file split into parts of at most {@code maxTensors} tensors, named {@code
+     * PREFIX-0000i-of-0000n.gguf} (the test is skipped where the peer's build lacks the tool: {@code
+     * cmake --build build --target llama-gguf-split} in its source folder builds it).
+     *
+     * @return the parts, in order
+     */
+    List<Path> split(Path gguf, String prefix, int maxTensors) throws Exception {
+        Path tool = bin.resolve("llama-gguf-split");
+        Assumptions.assumeTrue(Files.isExecutable(tool), tool + " is not built (skipping)");
+        run(List.of(tool.toString(), "--split", "--split-max-tensors", Integer.toString(maxTensors), gguf.toString(),
+                prefix));
+        Path parent = Path.of(prefix).getParent();
+        String name = Path.of(prefix).getFileName().toString();
+        try (java.util.stream.Stream<Path> files = Files.list(parent)) {
+            return files.filter(f -> f.getFileName().toString().matches(java.util.regex.Pattern.quote(name)
+                    + "-\\d{5}-of-\\d{5}\\.gguf")).sorted().toList();
+        }
     }
 
     /** llama.cpp's converter (the kit's make_gguf.py): an F32 GGUF of a checkpoint directory. */
@@ -230,6 +270,51 @@ final class LlamaCppPeer {
             }
         }
         return java.util.Arrays.copyOf(all, Math.min(keep, all.length));
+    }
+
+    /**
+     * llama.cpp's log-probability of each prompt token after the ones before it (as {@code
+     * Generator.scoreTokens}), with an F32 KV cache: {@code score_ids} (this module's test resource
+     * {@code llamacpp/score_ids.cpp}, a variant of the kit's {@code greedy_ids}), compiled against the
+     * peer's libllama on first use.
+     */
+    float[] score(Path gguf, long[] prompt) throws Exception {
+        StringBuilder ids = new StringBuilder();
+        for (long id : prompt) {
+            ids.append(ids.length() == 0 ? "" : ",").append(id);
+        }
+        String out = run(List.of(scoreTool().toString(), "-m", gguf.toString(), "--kv", "f32", "--ids", ids.toString()));
+        String line = out.substring(out.lastIndexOf("logprobs:") + "logprobs:".length()).trim();
+        String[] parts = line.split(",");
+        float[] logprobs = new float[parts.length];
+        for (int i = 0; i < parts.length; i++) {
+            logprobs[i] = Float.parseFloat(parts[i]);
+        }
+        return logprobs;
+    }
+
+    private synchronized Path scoreTool() throws Exception {
+        Path tool = Path.of("target", "llamacpp", "score_ids").toAbsolutePath();
+        if (!Files.isExecutable(tool)) {
+            Files.createDirectories(tool.getParent());
+            Path source = Path.of(LlamaCppPeer.class.getResource("/llamacpp/score_ids.cpp").toURI());
+            run(List.of("g++", "-O2", "-std=c++17", "-o", tool.toString(), source.toString(),
+                    "-I" + home.resolve("src/include"), "-I" + home.resolve("src/ggml/include"), "-L" + bin,
+                    "-lllama", "-lggml", "-lggml-base", "-Wl,-rpath," + bin));
+        }
+        return tool;
+    }
+
+    /** The mean |a - b| over tokens: how far one model's log-probabilities are from another's. */
+    static double meanDifference(float[] a, float[] b) {
+        if (a.length != b.length) {
+            throw new IllegalArgumentException(a.length + " vs " + b.length + " log-probabilities");
+        }
+        double sum = 0;
+        for (int i = 0; i < a.length; i++) {
+            sum += Math.abs(a[i] - b[i]);
+        }
+        return sum / a.length;
     }
 
     private static long[] parseIds(String list) {

@@ -19,6 +19,7 @@ import io.github.djlllmzoo.zoo.gguf.GoldenGguf;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -59,6 +60,35 @@ class GgufOverHubTest {
                     () -> hubCriteria(endpoint).optArgument("model", "someone/qwen2-GGUF:Q4_K_M").build().loadModel());
             String messages = messages(e);
             assertTrue(messages.contains("qwen2-bias-Q8_0.gguf") && messages.contains("Q4_K_M"), messages);
+        }
+    }
+
+    @Test
+    void aSplitGgufFileNamedByItsFirstPartOrTaggedDownloadsEveryPartAndScoresAsTheWholeFile() throws Exception {
+        Path whole = tmp.resolve("qwen2-bias-Q8_0.gguf");
+        GoldenGguf.write(QWEN2, whole, GgufType.Q8_0);
+        Files.createDirectories(tmp.resolve("split"));
+        List<Path> parts = GoldenGguf.split(whole, tmp.resolve("split").resolve("qwen2-bias-Q8_0").toString(), 3);
+        float[] local = logits(base().optArgument("model", whole.toString()).build());
+        try (FakeHub hub = new FakeHub()) {
+            FakeHub.Repo repo = hub.repo("someone/qwen2-split-GGUF");
+            for (Path part : parts) {
+                repo.file(part.getFileName().toString(), Files.readAllBytes(part));
+            }
+            String endpoint = hub.endpoint().toString();
+            float[] tagged = logits(hubCriteria(endpoint).optArgument("model", "someone/qwen2-split-GGUF:Q8_0").build());
+            assertArrayEquals(local, tagged, 0f);
+            float[] named = logits(hubCriteria(endpoint).optArgument("model", "someone/qwen2-split-GGUF")
+                    .optArgument("gguf_file", parts.get(0).getFileName().toString()).build());
+            assertArrayEquals(local, named, 0f);
+            for (Path part : parts) {
+                assertEquals(1, hub.requests("GET", part.getFileName().toString()).size(), part + " downloaded once");
+            }
+            ModelNotFoundException notFirst = assertThrows(ModelNotFoundException.class,
+                    () -> hubCriteria(endpoint).optArgument("model", "someone/qwen2-split-GGUF")
+                            .optArgument("gguf_file", parts.get(1).getFileName().toString()).build().loadModel());
+            String messages = messages(notFirst);
+            assertTrue(messages.contains(parts.get(0).getFileName().toString()), messages);
         }
     }
 
