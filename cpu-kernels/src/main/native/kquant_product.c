@@ -354,7 +354,37 @@ static int kq_has_vnni(void) {
 }
 #endif
 
-/* out[:, from:to] = x @ weight^T + bias for a q4_k weight (out_features, in). */
+/* Output columns a prefill's product passes every tile of rows over while their weight rows stay in L2. */
+#define KQ_PANEL 64
+
+static int kq_vnni(void) {
+#if defined(__AVX512F__)
+    static int vnni = -1;
+    if (vnni < 0) {
+        vnni = kq_has_vnni();
+    }
+    return vnni;
+#else
+    return 0;
+#endif
+}
+
+static void kq_run(int rows, KQ_ARGS) {
+#if defined(__AVX512F__)
+    if (kq_vnni()) {
+        kq_columns_vnni(rows, q, codes, bias, out, out_features, from, to);
+        return;
+    }
+#endif
+    kq_columns(rows, q, codes, bias, out, out_features, from, to);
+}
+
+/*
+ * out[:, from:to] = x @ weight^T + bias for a q4_k weight (out_features, in) and any number of rows of x:
+ * 1 to 8 (a decode step) in one pass over the weight; more (a prefill) in tiles of 8 rows, each quantized
+ * once, every tile passed over a panel of KQ_PANEL output columns before the next panel is read, so the
+ * weight is read from memory once and never widened.
+ */
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(
         JNIEnv *env, jclass cls, jobject x_buffer, jobject codes_buffer, jobject bias_buffer, jobject out_buffer,
         jint rows, jint in, jint out_features, jint from, jint to) {
@@ -367,33 +397,34 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(
         fail(env, "q4_k product: an array's memory is not reachable as a direct buffer");
         return;
     }
-    if (rows < 1 || rows > KQ_MAX_ROWS || in % GROUP != 0) {
-        fail(env, "q4_k product: rows must be 1 to 8 and in a multiple of 32");
+    if (rows < 1 || in % GROUP != 0) {
+        fail(env, "q4_k product: rows must be at least 1 and in a multiple of 32");
         return;
     }
-#if defined(__AVX512F__)
-    static int vnni = -1;
-    if (vnni < 0) {
-        vnni = kq_has_vnni();
+    int vnni = kq_vnni();
+    int tiles = (rows + KQ_MAX_ROWS - 1) / KQ_MAX_ROWS;
+    kq_input *q = calloc((size_t)tiles, sizeof *q);
+    int ready = q != NULL;
+    for (int t = 0; ready && t < tiles; t++) {
+        int count = rows - t * KQ_MAX_ROWS < KQ_MAX_ROWS ? rows - t * KQ_MAX_ROWS : KQ_MAX_ROWS;
+        ready = kq_quantize(x + (size_t)t * KQ_MAX_ROWS * in, count, in, vnni, &q[t]);
     }
-#else
-    const int vnni = 0;
-#endif
-    kq_input q;
-    if (!kq_quantize(x, rows, in, vnni, &q)) {
-        fail(env, "q4_k product: no memory for the input's int8 form");
-        return;
-    }
-#if defined(__AVX512F__)
-    if (vnni) {
-        kq_columns_vnni(rows, q, codes, bias, out, out_features, from, to);
+    if (ready) {
+        int panel = tiles == 1 ? to - from : KQ_PANEL;
+        for (int p = from; p < to; p += panel) {
+            int end = to - p < panel ? to : p + panel;
+            for (int t = 0; t < tiles; t++) {
+                int count = rows - t * KQ_MAX_ROWS < KQ_MAX_ROWS ? rows - t * KQ_MAX_ROWS : KQ_MAX_ROWS;
+                kq_run(count, q[t], codes, bias, out + (size_t)t * KQ_MAX_ROWS * out_features, out_features, p, end);
+            }
+        }
     } else {
-        kq_columns(rows, q, codes, bias, out, out_features, from, to);
+        fail(env, "q4_k product: no memory for the input's int8 form");
     }
-#else
-    kq_columns(rows, q, codes, bias, out, out_features, from, to);
-#endif
-    free(q.scales);
+    for (int t = 0; q != NULL && t < tiles; t++) {
+        free(q[t].scales);
+    }
+    free(q);
 }
 
 /* Rows [from, to) of a q4_k weight widened to float32 into out (rows, in): (d * sc) * q - dmin * m. */
