@@ -19,7 +19,7 @@ import java.nio.ByteBuffer;
  * same way (tiles of 8 rows passed over panels of the packed weight, never widened).
  *
  * <p>It takes int8 and int4 weights where the CPU has an int8 dot product ({@link CompressedProduct#VNNI})
- * and 16-bit ones wherever the kernels are
+ * and 16-bit and q4_k ones wherever the kernels are
  * loaded; the rest keep {@link WideningBuffer}'s widened product, as does every product
  * with {@code -Dllmzoo.cpu.off=compressedGemm}.
  */
