@@ -1,5 +1,5 @@
 /*
- * kquant_product.c's entry points (q4_k decode product and widening) against a scalar reference in
+ * kquant_product.c's entry points (q4_k product of a decode step's and a prefill's rows, and widening) against a scalar reference in
  * double precision, without a JVM, per variant (run-native-tests.sh: AVX-512 and AVX2 natively, NEON
  * with and without sdot under qemu-aarch64). The reference widens each weight as llama.cpp's
  * dequantize_row_q4_K does and multiplies it with x on its own int8 grid (per 256 inputs, scale
@@ -170,6 +170,9 @@ int main(void) {
         run(env, rows, 1024 + 96, 5, 0, 5); /* three sub-blocks of the last */
     }
     run(env, 3, 4096, 40, 1, 40);
+    /* a prefill: tiles of 8 rows and a last shorter one, over more than one panel of 64 columns */
+    run(env, 21, 288, 150, 3, 147);
+    run(env, 9, 512, 70, 0, 70);
     printf("%s: %d checks, %d failed\n", failures ? "FAILED" : "passed", checks, failures);
     return failures ? 1 : 0;
 }

@@ -95,6 +95,7 @@ public final class CompressedWeight {
         ByteBuffer codes = direct(codeBytes(format, out, in));
         ByteBuffer scales = format.isGrouped() ? direct((long) out * groups(in) * SCALE_BYTES) : null;
         float[] row = new float[in];
+        Q4KBlock.Scratch q4k = format == WeightFormat.Q4_K ? new Q4KBlock.Scratch() : null;
         for (int r = 0; r < out; r++) {
             rows.read(r, row);
             switch (format) {
@@ -112,7 +113,7 @@ public final class CompressedWeight {
                     quantize4(row, codes, scales);
                     break;
                 case Q4_K:
-                    Q4KBlock.quantizeRow(row, codes);
+                    Q4KBlock.quantizeRow(row, codes, q4k);
                     break;
                 default:
                     quantize(row, codes, scales);

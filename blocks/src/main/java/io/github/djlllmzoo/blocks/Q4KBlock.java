@@ -56,21 +56,42 @@ public final class Q4KBlock {
      *
      * @param row the row's values
      * @param out receives {@link #blocks}{@code (row.length) * BYTES} bytes at its position
+     * @param scratch the arrays the blocks are worked out in, one for all rows of a weight
      */
-    static void quantizeRow(float[] row, ByteBuffer out) {
-        float[] x = new float[WEIGHTS];
+    static void quantizeRow(float[] row, ByteBuffer out, Scratch scratch) {
+        float[] x = scratch.x;
         for (int start = 0; start < row.length; start += WEIGHTS) {
             java.util.Arrays.fill(x, 0f);
             System.arraycopy(row, start, x, 0, Math.min(WEIGHTS, row.length - start));
-            quantizeBlock(x, out);
+            quantizeBlock(x, out, scratch);
         }
     }
 
-    private static void quantizeBlock(float[] x, ByteBuffer out) {
-        float[] scales = new float[SUBS];
-        float[] mins = new float[SUBS];
-        int[] codes = new int[WEIGHTS];
-        float[] weights = new float[SUB];
+    /**
+     * The arrays {@link #quantizeRow} works a super-block out in, made once a weight: made for each
+     * block (4 million in a 1B model) they were hundreds of MB of garbage a load, which filled the
+     * Java heap's young generation and left it resident (bench's {@code rss_growth_mb}).
+     */
+    static final class Scratch {
+        final float[] x = new float[WEIGHTS];
+        final float[] scales = new float[SUBS];
+        final float[] mins = new float[SUBS];
+        final int[] codes = new int[WEIGHTS];
+        final float[] weights = new float[SUB];
+        final int[] trial = new int[SUB];
+        final byte[] packed = new byte[12];
+        final int[] sc = new int[SUBS];
+        final int[] m = new int[SUBS];
+        /** {@link #fitSubBlock}'s result: the scale and the (negated) min. */
+        float fitScale;
+        float fitMin;
+    }
+
+    private static void quantizeBlock(float[] x, ByteBuffer out, Scratch scratch) {
+        float[] scales = scratch.scales;
+        float[] mins = scratch.mins;
+        int[] codes = scratch.codes;
+        float[] weights = scratch.weights;
         float maxScale = 0;
         float maxMin = 0;
         for (int j = 0; j < SUBS; j++) {
@@ -82,17 +103,17 @@ public final class Q4KBlock {
             for (int l = 0; l < SUB; l++) {
                 weights[l] = rms + Math.abs(x[SUB * j + l]);
             }
-            float[] fit = fitSubBlock(x, SUB * j, weights, codes);
-            scales[j] = fit[0];
-            mins[j] = fit[1];
+            fitSubBlock(x, SUB * j, weights, codes, scratch);
+            scales[j] = scratch.fitScale;
+            mins[j] = scratch.fitMin;
             maxScale = Math.max(maxScale, scales[j]);
             maxMin = Math.max(maxMin, mins[j]);
         }
         float inverseScale = maxScale > 0 ? SIX_BITS / maxScale : 0;
         float inverseMin = maxMin > 0 ? SIX_BITS / maxMin : 0;
-        byte[] packed = new byte[12];
-        int[] sc = new int[SUBS];
-        int[] m = new int[SUBS];
+        byte[] packed = scratch.packed; // each byte set before any is or-ed into
+        int[] sc = scratch.sc;
+        int[] m = scratch.m;
         for (int j = 0; j < SUBS; j++) {
             sc[j] = Math.min(SIX_BITS, nearest(inverseScale * scales[j]));
             m[j] = Math.min(SIX_BITS, nearest(inverseMin * mins[j]));
@@ -131,11 +152,10 @@ public final class Q4KBlock {
 
     /**
      * The scale and (negated) min of one sub-block's codes {@code q} in [0, 15], {@code x ~ scale * q -
-     * min}, minimizing the weighted squared error over a few grids; the codes into {@code codes}.
-     *
-     * @return {scale, min}, min >= 0
+     * min}, minimizing the weighted squared error over a few grids; the codes into {@code codes}, the
+     * scale and min (>= 0) into the scratch's {@code fitScale} and {@code fitMin}.
      */
-    private static float[] fitSubBlock(float[] x, int at, float[] weights, int[] codes) {
+    private static void fitSubBlock(float[] x, int at, float[] weights, int[] codes, Scratch scratch) {
         float min = x[at];
         float max = x[at];
         float sumW = 0;
@@ -150,7 +170,9 @@ public final class Q4KBlock {
         min = Math.min(min, 0);
         if (max == min) {
             java.util.Arrays.fill(codes, at, at + SUB, 0);
-            return new float[] {0, -min};
+            scratch.fitScale = 0;
+            scratch.fitMin = -min;
+            return;
         }
         float inverse = LEVELS / (max - min);
         float scale = 1 / inverse;
@@ -161,7 +183,7 @@ public final class Q4KBlock {
             float diff = scale * q + min - x[at + i];
             best += weights[i] * diff * diff;
         }
-        int[] trial = new int[SUB];
+        int[] trial = scratch.trial;
         for (int step = 0; step <= STEPS; step++) {
             float trialInverse = (RMIN + RDELTA * step + LEVELS) / (max - min);
             float sumL = 0;
@@ -196,7 +218,8 @@ public final class Q4KBlock {
                 min = trialMin;
             }
         }
-        return new float[] {scale, -min};
+        scratch.fitScale = scale;
+        scratch.fitMin = -min;
     }
 
     /** Rounds to the nearest integer, ties to even (as llama.cpp's {@code nearest_int}). */

@@ -15,10 +15,11 @@ import java.nio.ByteBuffer;
  * time and multiplied the same way (llama.cpp's Q4_0 product); bfloat16 and float16 codes widened to float32 a panel
  * at a time and multiplied by FMA (the float32 product of the widened weight, as the
  * reference's). Each core repacks its own columns of the weight a panel at a time and passes every
- * row over the panel while it stays in its L2.
+ * row over the panel while it stays in its L2. q4_k weights take {@link KQuantProduct}'s kernel in the
+ * same way (tiles of 8 rows passed over panels of the packed weight, never widened).
  *
  * <p>It takes int8 and int4 weights where the CPU has an int8 dot product ({@link CompressedProduct#VNNI})
- * and 16-bit ones wherever the kernels are
+ * and 16-bit and q4_k ones wherever the kernels are
  * loaded; the rest keep {@link WideningBuffer}'s widened product, as does every product
  * with {@code -Dllmzoo.cpu.off=compressedGemm}.
  */
@@ -56,7 +57,7 @@ final class CompressedGemm {
      * @return whether the kernel takes weights of that format here
      */
     static boolean takes(WeightFormat format) {
-        return (format == WeightFormat.INT8 || format == WeightFormat.INT4) && (FEATURES & CompressedProduct.VNNI) != 0
+        return format == WeightFormat.Q4_K && NativeKernels.loaded() || (format == WeightFormat.INT8 || format == WeightFormat.INT4) && (FEATURES & CompressedProduct.VNNI) != 0
                 || (format == WeightFormat.BFLOAT16 || format == WeightFormat.FLOAT16) && NativeKernels.loaded();
     }
 
@@ -77,10 +78,8 @@ final class CompressedGemm {
         ByteBuffer xs = NativeKernels.buffer(x);
         ByteBuffer bs = bias == null ? null : NativeKernels.buffer(bias);
         ByteBuffer os = NativeKernels.buffer(out);
-        ByteBuffer[] held = weight.directBuffers();
         int n = Math.toIntExact(rows);
         int columns = weight.outFeatures();
-        int format = CompressedProduct.format(weight.format()); // compressed_gemm.c numbers them alike
         int blocks = (columns + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
         int parts = Math.min(CoreWorkers.PARALLELISM, blocks);
         long[] bounds = CoreWorkers.bounds(blocks, parts);
@@ -89,13 +88,25 @@ final class CompressedGemm {
                 : CoreWorkers.run(parts, i -> {
                     int from = i == 0 ? 0 : (int) bounds[i - 1] * COLUMN_BLOCK;
                     int to = i == parts - 1 ? columns : (int) bounds[i] * COLUMN_BLOCK;
-                    multiply(xs, held[0], held[1], bs, os, format, n, weight.inFeatures(), columns, from, to);
+                    multiply(xs, weight, bs, os, n, from, to);
                     return out;
                 });
         if (done == null) { // one core, one block, or the workers busy with another caller
-            multiply(xs, held[0], held[1], bs, os, format, n, weight.inFeatures(), columns, 0, columns);
+            multiply(xs, weight, bs, os, n, 0, columns);
         }
         return out;
+    }
+
+    /** Columns [from, to) of {@code out = x @ weight^T + bias} by the weight format's kernel. */
+    private static void multiply(
+            ByteBuffer xs, CompressedWeight weight, ByteBuffer bs, ByteBuffer os, int rows, int from, int to) {
+        if (weight.format() == WeightFormat.Q4_K) {
+            KQuantProduct.multiply(xs, weight, bs, os, rows, from, to);
+            return;
+        }
+        ByteBuffer[] held = weight.directBuffers();
+        int format = CompressedProduct.format(weight.format()); // compressed_gemm.c numbers them alike
+        multiply(xs, held[0], held[1], bs, os, format, rows, weight.inFeatures(), weight.outFeatures(), from, to);
     }
 
     /** Columns [from, to) of {@code out = x @ weight^T + bias}; {@code from} a multiple of 16. */

@@ -6,11 +6,12 @@ import java.nio.ByteBuffer;
 
 /**
  * The native kernels of {@link WeightFormat#Q4_K} weights ({@code
- * cpu-kernels/src/main/native/kquant_product.c}), behind {@link CompressedProduct}'s calls: a decode
- * step's product of 1 to 8 rows reads each packed super-block once for all rows and multiplies its
- * 4-bit codes by the input quantized per group of 32 to int8 with the ISA's integer dot product
- * (llama.cpp's Q4_K x Q8_K); a prefill widens the weight to float32 for the engine's product. The
- * weight's rows are whole super-blocks of 256 inputs; the input width a multiple of 32.
+ * cpu-kernels/src/main/native/kquant_product.c}), behind {@link CompressedProduct}'s and {@link
+ * CompressedGemm}'s calls: a decode step's product of 1 to 8 rows reads each packed super-block once for
+ * all rows and multiplies its 4-bit codes by the input quantized per super-block of 256 to int8 with the
+ * ISA's integer dot product (llama.cpp's Q4_K x Q8_K); a prefill's rows go in tiles of 8 over panels of
+ * the weight, the same products, never widened. The weight's rows are whole super-blocks of 256 inputs;
+ * the input width a multiple of 32.
  */
 final class KQuantProduct {
 
@@ -23,7 +24,7 @@ final class KQuantProduct {
      * @param weight a q4_k weight
      * @param bias (out) float32, or {@code null}
      * @param out (rows, out) float32
-     * @param rows 1 to {@link CompressedProduct#MAX_ROWS}
+     * @param rows the rows of x, at least 1
      * @param from the first column
      * @param to the column after the last
      */

@@ -27,7 +27,7 @@ class CompressedGemmTest extends CompressedWeightsTest {
 
     /**
      * The kernel's product is the engine's product of the widened weight with the input on the
-     * kernel's own grid (int8 per group of 32 for int8 and int4 weights; the float32 input itself for 16-bit
+     * kernel's own grid (int8 per group of 32 for int8 and int4 weights, per super-block of 256 for q4_k's; the float32 input itself for 16-bit
      * weights), plus the bias: the integer sums (int8, int4) and the widening (16-bit) are exact, so only float32
      * rounding of the sums is left. Row counts that are no multiple of the kernel's 4 rows, column counts that are no
      * multiple of its 16 columns or its panel, inputs over one pass of 1024 (SPAN) and not a multiple
@@ -42,7 +42,9 @@ class CompressedGemmTest extends CompressedWeightsTest {
         "BFLOAT16, 9, 64, 3", "BFLOAT16, 17, 96, 301", "BFLOAT16, 128, 768, 1000", "BFLOAT16, 130, 2048, 77",
         "BFLOAT16, 33, 4096, 40", "BFLOAT16, 13, 1056, 70",
         "FLOAT16, 9, 64, 3", "FLOAT16, 17, 96, 301", "FLOAT16, 128, 768, 1000", "FLOAT16, 130, 2048, 77",
-        "FLOAT16, 33, 4096, 40", "FLOAT16, 13, 1056, 70"
+        "FLOAT16, 33, 4096, 40", "FLOAT16, 13, 1056, 70",
+        "Q4_K, 9, 64, 3", "Q4_K, 17, 96, 301", "Q4_K, 128, 768, 1000", "Q4_K, 130, 2048, 77", "Q4_K, 33, 4096, 40",
+        "Q4_K, 13, 1056, 70"
     })
     void theKernelEqualsTheEnginesProductWithTheInputOnItsGrid(WeightFormat format, int rows, int in, int out) {
         assumeInstruction(format);
@@ -51,7 +53,9 @@ class CompressedGemmTest extends CompressedWeightsTest {
         NDArray x = manager.randomNormal(new Shape(1, rows, in)); // a prefill: (B, T, in)
         NDArray onGrid = format == WeightFormat.INT8 || format == WeightFormat.INT4
                 ? manager.create(CompressedProductTest.int8Grid(x.toFloatArray()), x.getShape())
-                : x;
+                : format == WeightFormat.Q4_K
+                        ? manager.create(KQuantProductTest.superBlockGrid(x.toFloatArray(), in), x.getShape())
+                        : x;
         for (NDArray bias : new NDArray[] {manager.randomNormal(new Shape(out)), null}) {
             assertTrue(CompressedGemm.applies(x, weight, bias));
             NDArray actual = CompressedGemm.multiply(x, weight, bias, rows);
@@ -69,7 +73,7 @@ class CompressedGemmTest extends CompressedWeightsTest {
      * change the path).
      */
     @ParameterizedTest
-    @CsvSource({"INT8", "INT4", "BFLOAT16", "FLOAT16"})
+    @CsvSource({"INT8", "INT4", "BFLOAT16", "FLOAT16", "Q4_K"})
     void aPrefillsProjectionTakesTheKernelUnlessSwitchedOff(WeightFormat format) {
         assumeInstruction(format);
         ProjectionWeight projection = Projections.of(
