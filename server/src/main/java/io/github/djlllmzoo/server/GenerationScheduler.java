@@ -14,12 +14,15 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,12 +55,19 @@ public final class GenerationScheduler implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(GenerationScheduler.class);
 
+    /**
+     * How long after writing to a closed connection its reset is back, so that the next write fails:
+     * a loopback or data-centre round trip (under a millisecond), with margin.
+     */
+    private static final Duration CLIENT_RESET = Duration.ofMillis(2);
+
     /** How long the idle loop waits for a job before it looks whether it was closed. */
     private static final long IDLE_POLL_MILLIS = 100;
 
     private final int maxConcurrency;
     private final int maxBatch;
     private final long batchWaitNanos;
+    private final long retryAfterNanos;
     private final Semaphore slots;
     private final LinkedBlockingDeque<GenerationJob> queue;
     private final Set<GenerationJob> live = ConcurrentHashMap.newKeySet();
@@ -111,6 +121,7 @@ public final class GenerationScheduler implements AutoCloseable {
         this.maxConcurrency = options.maxConcurrency();
         this.maxBatch = options.maxBatch();
         this.batchWaitNanos = options.batchWait().toNanos();
+        this.retryAfterNanos = TimeUnit.SECONDS.toNanos(options.retryAfterSeconds());
         this.slots = new Semaphore(maxConcurrency);
         this.queue = new LinkedBlockingDeque<>(maxConcurrency);
         this.tokenizer = tokenizer;
@@ -193,7 +204,7 @@ public final class GenerationScheduler implements AutoCloseable {
         if (closed) {
             throw new IllegalStateException("the scheduler is closed");
         }
-        if (!slots.tryAcquire()) {
+        if (!acquireSlot()) {
             rejected.increment();
             return null;
         }
@@ -218,6 +229,41 @@ public final class GenerationScheduler implements AutoCloseable {
         return job;
     }
 
+    /**
+     * Takes a slot. When none is free, a client that closed a stream and sent its next request at
+     * once may find its old request still holding one: the server learns a client left only when a
+     * write to it fails, at its next token (a request waiting to join writes nothing until its
+     * first). So before refusing, every streamed job's reader writes to its client ({@link
+     * GenerationJob#checkClient()}) twice, {@link #CLIENT_RESET} apart: a closed connection takes the
+     * first write and answers it with a reset, which fails the second, and the job's slot is freed.
+     * Clients that stay within the limit are then never refused; a refusal waits for the checks
+     * (readers write at once), at most the {@code Retry-After} it tells the client.
+     */
+    private boolean acquireSlot() {
+        if (slots.tryAcquire()) {
+            return true;
+        }
+        long deadline = System.nanoTime() + retryAfterNanos;
+        try {
+            for (int round = 0; round < 2; round++) {
+                List<CompletableFuture<Void>> checks = new ArrayList<>();
+                for (GenerationJob job : live) {
+                    checks.add(job.checkClient());
+                }
+                CompletableFuture.allOf(checks.toArray(CompletableFuture[]::new))
+                        .get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                if (slots.tryAcquire(CLIENT_RESET.toNanos(), TimeUnit.NANOSECONDS)) {
+                    return true;
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // a reader could not write in time (a slow client): refuse as without the check
+        }
+        return slots.tryAcquire();
+    }
+
     /** @return counters and gauges, for health checks and load tests */
     public Stats stats() {
         int runningRows = 0;
@@ -240,6 +286,7 @@ public final class GenerationScheduler implements AutoCloseable {
                 batchedJobs.sum(),
                 steps.sum(),
                 batch.allocatedTokens(),
+                batch.heldTokens(),
                 batch.tokenBudget(),
                 batch.bytesPerToken(),
                 batch.prefixCacheStats());
@@ -265,6 +312,7 @@ public final class GenerationScheduler implements AutoCloseable {
      * @param batchedJobs jobs that joined the batch (divided by {@code batches}: jobs per busy period)
      * @param steps steps the loop ran
      * @param kvPoolTokens positions the KV pool's buffers hold now (rows × capacity)
+     * @param kvPoolHeld positions the rows hold now (computed keys and values), as of the last step
      * @param kvPoolBudget the most positions the KV pool may hold ({@code --kv-cache-tokens})
      * @param kvBytesPerToken bytes one position takes in the pool
      * @param prefixCache the prefix cache's lookups, hits, reused and kept positions, and budget
@@ -285,6 +333,7 @@ public final class GenerationScheduler implements AutoCloseable {
             long batchedJobs,
             long steps,
             long kvPoolTokens,
+            long kvPoolHeld,
             long kvPoolBudget,
             long kvBytesPerToken,
             PrefixCache.Stats prefixCache) {}

@@ -58,6 +58,8 @@ public final class ContinuousBatch implements AutoCloseable {
     private Row prefilling;
     private int prefillRow = -1;
     private volatile int joined;
+    /** Positions the rows in use hold, as of the last step (a gauge read from other threads). */
+    private volatile long held;
     /** The decode step's adapter per row, kept open on the driving thread while the rows stay the same. */
     private LoraAdapter.Selection rowAdapters;
     private List<String> rowAdapterNames = List.of();
@@ -229,7 +231,16 @@ public final class ContinuousBatch implements AutoCloseable {
             releaseRowAdapters(); // nothing of the adapters' is kept while no row decodes
         }
         joined = inUse();
+        held = heldNow();
         return joined;
+    }
+
+    private long heldNow() {
+        long sum = 0;
+        for (int r = 0; r < decoding; r++) {
+            sum += cache.length(r);
+        }
+        return prefilling == null ? sum : sum + cache.length(prefillRow);
     }
 
     private void prefillChunk() {
@@ -357,6 +368,7 @@ public final class ContinuousBatch implements AutoCloseable {
         prefilling = null;
         decoding = 0;
         joined = 0;
+        held = 0;
         releaseRowAdapters();
         cache.free();
         return dropped;
@@ -379,6 +391,14 @@ public final class ContinuousBatch implements AutoCloseable {
     /** @return positions the pool's buffers hold now (rows × capacity) */
     public long allocatedTokens() {
         return (long) cache.rows() * cache.capacity();
+    }
+
+    /**
+     * @return positions the rows hold now (their keys and values computed), as of the last step: at
+     *     most {@link #allocatedTokens()}, the rest of the buffers being reserved or unused
+     */
+    public long heldTokens() {
+        return held;
     }
 
     /** @return the most positions the pool may hold */
