@@ -41,7 +41,7 @@ class MetricsTest {
 
     @BeforeAll
     static void load() throws Exception {
-        model = TinyModels.randomGpt2(dir, 256);
+        model = TinyModels.randomGpt2(dir, 4096);
     }
 
     @AfterAll
@@ -174,7 +174,7 @@ class MetricsTest {
     void gaugesShowTheRunningAndQueuedRequestsAndRefusalsAreCounted() throws Exception {
         try (OpenAiServer server = start(2)) {
             HttpResponse<InputStream> running =
-                    CLIENT.send(completion(server, 200, true), HttpResponse.BodyHandlers.ofInputStream());
+                    CLIENT.send(completion(server, 4000, true), HttpResponse.BodyHandlers.ofInputStream());
             assertEquals('d', running.body().read(), "the stream started");
             var queued = CLIENT.sendAsync(completion(server, 2, false), HttpResponse.BodyHandlers.ofString());
             Map<String, Double> busy = new HashMap<>();

@@ -46,7 +46,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class OpenAiServerTest {
 
-    private static final int WINDOW = 1024;
+    private static final int WINDOW = 4096;
 
     @TempDir static Path dir;
 
