@@ -26,6 +26,26 @@ public final class ProcessMemory {
     }
 
     /**
+     * @param pid another process (e.g. a server under load)
+     * @return its resident set size ({@code VmRSS}) in MiB, or -1
+     */
+    static double rssMib(long pid) {
+        return field(status(pid), "VmRSS:");
+    }
+
+    /**
+     * @param pid another process
+     * @return the anonymous part of its resident size ({@code RssAnon}) in MiB, or -1
+     */
+    static double anonRssMib(long pid) {
+        return field(status(pid), "RssAnon:");
+    }
+
+    private static Path status(long pid) {
+        return Paths.get("/proc", Long.toString(pid), "status");
+    }
+
+    /**
      * The anonymous part of the resident size ({@code RssAnon}): the process's own memory (the
      * model's weights, the Java heap, the engine's arrays), which only it can give back.
      *
@@ -83,8 +103,12 @@ public final class ProcessMemory {
     }
 
     private static double field(String name) {
+        return field(STATUS, name);
+    }
+
+    private static double field(Path status, String name) {
         try {
-            for (String line : Files.readAllLines(STATUS, StandardCharsets.US_ASCII)) {
+            for (String line : Files.readAllLines(status, StandardCharsets.US_ASCII)) {
                 if (line.startsWith(name)) {
                     String[] parts = line.substring(name.length()).trim().split("\\s+");
                     return Long.parseLong(parts[0]) / 1024.0; // kB

@@ -166,9 +166,18 @@ public final class StreamingLoadTest {
     }
 
     /** What one request came to. */
-    private record Outcome(int status, StreamedAnswer answer, long sentNanos, String problem) {}
+    /**
+     * What one request came to.
+     *
+     * @param status the HTTP status, 0 where the request failed before one came
+     * @param answer the streamed answer read, or {@code null} without a 200
+     * @param sentNanos when it was sent ({@link System#nanoTime()})
+     * @param problem what went wrong, or {@code null}
+     */
+    record Outcome(int status, StreamedAnswer answer, long sentNanos, String problem) {}
 
-    private Outcome send(Draw draw) throws InterruptedException {
+    /** Sends one drawn request, streamed, and reads its answer (or leaves it, as drawn). */
+    Outcome send(Draw draw) throws InterruptedException {
         JsonObject body = new JsonObject();
         if (model != null) {
             body.addProperty("model", model);

@@ -33,7 +33,9 @@ import picocli.CommandLine.Spec;
                 + " /v1/models, GET /health.",
             "With --adapter NAME=DIR (repeatable) it also serves each PEFT LoRA adapter as the model NAME on"
                 + " the one copy of the base weights; a request's \"model\" picks it. Requests for different"
-                + " adapters are batched apart."
+                + " adapters share the batch.",
+            "One decode loop serves every request over all cores, so there is no worker count: for replicas,"
+                + " run several servers behind a load balancer."
         })
 final class ServeCommand implements Callable<Integer> {
 
@@ -72,14 +74,9 @@ final class ServeCommand implements Callable<Integer> {
                             + " step (default: ${DEFAULT-VALUE}).")
     int maxBatch;
 
-    @Option(
-            names = "--workers",
-            defaultValue = "2",
-            paramLabel = "W",
-            description =
-                    "Kept for compatibility; no effect: one decode loop owns the model (default:"
-                            + " ${DEFAULT-VALUE}).")
-    int workers;
+    /** Refused with an {@code error:} line rather than ignored: scripts that pass it learn why. */
+    @Option(names = "--workers", hidden = true, paramLabel = "W")
+    Integer workers;
 
     @Option(
             names = "--batch-wait-ms",
@@ -170,17 +167,16 @@ final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (workers != null) {
+            throw new ParameterException(spec.commandLine(), "--workers was removed: " + ServerOptions.WORKERS_REMOVED);
+        }
         ServerOptions options;
         try {
             options =
                     ServerOptions.DEFAULTS
                             .withAddress(host, port)
                             .withModelId(modelName != null ? modelName : modelOptions.servedName())
-                            .withScheduling(
-                                    maxConcurrency,
-                                    maxBatch,
-                                    workers,
-                                    Duration.ofMillis(batchWaitMs))
+                            .withScheduling(maxConcurrency, maxBatch, Duration.ofMillis(batchWaitMs))
                             .withKvPool(kvCacheTokens, prefillChunk)
                             .withPrefixCache(
                                     prefixCacheTokens != null

@@ -55,7 +55,7 @@ class CliReferenceTest {
             md.append(String.join(" ", spec.usageMessage().description())).append("\n\n");
             md.append("| option | value | default | description |\n|---|---|---|---|\n");
             for (OptionSpec option : spec.options()) {
-                if (option.usageHelp() || option.versionHelp()) {
+                if (option.usageHelp() || option.versionHelp() || option.hidden()) {
                     continue;
                 }
                 md.append("| ").append(names(option))

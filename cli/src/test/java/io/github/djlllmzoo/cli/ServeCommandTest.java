@@ -55,6 +55,16 @@ class ServeCommandTest {
     }
 
     @Test
+    void workersIsRefusedWithAnErrorLineSayingWhy(@TempDir Path dir) {
+        String[] run = run("serve", "--model", dir.toString(), "--workers", "2");
+        assertEquals("2", run[0], run[2]);
+        String first = run[2].lines().findFirst().orElse("");
+        assertTrue(first.startsWith("error: --workers was removed: one decode loop serves every request"), run[2]);
+        assertTrue(first.contains("run several servers behind a load balancer"), first);
+        assertTrue(!run("serve", "--help")[1].contains("--workers"), "help still lists --workers");
+    }
+
+    @Test
     void aPortInUseIsOneErrorLineNamingHostAndPortAndExitCode1() throws IOException {
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
             String port = String.valueOf(taken.getLocalPort());
@@ -217,7 +227,7 @@ class ServeCommandTest {
         assertEquals("0", help[0]);
         for (String option :
                 new String[] {
-                    "--model", "--host", "--port", "--max-concurrency", "--max-batch", "--workers",
+                    "--model", "--host", "--port", "--max-concurrency", "--max-batch",
                     "--api-key", "--request-timeout-seconds", "--drain-seconds", "--prefix-cache-tokens"
                 }) {
             assertTrue(help[1].contains(option), option);

@@ -62,7 +62,7 @@ class ServingAdaptersTest {
                     model,
                     adapters,
                     ServerOptions.DEFAULTS.withAddress("127.0.0.1", 0).withModelId("base")
-                            .withScheduling(32, 8, 1, Duration.ofMillis(300)))) {
+                            .withScheduling(32, 8, Duration.ofMillis(300)))) {
                 answersAsTheCommandLine(client, server, cli);
             }
             // attaching under a name still taken would throw: closing the server detached them

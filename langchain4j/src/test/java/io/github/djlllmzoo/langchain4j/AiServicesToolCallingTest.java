@@ -92,7 +92,7 @@ class AiServicesToolCallingTest extends OnToolCallingModel {
                         ServerOptions.DEFAULTS
                                 .withAddress("127.0.0.1", 0)
                                 .withModelId("zoo")
-                                .withScheduling(8, 4, 1, Duration.ofMillis(1)))) {
+                                .withScheduling(8, 4, Duration.ofMillis(1)))) {
             int port = server.port();
             // doc:http
             ChatModel chatModel =

@@ -22,6 +22,8 @@ final class EventStream {
 
     private static final Logger LOG = LoggerFactory.getLogger(EventStream.class);
     private static final byte[] DONE = "data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8);
+    /** A server-sent event comment: clients skip it; writing it tells whether the client is there. */
+    private static final byte[] CHECK = ":\n\n".getBytes(StandardCharsets.UTF_8);
 
     private EventStream() {}
 
@@ -59,7 +61,9 @@ final class EventStream {
             int completionTokens = 0;
             while (finished < sequences) {
                 GenerationJob.Event event = job.nextEvent();
-                if (event instanceof GenerationJob.Text text) {
+                if (event instanceof GenerationJob.CheckClient check) {
+                    checkClient(out, job, check);
+                } else if (event instanceof GenerationJob.Text text) {
                     if (parsers != null) {
                         int n = text.sequence();
                         sendParsed(out, call, id, now, served, n, parsers[n].append(text.piece()));
@@ -129,6 +133,23 @@ final class EventStream {
         } catch (RuntimeException e) {
             job.cancel();
             throw e;
+        }
+    }
+
+    /**
+     * Writes a comment so that a closed connection fails now rather than at the next token; the job
+     * is cancelled (its slot freed) before the check is answered.
+     */
+    private static void checkClient(OutputStream out, GenerationJob job, GenerationJob.CheckClient check)
+            throws IOException {
+        try {
+            out.write(CHECK);
+            out.flush();
+        } catch (IOException e) {
+            job.cancel();
+            throw e;
+        } finally {
+            check.checked().complete(null);
         }
     }
 

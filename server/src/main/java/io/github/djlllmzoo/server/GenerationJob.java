@@ -31,7 +31,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class GenerationJob implements GenerationListener {
 
     /** What a streamed job reports, in order. */
-    public sealed interface Event permits Text, Finished, Failed {}
+    public sealed interface Event permits Text, Finished, Failed, CheckClient {}
 
     /**
      * New text of a sequence.
@@ -56,6 +56,16 @@ public final class GenerationJob implements GenerationListener {
      * @param error the cause
      */
     public record Failed(Throwable error) implements Event {}
+
+    /**
+     * The scheduler asks whether the job's client is still there (all slots are taken and a new
+     * request waits): the reader writes something its client ignores (a server-sent event comment),
+     * which fails once the client has closed the connection, and then completes {@code checked}.
+     * It is no answer's event: a reader that does not write to a connection completes it at once.
+     *
+     * @param checked completed once the reader wrote (after it cancelled the job, if the write failed)
+     */
+    public record CheckClient(CompletableFuture<Void> checked) implements Event {}
 
     /** How a job ended, as the scheduler counts it. */
     enum Outcome {
@@ -89,6 +99,8 @@ public final class GenerationJob implements GenerationListener {
     private long lastTokenNanos;
     private volatile ScheduledFuture<?> expiry;
     private volatile boolean inBatch;
+    /** The client check a reader has not answered yet, or null; guarded by the job's lock. */
+    private CompletableFuture<Void> pendingCheck;
 
     GenerationJob(
             GenerationScheduler scheduler,
@@ -195,6 +207,24 @@ public final class GenerationJob implements GenerationListener {
         }
     }
 
+    /**
+     * Asks a streamed job's reader to check that its client is still there ({@link CheckClient}); a
+     * check already asked for and not yet answered is not asked twice.
+     *
+     * @return completed once the reader checked, or at once where there is nothing to check (a whole
+     *     answer is written only at its end; a job that ended has freed its slot)
+     */
+    synchronized CompletableFuture<Void> checkClient() {
+        if (!streamed || released.get()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        if (pendingCheck == null || pendingCheck.isDone()) {
+            pendingCheck = new CompletableFuture<>();
+            events.add(new CheckClient(pendingCheck));
+        }
+        return pendingCheck;
+    }
+
     /** @param future the timer task that will {@link #expire} the job, cancelled when it ends */
     void expiresBy(ScheduledFuture<?> future) {
         expiry = future;
@@ -278,6 +308,13 @@ public final class GenerationJob implements GenerationListener {
         return steps;
     }
 
+    /** Answers a client check the reader may never read (it stops at the job's last event). */
+    private synchronized void answerCheck() {
+        if (pendingCheck != null) {
+            pendingCheck.complete(null);
+        }
+    }
+
     /** Frees the job's slot once, before its answer is handed over, counting how it ended. */
     private void release(Outcome outcome) {
         if (released.compareAndSet(false, true)) {
@@ -285,6 +322,7 @@ public final class GenerationJob implements GenerationListener {
             if (timer != null) {
                 timer.cancel(false); // the timer drops it: nothing waits 10 minutes per request
             }
+            answerCheck();
             if (outcome == Outcome.COMPLETED) {
                 // on the generating thread, which wrote the timings
                 scheduler.metrics().completed(submittedNanos, firstTokenNanos, lastTokenNanos, steps());

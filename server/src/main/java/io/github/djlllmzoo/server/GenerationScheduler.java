@@ -15,12 +15,16 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingDeque;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -33,7 +37,8 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>Admission: at most {@code maxConcurrency} jobs are admitted (waiting or generating); {@link
- *       #trySubmit} refuses more at once instead of queueing them.
+ *       #trySubmit} refuses more instead of queueing them, once it has checked, for some 130 ms,
+ *       that no stream's client has gone.
  *   <li>Joining: the oldest waiting job joins as soon as the batch has rows for its sequences
  *       ({@code maxBatch}) and the KV pool room for their reservations ({@code prompt + max_tokens}
  *       each, {@code kvCacheTokens} in all); jobs join in order, so a long one is not overtaken
@@ -53,13 +58,30 @@ public final class GenerationScheduler implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(GenerationScheduler.class);
 
+    /**
+     * How long after writing to a closed connection its reset is back, so that the next write fails:
+     * a loopback or data-centre round trip (under a millisecond), with margin; the first gap
+     * between rounds of client checks.
+     */
+    private static final Duration CLIENT_RESET = Duration.ofMillis(2);
+
+    /**
+     * Rounds of client checks before a refusal: 2 + 4 + ... + 64 = 126 ms of waiting, what a client's
+     * close took to reach the server behind its next request on 2 cores at a load of 12 (2 rounds,
+     * 4 ms, let 1 of 128 such requests be refused: {@code scripts/load-openai.sh --disconnect 0.3}).
+     */
+    private static final int CLIENT_CHECK_ROUNDS = 6;
+
     /** How long the idle loop waits for a job before it looks whether it was closed. */
     private static final long IDLE_POLL_MILLIS = 100;
 
     private final int maxConcurrency;
     private final int maxBatch;
     private final long batchWaitNanos;
+    private final long retryAfterNanos;
     private final Semaphore slots;
+    /** Requests waiting for a slot while the streams' clients are checked ({@link #acquireSlot}). */
+    private final AtomicInteger waitingForSlot = new AtomicInteger();
     private final LinkedBlockingDeque<GenerationJob> queue;
     private final Set<GenerationJob> live = ConcurrentHashMap.newKeySet();
     private final ContinuousBatch batch;
@@ -112,6 +134,7 @@ public final class GenerationScheduler implements AutoCloseable {
         this.maxConcurrency = options.maxConcurrency();
         this.maxBatch = options.maxBatch();
         this.batchWaitNanos = options.batchWait().toNanos();
+        this.retryAfterNanos = TimeUnit.SECONDS.toNanos(options.retryAfterSeconds());
         this.slots = new Semaphore(maxConcurrency);
         this.queue = new LinkedBlockingDeque<>(maxConcurrency);
         this.tokenizer = tokenizer;
@@ -196,7 +219,7 @@ public final class GenerationScheduler implements AutoCloseable {
         if (closed) {
             throw new IllegalStateException("the scheduler is closed");
         }
-        if (!slots.tryAcquire()) {
+        if (!acquireSlot()) {
             rejected.increment();
             return null;
         }
@@ -221,6 +244,50 @@ public final class GenerationScheduler implements AutoCloseable {
         return job;
     }
 
+    /**
+     * Takes a slot. When none is free, a client that closed a stream and sent its next request at
+     * once may find its old request still holding one: the server learns a client left only when a
+     * write to it fails, at its next token (a request waiting to join writes nothing until its
+     * first), and the client's own close may lag its next request (an HTTP client closes the old
+     * connection on a thread of its own). So before refusing, every streamed job's reader writes
+     * to its client ({@link GenerationJob#checkClient()}) in {@link #CLIENT_CHECK_ROUNDS} rounds,
+     * {@link #CLIENT_RESET} apart at first and twice as far apart each round, while the request
+     * waits for a slot: a closed connection takes a write and answers it with a reset, which fails
+     * the next, and the job's slot is freed. At most {@code maxConcurrency} requests wait so
+     * (clients within the limit never have more coming back); more are refused at once.
+     */
+    private boolean acquireSlot() {
+        if (slots.tryAcquire()) {
+            return true;
+        }
+        if (waitingForSlot.incrementAndGet() > maxConcurrency) {
+            waitingForSlot.decrementAndGet();
+            return false;
+        }
+        long deadline = System.nanoTime() + retryAfterNanos;
+        try {
+            long gap = CLIENT_RESET.toNanos();
+            for (int round = 0; round < CLIENT_CHECK_ROUNDS; round++, gap *= 2) {
+                List<CompletableFuture<Void>> checks = new ArrayList<>();
+                for (GenerationJob job : live) {
+                    checks.add(job.checkClient());
+                }
+                CompletableFuture.allOf(checks.toArray(CompletableFuture[]::new))
+                        .get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                if (slots.tryAcquire(gap, TimeUnit.NANOSECONDS)) {
+                    return true;
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // a reader could not write within Retry-After (a slow client): refuse as without the check
+        } finally {
+            waitingForSlot.decrementAndGet();
+        }
+        return slots.tryAcquire();
+    }
+
     /** @return counters and gauges, for health checks and load tests */
     public Stats stats() {
         int runningRows = 0;
@@ -243,6 +310,7 @@ public final class GenerationScheduler implements AutoCloseable {
                 batchedJobs.sum(),
                 steps.sum(),
                 batch.allocatedTokens(),
+                batch.heldTokens(),
                 batch.tokenBudget(),
                 batch.bytesPerToken(),
                 batch.prefixCacheStats(),
@@ -269,6 +337,7 @@ public final class GenerationScheduler implements AutoCloseable {
      * @param batchedJobs jobs that joined the batch (divided by {@code batches}: jobs per busy period)
      * @param steps steps the loop ran
      * @param kvPoolTokens positions the KV pool's buffers hold now (rows × capacity)
+     * @param kvPoolHeld positions the rows hold now (computed keys and values), as of the last step
      * @param kvPoolBudget the most positions the KV pool may hold ({@code --kv-cache-tokens})
      * @param kvBytesPerToken bytes one position takes in the pool
      * @param prefixCache the prefix cache's lookups, hits, reused and kept positions, and budget
@@ -291,6 +360,7 @@ public final class GenerationScheduler implements AutoCloseable {
             long batchedJobs,
             long steps,
             long kvPoolTokens,
+            long kvPoolHeld,
             long kvPoolBudget,
             long kvBytesPerToken,
             PrefixCache.Stats prefixCache,

@@ -56,9 +56,10 @@ import org.slf4j.LoggerFactory;
  * every step, over a KV pool of {@link ServerOptions#kvCacheTokens()} positions; a request reuses the
  * keys and values of the longest prompt prefix it shares with earlier ones, kept in a prefix cache of
  * {@link ServerOptions#prefixCacheTokens()} positions. When all its slots
- * are taken the answer is {@code 429} with {@code Retry-After}. A streaming client that
- * disconnects is noticed at the next chunk written; its request is cancelled, which frees its slot
- * and stops its generation. Errors are OpenAI error objects: 400 for bad requests, 404 for unknown
+ * are taken the answer is {@code 429} with {@code Retry-After}, once the streams' clients were
+ * checked (a comment written to each), so that the slot of a client that left goes to the next
+ * request. A streaming client that disconnects is noticed at the next chunk or check written; its
+ * request is cancelled, which frees its slot and stops its generation. Errors are OpenAI error objects: 400 for bad requests, 404 for unknown
  * routes and models, 500 for failures, which are logged; no request can stop the server.
  */
 public final class OpenAiServer implements AutoCloseable {
@@ -171,7 +172,7 @@ public final class OpenAiServer implements AutoCloseable {
      * Starts serving a loaded model and LoRA adapters of it ({@code serve --adapter NAME=DIR}):
      * each adapter is attached to the model under its name ({@link LocalModel#attachAdapter}),
      * sharing its weights, and served as the model of that name; {@code /v1/models} lists the
-     * model and then the adapters. Requests for different adapters are batched apart ({@link
+     * model and then the adapters. Requests for different adapters share the batch ({@link
      * GenerationScheduler#trySubmit(long[], GenerationConfig, boolean, String)}). Closing the server
      * detaches them; the caller keeps ownership of the model.
      *

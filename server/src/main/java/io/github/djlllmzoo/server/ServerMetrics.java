@@ -132,6 +132,11 @@ final class ServerMetrics {
                 "Token positions the KV pool's buffers hold now (rows x capacity).",
                 stats.kvPoolTokens());
         out.metric(
+                "llmzoo_kv_pool_held_tokens",
+                "gauge",
+                "Token positions the rows hold now (computed keys and values); the rest of the buffers is reserved or unused.",
+                stats.kvPoolHeld());
+        out.metric(
                 "llmzoo_kv_pool_budget_tokens",
                 "gauge",
                 "The most token positions the KV pool may hold (--kv-cache-tokens).",

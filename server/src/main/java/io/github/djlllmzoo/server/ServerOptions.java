@@ -18,7 +18,6 @@ import java.util.Locale;
  * @param maxConcurrency most requests admitted at once (waiting or generating); more get 429
  * @param maxBatch most sequences generated together in one batch (also the most {@code n} per
  *     request)
- * @param workers kept for compatibility; no effect: one decode loop owns the model
  * @param batchWait how long the idle decode loop waits for more requests once one came
  * @param retryAfterSeconds the {@code Retry-After} of a 429 answer
  * @param apiKeys the keys a {@code /v1} request must present as {@code Authorization: Bearer KEY};
@@ -41,7 +40,6 @@ public record ServerOptions(
         String modelId,
         int maxConcurrency,
         int maxBatch,
-        int workers,
         Duration batchWait,
         int retryAfterSeconds,
         List<String> apiKeys,
@@ -50,6 +48,14 @@ public record ServerOptions(
         long kvCacheTokens,
         int prefillChunk,
         long prefixCacheTokens) {
+
+    /**
+     * Why a server has no worker count: one decode loop owns the model, spreading each step over every
+     * core, and replicas in one process would split the cores and the memory bandwidth between them.
+     */
+    public static final String WORKERS_REMOVED =
+            "one decode loop serves every request over all cores, so a server has no worker count:"
+                    + " run several servers behind a load balancer for replicas";
 
     /** The prompt tokens one step of the decode loop prefills when not told otherwise. */
     public static final int DEFAULT_PREFILL_CHUNK = 64;
@@ -61,7 +67,7 @@ public record ServerOptions(
     private static final int DEFAULT_PREFIX_CACHE_SHARE = 4;
 
     /**
-     * Loopback, port 8080, 32 requests, batches of 8, 2 workers (no effect), 5 ms wait, retry after
+     * Loopback, port 8080, 32 requests, batches of 8, 5 ms wait, retry after
      * 1 s, no API key, requests ended after 10 minutes, 30 s to drain, a KV pool of 8 × the context
      * window, prompts prefilled 64 tokens a step, a prefix cache of a quarter of the pool's budget.
      */
@@ -72,7 +78,6 @@ public record ServerOptions(
                     null,
                     32,
                     8,
-                    2,
                     Duration.ofMillis(5),
                     1,
                     List.of(),
@@ -90,8 +95,7 @@ public record ServerOptions(
      * @param modelId the model name clients send and {@code /v1/models} lists, or {@code null} for the checkpoint directory's name
      * @param maxConcurrency most requests admitted at once (waiting or generating); more get 429
      * @param maxBatch most sequences generated together in one batch (also the most {@code n} per request)
-     * @param workers kept for compatibility; no effect: one decode loop owns the model
-     * @param batchWait how long the idle decode loop waits for more requests once one came
+         * @param batchWait how long the idle decode loop waits for more requests once one came
      * @param retryAfterSeconds the {@code Retry-After} of a 429 answer
      * @param apiKeys the keys a {@code /v1} request must present as {@code Authorization: Bearer
      *     KEY}; empty leaves the server open ({@link #toString()} does not show them)
@@ -111,7 +115,6 @@ public record ServerOptions(
         require(port >= 0 && port <= 65535, "port must be in [0, 65535]", port);
         require(maxConcurrency >= 1, "maxConcurrency must be at least 1", maxConcurrency);
         require(maxBatch >= 1, "maxBatch must be at least 1", maxBatch);
-        require(workers >= 1, "workers must be at least 1", workers);
         require(prefillChunk >= 1, "prefillChunk must be at least 1", prefillChunk);
         if (kvCacheTokens < 0) {
             throw new IllegalArgumentException("kvCacheTokens must be >= 0 (0: the default), got " + kvCacheTokens);
@@ -158,8 +161,6 @@ public record ServerOptions(
                 + maxConcurrency
                 + ", maxBatch="
                 + maxBatch
-                + ", workers="
-                + workers
                 + ", batchWait="
                 + batchWait
                 + ", retryAfterSeconds="
@@ -243,7 +244,6 @@ public record ServerOptions(
                 modelId,
                 maxConcurrency,
                 maxBatch,
-                workers,
                 batchWait,
                 retryAfterSeconds,
                 apiKeys,
@@ -265,7 +265,6 @@ public record ServerOptions(
                 value,
                 maxConcurrency,
                 maxBatch,
-                workers,
                 batchWait,
                 retryAfterSeconds,
                 apiKeys,
@@ -279,19 +278,16 @@ public record ServerOptions(
     /**
      * @param concurrency most requests admitted at once
      * @param batch most sequences per batch
-     * @param workerCount predictors
-     * @param wait how long a batch waits for more requests
+     * @param wait how long the idle decode loop waits for more requests once one came
      * @return a copy scheduling so
      */
-    public ServerOptions withScheduling(
-            int concurrency, int batch, int workerCount, Duration wait) {
+    public ServerOptions withScheduling(int concurrency, int batch, Duration wait) {
         return new ServerOptions(
                 host,
                 port,
                 modelId,
                 concurrency,
                 batch,
-                workerCount,
                 wait,
                 retryAfterSeconds,
                 apiKeys,
@@ -300,6 +296,27 @@ public record ServerOptions(
                 kvCacheTokens,
                 prefillChunk,
                 prefixCacheTokens);
+    }
+
+    /**
+     * The scheduling of servers that had several predictor workers: one decode loop now owns the
+     * model and spreads each step over every core, so there is one worker.
+     *
+     * @param concurrency most requests admitted at once
+     * @param batch most sequences per batch
+     * @param workerCount must be 1
+     * @param wait how long the idle decode loop waits for more requests once one came
+     * @return a copy scheduling so
+     * @throws IllegalArgumentException if {@code workerCount} is not 1
+     * @deprecated use {@link #withScheduling(int, int, Duration)}; run several servers behind a load
+     *     balancer for replicas
+     */
+    @Deprecated(forRemoval = true)
+    public ServerOptions withScheduling(int concurrency, int batch, int workerCount, Duration wait) {
+        if (workerCount != 1) {
+            throw new IllegalArgumentException(WORKERS_REMOVED + ", got " + workerCount);
+        }
+        return withScheduling(concurrency, batch, wait);
     }
 
     /**
@@ -314,7 +331,6 @@ public record ServerOptions(
                 modelId,
                 maxConcurrency,
                 maxBatch,
-                workers,
                 batchWait,
                 retryAfterSeconds,
                 apiKeys,
@@ -337,7 +353,6 @@ public record ServerOptions(
                 modelId,
                 maxConcurrency,
                 maxBatch,
-                workers,
                 batchWait,
                 retryAfterSeconds,
                 apiKeys,
@@ -370,7 +385,6 @@ public record ServerOptions(
                 modelId,
                 maxConcurrency,
                 maxBatch,
-                workers,
                 batchWait,
                 retryAfterSeconds,
                 keys,
@@ -393,7 +407,6 @@ public record ServerOptions(
                 modelId,
                 maxConcurrency,
                 maxBatch,
-                workers,
                 batchWait,
                 retryAfterSeconds,
                 apiKeys,

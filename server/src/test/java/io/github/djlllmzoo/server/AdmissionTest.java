@@ -39,7 +39,7 @@ class AdmissionTest {
                 new GenerationScheduler(
                         model,
                         ServerOptions.DEFAULTS
-                                .withScheduling(1, 1, 1, Duration.ZERO)
+                                .withScheduling(1, 1, Duration.ZERO)
                                 .withTimeouts(Duration.ofMinutes(1), Duration.ZERO));
     }
 

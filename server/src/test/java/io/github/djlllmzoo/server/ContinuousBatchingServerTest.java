@@ -51,7 +51,7 @@ class ContinuousBatchingServerTest {
     void aRequestJoinsARunningStreamsBatchAndEndsBeforeIt() throws Exception {
         try (OpenAiServer server = OpenAiServer.start(
                 model,
-                ServerOptions.DEFAULTS.withAddress("127.0.0.1", 0).withScheduling(4, 2, 1, Duration.ZERO))) {
+                ServerOptions.DEFAULTS.withAddress("127.0.0.1", 0).withScheduling(4, 2, Duration.ZERO))) {
             HttpResponse<InputStream> stream =
                     CLIENT.send(completion(server, WINDOW - 16, true), HttpResponse.BodyHandlers.ofInputStream());
             assertEquals(200, stream.statusCode());
@@ -83,7 +83,7 @@ class ContinuousBatchingServerTest {
         int chunk = 2; // a prompt is reused in whole prefill chunks
         try (OpenAiServer server = OpenAiServer.start(
                 model,
-                ServerOptions.DEFAULTS.withAddress("127.0.0.1", 0).withScheduling(4, 2, 1, Duration.ZERO)
+                ServerOptions.DEFAULTS.withAddress("127.0.0.1", 0).withScheduling(4, 2, Duration.ZERO)
                         .withKvPool(0, chunk))) {
             JsonObject cold = answer(server, body);
             JsonObject warm = answer(server, body);
@@ -103,7 +103,7 @@ class ContinuousBatchingServerTest {
                 model,
                 ServerOptions.DEFAULTS
                         .withAddress("127.0.0.1", 0)
-                        .withScheduling(4, 2, 1, Duration.ZERO)
+                        .withScheduling(4, 2, Duration.ZERO)
                         .withPrefixCache(0))) {
             answer(off, body);
             answer(off, body);
@@ -130,7 +130,7 @@ class ContinuousBatchingServerTest {
                 model,
                 ServerOptions.DEFAULTS
                         .withAddress("127.0.0.1", 0)
-                        .withScheduling(4, 2, 1, Duration.ZERO)
+                        .withScheduling(4, 2, Duration.ZERO)
                         .withKvPool(64, 8))) {
             HttpResponse<String> tooLarge =
                     CLIENT.send(completion(server, 100, false), HttpResponse.BodyHandlers.ofString());

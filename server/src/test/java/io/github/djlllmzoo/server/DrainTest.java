@@ -51,7 +51,7 @@ class DrainTest {
                         model,
                         ServerOptions.DEFAULTS
                                 .withAddress("127.0.0.1", 0)
-                                .withScheduling(4, 2, 1, Duration.ZERO))) {
+                                .withScheduling(4, 2, Duration.ZERO))) {
             HttpResponse<InputStream> running =
                     CLIENT.send(completion(server, true), HttpResponse.BodyHandlers.ofInputStream());
             assertEquals('d', running.body().read(), "the stream started");
@@ -92,7 +92,7 @@ class DrainTest {
                         model,
                         ServerOptions.DEFAULTS
                                 .withAddress("127.0.0.1", 0)
-                                .withScheduling(4, 2, 1, Duration.ZERO)
+                                .withScheduling(4, 2, Duration.ZERO)
                                 .withTimeouts(Duration.ofMinutes(1), Duration.ZERO));
         HttpResponse<InputStream> running =
                 CLIENT.send(completion(server, true), HttpResponse.BodyHandlers.ofInputStream());

@@ -22,7 +22,7 @@ class LoadClientTest {
                                 model,
                                 ServerOptions.DEFAULTS
                                         .withAddress("127.0.0.1", 0)
-                                        .withScheduling(8, 4, 1, Duration.ofMillis(5))
+                                        .withScheduling(8, 4, Duration.ofMillis(5))
                                         .withApiKeys(List.of("load-key")))) {
             StreamingLoadTest load = new StreamingLoadTest(server.uri(), server.modelId(), "load-key");
             StreamingLoadTest.Report report = load.run(3, 3, 1, 0.5);

@@ -41,7 +41,7 @@ class MetricsTest {
 
     @BeforeAll
     static void load() throws Exception {
-        model = TinyModels.randomGpt2(dir, 256);
+        model = TinyModels.randomGpt2(dir, 4096);
     }
 
     @AfterAll
@@ -56,7 +56,7 @@ class MetricsTest {
                 model,
                 ServerOptions.DEFAULTS
                         .withAddress("127.0.0.1", 0)
-                        .withScheduling(maxConcurrency, 1, 1, Duration.ZERO));
+                        .withScheduling(maxConcurrency, 1, Duration.ZERO));
     }
 
     /** The page's samples by name and labels, checking every line's syntax and metadata. */
@@ -174,7 +174,7 @@ class MetricsTest {
     void gaugesShowTheRunningAndQueuedRequestsAndRefusalsAreCounted() throws Exception {
         try (OpenAiServer server = start(2)) {
             HttpResponse<InputStream> running =
-                    CLIENT.send(completion(server, 200, true), HttpResponse.BodyHandlers.ofInputStream());
+                    CLIENT.send(completion(server, 4000, true), HttpResponse.BodyHandlers.ofInputStream());
             assertEquals('d', running.body().read(), "the stream started");
             var queued = CLIENT.sendAsync(completion(server, 2, false), HttpResponse.BodyHandlers.ofString());
             Map<String, Double> busy = new HashMap<>();
@@ -185,6 +185,9 @@ class MetricsTest {
             assertEquals(2.0, busy.get("llmzoo_active_requests"), busy.toString());
             assertEquals(1.0, busy.get("llmzoo_queued_requests"), busy.toString());
             assertEquals(1.0, busy.get("llmzoo_running_rows"), busy.toString());
+            // the running row holds its prompt and the tokens so far, within its reservation
+            assertTrue(busy.get("llmzoo_kv_pool_held_tokens") > 0, busy.toString());
+            assertTrue(busy.get("llmzoo_kv_pool_held_tokens") <= busy.get("llmzoo_kv_pool_tokens"), busy.toString());
             assertEquals(429, CLIENT.send(completion(server, 2, false), HttpResponse.BodyHandlers.ofString()).statusCode());
             running.body().close();
             assertEquals(200, queued.get().statusCode());
@@ -193,6 +196,13 @@ class MetricsTest {
             assertEquals(1.0, after.get("llmzoo_requests_total{outcome=\"cancelled\"}"));
             assertEquals(1.0, after.get("llmzoo_requests_total{outcome=\"completed\"}"));
             assertEquals(0.0, after.get("llmzoo_running_rows"));
+            // as of the decode loop's last step, which ends just after the answer is handed over
+            Map<String, Double> idle = after;
+            for (long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+                    idle.get("llmzoo_kv_pool_held_tokens") > 0 && System.nanoTime() < end; ) {
+                idle = scrape(server);
+            }
+            assertEquals(0.0, idle.get("llmzoo_kv_pool_held_tokens"), "the rows that left hold nothing");
         }
     }
 }

@@ -46,7 +46,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class OpenAiServerTest {
 
-    private static final int WINDOW = 1024;
+    private static final int WINDOW = 4096;
 
     @TempDir static Path dir;
 
@@ -69,7 +69,7 @@ class OpenAiServerTest {
                         model,
                         ServerOptions.DEFAULTS
                                 .withAddress("127.0.0.1", 0)
-                                .withScheduling(40, 8, 2, Duration.ofMillis(5)));
+                                .withScheduling(40, 8, Duration.ofMillis(5)));
         predictor = generationPredictor(model);
         defaults = GenerationConfig.forCheckpoint(dir, model.config()).build();
     }
@@ -499,7 +499,7 @@ class OpenAiServerTest {
                         model,
                         ServerOptions.DEFAULTS
                                 .withAddress("127.0.0.1", 0)
-                                .withScheduling(2, 1, 1, Duration.ZERO));
+                                .withScheduling(2, 1, Duration.ZERO));
         HttpResponse<InputStream> running;
         CompletableFuture<HttpResponse<String>> waiting;
         try {
@@ -527,7 +527,7 @@ class OpenAiServerTest {
                 model,
                 ServerOptions.DEFAULTS
                         .withAddress("127.0.0.1", 0)
-                        .withScheduling(1, 1, 1, Duration.ZERO));
+                        .withScheduling(1, 1, Duration.ZERO));
     }
 
     /** A long streamed request, its first chunk read: it is admitted and generating. */

@@ -43,7 +43,7 @@ class RequestTimeoutTest {
                         model,
                         ServerOptions.DEFAULTS
                                 .withAddress("127.0.0.1", 0)
-                                .withScheduling(2, 2, 1, Duration.ZERO)
+                                .withScheduling(2, 2, Duration.ZERO)
                                 .withTimeouts(TIMEOUT, Duration.ZERO));
     }
 

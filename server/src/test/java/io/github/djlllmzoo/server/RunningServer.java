@@ -54,7 +54,7 @@ final class RunningServer implements AutoCloseable {
                             model,
                             ServerOptions.DEFAULTS
                                     .withAddress("127.0.0.1", 0)
-                                    .withScheduling(8, 4, 1, Duration.ofMillis(1))));
+                                    .withScheduling(8, 4, Duration.ofMillis(1))));
         } catch (Exception | Error e) {
             model.close();
             throw e;

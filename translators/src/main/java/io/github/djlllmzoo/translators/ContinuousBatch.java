@@ -80,6 +80,8 @@ public final class ContinuousBatch implements AutoCloseable {
     private SlotPrefill pass;
     private NDManager passManager;
     private volatile int joined;
+    /** Positions the rows in use hold, as of the last step (a gauge read from other threads). */
+    private volatile long held;
     /** The decode step's adapter per row, kept open on the driving thread while the rows stay the same. */
     private LoraAdapter.Selection rowAdapters;
     private List<String> rowAdapterNames = List.of();
@@ -300,9 +302,18 @@ public final class ContinuousBatch implements AutoCloseable {
             releaseRowAdapters(); // nothing of the adapters' is kept while no row decodes
         }
         joined = inUse();
+        held = heldNow();
         steps++;
         publishCounters();
         return joined;
+    }
+
+    private long heldNow() {
+        long sum = 0;
+        for (int r = 0; r < decoding; r++) {
+            sum += cache.length(r);
+        }
+        return prefilling == null ? sum : sum + cache.length(prefillRow);
     }
 
     /** Runs the pass's layers this step may: all of them where no sequence decodes, else its budget. */
@@ -494,6 +505,7 @@ public final class ContinuousBatch implements AutoCloseable {
         prefilling = null;
         decoding = 0;
         joined = 0;
+        held = 0;
         releaseRowAdapters();
         cache.free();
         return dropped;
@@ -516,6 +528,14 @@ public final class ContinuousBatch implements AutoCloseable {
     /** @return positions the pool's buffers hold now (rows × capacity) */
     public long allocatedTokens() {
         return (long) cache.rows() * cache.capacity();
+    }
+
+    /**
+     * @return positions the rows hold now (their keys and values computed), as of the last step: at
+     *     most {@link #allocatedTokens()}, the rest of the buffers being reserved or unused
+     */
+    public long heldTokens() {
+        return held;
     }
 
     /** @return the most positions the pool may hold */

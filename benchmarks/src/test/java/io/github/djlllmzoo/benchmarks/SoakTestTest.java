@@ -1,0 +1,53 @@
+package io.github.djlllmzoo.benchmarks;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The soak's verdict: a leak fails it, memory that settled or that the KV gauges explain does not. */
+class SoakTestTest {
+
+    /** The resident size's ups and downs between samples, MiB. */
+    private static final double JITTER = 4;
+
+    private static List<SoakTest.Sample> samples(double leakMibPerSample, double poolGrowthMib) {
+        List<SoakTest.Sample> samples = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            double pool = i < 10 ? 0 : poolGrowthMib; // the pool grows once, half-way
+            double rss = 800 + (i % 2 == 0 ? 0 : JITTER) + i * leakMibPerSample + pool;
+            samples.add(new SoakTest.Sample(500 + 250 * i, rss, rss - 80, Map.of(
+                    "llmzoo_kv_pool_bytes", pool * (1 << 20) + 50.0 * (1 << 20),
+                    "llmzoo_kv_pool_tokens", (pool * (1 << 20) + 50.0 * (1 << 20)) / 24576,
+                    "llmzoo_prefix_cache_tokens", 4096.0)));
+        }
+        return samples;
+    }
+
+    @Test
+    void memoryThatStaysWithinItsJitterPasses() {
+        String verdict = SoakTest.verdict(samples(0, 0));
+        assertTrue(verdict.startsWith("ok"), verdict);
+    }
+
+    @Test
+    void memoryThatGrowsWithEveryRequestFails() {
+        // 1 MiB per 250 requests: 19 MiB over the run, far past the jitter
+        String verdict = SoakTest.verdict(samples(1, 0));
+        assertTrue(verdict.startsWith("FAILED"), verdict);
+    }
+
+    @Test
+    void growthTheKvPoolExplainsPasses() {
+        String verdict = SoakTest.verdict(samples(0, 96));
+        assertTrue(verdict.startsWith("ok"), verdict);
+    }
+
+    @Test
+    void tooFewSamplesFail() {
+        String verdict = SoakTest.verdict(samples(0, 0).subList(0, 2));
+        assertTrue(verdict.startsWith("FAILED"), verdict);
+    }
+}
