@@ -30,7 +30,7 @@
  *     (scale max|x| / 127, the weight's scheme), and vpdpbusd sums 4 code products per lane in int32,
  *     x's code + 128 (unsigned) times the weight code, from -128 times the weight codes' sum (one
  *     vpdpbusd per weight row, shared by all rows of x); each group's int32 sum times both scales goes
- *     into float32 accumulators (from 5 rows each 256 inputs of the weight are transposed so that a
+ *     into float32 accumulators (each 256 inputs of the weight are transposed so that a
  *     group's sum ends in two lanes, and the float32 step runs once per 4 dot products). The result is
  *     the product of the weight with x rounded to its int8 grid (an error of at most max|x| / 254 per
  *     element of a group);
@@ -45,6 +45,7 @@
  * its int8 grid, as for int8 (llama.cpp's Q4_0 x Q8_0 dot product).
  */
 #include <jni.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -70,9 +71,63 @@
    int8 dot product (AVX512_VNNI; AVX2's and NEON's in the portable variant), FEATURE_BF16 AVX512_BF16. */
 enum { FEATURE_VNNI = 1, FEATURE_BF16 = 2 };
 
-/* The dot-product bit (CompressedProduct.VNNI_BLOCKS) that lets int8 products of VNNI_BLOCK_ROWS or
-   more rows take the transposed-block kernel. */
+/* The dot-product bit (CompressedProduct.VNNI_BLOCKS) that lets int8 and int4 products take the
+   transposed-block kernel. */
 #define VNNI_BLOCKS 4
+
+/*
+ * The calling thread's memory for x's forms (quantized, split, interleaved), grown as a product needs and kept for
+ * its next: a decode step makes hundreds of products (each core's runs of each projection), and allocating and
+ * freeing their buffers every time showed in its profile (glibc's malloc_consolidate and unlink_chunk). A
+ * thread's memory is freed when it ends. One product at a time per thread uses it.
+ */
+typedef struct {
+    void *memory;
+    size_t bytes;
+} Scratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void free_scratch(void *scratch) {
+    free(((Scratch *)scratch)->memory);
+    free(scratch);
+}
+
+static void make_scratch_key(void) {
+    pthread_key_create(&scratch_key, free_scratch);
+}
+
+/* count buffers of sizes[i] bytes, each 64-byte aligned, in the calling thread's memory; 0 where it ran out. */
+static int scratch_buffers(int count, const size_t *sizes, void **buffers) {
+    pthread_once(&scratch_once, make_scratch_key);
+    Scratch *scratch = pthread_getspecific(scratch_key);
+    if (scratch == NULL) {
+        scratch = calloc(1, sizeof(Scratch));
+        if (scratch == NULL || pthread_setspecific(scratch_key, scratch) != 0) {
+            free(scratch);
+            return 0;
+        }
+    }
+    size_t total = 0;
+    for (int i = 0; i < count; i++) {
+        total += (sizes[i] + 63) / 64 * 64;
+    }
+    if (total > scratch->bytes) {
+        free(scratch->memory);
+        scratch->memory = aligned_alloc(64, total);
+        scratch->bytes = scratch->memory == NULL ? 0 : total;
+        if (scratch->memory == NULL) {
+            return 0;
+        }
+    }
+    char *at = scratch->memory;
+    for (int i = 0; i < count; i++) {
+        buffers[i] = at;
+        at += (sizes[i] + 63) / 64 * 64;
+    }
+    return 1;
+}
 
 /* VL codes from index on, widened to float32 (int8 not yet scaled). */
 static inline __attribute__((always_inline)) vf widen8(const void *codes, size_t index, int format) {
@@ -244,10 +299,10 @@ static void interleave_rows(const float *x, int rows, int in, float *out) {
    row is already in that form. */
 static int widening_multiply(const float *x, const void *codes, const uint16_t *scales, const float *bias,
         float *out, int format, int rows, int in, int out_features, int from, int to) {
-    float *interleaved = NULL;
     if (rows > 1) {
-        interleaved = aligned_alloc(64, (size_t)rows * in * sizeof(float));
-        if (interleaved == NULL) {
+        size_t bytes = (size_t)rows * in * sizeof(float);
+        void *interleaved;
+        if (!scratch_buffers(1, &bytes, &interleaved)) {
             return 0;
         }
         interleave_rows(x, rows, in, interleaved);
@@ -267,7 +322,6 @@ static int widening_multiply(const float *x, const void *codes, const uint16_t *
             BY_ROWS(INT4)
             break;
     }
-    free(interleaved);
     return 1;
 }
 

@@ -2,7 +2,7 @@
  * The decode product's kernels that multiply the codes themselves rather than widening them
  * (compressed_product.c's header says when each runs), included by compressed_product.c after its
  * widening kernel and the TILED loop they share: AVX512_VNNI's int8 (per chunk, and transposed blocks
- * from 5 rows), AVX512_BF16's bfloat16, and the portable variant's int8 by AVX2's or NEON's dot
+ * in transposed blocks), AVX512_BF16's bfloat16, and the portable variant's int8 by AVX2's or NEON's dot
  * products. Each variant also gives cpu_features, dot_multiply and widen_row.
  */
 #ifndef LLMZOO_COMPRESSED_PRODUCT_DOT_H
@@ -66,11 +66,13 @@ typedef struct {
 static VNNI_TARGET int quantize_rows(const float *x, int rows, int in, QuantizedRows *q) {
     q->chunks = (in + 63) / 64;
     size_t cells = (size_t)rows * q->chunks;
-    q->offset_codes = aligned_alloc(64, cells * 64);
-    q->scales = aligned_alloc(64, cells * 16 * sizeof(float));
-    if (q->offset_codes == NULL || q->scales == NULL) {
+    size_t sizes[] = {cells * 64, cells * 16 * sizeof(float)};
+    void *buffers[2];
+    if (!scratch_buffers(2, sizes, buffers)) {
         return 0;
     }
+    q->offset_codes = buffers[0];
+    q->scales = buffers[1];
     for (int r = 0; r < rows; r++) {
         for (int c = 0; c < q->chunks; c++) {
             size_t cell = (size_t)c * rows + r;
@@ -91,11 +93,6 @@ static VNNI_TARGET int quantize_rows(const float *x, int rows, int in, Quantized
         }
     }
     return 1;
-}
-
-static void free_quantized(QuantizedRows *q) {
-    free(q->offset_codes);
-    free(q->scales);
 }
 
 /* One chunk of 64 inputs of the weight, its codes w and its two group scales s (lanes 0 and 1), into each
@@ -171,30 +168,36 @@ static VNNI_TARGET void vnni_columns(
     SWITCH_ROWS(VNNI_ROWS)
 }
 
-/* ---- int8 x int8 with AVX512_VNNI, 5 to 8 rows: each group's sum in two lanes ---- */
+/* ---- int8 x int8 with AVX512_VNNI in transposed blocks: each group's sum in two lanes ---- */
 
 /*
- * From VNNI_BLOCK_ROWS rows, the per-chunk kernel above spends more on each row's float32 step
- * (convert, scale, add: one per vpdpbusd, since its 16 lanes hold partial sums of two groups) than
+ * The per-chunk kernel above spends more on each row's float32 step (convert, scale, add: one per
+ * vpdpbusd, since its 16 lanes hold partial sums of two groups) and on the offset's correction than
  * on the products, and that step grows with the rows while the weight's load does not. Here each
  * BLOCK_INPUTS inputs (8 groups, 4 chunks) of the weight are transposed in registers, once for all
  * rows, so that dot product j of the 4 puts group g's bytes 8j to 8j+7 into lanes 2g and 2g+1: the
  * 4 dot products of a row add into one register that ends with each group's exact sum in two
  * lanes, and the float32 step runs once per 4 chunks. x is transposed the same way when it is
- * quantized. The weight code w goes in as the unsigned w + 128 and x's code as the signed operand,
- * so each row's sums start at -128 times its own codes' sums (computed with x, once per product).
- * The integer sums are exact, so the result differs from the per-chunk kernel's only in the order
- * of the float32 sums. At 3 and 4 rows it measured no faster (one core, a llama-110m step's products:
- * 3 rows 8.35 / 8.54 ms against 8.35 / 8.94, 4 rows 10.0 / 10.9 against 9.4 / 9.1; 5 rows 7.9
- * against 10.2, 8 rows 10.9 against 14.1), so those keep the per-chunk kernel.
+ * quantized. The weight code w goes in as an unsigned w + offset (int8: w + 128; int4: its nibble
+ * u = w + 8 as it is) and x's code as the signed operand, so each row's sums start at -offset times
+ * its own codes' sums (computed with x, once per product). The integer sums are exact, so the result
+ * differs from the per-chunk kernel's only in the order of the float32 sums. It takes every row count
+ * since its whole blocks have a loop of their own (blocked_weight_rows): one core, a 2048 x 2048 weight
+ * from L3, int4 (its nibbles straight into the transposed form, transposed_int4_block) 1 row 27 -> 55
+ * GB/s, 4 rows 14 -> 25, 8 rows 14.5 -> 15.3; int8 1 row 59 -> 67-73, 3 rows 37 -> 52, 4 rows 32 -> 42.
+ * (Before that split, int8 at 3 and 4 rows had measured no faster and kept the per-chunk kernel, which
+ * now runs only with the blocks switched off.)
  */
-#define VNNI_BLOCK_ROWS 5
 #define BLOCK_CHUNKS 4
 #define BLOCK_INPUTS (BLOCK_CHUNKS * 64)
+/* What the blocks add to a weight code to make it vpdpbusd's unsigned operand: int8's w + 128; int4's
+   nibble is w + 8 already. */
+#define INT8_WEIGHT_OFFSET 128
+#define INT4_WEIGHT_OFFSET 8
 
 typedef struct {
     int8_t *codes;         /* (blocks, rows, 4, 64): x's codes, each block transposed as the weight's */
-    int32_t *corrections;  /* (blocks, rows, 16): -128 times each lane's sum of x's codes */
+    int32_t *corrections;  /* (blocks, rows, 16): -offset times each lane's sum of x's codes */
     float *scales;         /* (blocks, rows, 16): group g's scale in lanes 2g and 2g+1 */
     int blocks;
 } BlockedRows;
@@ -216,27 +219,35 @@ static inline __attribute__((always_inline)) VNNI_TARGET void transpose_block(co
 
 /*
  * A whole block of int4 codes (8 groups, 128 packed bytes) straight into transpose_block's form, each code as the
- * unsigned w + 128 = u + 120 (u the nibble, w = u - 8): group g's codes 8j to 8j + 7 are the low nibbles of its
+ * unsigned nibble u = w + 8 (INT4_WEIGHT_OFFSET): group g's codes 8j to 8j + 7 are the low nibbles of its
  * bytes 8j to 8j + 7 for j = 0, 1 and the high nibbles of its bytes 8(j - 2) to 8(j - 2) + 7 for j = 2, 3, so
  * vector j is one two-source qword permutation of the nibbles of the block's two 64-byte halves: 2 loads, 6
- * logic operations, 4 permutations and 4 additions, where unpacking chunk by chunk and transposing took 38.
+ * logic operations and 4 permutations, where unpacking chunk by chunk and transposing took 38. A ragged last
+ * block (groups < 8) takes masked loads: its missing groups' codes read as 0.
  */
-static inline __attribute__((always_inline)) VNNI_TARGET void transposed_int4_block(const uint8_t *packed, __m512i t[4]) {
+static inline __attribute__((always_inline)) VNNI_TARGET void transposed_int4_block(
+        const uint8_t *packed, int groups, __m512i t[4]) {
     const __m512i nibble = _mm512_set1_epi8(0x0F);
     const __m512i even = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i odd = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
-    const __m512i offset = _mm512_set1_epi8(120);
-    __m512i a = _mm512_loadu_si512(packed);      /* groups 0-3 */
-    __m512i b = _mm512_loadu_si512(packed + 64); /* groups 4-7 */
+    __m512i a, b; /* groups 0-3, groups 4-7 */
+    if (groups == 8) {
+        a = _mm512_loadu_si512(packed);
+        b = _mm512_loadu_si512(packed + 64);
+    } else {
+        int bytes = groups * INT4_GROUP_BYTES;
+        a = _mm512_maskz_loadu_epi8(bytes >= 64 ? ~0ULL : (1ULL << bytes) - 1, packed);
+        b = _mm512_maskz_loadu_epi8(bytes > 64 ? (1ULL << (bytes - 64)) - 1 : 0, packed + 64);
+    }
     _mm_prefetch((const char *)packed + PREFETCH_BYTES, _MM_HINT_T0);
     _mm_prefetch((const char *)packed + PREFETCH_BYTES + 64, _MM_HINT_T0);
     __m512i low_a = _mm512_and_si512(a, nibble), low_b = _mm512_and_si512(b, nibble);
     __m512i high_a = _mm512_and_si512(_mm512_srli_epi16(a, 4), nibble);
     __m512i high_b = _mm512_and_si512(_mm512_srli_epi16(b, 4), nibble);
-    t[0] = _mm512_add_epi8(_mm512_permutex2var_epi64(low_a, even, low_b), offset);
-    t[1] = _mm512_add_epi8(_mm512_permutex2var_epi64(low_a, odd, low_b), offset);
-    t[2] = _mm512_add_epi8(_mm512_permutex2var_epi64(high_a, even, high_b), offset);
-    t[3] = _mm512_add_epi8(_mm512_permutex2var_epi64(high_a, odd, high_b), offset);
+    t[0] = _mm512_permutex2var_epi64(low_a, even, low_b);
+    t[1] = _mm512_permutex2var_epi64(low_a, odd, low_b);
+    t[2] = _mm512_permutex2var_epi64(high_a, even, high_b);
+    t[3] = _mm512_permutex2var_epi64(high_a, odd, high_b);
 }
 
 /* Lanes 2g and 2g+1 of the result hold lane g of values, g from 0 to 7 (a block's groups). */
@@ -245,16 +256,18 @@ static inline __attribute__((always_inline)) VNNI_TARGET __m512 pair_lanes(__m51
     return _mm512_permutexvar_ps(pairs, values);
 }
 
-static VNNI_TARGET int quantize_blocked(const float *x, int rows, int in, BlockedRows *q) {
+static VNNI_TARGET int quantize_blocked(const float *x, int rows, int in, int weight_offset, BlockedRows *q) {
     q->blocks = (in + BLOCK_INPUTS - 1) / BLOCK_INPUTS;
     size_t cells = (size_t)rows * q->blocks;
-    q->codes = aligned_alloc(64, cells * BLOCK_INPUTS);
-    q->corrections = aligned_alloc(64, cells * 16 * sizeof(int32_t));
-    q->scales = aligned_alloc(64, cells * 16 * sizeof(float));
-    if (q->codes == NULL || q->corrections == NULL || q->scales == NULL) {
+    size_t sizes[] = {cells * BLOCK_INPUTS, cells * 16 * sizeof(int32_t), cells * 16 * sizeof(float)};
+    void *buffers[3];
+    if (!scratch_buffers(3, sizes, buffers)) {
         return 0;
     }
-    const __m512i offset = _mm512_set1_epi8((char)0x80);
+    q->codes = buffers[0];
+    q->corrections = buffers[1];
+    q->scales = buffers[2];
+    const __m512i offset = _mm512_set1_epi8((char)weight_offset);
     for (int r = 0; r < rows; r++) {
         for (int b = 0; b < q->blocks; b++) {
             size_t cell = (size_t)b * rows + r;
@@ -284,52 +297,62 @@ static VNNI_TARGET int quantize_blocked(const float *x, int rows, int in, Blocke
     return 1;
 }
 
-static void free_blocked(BlockedRows *q) {
-    free(q->codes);
-    free(q->corrections);
-    free(q->scales);
+/* Block b of output n (its first block_groups groups, the rest 0) into each row's sums. */
+static inline __attribute__((always_inline)) VNNI_TARGET void blocked_step(
+        const BlockedRows *q, const void *codes, const uint16_t *scales, int rows, int in, int n, int b,
+        int block_groups, vf *acc, int format) {
+    const int groups = in / GROUP;
+    const int k = b * BLOCK_INPUTS;
+    __m512i t[4];
+    if (format == INT4) {
+        transposed_int4_block((const uint8_t *)codes + ((size_t)n * groups + k / GROUP) * INT4_GROUP_BYTES, block_groups, t);
+    } else {
+        const __m512i offset = _mm512_set1_epi8((char)0x80);
+        __m512i chunk[4];
+        for (int c = 0; c < BLOCK_CHUNKS; c++) {
+            chunk[c] = load_chunk(codes, format, n, in, k + c * 64);
+        }
+        transpose_block(chunk, t);
+        for (int j = 0; j < BLOCK_CHUNKS; j++) {
+            t[j] = _mm512_xor_si512(t[j], offset); /* w + 128, unsigned */
+        }
+    }
+    const uint16_t *s_at = scales + (size_t)n * groups + k / GROUP;
+    /* A block's 8 scales (a ragged last block's fewer, 0 past them) in one load: a copy of the few through the
+       stack stalled the load on the stores (in = 896: 21 against 45 GB/s at one row, one core). */
+    __m128i bits = block_groups == 8 ? _mm_loadu_si128((const __m128i *)s_at)
+                                     : _mm512_castsi512_si128(_mm512_maskz_loadu_epi16(
+                                               (__mmask32)((1U << block_groups) - 1), s_at));
+    __m512 weight_scales = pair_lanes(_mm512_cvtph_ps(_mm256_zextsi128_si256(bits)));
+    for (int r = 0; r < rows; r++) {
+        size_t cell = (size_t)b * rows + r;
+        const int8_t *x_at = q->codes + cell * BLOCK_INPUTS;
+        __m512i sums = _mm512_load_si512((const __m512i *)(q->corrections + cell * 16));
+        for (int j = 0; j < BLOCK_CHUNKS; j++) {
+            sums = _mm512_dpbusd_epi32(sums, t[j], _mm512_load_si512((const __m512i *)(x_at + j * 64)));
+        }
+        __m512 both = _mm512_mul_ps(weight_scales, _mm512_load_ps(q->scales + cell * 16));
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), both, acc[r]);
+    }
 }
 
 /* The inputs [k0, k1) (whole blocks, or up to in) of output n for the blocked rows, carried as
-   weight_rows carries them. */
+   weight_rows carries them: the whole blocks by a loop of their own, so that their group count is a constant
+   and the ragged block's masks cost them nothing (a third of the one-row loop's instructions before). */
 static inline __attribute__((always_inline)) VNNI_TARGET void blocked_weight_rows(
         const BlockedRows *q, const void *codes, const uint16_t *scales, const float *bias, float *out,
         int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry, int format) {
-    const int groups = in / GROUP;
-    const __m512i offset = _mm512_set1_epi8((char)0x80);
     vf acc[MAX_ROWS];
     for (int r = 0; r < rows; r++) {
         acc[r] = first ? vzero() : carry[r];
     }
-    for (int b = k0 / BLOCK_INPUTS; b * BLOCK_INPUTS < k1; b++) {
-        int k = b * BLOCK_INPUTS;
-        __m512i t[4];
-        if (format == INT4 && k + BLOCK_INPUTS <= in) {
-            transposed_int4_block((const uint8_t *)codes + ((size_t)n * groups + k / GROUP) * INT4_GROUP_BYTES, t);
-        } else {
-            __m512i chunk[4];
-            for (int c = 0; c < BLOCK_CHUNKS; c++) {
-                chunk[c] = load_chunk(codes, format, n, in, k + c * 64);
-            }
-            transpose_block(chunk, t);
-            for (int j = 0; j < BLOCK_CHUNKS; j++) {
-                t[j] = _mm512_xor_si512(t[j], offset); /* w + 128, unsigned */
-            }
-        }
-        int block_groups = groups - k / GROUP < 8 ? groups - k / GROUP : 8;
-        const uint16_t *s_at = scales + (size_t)n * groups + k / GROUP;
-        /* A whole block's 8 scales in one load; only a ragged last block takes the copy. */
-        __m512 weight_scales = pair_lanes(block_groups == 8 ? widen_scales(s_at, 8) : widen_scales(s_at, block_groups));
-        for (int r = 0; r < rows; r++) {
-            size_t cell = (size_t)b * rows + r;
-            const int8_t *x_at = q->codes + cell * BLOCK_INPUTS;
-            __m512i sums = _mm512_load_si512((const __m512i *)(q->corrections + cell * 16));
-            for (int j = 0; j < BLOCK_CHUNKS; j++) {
-                sums = _mm512_dpbusd_epi32(sums, t[j], _mm512_load_si512((const __m512i *)(x_at + j * 64)));
-            }
-            __m512 both = _mm512_mul_ps(weight_scales, _mm512_load_ps(q->scales + cell * 16));
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), both, acc[r]);
-        }
+    const int whole = (k1 < in - in % BLOCK_INPUTS ? k1 : in - in % BLOCK_INPUTS) / BLOCK_INPUTS;
+    int b = k0 / BLOCK_INPUTS;
+    for (; b < whole; b++) {
+        blocked_step(q, codes, scales, rows, in, n, b, 8, acc, format);
+    }
+    for (; b * BLOCK_INPUTS < k1; b++) {
+        blocked_step(q, codes, scales, rows, in, n, b, (in - b * BLOCK_INPUTS) / GROUP, acc, format);
     }
     finish_rows(acc, rows, last, bias, out, out_features, n, carry);
 }
@@ -438,17 +461,16 @@ static int cpu_features(void) {
     return features;
 }
 
-/* The product by the dot-product instructions (int8 of VNNI_BLOCK_ROWS or more rows by the
-   transposed-block kernel where blocks is set); returns 0 where memory for x's form ran out. */
+/* The product by the dot-product instructions (int8 and int4 by the transposed-block kernel where blocks is
+   set); returns 0 where memory for x's form ran out. */
 static int dot_multiply(const float *x, const void *codes, const uint16_t *scales, const float *bias, float *out,
         int format, int rows, int in, int out_features, int from, int to, int blocks) {
-    if (format != BFLOAT16 && blocks && rows >= VNNI_BLOCK_ROWS) {
+    if (format != BFLOAT16 && blocks) {
         BlockedRows q;
-        int ok = quantize_blocked(x, rows, in, &q);
+        int ok = quantize_blocked(x, rows, in, format == INT4 ? INT4_WEIGHT_OFFSET : INT8_WEIGHT_OFFSET, &q);
         if (ok) {
             blocked_columns(&q, codes, scales, bias, out, rows, in, out_features, from, to, format);
         }
-        free_blocked(&q);
         return ok;
     }
     if (format != BFLOAT16) {
@@ -457,16 +479,15 @@ static int dot_multiply(const float *x, const void *codes, const uint16_t *scale
         if (ok) {
             vnni_columns(&q, codes, scales, bias, out, rows, in, out_features, from, to, format);
         }
-        free_quantized(&q);
         return ok;
     }
-    __m512bh *split = aligned_alloc(64, (size_t)rows * in * 2 * sizeof(uint16_t));
-    if (split == NULL) {
+    size_t bytes = (size_t)rows * in * 2 * sizeof(uint16_t);
+    void *split;
+    if (!scratch_buffers(1, &bytes, &split)) {
         return 0;
     }
     split_bf16(x, rows, in, split);
     bf16_columns(split, (const uint16_t *)codes, bias, out, rows, in, out_features, from, to);
-    free(split);
     return 1;
 }
 
@@ -488,11 +509,13 @@ typedef struct {
 
 static int quantize_rows(const float *x, int rows, int in, QuantizedRows *q) {
     size_t cells = (size_t)rows * (in / GROUP);
-    q->codes = malloc(cells * GROUP);
-    q->scales = malloc(cells * sizeof(float));
-    if (q->codes == NULL || q->scales == NULL) {
+    size_t sizes[] = {cells * GROUP, cells * sizeof(float)};
+    void *buffers[2];
+    if (!scratch_buffers(2, sizes, buffers)) {
         return 0;
     }
+    q->codes = buffers[0];
+    q->scales = buffers[1];
     for (int r = 0; r < rows; r++) {
         for (int g = 0; g < in / GROUP; g++) {
             size_t cell = (size_t)g * rows + r;
@@ -500,11 +523,6 @@ static int quantize_rows(const float *x, int rows, int in, QuantizedRows *q) {
         }
     }
     return 1;
-}
-
-static void free_quantized(QuantizedRows *q) {
-    free(q->codes);
-    free(q->scales);
 }
 
 static inline __attribute__((always_inline)) void dot_weight_rows(
@@ -569,7 +587,6 @@ static int dot_multiply(const float *x, const void *codes, const uint16_t *scale
     if (ok) {
         SWITCH_ROWS(DOT_ROWS)
     }
-    free_quantized(&q);
     return ok;
 }
 

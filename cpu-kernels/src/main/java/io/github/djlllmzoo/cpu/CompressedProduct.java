@@ -32,10 +32,10 @@ import java.nio.ByteBuffer;
  * kernel's chain of two {@code vdpbf16ps} per 32 weights made a decode step's products 10-17 % slower
  * than widening, which is also the more accurate (docs/PERFORMANCE.md, "bfloat16's decode product by
  * widening"). {@code -Dllmzoo.cpu.off=compressedProduct.dot} keeps the widening kernel for int8 too, as
- * other CPUs have it. An int8 product of 5 to 8 rows sums each group
+ * other CPUs have it. With AVX512_VNNI an int8 or int4 product sums each group
  * of 32 in two lanes of one register (the weight transposed in registers a block of 256 inputs at a
  * time) before its float32 step, rather than in 8 lanes per dot product; {@code
- * -Dllmzoo.cpu.off=compressedProduct.vnniBlocks} keeps the per-chunk kernel there.
+ * -Dllmzoo.cpu.off=compressedProduct.vnniBlocks} keeps the per-chunk kernel.
  */
 final class CompressedProduct {
 
@@ -55,12 +55,12 @@ final class CompressedProduct {
     static final int BF16 = 2;
 
     /**
-     * Dot-product bit (with {@link #VNNI}): int8 products of 5 to 8 rows by the kernel that sums
-     * each group in two lanes before the float32 step.
+     * Dot-product bit (with {@link #VNNI}): int8 and int4 products by the kernel that sums each
+     * group in two lanes before the float32 step.
      */
     static final int VNNI_BLOCKS = 4;
 
-    /** The switch that keeps int8 products of 5 to 8 rows on the per-chunk VNNI kernel. */
+    /** The switch that keeps int8 and int4 products on the per-chunk VNNI kernel. */
     static final String VNNI_BLOCKS_SWITCH = "compressedProduct.vnniBlocks";
 
     /** The dot-product instructions the products use: those the CPU has, unless switched off. */

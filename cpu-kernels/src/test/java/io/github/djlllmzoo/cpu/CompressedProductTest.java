@@ -87,7 +87,7 @@ class CompressedProductTest extends CompressedWeightsTest {
      * With an int8 dot product (AVX512_VNNI, AVX2's, NEON's), an int8 or int4 product is the engine's
      * product of the widened weight with the input rounded to its own int8 grid (per group of 32, scale
      * max|x| / 127, ties to even, as the kernel quantizes): the integer sums are exact (int4's codes
-     * unpacked to int8 exactly), so only float32 rounding of the scaled sums is left, whether 5 to 8
+     * unpacked to int8 exactly), so only float32 rounding of the scaled sums is left, whether the
      * rows take the transposed-block kernel ({@link CompressedProduct#VNNI_BLOCKS}) or the per-chunk one.
      */
     @ParameterizedTest
@@ -115,7 +115,7 @@ class CompressedProductTest extends CompressedWeightsTest {
      * An int4 product goes through int8's kernels on its codes unpacked to {@code q - 8}: it is bit
      * for bit the product of the int8 weight holding those codes and the same scales (what a GGUF
      * Q4_0 file loads as without {@code --dtype int4}), by the widening kernel, the dot product per
-     * chunk, and the transposed blocks from 5 rows.
+     * chunk, and the transposed blocks.
      */
     @ParameterizedTest
     @CsvSource({"1, 768, 100", "3, 96, 301", "5, 32, 9", "6, 4128, 70", "8, 2048, 64"})
