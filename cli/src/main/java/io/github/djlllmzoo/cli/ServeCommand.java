@@ -94,7 +94,8 @@ final class ServeCommand implements Callable<Integer> {
             description =
                     "The KV cache pool's budget in token positions (rows x capacity over every layer);"
                             + " requests wait for room, and one whose prompt + max_tokens can never fit gets"
-                            + " 400 (default: 0, meaning --max-batch x the model's context window).")
+                            + " 400; allocated ahead at its full size (default: 0, meaning --max-batch x the model's context"
+                            + " window, within half the memory available at start).")
     long kvCacheTokens;
 
     @Option(

@@ -3,6 +3,7 @@ package io.github.djlllmzoo.server;
 import ai.djl.ndarray.NDManager;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.LoraAdapter;
+import io.github.djlllmzoo.blocks.SlotKvCache;
 import io.github.djlllmzoo.translators.ContinuousBatch;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
@@ -139,7 +140,7 @@ public final class GenerationScheduler implements AutoCloseable {
         this.queue = new LinkedBlockingDeque<>(maxConcurrency);
         this.tokenizer = tokenizer;
         this.contextWindow = block.config().maxPositions();
-        long budget = options.kvCacheTokens() > 0 ? options.kvCacheTokens() : (long) maxBatch * contextWindow;
+        long budget = options.kvCacheTokens() > 0 ? options.kvCacheTokens() : defaultBudget(block, manager);
         // a joining prompt's chunk runs as long as a decode pass a step: the running streams' time
         // between tokens stays about twice a plain step's (docs/serving-production.md)
         this.batch = new ContinuousBatch(block, manager, maxBatch, budget, options.prefillChunk(),
@@ -147,6 +148,25 @@ public final class GenerationScheduler implements AutoCloseable {
         this.loop = new Thread(this::loop, "llmzoo-decode-loop");
         loop.setDaemon(true);
         loop.start();
+    }
+
+    /** {@link KvPoolBudget#defaultTokens}, said in the log: the pool is allocated at it. */
+    private long defaultBudget(CausalLmBlock block, NDManager manager) {
+        long bytesPerToken;
+        try (SlotKvCache shape = block.newSlotCache(manager)) { // holds no buffers until reserved
+            bytesPerToken = shape.bytesPerPosition();
+        }
+        long available = KvPoolBudget.availableBytes();
+        long budget = KvPoolBudget.defaultTokens(maxBatch, contextWindow, bytesPerToken, available);
+        LOG.info(
+                "KV pool: {} positions ({} MiB) = {} (--max-batch {} x context window {}{}); --kv-cache-tokens sets it",
+                budget,
+                budget * bytesPerToken >> 20,
+                budget < (long) maxBatch * contextWindow ? "half the memory available" : "every row a context window",
+                maxBatch,
+                contextWindow,
+                available >= 0 ? ", " + (available >> 20) + " MiB available" : "");
+        return budget;
     }
 
     /**
