@@ -123,11 +123,13 @@ public final class GoldenGguf {
                 u32(w, "phi3.attention.sliding_window", c, "max_position_embeddings");
             }
         }
-        if (c.has("rope_scaling") && c.get("rope_scaling").isJsonObject()
-                && "longrope".equals(c.getAsJsonObject("rope_scaling").get("type").getAsString())) {
+        JsonObject rope = c.has("rope_scaling") && c.get("rope_scaling").isJsonObject()
+                ? c.getAsJsonObject("rope_scaling") : null;
+        if (rope != null && "longrope".equals((rope.has("rope_type") ? rope.get("rope_type") : rope.get("type"))
+                .getAsString())) {
             longRope(w, arch, c);
-        } else if (c.has("rope_scaling") && c.get("rope_scaling").isJsonObject()) {
-            JsonObject r = c.getAsJsonObject("rope_scaling");
+        } else if (rope != null) {
+            JsonObject r = rope;
             int headDim = present(c, "head_dim") ? c.get("head_dim").getAsInt()
                     : c.get("hidden_size").getAsInt() / c.get("num_attention_heads").getAsInt();
             float[] factors = llama3Factors(headDim, c.get("rope_theta").getAsDouble(), r.get("factor").getAsDouble(),
