@@ -23,9 +23,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * Phi-3's LongRoPE from a checkpoint and from the GGUF file llama.cpp's converter would write of it
  * ({@code rope_factors_long}/{@code _short}, {@code rope.scaling.original_context_length}, {@code
- * rope.scaling.attn_factor}): the golden Phi-3's weights (head_dim 16, a context of 128) with
- * LongRoPE factors, pre-trained on 16 positions (the long factors apply, cos and sin scaled by
- * Hugging Face's default attention factor) or on all 128 (the short ones, factor 1).
+ * rope.scaling.attn_factor}), for {@link LongRopePhi3} pre-trained on 16 positions (the long
+ * factors) or on all 128 (the short ones).
  */
 class GgufLongRopeTest {
 
@@ -35,14 +34,7 @@ class GgufLongRopeTest {
     /** A greedy step whose top-2 margin is under this may flip with float32 rounding (as the families' test). */
     private static final double DECIDED_MARGIN = 1e-3;
 
-    private static final String SHORT_FACTOR = "[1.0, 1.05, 1.1, 1.2, 1.3, 1.5, 1.8, 2.0]";
-    private static final String LONG_FACTOR = "[1.0, 1.5, 2.5, 4.0, 6.0, 9.0, 14.0, 20.0]";
-
     @TempDir Path tmp;
-
-    private static Path golden() {
-        return Path.of(System.getProperty("llmzoo.testdata"), "golden", "phi3-fused");
-    }
 
     private static long[] longs(JsonArray a) {
         long[] out = new long[a.size()];
@@ -53,21 +45,12 @@ class GgufLongRopeTest {
     }
 
     private static JsonObject answers() throws Exception {
-        return JsonParser.parseString(Files.readString(golden().resolve("golden.json"), StandardCharsets.UTF_8))
+        return JsonParser.parseString(Files.readString(LongRopePhi3.golden().resolve("golden.json"), StandardCharsets.UTF_8))
                 .getAsJsonObject();
     }
 
-    /** The golden Phi-3 with LongRoPE pre-trained on {@code original} of its 128 positions. */
     private Path longRopePhi3(int original) throws Exception {
-        Path dir = Files.createDirectories(tmp.resolve("phi3-longrope-" + original));
-        JsonObject c = JsonParser.parseString(Files.readString(golden().resolve("config.json"), StandardCharsets.UTF_8))
-                .getAsJsonObject();
-        c.addProperty("original_max_position_embeddings", original);
-        c.add("rope_scaling", JsonParser.parseString("{\"type\": \"longrope\", \"short_factor\": " + SHORT_FACTOR
-                + ", \"long_factor\": " + LONG_FACTOR + "}"));
-        Files.writeString(dir.resolve("config.json"), c.toString(), StandardCharsets.UTF_8);
-        Files.copy(golden().resolve("model.safetensors"), dir.resolve("model.safetensors"));
-        return dir;
+        return LongRopePhi3.write(tmp.resolve("phi3-longrope-" + original), original);
     }
 
     private static double maxDifference(float[] a, float[] b) {
@@ -93,7 +76,7 @@ class GgufLongRopeTest {
             scaling = ((LlamaConfig) model.config()).ropeScaling();
         }
         float[] unscaled;
-        try (LocalModel model = LocalModel.load(golden())) {
+        try (LocalModel model = LocalModel.load(LongRopePhi3.golden())) {
             unscaled = model.generator().scoreTokens(prompt);
         }
         try (LocalModel model = LocalModel.load(file)) {
