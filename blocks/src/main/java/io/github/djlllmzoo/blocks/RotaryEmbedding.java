@@ -10,6 +10,7 @@ import ai.djl.ndarray.types.SparseFormat;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
 import io.github.djlllmzoo.blocks.config.RopeScaling;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -19,8 +20,13 @@ import java.util.Map;
  * with {@code rotate_half(x) = cat(-x2, x1)}.
  *
  * <p>{@code inv_freq[i] = rope_theta^(-2i / D)}, rescaled by {@code rope_scaling} exactly as
- * Hugging Face's {@code _compute_linear_scaling_rope_parameters} and {@code
- * _compute_llama3_parameters} do (computed here in float64).
+ * Hugging Face's {@code _compute_linear_scaling_rope_parameters}, {@code
+ * _compute_llama3_parameters} and {@code _compute_longrope_parameters} do (computed here in
+ * float64). LongRoPE divides each frequency by its own factor and multiplies cos and sin by {@code
+ * attention_factor}; its factor set ({@code long_factor} or {@code short_factor}) is chosen once,
+ * from the context window the tables cover ({@link RopeScaling#longRopeFactors}), as llama.cpp
+ * chooses by its context size, where Hugging Face switches by each call's sequence length: keys in a
+ * KV cache then stay rotated with the frequencies later queries use.
  *
  * <p>The cos/sin tables cover every position of the context window. They are computed once per
  * device and element type, on first use, in float64 and rounded to the compute type, and are owned
@@ -37,6 +43,7 @@ public final class RotaryEmbedding {
     private final int headDim;
     private final int maxPositions;
     private final double[] inverseFrequencies;
+    private final double attentionFactor;
     private final Map<TableKey, NDArray[]> tables = new HashMap<>();
     private Gathered lastGathered;
 
@@ -62,7 +69,8 @@ public final class RotaryEmbedding {
         }
         this.headDim = headDim;
         this.maxPositions = maxPositions;
-        this.inverseFrequencies = inverseFrequencies(headDim, theta, scaling);
+        this.inverseFrequencies = inverseFrequencies(headDim, theta, scaling, maxPositions);
+        this.attentionFactor = scaling == null ? 1 : scaling.attentionFactor();
     }
 
     /**
@@ -80,7 +88,8 @@ public final class RotaryEmbedding {
     }
 
     /**
-     * The rotation frequencies of the D/2 pairs.
+     * The rotation frequencies of the D/2 pairs, for a scaling that does not depend on the context
+     * window (not {@link RopeScaling.Type#LONGROPE}).
      *
      * @param headDim the head width D (even)
      * @param theta the rotary base
@@ -88,6 +97,23 @@ public final class RotaryEmbedding {
      * @return {@code inv_freq}, D/2 values
      */
     public static double[] inverseFrequencies(int headDim, double theta, RopeScaling scaling) {
+        if (scaling != null && scaling.type() == RopeScaling.Type.LONGROPE) {
+            throw new IllegalArgumentException("longrope frequencies depend on the context window; give it");
+        }
+        return inverseFrequencies(headDim, theta, scaling, 0);
+    }
+
+    /**
+     * The rotation frequencies of the D/2 pairs for a model used with a given context window.
+     *
+     * @param headDim the head width D (even)
+     * @param theta the rotary base
+     * @param scaling the frequency scaling, or {@code null}
+     * @param contextWindow the positions the model is used with (picks LongRoPE's factor set)
+     * @return {@code inv_freq}, D/2 values
+     */
+    public static double[] inverseFrequencies(
+            int headDim, double theta, RopeScaling scaling, int contextWindow) {
         int half = headDim / 2;
         double[] inv = new double[half];
         for (int i = 0; i < half; i++) {
@@ -99,7 +125,21 @@ public final class RotaryEmbedding {
         return switch (scaling.type()) {
             case LINEAR -> linear(inv, scaling.factor());
             case LLAMA3 -> llama3(inv, scaling);
+            case LONGROPE -> divided(inv, scaling.longRopeFactors(contextWindow));
         };
+    }
+
+    /** LongRoPE: {@code inv_freq[i] / ext_factor[i]}. */
+    private static double[] divided(double[] inv, List<Double> factors) {
+        if (factors.size() != inv.length) {
+            throw new IllegalArgumentException(
+                    "longrope needs " + inv.length + " factors (head_dim / 2), got " + factors.size());
+        }
+        double[] out = new double[inv.length];
+        for (int i = 0; i < inv.length; i++) {
+            out[i] = inv[i] / factors.get(i);
+        }
+        return out;
     }
 
     /** Linear scaling (position interpolation): every frequency divided by {@code factor}. */
@@ -141,6 +181,11 @@ public final class RotaryEmbedding {
     /** @return a copy of {@code inv_freq}, D/2 values */
     public double[] inverseFrequencies() {
         return inverseFrequencies.clone();
+    }
+
+    /** @return what cos and sin are multiplied by ({@code attention_factor}; 1 but for LongRoPE) */
+    public double attentionFactor() {
+        return attentionFactor;
     }
 
     /** @return the head width D */
@@ -219,8 +264,8 @@ public final class RotaryEmbedding {
                     scratch.arange(0, maxPositions, 1, DataType.FLOAT64)
                             .reshape(maxPositions, 1); // (P, 1)
             NDArray angles = positions.mul(inv); // (P, D/2)
-            NDArray cosHalf = angles.cos();
-            NDArray sinHalf = angles.sin();
+            NDArray cosHalf = angles.cos().muli(attentionFactor);
+            NDArray sinHalf = angles.sin().muli(attentionFactor);
             NDArray cos = cosHalf.concat(cosHalf, 1).toType(dataType, true); // (P, D)
             NDArray sin = sinHalf.neg().concat(sinHalf, 1).toType(dataType, true); // (P, D)
             cos.attach(owner);

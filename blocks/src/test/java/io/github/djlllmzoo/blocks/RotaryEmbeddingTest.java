@@ -12,6 +12,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.config.RopeScaling;
 import org.junit.jupiter.api.Test;
+import java.util.List;
 import java.util.Random;
 
 /**
@@ -74,6 +75,46 @@ class RotaryEmbeddingTest {
         assertEquals(1.0, banded[0], FREQUENCY_ULPS * Math.ulp(1.0));
         assertEquals(0.1, banded[1], FREQUENCY_ULPS * Math.ulp(0.1)); // 62.8 < 256: kept
         assertEquals(0.001 / 8, banded[3], FREQUENCY_ULPS * Math.ulp(0.001 / 8)); // 6283 > 1024: divided
+    }
+
+    @Test
+    void longRopeDividesEachFrequencyByTheFactorSetTheContextWindowPicksAndScalesCosAndSin() {
+        int d = 8;
+        double base = 10000;
+        List<Double> shortFactor = List.of(1.0, 1.25, 1.5, 2.0);
+        List<Double> longFactor = List.of(1.0, 3.0, 9.0, 40.0);
+        int original = 8;
+        for (int window : new int[] {8, 32}) {
+            RopeScaling scaling = RopeScaling.longRope(shortFactor, longFactor, 32, original, null);
+            // Hugging Face's default: factor = 32 / 8 = 4 > 1
+            double attention = Math.sqrt(1 + Math.log(4.0) / Math.log(original));
+            assertEquals(attention, scaling.attentionFactor(), 2 * Math.ulp(attention));
+            List<Double> ext = window > original ? longFactor : shortFactor;
+            RotaryEmbedding rope = new RotaryEmbedding(d, window, base, scaling);
+            double[] inv = rope.inverseFrequencies();
+            double[] expected = new double[d / 2];
+            for (int i = 0; i < d / 2; i++) {
+                // inv_freq = 1 / (ext_factors * base ** (arange(0, dim, 2) / dim))
+                expected[i] = 1.0 / (ext.get(i) * Math.pow(base, 2.0 * i / d));
+                // pow within an ulp; two roundings here and two in the production order
+                assertEquals(expected[i], inv[i], 4 * Math.ulp(expected[i]), "window " + window + " i " + i);
+            }
+            try (NDManager owner = NDManager.newBaseManager()) {
+                NDArray[] tables = rope.tables(owner, DataType.FLOAT64);
+                for (int p = 0; p < window; p++) {
+                    for (int i = 0; i < d / 2; i++) {
+                        double angle = p * expected[i];
+                        // the angle's relative error (inv_freq's ulps, the product) moves cos and sin by
+                        // at most |angle| times it; cos, sin and the attention product round once more each
+                        double tolerance = 6 * Math.ulp(Math.max(angle, 1.0)) * attention;
+                        assertEquals(attention * Math.cos(angle), tables[0].getDouble(p, i), tolerance);
+                        assertEquals(attention * Math.cos(angle), tables[0].getDouble(p, i + d / 2), tolerance);
+                        assertEquals(-attention * Math.sin(angle), tables[1].getDouble(p, i), tolerance);
+                        assertEquals(attention * Math.sin(angle), tables[1].getDouble(p, i + d / 2), tolerance);
+                    }
+                }
+            }
+        }
     }
 
     @Test

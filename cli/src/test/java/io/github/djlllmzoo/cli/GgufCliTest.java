@@ -4,8 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
 import io.github.djlllmzoo.zoo.gguf.GgufType;
 import io.github.djlllmzoo.zoo.gguf.GoldenGguf;
+import io.github.djlllmzoo.zoo.gguf.LongRopePhi3;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -13,7 +16,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code --model FILE.gguf} scores as the checkpoint the file came from, and {@code convert} writes
- * that checkpoint back (safetensors, config.json) so that it scores the same again; a bad file is
+ * that checkpoint back (safetensors, config.json, LongRoPE's rope_scaling included) so that it
+ * scores the same again; a bad file is
  * one {@code error:} line naming it.
  */
 class GgufCliTest {
@@ -42,6 +46,25 @@ class GgufCliTest {
 
         CliRunner again = CliRunner.run("convert", "--model", gguf.toString(), "--out", out.toString());
         assertEquals(2, again.exitCode, "an existing --out is a usage error");
+    }
+
+    @Test
+    void aLongRopePhi3GgufConvertsToACheckpointWithLongRopeScalingThatScoresTheSame() throws Exception {
+        Path checkpoint = LongRopePhi3.write(tmp.resolve("phi3-longrope"), 16);
+        Path gguf = tmp.resolve("phi3-longrope.gguf");
+        GoldenGguf.write(checkpoint, gguf, GgufType.F32);
+        String expected = score(gguf.toString());
+        Path out = tmp.resolve("converted");
+        CliRunner convert = CliRunner.run("convert", "--model", gguf.toString(), "--out", out.toString());
+        assertEquals(0, convert.exitCode, convert.err);
+        JsonObject rope = JsonParser.parseString(Files.readString(out.resolve("config.json")))
+                .getAsJsonObject().getAsJsonObject("rope_scaling");
+        assertEquals("longrope", rope.get("rope_type").getAsString());
+        assertEquals(16, rope.get("original_max_position_embeddings").getAsInt());
+        assertEquals(8, rope.getAsJsonArray("long_factor").size());
+        assertEquals(expected, score(out.toString()));
+        // and the scaling matters: the same weights without it score otherwise
+        assertFalse(expected.equals(score(LongRopePhi3.golden().toString())));
     }
 
     @Test

@@ -148,6 +148,11 @@ public record LlamaConfig(
             throw new IllegalArgumentException(
                     "rms_norm_eps, rope_theta and initializer_range must be positive");
         }
+        if (ropeScaling != null && ropeScaling.type() == RopeScaling.Type.LONGROPE
+                && ropeScaling.longFactor().size() != headDim / 2) {
+            throw new IllegalArgumentException("longrope needs head_dim / 2 = " + headDim / 2 + " factors, got "
+                    + ropeScaling.longFactor().size());
+        }
         if (!(attentionDropout >= 0 && attentionDropout < 1)) {
             throw new IllegalArgumentException("attention_dropout must be in [0, 1)");
         }
@@ -237,8 +242,8 @@ public record LlamaConfig(
         }
         RopeScaling scaling =
                 ropeScaling != null
-                        ? RopeScaling.parse(ropeScaling)
-                        : ropeParameters != null ? RopeScaling.parse(ropeParameters) : null;
+                        ? RopeScaling.parse(ropeScaling, json, headDim)
+                        : ropeParameters != null ? RopeScaling.parse(ropeParameters, json, headDim) : null;
         double initializerRange = json.optDouble("initializer_range", 0.02);
         if (initializerRange <= 0) {
             throw json.invalid("initializer_range", "must be positive");

@@ -223,25 +223,18 @@ public enum LlamaFamily {
     }
 
     private static void checkPhi3(ConfigJson json) throws InvalidCheckpointException {
-        ConfigJson ropeScaling = json.optObject("rope_scaling");
-        if (ropeScaling != null) {
-            String type =
-                    ropeScaling.optString(
-                            "type", ropeScaling.optString("rope_type", "(no type given)"));
-            throw json.invalid(
-                    "rope_scaling",
-                    "Phi-3 rope scaling '"
-                            + type
-                            + "' (long-context variants) is not supported; only null is");
-        }
-        ConfigJson ropeParameters = json.optObject("rope_parameters");
-        if (ropeParameters != null
-                && !"default".equals(ropeParameters.optString("rope_type", "default"))) {
-            throw ropeParameters.invalid(
-                    "rope_type",
-                    "Phi-3 rope scaling '"
-                            + ropeParameters.requireString("rope_type")
-                            + "' (long-context variants) is not supported; only default is");
+        // Phi-3's configs scale rope by LongRoPE only (Hugging Face's Phi3Config refuses the rest)
+        for (String field : new String[] {"rope_scaling", "rope_parameters"}) {
+            ConfigJson rope = json.optObject(field);
+            if (rope == null) {
+                continue;
+            }
+            String typeField = rope.has("rope_type") ? "rope_type" : "type";
+            String type = rope.optString(typeField, "default");
+            if (!type.equals("default") && !type.equals(RopeScaling.Type.LONGROPE.jsonName())) {
+                throw rope.invalid(typeField, "Phi-3 rope scaling '" + type + "' is not supported; only "
+                        + RopeScaling.Type.LONGROPE.jsonName() + " is");
+            }
         }
         if (json.optDouble("partial_rotary_factor", 1.0) != 1.0) {
             throw json.invalid(

@@ -81,13 +81,52 @@ class LlamaFamilyConfigTest {
         assertEquals(4, config.numKvHeads());
     }
 
+    @Test
+    void phi3ReadsLongRopeWithHuggingFacesDefaultAttentionFactor() throws Exception {
+        JsonObject json = goldenJson("phi3-fused"); // head_dim 16, max_position_embeddings 128
+        json.addProperty("original_max_position_embeddings", 16);
+        String shortFactor = "[1, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7]";
+        String longFactor = "[1, 2, 3, 4, 5, 6, 7, 8]";
+        json.add("rope_scaling", JsonParser.parseString(
+                "{\"type\": \"longrope\", \"short_factor\": " + shortFactor + ", \"long_factor\": " + longFactor + "}"));
+        RopeScaling scaling = LlamaConfig.parse(ConfigJson.of(FILE, json)).ropeScaling();
+        assertEquals(RopeScaling.Type.LONGROPE, scaling.type());
+        assertEquals(List.of(1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7), scaling.shortFactor());
+        assertEquals(List.of(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0), scaling.longFactor());
+        assertEquals(16, scaling.originalMaxPositionEmbeddings());
+        assertEquals(8.0, scaling.factor()); // 128 / 16, exact
+        // Hugging Face: sqrt(1 + ln(factor) / ln(original)) = sqrt(1 + 3 ln 2 / 4 ln 2) = sqrt(1.75)
+        assertEquals(Math.sqrt(1.75), scaling.attentionFactor(), 4 * Math.ulp(Math.sqrt(1.75)));
+        assertEquals(scaling.longFactor(), scaling.longRopeFactors(17));
+        assertEquals(scaling.shortFactor(), scaling.longRopeFactors(16));
+
+        // an explicit attention_factor wins; original_max_position_embeddings may sit inside rope_parameters
+        json.remove("rope_scaling");
+        json.remove("original_max_position_embeddings");
+        json.add("rope_parameters", JsonParser.parseString("{\"rope_type\": \"longrope\", \"short_factor\": "
+                + shortFactor + ", \"long_factor\": " + longFactor
+                + ", \"original_max_position_embeddings\": 128, \"attention_factor\": 1.25}"));
+        RopeScaling explicit = LlamaConfig.parse(ConfigJson.of(FILE, json)).ropeScaling();
+        assertEquals(1.25, explicit.attentionFactor());
+        assertEquals(1.0, explicit.factor());
+
+        // without any original_max_position_embeddings LongRoPE cannot pick a factor set
+        json.add("rope_parameters", JsonParser.parseString("{\"rope_type\": \"longrope\", \"short_factor\": "
+                + shortFactor + ", \"long_factor\": " + longFactor + "}"));
+        InvalidCheckpointException e = assertThrows(
+                InvalidCheckpointException.class, () -> LlamaConfig.parse(ConfigJson.of(FILE, json)));
+        assertEquals("rope_parameters.original_max_position_embeddings", e.getField());
+    }
+
     @ParameterizedTest
     @CsvSource(
             delimiter = '|',
             value = {
-                "phi3-fused | rope_scaling | {\"type\": \"longrope\", \"long_factor\": [1.0], \"short_factor\": [1.0]} | rope_scaling | longrope",
-                "phi3-fused | rope_scaling | {\"type\": \"linear\", \"factor\": 2.0} | rope_scaling | linear",
-                "phi3-fused | rope_parameters | {\"rope_type\": \"longrope\", \"rope_theta\": 10000.0} | rope_parameters.rope_type | longrope",
+                "phi3-fused | rope_scaling | {\"type\": \"longrope\", \"long_factor\": [1.0], \"short_factor\": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]} | rope_scaling.long_factor | 8 numbers (head_dim / 2)",
+                "phi3-fused | rope_scaling | {\"type\": \"longrope\", \"long_factor\": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], \"short_factor\": [1, 1, 1, 1, 1, 1, 1, 0]} | rope_scaling.short_factor | positive",
+                "phi3-fused | rope_scaling | {\"type\": \"longrope\", \"long_factor\": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], \"short_factor\": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], \"attention_factor\": -1} | rope_scaling.attention_factor | positive",
+                "phi3-fused | rope_scaling | {\"type\": \"linear\", \"factor\": 2.0} | rope_scaling.type | linear",
+                "phi3-fused | rope_parameters | {\"rope_type\": \"longrope\", \"rope_theta\": 10000.0} | rope_parameters.short_factor | head_dim / 2",
                 "phi3-fused | partial_rotary_factor | 0.5 | partial_rotary_factor | 1.0",
                 "phi3-fused | resid_pdrop | 0.1 | resid_pdrop | 0",
                 "phi3-fused | embd_pdrop | 0.1 | embd_pdrop | 0",

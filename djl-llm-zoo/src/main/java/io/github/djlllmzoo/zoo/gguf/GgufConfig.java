@@ -7,6 +7,7 @@ import io.github.djlllmzoo.blocks.config.LlamaFamily;
 import io.github.djlllmzoo.blocks.config.RopeScaling;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Set;
 
 /**
  * A GGUF file's hyperparameters ({@code {arch}.*} metadata, as llama.cpp's converter writes them)
@@ -33,6 +34,15 @@ final class GgufConfig {
 
     /** The tensor of per-frequency rotary factors llama.cpp's converter writes for Llama 3.1's rope scaling. */
     static final String ROPE_FREQS = "rope_freqs.weight";
+
+    /** LongRoPE's per-frequency divisors beyond the pre-training context (Phi-3's {@code long_factor}). */
+    static final String ROPE_FACTORS_LONG = "rope_factors_long.weight";
+
+    /** LongRoPE's per-frequency divisors within the pre-training context (Phi-3's {@code short_factor}). */
+    static final String ROPE_FACTORS_SHORT = "rope_factors_short.weight";
+
+    /** The tensors that hold rotary factors, read into the config rather than as parameters. */
+    static final Set<String> ROTARY_TENSORS = Set.of(ROPE_FREQS, ROPE_FACTORS_LONG, ROPE_FACTORS_SHORT);
 
     /** Hugging Face's default rotary base. */
     private static final double DEFAULT_ROPE_THETA = 10_000.0;
@@ -61,15 +71,6 @@ final class GgufConfig {
         if (m.has(arch + ".feed_forward_length") && !(m.values().get(arch + ".feed_forward_length") instanceof Long)) {
             throw new InvalidGgufException(
                     file, arch + ".feed_forward_length", "per-layer feed-forward widths are not supported");
-        }
-        for (String factors : new String[] {"rope_factors_long.weight", "rope_factors_short.weight"}) {
-            if (gguf.tensors().containsKey(factors)) {
-                throw new InvalidGgufException(
-                        file,
-                        factors,
-                        "per-frequency rotary factors of LongRoPE (Phi-3's long-context variants) are not supported;"
-                                + " load the Hugging Face checkpoint instead");
-            }
         }
         if (arch.equals("gpt2")) {
             c.addProperty("model_type", Gpt2Config.MODEL_TYPE);
@@ -127,6 +128,7 @@ final class GgufConfig {
         }
         ropeScaling(m, arch, c);
         ropeFrequencies(gguf, arch, headDim, c);
+        longRope(gguf, arch, headDim, c);
         if (m.has(arch + ".attention.sliding_window")) {
             c.addProperty("sliding_window", m.requirePositiveInt(arch + ".attention.sliding_window"));
         }
@@ -220,6 +222,70 @@ final class GgufConfig {
         } catch (IllegalArgumentException | java.io.IOException e) {
             throw new InvalidGgufException(gguf.path(), ROPE_FREQS, "not Llama 3.1's rope scaling: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * Phi-3's LongRoPE, which llama.cpp's converter stores as the tensors {@code rope_factors_long}
+     * and {@code rope_factors_short} (float32, head width / 2 each) with {@code
+     * rope.scaling.original_context_length} and {@code rope.scaling.attn_factor}; as llama.cpp reads
+     * the file, an absent original context is the context length and an absent attention factor 1.
+     */
+    private static void longRope(GgufFile gguf, String arch, int headDim, JsonObject c)
+            throws InvalidGgufException {
+        GgufTensor longFactors = gguf.tensors().get(ROPE_FACTORS_LONG);
+        GgufTensor shortFactors = gguf.tensors().get(ROPE_FACTORS_SHORT);
+        if (longFactors == null && shortFactors == null) {
+            return;
+        }
+        String present = longFactors != null ? ROPE_FACTORS_LONG : ROPE_FACTORS_SHORT;
+        if (!arch.equals("phi3") || c.has("rope_scaling")) {
+            throw new InvalidGgufException(gguf.path(), present,
+                    "LongRoPE's per-frequency rotary factors are supported for phi3 models only");
+        }
+        if (longFactors == null || shortFactors == null) {
+            throw new InvalidGgufException(gguf.path(), present, "LongRoPE needs both "
+                    + ROPE_FACTORS_LONG + " and " + ROPE_FACTORS_SHORT + "; the other is missing");
+        }
+        JsonObject json = new JsonObject();
+        json.addProperty("type", "longrope");
+        json.addProperty("rope_type", "longrope");
+        json.add("short_factor", factors(gguf, shortFactors, headDim));
+        json.add("long_factor", factors(gguf, longFactors, headDim));
+        GgufMetadata m = gguf.metadata();
+        int original = m.has(arch + ".rope.scaling.original_context_length")
+                ? m.requirePositiveInt(arch + ".rope.scaling.original_context_length")
+                : c.get("max_position_embeddings").getAsInt();
+        double attention = m.optDouble(arch + ".rope.scaling.attn_factor", 1.0);
+        if (!(attention > 0)) {
+            throw new InvalidGgufException(gguf.path(), arch + ".rope.scaling.attn_factor", "must be positive, got "
+                    + attention);
+        }
+        json.addProperty("original_max_position_embeddings", original);
+        json.addProperty("attention_factor", attention);
+        c.addProperty("original_max_position_embeddings", original);
+        c.add("rope_scaling", json);
+    }
+
+    private static JsonArray factors(GgufFile gguf, GgufTensor tensor, int headDim) throws InvalidGgufException {
+        if (tensor.shape().dimension() != 1 || tensor.shape().get(0) != headDim / 2) {
+            throw new InvalidGgufException(gguf.path(), tensor.name(),
+                    "has shape " + tensor.shape() + "; LongRoPE needs head width / 2 = " + headDim / 2 + " factors");
+        }
+        float[] values;
+        try {
+            values = tensor.toFloatArray();
+        } catch (java.io.IOException e) {
+            throw new InvalidGgufException(gguf.path(), tensor.name(), "cannot be read: " + e.getMessage(), e);
+        }
+        JsonArray array = new JsonArray();
+        for (float v : values) {
+            if (!(v > 0)) {
+                throw new InvalidGgufException(gguf.path(), tensor.name(), "holds " + v + "; factors must be positive");
+            }
+            // the float32 value's shortest decimal, so config.json round-trips it exactly
+            array.add(Double.parseDouble(Float.toString(v)));
+        }
+        return array;
     }
 
     /**

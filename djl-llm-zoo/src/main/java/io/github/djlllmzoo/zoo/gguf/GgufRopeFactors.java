@@ -85,8 +85,7 @@ final class GgufRopeFactors {
             ul = low * Math.pow(high / low, 1.0 / 3);
             uh = low * Math.pow(high / low, 2.0 / 3);
         }
-        RopeScaling scaling = new RopeScaling(
-                RopeScaling.Type.LLAMA3, factor, ORIGINAL_CONTEXT * ul, ORIGINAL_CONTEXT * uh, ORIGINAL_CONTEXT);
+        RopeScaling scaling = RopeScaling.llama3(factor, ORIGINAL_CONTEXT * ul, ORIGINAL_CONTEXT * uh, ORIGINAL_CONTEXT);
         double[] scaled = RotaryEmbedding.inverseFrequencies(headDim, theta, scaling);
         for (int i = 0; i < factors.length; i++) {
             if (!close(base[i] / scaled[i], factors[i])) {

@@ -87,7 +87,7 @@ final class GgufWeights {
         List<String> unused = new ArrayList<>();
         for (String name : gguf.tensors().keySet()) {
             boolean tiedCopy = name.equals("output.weight") && config.tieWordEmbeddings();
-            if (!used.contains(name) && !tiedCopy && !name.equals(GgufConfig.ROPE_FREQS)) {
+            if (!used.contains(name) && !tiedCopy && !GgufConfig.ROTARY_TENSORS.contains(name)) {
                 unused.add(name);
             }
         }

@@ -223,10 +223,14 @@ class GgufGoldenCasesTest {
      */
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
-        "llama-gqa | rope_freqs.weight",
-        "phi3-fused | rope_factors_long.weight rope_factors_short.weight"
+        "llama-gqa | rope_freqs.weight |",
+        // LongRoPE: on an architecture llama.cpp gives no LongRoPE, one set without the other, a wrong length
+        "llama-gqa | rope_factors_long.weight rope_factors_short.weight |",
+        "phi3-fused | rope_factors_long.weight |",
+        "phi3-fused | rope_factors_short.weight rope_factors_long.weight | 5"
     })
-    void rotaryFactorsWeCannotExpressAreRefusedNamingTheTensor(String name, String factorTensors) throws Exception {
+    void rotaryFactorsWeCannotExpressAreRefusedNamingTheTensor(String name, String factorTensors, Integer length)
+            throws Exception {
         Path file = tmp.resolve(name + ".gguf");
         GoldenGguf.write(golden(name), file, GgufType.F32);
         GgufWriter rewritten = new GgufWriter();
@@ -240,8 +244,9 @@ class GgufGoldenCasesTest {
             }
         }
         String[] tensors = factorTensors.split(" ");
+        float[] factors = java.util.Arrays.copyOf(new float[] {1, 3, 1, 8, 8, 2, 8, 8}, length == null ? 8 : length);
         for (String tensor : tensors) {
-            rewritten.tensor(tensor, new long[] {8}, GgufType.F32, new float[] {1, 3, 1, 8, 8, 2, 8, 8});
+            rewritten.tensor(tensor, new long[] {factors.length}, GgufType.F32, factors);
         }
         Path withFactors = tmp.resolve(name + "-factors.gguf");
         rewritten.write(withFactors);

@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.zoo.gguf;
 
+import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
@@ -122,8 +123,13 @@ public final class GoldenGguf {
                 u32(w, "phi3.attention.sliding_window", c, "max_position_embeddings");
             }
         }
-        if (c.has("rope_scaling") && c.get("rope_scaling").isJsonObject()) {
-            JsonObject r = c.getAsJsonObject("rope_scaling");
+        JsonObject rope = c.has("rope_scaling") && c.get("rope_scaling").isJsonObject()
+                ? c.getAsJsonObject("rope_scaling") : null;
+        if (rope != null && "longrope".equals((rope.has("rope_type") ? rope.get("rope_type") : rope.get("type"))
+                .getAsString())) {
+            longRope(w, arch, c);
+        } else if (rope != null) {
+            JsonObject r = rope;
             int headDim = present(c, "head_dim") ? c.get("head_dim").getAsInt()
                     : c.get("hidden_size").getAsInt() / c.get("num_attention_heads").getAsInt();
             float[] factors = llama3Factors(headDim, c.get("rope_theta").getAsDouble(), r.get("factor").getAsDouble(),
@@ -225,6 +231,31 @@ public final class GoldenGguf {
             }
         }
         return factors;
+    }
+
+    /**
+     * convert_hf_to_gguf.py's Phi-3 LongRoPE: the factor lists as F32 tensors {@code
+     * rope_factors_long}/{@code _short}, the pre-training context, and {@code attn_factor}: the
+     * config's {@code attention_factor}, else Hugging Face's default {@code sqrt(1 + ln(max /
+     * original) / ln(original))} (1 when not extended).
+     */
+    private static void longRope(GgufWriter w, String arch, JsonObject c) {
+        JsonObject r = c.getAsJsonObject("rope_scaling");
+        int original = (r.has("original_max_position_embeddings") ? r : c)
+                .get("original_max_position_embeddings").getAsInt();
+        double scale = c.get("max_position_embeddings").getAsDouble() / original;
+        double attention = r.has("attention_factor") ? r.get("attention_factor").getAsDouble()
+                : scale > 1 ? Math.sqrt(1 + Math.log(scale) / Math.log(original)) : 1;
+        w.put(arch + ".rope.scaling.original_context_length", new GgufWriter.U32(original));
+        w.put(arch + ".rope.scaling.attn_factor", (float) attention);
+        for (String set : new String[] {"long", "short"}) {
+            JsonArray list = r.getAsJsonArray(set + "_factor");
+            float[] factors = new float[list.size()];
+            for (int i = 0; i < factors.length; i++) {
+                factors[i] = list.get(i).getAsFloat();
+            }
+            w.tensor("rope_factors_" + set + ".weight", new long[] {factors.length}, GgufType.F32, factors);
+        }
     }
 
     private static void vocabulary(GgufWriter w, int size) {
