@@ -21,7 +21,7 @@ import java.util.List;
  * producing tokens while a long prompt comes in. The prompt is prefilled in chunks of at most {@code
  * prefillChunk} tokens, one forward pass each ({@link SlotPrefill}); a step runs a whole chunk, or
  * while sequences decode only as many of its layers as {@code prefillStepTokens} allows (tokens'
- * worth, or as long as the last decode pass: {@link #PREFILL_AS_LONG_AS_DECODE}), so what a joining
+ * worth, or as long as the recent decode passes' median: {@link #PREFILL_AS_LONG_AS_DECODE}), so what a joining
  * prompt adds to a step is bounded without changing where its chunks begin: a chunk computes the same
  * however its layers are spread, and a prefix-cached prompt's whole chunks stay those of a cold run.
  * A sequence leaves as soon as it ends (EOS, stop string, budget, cancelled by its listener) and its
@@ -53,11 +53,14 @@ public final class ContinuousBatch implements AutoCloseable {
 
     /**
      * The {@code prefillStepTokens} that bounds a step's prefill by time rather than tokens: the
-     * chunk's layers run, one after the other, until they took as long as the last decode pass (at
-     * least one a step), so a step takes about twice a plain decode step on any machine and model.
+     * chunk's layers run, one after the other, until they took as long as the recent decode passes'
+     * median (at least one a step), so a step takes about twice a plain decode step on any machine and model.
      * The layers compute what one pass does however they are spread, so outputs do not depend on it.
      */
     public static final int PREFILL_AS_LONG_AS_DECODE = 0;
+
+    /** Decode passes whose median time bounds a step's prefill under {@link #PREFILL_AS_LONG_AS_DECODE}. */
+    private static final int RECENT_DECODE_PASSES = 16;
 
     private final CausalLmBlock model;
     private final NDManager manager;
@@ -67,8 +70,13 @@ public final class ContinuousBatch implements AutoCloseable {
     private final long tokenBudget;
     private final int prefillChunk;
     private final int prefillStepTokens;
-    /** The last decode pass's time, the prefill's budget under {@link #PREFILL_AS_LONG_AS_DECODE}. */
-    private long lastDecodeNanos;
+    /**
+     * The recent decode passes' times, whose median is the prefill's budget under {@link
+     * #PREFILL_AS_LONG_AS_DECODE}: with the last pass alone, one slow pass (a machine's hiccup)
+     * doubled the next step's prefill as well.
+     */
+    private final long[] recentDecodeNanos = new long[RECENT_DECODE_PASSES];
+    private int decodePasses;
     private final int vocab;
     /** Rows [0, decoding) are decoding; a prefilling sequence holds {@code prefillRow}. */
     private final Row[] rows;
@@ -150,7 +158,7 @@ public final class ContinuousBatch implements AutoCloseable {
      *     through every layer: a chunk of {@code T} tokens runs {@code max(1, layers ×
      *     prefillStepTokens / T)} of its layers a step; {@code prefillChunk} or more runs a whole
      *     chunk a step; {@link #PREFILL_AS_LONG_AS_DECODE} runs layers until the step's prefill took
-     *     as long as the last decode pass. A step with no sequence decoding runs a whole chunk
+     *     as long as the recent decode passes' median. A step with no sequence decoding runs a whole chunk
      * @param prefixCacheTokens the most prompt positions the {@link PrefixCache} keeps for later
      *     sequences, besides the pool (0: none)
      */
@@ -321,13 +329,25 @@ public final class ContinuousBatch implements AutoCloseable {
         if (decoding == 0) {
             pass.run(pass.remainingLayers()); // no running row to keep waiting
         } else if (prefillStepTokens == PREFILL_AS_LONG_AS_DECODE) {
+            long budget = decodePassMedian();
             do {
                 pass.run(1);
-            } while (!pass.done() && System.nanoTime() - start < lastDecodeNanos);
+            } while (!pass.done() && System.nanoTime() - start < budget);
         } else {
             int layers = model.config().numLayers();
             pass.run((int) Math.max(1, Math.min(layers, (long) layers * prefillStepTokens / pass.tokens())));
         }
+    }
+
+    /** The median of the recent decode passes' times (0 before the first: one layer runs then). */
+    private long decodePassMedian() {
+        int n = Math.min(decodePasses, RECENT_DECODE_PASSES);
+        if (n == 0) {
+            return 0;
+        }
+        long[] sorted = Arrays.copyOf(recentDecodeNanos, n);
+        Arrays.sort(sorted);
+        return sorted[n / 2];
     }
 
     private void publishCounters() {
@@ -404,8 +424,9 @@ public final class ContinuousBatch implements AutoCloseable {
         } finally {
             model.kernels().closeStep(step);
         }
-        lastDecodeNanos = System.nanoTime() - start;
-        decodeNanos += lastDecodeNanos;
+        long took = System.nanoTime() - start;
+        recentDecodeNanos[decodePasses++ % RECENT_DECODE_PASSES] = took;
+        decodeNanos += took;
         decodeTokens += n;
         for (int r = n - 1; r >= 0; r--) {
             start = System.nanoTime();
