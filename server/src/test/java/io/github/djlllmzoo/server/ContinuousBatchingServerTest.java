@@ -140,7 +140,14 @@ class ContinuousBatchingServerTest {
             assertTrue(error.get("message").getAsString().contains("64"), error.toString());
             HttpResponse<String> fits = CLIENT.send(completion(server, 40, false), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, fits.statusCode(), fits.body());
+            // the answer is written within the step its last token ends; the step's counters are
+            // published as it returns, so a scrape may come between the two
             Map<String, Double> samples = MetricsTest.scrape(server);
+            for (long deadline = System.nanoTime() + 5_000_000_000L;
+                    samples.get("llmzoo_decode_steps_total") < 39.0 && System.nanoTime() < deadline; ) {
+                Thread.sleep(10);
+                samples = MetricsTest.scrape(server);
+            }
             assertEquals(64.0, samples.get("llmzoo_kv_pool_budget_tokens"));
             double pool = samples.get("llmzoo_kv_pool_tokens");
             assertTrue(pool > 40 && pool <= 64, "the pool held the request's reservation: " + pool);
