@@ -108,6 +108,18 @@ final class ServeCommand implements Callable<Integer> {
     int prefillChunk;
 
     @Option(
+            names = "--prefill-step",
+            defaultValue = "decode",
+            paramLabel = "decode|N",
+            description =
+                    "How much of a joining prompt's chunk a step runs while other sequences decode: 'decode'"
+                            + " runs its layers for as long as a decode pass takes (running streams keep about"
+                            + " half their speed while a prompt joins); N runs N tokens' worth of its layers,"
+                            + " --prefill-chunk or more a whole chunk (the joining prompt's first token sooner,"
+                            + " the running streams waiting for it) (default: ${DEFAULT-VALUE}).")
+    String prefillStep;
+
+    @Option(
             names = "--prefix-cache-tokens",
             paramLabel = "N",
             description =
@@ -166,6 +178,23 @@ final class ServeCommand implements Callable<Integer> {
         return Arrays.stream(environment.split(",")).map(String::strip).filter(k -> !k.isEmpty()).toList();
     }
 
+    /** {@code --prefill-step}: "decode", or a positive number of tokens. */
+    private int prefillStepTokens() {
+        if ("decode".equals(prefillStep)) {
+            return ServerOptions.PREFILL_STEP_AS_LONG_AS_DECODE;
+        }
+        try {
+            int tokens = Integer.parseInt(prefillStep);
+            if (tokens >= 1) {
+                return tokens;
+            }
+        } catch (NumberFormatException e) {
+            // refused below with the value
+        }
+        throw new IllegalArgumentException(
+                "--prefill-step must be 'decode' or a number of tokens >= 1, got '" + prefillStep + "'");
+    }
+
     @Override
     public Integer call() throws Exception {
         if (workers != null) {
@@ -179,6 +208,7 @@ final class ServeCommand implements Callable<Integer> {
                             .withModelId(modelName != null ? modelName : modelOptions.servedName())
                             .withScheduling(maxConcurrency, maxBatch, Duration.ofMillis(batchWaitMs))
                             .withKvPool(kvCacheTokens, prefillChunk)
+                            .withPrefillStep(prefillStepTokens())
                             .withPrefixCache(
                                     prefixCacheTokens != null
                                             ? prefixCacheTokens

@@ -52,6 +52,12 @@ class ServeCommandTest {
         assertTrue(drain.contains("drainTimeout must be >= 0"), drain);
         String prefix = run("serve", "--model", dir.toString(), "--prefix-cache-tokens", "-5")[2];
         assertTrue(prefix.contains("prefixCacheTokens must be >= 0"), prefix);
+        for (String step : new String[] {"0", "fast"}) {
+            String[] refused = run("serve", "--model", dir.toString(), "--prefill-step", step);
+            assertEquals("2", refused[0], refused[2]);
+            assertTrue(refused[2].contains("--prefill-step must be 'decode' or a number of tokens >= 1, got '"
+                    + step + "'"), refused[2]);
+        }
     }
 
     @Test

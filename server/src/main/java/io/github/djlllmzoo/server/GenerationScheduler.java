@@ -141,10 +141,13 @@ public final class GenerationScheduler implements AutoCloseable {
         this.tokenizer = tokenizer;
         this.contextWindow = block.config().maxPositions();
         long budget = options.kvCacheTokens() > 0 ? options.kvCacheTokens() : defaultBudget(block, manager);
-        // a joining prompt's chunk runs as long as a decode pass a step: the running streams' time
-        // between tokens stays about twice a plain step's (docs/serving-production.md)
+        // by default a joining prompt's chunk runs as long as a decode pass a step: the running
+        // streams' time between tokens stays about twice a plain step's (docs/serving-production.md)
         this.batch = new ContinuousBatch(block, manager, maxBatch, budget, options.prefillChunk(),
-                ContinuousBatch.PREFILL_AS_LONG_AS_DECODE, options.prefixCacheTokens(budget));
+                options.prefillStepTokens() == ServerOptions.PREFILL_STEP_AS_LONG_AS_DECODE
+                        ? ContinuousBatch.PREFILL_AS_LONG_AS_DECODE
+                        : options.prefillStepTokens(),
+                options.prefixCacheTokens(budget));
         this.loop = new Thread(this::loop, "llmzoo-decode-loop");
         loop.setDaemon(true);
         loop.start();

@@ -33,6 +33,11 @@ import java.util.Locale;
  * @param prefixCacheTokens the most prompt positions the prefix cache keeps for later requests that
  *     start with the same tokens, besides the KV pool: 0 turns it off, {@link
  *     #DEFAULT_PREFIX_CACHE} means a quarter of the KV pool's budget
+ * @param prefillStepTokens how much of a joining prompt's chunk a step runs while sequences decode:
+ *     {@link #PREFILL_STEP_AS_LONG_AS_DECODE} its layers for as long as a decode pass takes (the
+ *     running streams' time between tokens about doubles while a prompt joins), else this many
+ *     tokens' worth of its layers; {@code prefillChunk} or more runs a whole chunk a step (the
+ *     joining prompt's first token sooner, the running streams waiting a whole chunk)
  */
 public record ServerOptions(
         String host,
@@ -47,7 +52,8 @@ public record ServerOptions(
         Duration drainTimeout,
         long kvCacheTokens,
         int prefillChunk,
-        long prefixCacheTokens) {
+        long prefixCacheTokens,
+        int prefillStepTokens) {
 
     /**
      * Why a server has no worker count: one decode loop owns the model, spreading each step over every
@@ -59,6 +65,9 @@ public record ServerOptions(
 
     /** The prompt tokens one step of the decode loop prefills when not told otherwise. */
     public static final int DEFAULT_PREFILL_CHUNK = 64;
+
+    /** The {@link #prefillStepTokens} that bounds a step's prefill by the decode pass's time: the default. */
+    public static final int PREFILL_STEP_AS_LONG_AS_DECODE = 0;
 
     /** The prefix cache's budget that means a quarter of the KV pool's ({@link #prefixCacheTokens}). */
     public static final long DEFAULT_PREFIX_CACHE = -1;
@@ -85,7 +94,8 @@ public record ServerOptions(
                     Duration.ofSeconds(30),
                     0,
                     DEFAULT_PREFILL_CHUNK,
-                    DEFAULT_PREFIX_CACHE);
+                    DEFAULT_PREFIX_CACHE,
+                    PREFILL_STEP_AS_LONG_AS_DECODE);
 
     /**
      * Validates the values; each message names the option at fault.
@@ -107,6 +117,8 @@ public record ServerOptions(
      * @param prefillChunk the most prompt tokens one step of the decode loop prefills
      * @param prefixCacheTokens the prefix cache's budget in token positions: 0 turns it off, {@link
      *     #DEFAULT_PREFIX_CACHE} means a quarter of the KV pool's budget
+     * @param prefillStepTokens {@link #PREFILL_STEP_AS_LONG_AS_DECODE}, or the tokens' worth of a
+     *     joining chunk's layers a step runs while sequences decode
      */
     public ServerOptions {
         if (host == null || host.isBlank()) {
@@ -116,6 +128,7 @@ public record ServerOptions(
         require(maxConcurrency >= 1, "maxConcurrency must be at least 1", maxConcurrency);
         require(maxBatch >= 1, "maxBatch must be at least 1", maxBatch);
         require(prefillChunk >= 1, "prefillChunk must be at least 1", prefillChunk);
+        require(prefillStepTokens >= 0, "prefillStepTokens must be >= 0 (0: as long as a decode pass)", prefillStepTokens);
         if (kvCacheTokens < 0) {
             throw new IllegalArgumentException("kvCacheTokens must be >= 0 (0: the default), got " + kvCacheTokens);
         }
@@ -177,6 +190,8 @@ public record ServerOptions(
                 + prefillChunk
                 + ", prefixCacheTokens="
                 + prefixCacheTokens
+                + ", prefillStepTokens="
+                + prefillStepTokens
                 + "]";
     }
 
@@ -251,7 +266,8 @@ public record ServerOptions(
                 drainTimeout,
                 kvCacheTokens,
                 prefillChunk,
-                prefixCacheTokens);
+                prefixCacheTokens,
+                prefillStepTokens);
     }
 
     /**
@@ -272,7 +288,8 @@ public record ServerOptions(
                 drainTimeout,
                 kvCacheTokens,
                 prefillChunk,
-                prefixCacheTokens);
+                prefixCacheTokens,
+                prefillStepTokens);
     }
 
     /**
@@ -295,7 +312,8 @@ public record ServerOptions(
                 drainTimeout,
                 kvCacheTokens,
                 prefillChunk,
-                prefixCacheTokens);
+                prefixCacheTokens,
+                prefillStepTokens);
     }
 
     /**
@@ -338,7 +356,8 @@ public record ServerOptions(
                 drainTimeout,
                 tokens,
                 chunk,
-                prefixCacheTokens);
+                prefixCacheTokens,
+                prefillStepTokens);
     }
 
     /**
@@ -360,6 +379,30 @@ public record ServerOptions(
                 drainTimeout,
                 kvCacheTokens,
                 prefillChunk,
+                tokens,
+                prefillStepTokens);
+    }
+
+    /**
+     * @param tokens {@link #PREFILL_STEP_AS_LONG_AS_DECODE}, or the tokens' worth of a joining chunk's
+     *     layers a step runs while sequences decode ({@link #prefillChunk()} or more: whole chunks)
+     * @return a copy prefilling so
+     */
+    public ServerOptions withPrefillStep(int tokens) {
+        return new ServerOptions(
+                host,
+                port,
+                modelId,
+                maxConcurrency,
+                maxBatch,
+                batchWait,
+                retryAfterSeconds,
+                apiKeys,
+                requestTimeout,
+                drainTimeout,
+                kvCacheTokens,
+                prefillChunk,
+                prefixCacheTokens,
                 tokens);
     }
 
@@ -392,7 +435,8 @@ public record ServerOptions(
                 drainTimeout,
                 kvCacheTokens,
                 prefillChunk,
-                prefixCacheTokens);
+                prefixCacheTokens,
+                prefillStepTokens);
     }
 
     /**
@@ -414,6 +458,7 @@ public record ServerOptions(
                 drainLimit,
                 kvCacheTokens,
                 prefillChunk,
-                prefixCacheTokens);
+                prefixCacheTokens,
+                prefillStepTokens);
     }
 }
