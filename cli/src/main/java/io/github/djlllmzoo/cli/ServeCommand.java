@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.cli;
 
+import io.github.djlllmzoo.server.GenerationScheduler;
 import io.github.djlllmzoo.server.OpenAiServer;
 import io.github.djlllmzoo.server.ServerOptions;
 import io.github.djlllmzoo.zoo.LocalModel;
@@ -178,6 +179,12 @@ final class ServeCommand implements Callable<Integer> {
         return Arrays.stream(environment.split(",")).map(String::strip).filter(k -> !k.isEmpty()).toList();
     }
 
+    /** The KV pool's budget as the startup line says it: the default is sized by the memory available. */
+    private static String kvPool(GenerationScheduler.Stats stats) {
+        return "KV pool " + stats.kvPoolBudget() + " positions, " + (stats.kvPoolBudget() * stats.kvBytesPerToken() >> 20)
+                + " MiB";
+    }
+
     /** {@code --prefill-step}: "decode", or a positive number of tokens. */
     private int prefillStepTokens() {
         if ("decode".equals(prefillStep)) {
@@ -261,7 +268,8 @@ final class ServeCommand implements Callable<Integer> {
                         + "' on "
                         + server.uri()
                         + (adapters.isEmpty() ? "" : ", adapters '" + String.join("', '", adapters.keySet()) + "'")
-                        + " (Ctrl-C stops"
+                        + " (Ctrl-C stops; "
+                        + kvPool(server.stats())
                         + (options.apiKeys().isEmpty() ? "" : "; " + options.apiKeys().size() + " API key(s)")
                         + ")");
         err.flush();

@@ -139,11 +139,14 @@ class ServeCommandTest {
     @Test
     void sigtermFinishesTheRunningStreamAndExits0(@TempDir Path logs) throws Exception {
         ProcessBuilder builder =
-                serveProcess("--model", DefaultModel.directory().toString(), "--port", "0", "--drain-seconds", "60");
+                serveProcess("--model", DefaultModel.directory().toString(), "--port", "0", "--drain-seconds", "60",
+                        "--kv-cache-tokens", "3000");
         builder.environment().put("LLMZOO_API_KEY", "first-key, second-key");
         Process serve = builder.start();
         try {
             Matcher started = awaitStartLine(serve);
+            assertTrue(started.group(0).matches(".*; KV pool 3000 positions, \\d+ MiB; 2 API key\\(s\\)\\)"),
+                    started.group(0));
             URI base = URI.create(started.group(2));
             HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
             HttpRequest.Builder models = HttpRequest.newBuilder(base.resolve("/v1/models")).timeout(Duration.ofSeconds(30));
