@@ -65,7 +65,7 @@ public record RopeScaling(
     }
 
     /**
-     * Validates the values; see {@link #parse(ConfigJson)} for file-aware messages.
+     * Validates the values; see {@link #parse(ConfigJson, ConfigJson, int)} for file-aware messages.
      *
      * @param type the scaling type ({@code rope_type}, or the older {@code type})
      * @param factor {@code factor}: how much longer the context is than in pre-training
