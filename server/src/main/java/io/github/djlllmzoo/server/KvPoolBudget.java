@@ -40,22 +40,21 @@ final class KvPoolBudget {
 
     /**
      * Memory the process may still take: Linux's {@code MemAvailable} (free memory and the page cache
-     * it can reclaim), within the JVM's view of free physical memory where that is larger (a
-     * container's limit makes it smaller, which the JVM reports), else the JVM's view alone.
+     * it can reclaim), within the physical memory the JVM sees (a container's limit, where one is
+     * set); else the JVM's view of free physical memory.
      *
      * @return bytes, or -1 where neither is known
      */
     static long availableBytes() {
-        long jvm = -1;
+        long meminfo = memAvailable();
         if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
-            jvm = os.getFreeMemorySize();
             long total = os.getTotalMemorySize();
-            long meminfo = memAvailable();
-            if (meminfo >= 0) {
-                return total > 0 ? Math.min(meminfo, total) : meminfo;
+            if (meminfo < 0) {
+                return os.getFreeMemorySize();
             }
+            return total > 0 ? Math.min(meminfo, total) : meminfo;
         }
-        return jvm;
+        return meminfo;
     }
 
     private static long memAvailable() {
