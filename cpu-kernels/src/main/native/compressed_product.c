@@ -364,6 +364,83 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(
     }
 }
 
+/*
+ * A prepared input's arrays in memory of prepared_bytes' size: each 64-byte aligned from the first aligned
+ * byte, so the Java side's buffer (aligned as the JVM allocates it) serves as it is.
+ */
+static size_t lay_out_prepared(void *memory, int rows, int in, void *buffers[PREPARED_ARRAYS]) {
+    size_t sizes[PREPARED_ARRAYS];
+    prepared_sizes(rows, in, sizes);
+    char *at = memory == NULL ? NULL : (char *)(((uintptr_t)memory + 63) & ~(uintptr_t)63);
+    size_t total = 64;
+    for (int i = 0; i < PREPARED_ARRAYS; i++) {
+        if (buffers != NULL) {
+            buffers[i] = at;
+            at += (sizes[i] + 63) / 64 * 64;
+        }
+        total += (sizes[i] + 63) / 64 * 64;
+    }
+    return total;
+}
+
+/* Bytes of the prepared form of rows of x for a product in format, or 0 where that product has none. */
+JNIEXPORT jint JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_preparedBytes(
+        JNIEnv *env, jclass cls, jint format, jint rows, jint in, jint dot_products) {
+    (void)env;
+    (void)cls;
+    if (rows < 1 || rows > MAX_ROWS || in < GROUP || in % GROUP != 0 || !prepared_form(format, dot_products)) {
+        return 0;
+    }
+    size_t bytes = lay_out_prepared(NULL, rows, in, NULL);
+    return bytes > 0x7fffffff ? 0 : (jint)bytes;
+}
+
+/* x (rows, in) into its prepared form in form (preparedBytes' size), for multiplyPrepared's calls. */
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_prepare(
+        JNIEnv *env, jclass cls, jobject x_buffer, jobject form_buffer, jint format, jint rows, jint in,
+        jint dot_products) {
+    (void)cls;
+    const float *x = (const float *)(*env)->GetDirectBufferAddress(env, x_buffer);
+    void *form = (*env)->GetDirectBufferAddress(env, form_buffer);
+    if (x == NULL || form == NULL) {
+        fail(env, "compressed product: an array's memory is not reachable as a direct buffer");
+        return;
+    }
+    if (rows < 1 || rows > MAX_ROWS || in < GROUP || in % GROUP != 0 || !prepared_form(format, dot_products)
+            || (*env)->GetDirectBufferCapacity(env, form_buffer) < (jlong)lay_out_prepared(NULL, rows, in, NULL)) {
+        fail(env, "compressed product: no prepared form for this product, or its buffer too small");
+        return;
+    }
+    void *buffers[PREPARED_ARRAYS];
+    lay_out_prepared(form, rows, in, buffers);
+    prepare_form(x, buffers, format, rows, in);
+}
+
+/* out[:, from:to] = x @ weight^T + bias with x in the prepared form prepare wrote for the same format, rows, in. */
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiplyPrepared(
+        JNIEnv *env, jclass cls, jobject form_buffer, jobject codes_buffer, jobject scales_buffer,
+        jobject bias_buffer, jobject out_buffer, jint format, jint rows, jint in, jint out_features,
+        jint from, jint to) {
+    (void)cls;
+    void *form = (*env)->GetDirectBufferAddress(env, form_buffer);
+    const void *codes = (*env)->GetDirectBufferAddress(env, codes_buffer);
+    const uint16_t *scales =
+            scales_buffer == NULL ? NULL : (const uint16_t *)(*env)->GetDirectBufferAddress(env, scales_buffer);
+    const float *bias = bias_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, bias_buffer);
+    float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
+    if (form == NULL || codes == NULL || scales == NULL || out == NULL || (bias_buffer != NULL && bias == NULL)) {
+        fail(env, "compressed product: an array's memory is not reachable as a direct buffer");
+        return;
+    }
+    if (rows < 1 || rows > MAX_ROWS || in < GROUP || in % GROUP != 0 || (format != INT8 && format != INT4)) {
+        fail(env, "compressed product: a prepared product takes int8 or int4, 1 to 8 rows, in a multiple of 32");
+        return;
+    }
+    void *buffers[PREPARED_ARRAYS];
+    lay_out_prepared(form, rows, in, buffers);
+    prepared_multiply(buffers, codes, scales, bias, out, format, rows, in, out_features, from, to);
+}
+
 /* Rows [from, to) of the weight widened to float32 into out (out_features, in), for a prefill's
    product by the engine; the same widening as the product's, so both use the same weight. */
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_widen(

@@ -256,17 +256,16 @@ static inline __attribute__((always_inline)) VNNI_TARGET __m512 pair_lanes(__m51
     return _mm512_permutexvar_ps(pairs, values);
 }
 
-static VNNI_TARGET int quantize_blocked(const float *x, int rows, int in, int weight_offset, BlockedRows *q) {
-    q->blocks = (in + BLOCK_INPUTS - 1) / BLOCK_INPUTS;
-    size_t cells = (size_t)rows * q->blocks;
-    size_t sizes[] = {cells * BLOCK_INPUTS, cells * 16 * sizeof(int32_t), cells * 16 * sizeof(float)};
-    void *buffers[3];
-    if (!scratch_buffers(3, sizes, buffers)) {
-        return 0;
-    }
-    q->codes = buffers[0];
-    q->corrections = buffers[1];
-    q->scales = buffers[2];
+/* The sizes of a BlockedRows' three arrays for rows of in inputs. */
+static void blocked_sizes(int rows, int in, size_t sizes[3]) {
+    size_t cells = (size_t)rows * ((in + BLOCK_INPUTS - 1) / BLOCK_INPUTS);
+    sizes[0] = cells * BLOCK_INPUTS;
+    sizes[1] = cells * 16 * sizeof(int32_t);
+    sizes[2] = cells * 16 * sizeof(float);
+}
+
+/* The rows of x quantized into q's arrays (each 64-byte aligned, blocked_sizes' sizes). */
+static VNNI_TARGET void fill_blocked(const float *x, int rows, int in, int weight_offset, BlockedRows *q) {
     const __m512i offset = _mm512_set1_epi8((char)weight_offset);
     for (int r = 0; r < rows; r++) {
         for (int b = 0; b < q->blocks; b++) {
@@ -294,6 +293,26 @@ static VNNI_TARGET int quantize_blocked(const float *x, int rows, int in, int we
             _mm512_store_ps(q->scales + cell * 16, pair_lanes(_mm512_castps256_ps512(_mm256_loadu_ps(d))));
         }
     }
+}
+
+/* q's arrays laid out from buffers (blocked_sizes' sizes) for rows of in inputs. */
+static void blocked_at(void *const buffers[3], int rows, int in, BlockedRows *q) {
+    (void)rows;
+    q->blocks = (in + BLOCK_INPUTS - 1) / BLOCK_INPUTS;
+    q->codes = buffers[0];
+    q->corrections = buffers[1];
+    q->scales = buffers[2];
+}
+
+static VNNI_TARGET int quantize_blocked(const float *x, int rows, int in, int weight_offset, BlockedRows *q) {
+    size_t sizes[3];
+    void *buffers[3];
+    blocked_sizes(rows, in, sizes);
+    if (!scratch_buffers(3, sizes, buffers)) {
+        return 0;
+    }
+    blocked_at(buffers, rows, in, q);
+    fill_blocked(x, rows, in, weight_offset, q);
     return 1;
 }
 
@@ -491,6 +510,36 @@ static int dot_multiply(const float *x, const void *codes, const uint16_t *scale
     return 1;
 }
 
+/*
+ * The input's prepared form, made once per hand-over and read by every core's calls (CompressedProduct's
+ * prepared products): int8 and int4 by the transposed-block kernel, x quantized and transposed as
+ * quantize_blocked makes it for one call, so a product's calls share one quantization. Other products have
+ * none (prepared_form says 0).
+ */
+#define PREPARED_ARRAYS 3
+
+static int prepared_form(int format, int dot_products) {
+    return (format == INT8 || format == INT4) && (dot_products & cpu_features() & FEATURE_VNNI)
+            && (dot_products & VNNI_BLOCKS);
+}
+
+static void prepared_sizes(int rows, int in, size_t sizes[PREPARED_ARRAYS]) {
+    blocked_sizes(rows, in, sizes);
+}
+
+static void prepare_form(const float *x, void *const buffers[PREPARED_ARRAYS], int format, int rows, int in) {
+    BlockedRows q;
+    blocked_at(buffers, rows, in, &q);
+    fill_blocked(x, rows, in, format == INT4 ? INT4_WEIGHT_OFFSET : INT8_WEIGHT_OFFSET, &q);
+}
+
+static void prepared_multiply(void *const buffers[PREPARED_ARRAYS], const void *codes, const uint16_t *scales,
+        const float *bias, float *out, int format, int rows, int in, int out_features, int from, int to) {
+    BlockedRows q;
+    blocked_at(buffers, rows, in, &q);
+    blocked_columns(&q, codes, scales, bias, out, rows, in, out_features, from, to, format);
+}
+
 #else
 
 /* ---- int8 x int8, portable: AVX2's vpmaddubsw + vpmaddwd, NEON's sdot (simd.h's dot32) ---- */
@@ -507,21 +556,31 @@ typedef struct {
     float *scales; /* (groups, rows) */
 } QuantizedRows;
 
-static int quantize_rows(const float *x, int rows, int in, QuantizedRows *q) {
-    size_t cells = (size_t)rows * (in / GROUP);
-    size_t sizes[] = {cells * GROUP, cells * sizeof(float)};
-    void *buffers[2];
-    if (!scratch_buffers(2, sizes, buffers)) {
-        return 0;
-    }
-    q->codes = buffers[0];
-    q->scales = buffers[1];
+static void fill_rows(const float *x, int rows, int in, QuantizedRows *q) {
     for (int r = 0; r < rows; r++) {
         for (int g = 0; g < in / GROUP; g++) {
             size_t cell = (size_t)g * rows + r;
             q->scales[cell] = quantize_group32(x + (size_t)r * in + (size_t)g * GROUP, q->codes + cell * GROUP);
         }
     }
+}
+
+static void quantized_sizes(int rows, int in, size_t sizes[2]) {
+    size_t cells = (size_t)rows * (in / GROUP);
+    sizes[0] = cells * GROUP;
+    sizes[1] = cells * sizeof(float);
+}
+
+static int quantize_rows(const float *x, int rows, int in, QuantizedRows *q) {
+    size_t sizes[2];
+    void *buffers[2];
+    quantized_sizes(rows, in, sizes);
+    if (!scratch_buffers(2, sizes, buffers)) {
+        return 0;
+    }
+    q->codes = buffers[0];
+    q->scales = buffers[1];
+    fill_rows(x, rows, in, q);
     return 1;
 }
 
@@ -588,6 +647,29 @@ static int dot_multiply(const float *x, const void *codes, const uint16_t *scale
         SWITCH_ROWS(DOT_ROWS)
     }
     return ok;
+}
+
+/* The input's prepared form (as the AVX-512 variant's): int8 and int4, x quantized as quantize_rows makes it. */
+#define PREPARED_ARRAYS 2
+
+static int prepared_form(int format, int dot_products) {
+    return (format == INT8 || format == INT4) && (dot_products & FEATURE_VNNI);
+}
+
+static void prepared_sizes(int rows, int in, size_t sizes[PREPARED_ARRAYS]) {
+    quantized_sizes(rows, in, sizes);
+}
+
+static void prepare_form(const float *x, void *const buffers[PREPARED_ARRAYS], int format, int rows, int in) {
+    (void)format;
+    QuantizedRows q = {buffers[0], buffers[1]};
+    fill_rows(x, rows, in, &q);
+}
+
+static void prepared_multiply(void *const buffers[PREPARED_ARRAYS], const void *codes, const uint16_t *scales,
+        const float *bias, float *out, int format, int rows, int in, int out_features, int from, int to) {
+    QuantizedRows q = {buffers[0], buffers[1]};
+    SWITCH_ROWS(DOT_ROWS)
 }
 
 #endif

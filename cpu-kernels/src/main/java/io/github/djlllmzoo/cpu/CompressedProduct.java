@@ -7,6 +7,7 @@ import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CompressedWeight;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The product of 1 to {@link #MAX_ROWS} rows (a decode step) with a {@link CompressedWeight} by a
@@ -63,6 +64,19 @@ final class CompressedProduct {
     /** The switch that keeps int8 and int4 products on the per-chunk VNNI kernel. */
     static final String VNNI_BLOCKS_SWITCH = "compressedProduct.vnniBlocks";
 
+    /**
+     * The switch that makes every core's call of an int8 or int4 product quantize the input again
+     * instead of reading the form {@link #prepare} made once for the hand-over (and so keeps each
+     * core to one fixed share of the columns): {@code -Dllmzoo.cpu.off=compressedProduct.prepared}.
+     */
+    static final String PREPARED_SWITCH = "compressedProduct.prepared";
+
+    /** Each calling thread's buffer for a hand-over's prepared input, grown as needed. */
+    private static final ThreadLocal<ByteBuffer> FORM = new ThreadLocal<>();
+
+    /** Inputs prepared so far ({@link #prepare}), for tests that check which path a product took. */
+    private static final AtomicLong PREPARED_FORMS = new AtomicLong();
+
     /** The dot-product instructions the products use: those the CPU has, unless switched off. */
     private static volatile int dotProducts = initialDotProducts();
 
@@ -116,6 +130,22 @@ final class CompressedProduct {
     }
 
     /**
+     * {@link #multiply(NDArray, CompressedWeight, NDArray, long)}, with the input prepared once for
+     * all the cores' calls where {@code prepared} allows ({@link #prepare}).
+     *
+     * @param x input (..., in)
+     * @param weight the compressed weight (out, in)
+     * @param bias (out), or {@code null}
+     * @param rows the rows of {@code x}
+     * @param prepared whether the input may be prepared once for all the cores' calls
+     * @return (..., out)
+     */
+    static NDArray multiply(NDArray x, CompressedWeight weight, NDArray bias, long rows, boolean prepared) {
+        return multiplyAll(x, NativeKernels.buffer(x), new CompressedWeight[] {weight}, new NDArray[] {bias}, null,
+                rows, dotProducts, prepared)[0];
+    }
+
+    /**
      * {@link #multiplyAll(NDArray, CompressedWeight[], NDArray[], long, int)} with the dot-product
      * instructions chosen for this CPU.
      *
@@ -123,10 +153,12 @@ final class CompressedProduct {
      * @param weights compressed weights (out_i, in)
      * @param biases their biases (out_i), or {@code null}s
      * @param rows the rows of {@code x}
+     * @param prepared whether the input may be prepared once for all the calls ({@link #prepare})
      * @return the products (..., out_i)
      */
-    static NDArray[] multiplyAll(NDArray x, CompressedWeight[] weights, NDArray[] biases, long rows) {
-        return multiplyAll(x, weights, biases, rows, dotProducts);
+    static NDArray[] multiplyAll(
+            NDArray x, CompressedWeight[] weights, NDArray[] biases, long rows, boolean prepared) {
+        return multiplyAll(x, NativeKernels.buffer(x), weights, biases, null, rows, dotProducts, prepared);
     }
 
     /**
@@ -189,7 +221,7 @@ final class CompressedProduct {
      */
     static NDArray[] multiplyAll(
             NDArray x, CompressedWeight[] weights, NDArray[] biases, long rows, int dotProducts) {
-        return multiplyAll(x, NativeKernels.buffer(x), weights, biases, null, rows, dotProducts);
+        return multiplyAll(x, NativeKernels.buffer(x), weights, biases, null, rows, dotProducts, false);
     }
 
     /**
@@ -205,11 +237,12 @@ final class CompressedProduct {
      *     step's heads), or {@code null} for (..., out_i)
      * @param rows the rows of {@code x}
      * @param dotProducts {@link #VNNI} and {@link #BF16} bits, at most those {@link #features} reports
+     * @param prepared whether the input may be prepared once for all the calls ({@link #prepare})
      * @return the products in the order of the weights
      */
     static NDArray[] multiplyAll(
             NDArray x, ByteBuffer xs, CompressedWeight[] weights, NDArray[] biases, Shape[] shapes, long rows,
-            int dotProducts) {
+            int dotProducts, boolean prepared) {
         Shape shape = x.getShape();
         Shape lead = shape.slice(0, shape.dimension() - 1);
         int n = Math.toIntExact(rows);
@@ -225,16 +258,62 @@ final class CompressedProduct {
             bs[i] = biases[i] == null ? null : NativeKernels.buffer(biases[i]);
             elements += (long) weights[i].outFeatures() * weights[i].inFeatures();
         }
+        ByteBuffer form = prepared ? prepare(xs, weights, n, dotProducts) : null;
         boolean pooled = true;
         for (CompressedWeight weight : weights) {
-            pooled &= poolsRuns(weight, rows);
+            pooled &= poolsRuns(weight, rows, form != null);
         }
         CoreWorkers.share(elements, pooled, (first, last, runs) -> {
             for (int i = 0; i < count; i++) {
-                columns(xs, weights[i], bs[i], os[i], n, first, last, runs, dotProducts);
+                columns(xs, form, weights[i], bs[i], os[i], n, first, last, runs, dotProducts);
             }
         });
         return outs;
+    }
+
+    /**
+     * The rows of x prepared once for the products of a hand-over (quantized to int8 per group of
+     * 32 in the form the dot-product kernel reads), so each core's calls read that form instead of
+     * quantizing x again: the same values each call makes, so the products are bit for bit those of
+     * {@link #columns} without it. {@code null} where the weights are not all int8 or all int4 of
+     * one input width, or the CPU's kernel for them has no prepared form (the widening kernel, the
+     * per-chunk VNNI kernel). The form is the calling thread's buffer, rewritten by its next
+     * hand-over.
+     *
+     * @param xs the rows, dense float32 (rows, in)
+     * @param weights the weights the rows multiply
+     * @param rows the rows
+     * @param dotProducts the dot-product bits the products use
+     * @return the prepared form, or {@code null}
+     */
+    static ByteBuffer prepare(ByteBuffer xs, CompressedWeight[] weights, int rows, int dotProducts) {
+        WeightFormat format = weights[0].format();
+        int in = weights[0].inFeatures();
+        for (CompressedWeight weight : weights) {
+            if (weight.format() != format || weight.inFeatures() != in) {
+                return null;
+            }
+        }
+        if (!format.isGrouped()) {
+            return null;
+        }
+        int bytes = preparedBytes(format(format), rows, in, dotProducts);
+        if (bytes == 0) {
+            return null;
+        }
+        ByteBuffer form = FORM.get();
+        if (form == null || form.capacity() < bytes) {
+            form = ByteBuffer.allocateDirect(bytes);
+            FORM.set(form);
+        }
+        prepare(xs, form, format(format), rows, in, dotProducts);
+        PREPARED_FORMS.incrementAndGet();
+        return form;
+    }
+
+    /** @return how many inputs {@link #prepare} has prepared in this process */
+    static long preparedForms() {
+        return PREPARED_FORMS.get();
     }
 
     /**
@@ -247,14 +326,18 @@ final class CompressedProduct {
      * @param rows the rows of the input
      * @return whether its product's last runs may go to whichever core is free
      */
-    static boolean poolsRuns(CompressedWeight weight, long rows) {
-        return rows == 1 && !weight.format().isGrouped() && weight.format() != WeightFormat.Q4_K;
+    static boolean poolsRuns(CompressedWeight weight, long rows, boolean prepared) {
+        return rows == 1 && (prepared || !weight.format().isGrouped() && weight.format() != WeightFormat.Q4_K);
     }
 
-    /** The runs {@code [first, last)} of {@code runs} nearly equal runs of the weight's output columns. */
+    /**
+     * The runs {@code [first, last)} of {@code runs} nearly equal runs of the weight's output
+     * columns, of x's rows in {@code xs} or, where not {@code null}, in the form {@link #prepare}
+     * made of them for this weight.
+     */
     static void columns(
-            ByteBuffer xs, CompressedWeight weight, ByteBuffer bs, ByteBuffer os, int rows, int first, int last,
-            int runs, int dotProducts) {
+            ByteBuffer xs, ByteBuffer form, CompressedWeight weight, ByteBuffer bs, ByteBuffer os, int rows, int first,
+            int last, int runs, int dotProducts) {
         int columns = weight.outFeatures();
         if (weight.format() == WeightFormat.Q4_K) { // its own kernels: KQuantProduct
             KQuantProduct.multiply(xs, weight, bs, os, rows, CoreWorkers.start(columns, first, runs),
@@ -262,6 +345,11 @@ final class CompressedProduct {
             return;
         }
         ByteBuffer[] held = weight.directBuffers();
+        if (form != null) {
+            multiplyPrepared(form, held[0], held[1], bs, os, format(weight.format()), rows, weight.inFeatures(),
+                    columns, CoreWorkers.start(columns, first, runs), CoreWorkers.start(columns, last, runs));
+            return;
+        }
         multiply(xs, held[0], held[1], bs, os, format(weight.format()), rows, weight.inFeatures(), columns,
                 CoreWorkers.start(columns, first, runs), CoreWorkers.start(columns, last, runs), dotProducts);
     }
@@ -360,4 +448,13 @@ final class CompressedProduct {
     private static native void multiply(
             ByteBuffer x, ByteBuffer codes, ByteBuffer scales, ByteBuffer bias, ByteBuffer out, int format,
             int rows, int in, int outFeatures, int from, int to, int dotProducts);
+
+    /** @return bytes of the prepared form of {@code rows} rows of {@code in} inputs, 0 where there is none */
+    private static native int preparedBytes(int format, int rows, int in, int dotProducts);
+
+    private static native void prepare(ByteBuffer x, ByteBuffer form, int format, int rows, int in, int dotProducts);
+
+    private static native void multiplyPrepared(
+            ByteBuffer form, ByteBuffer codes, ByteBuffer scales, ByteBuffer bias, ByteBuffer out, int format,
+            int rows, int in, int outFeatures, int from, int to);
 }

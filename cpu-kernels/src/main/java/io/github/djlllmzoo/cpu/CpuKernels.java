@@ -45,8 +45,9 @@ import java.util.function.Supplier;
  * kernel, {@code fewRowProduct.fourRows}: one row's product by a wide (in, out) weight one weight row at
  * a time, {@code cpu.dynamicSplit}: one fixed share of a product's columns a core, {@code
  * rotateInPlace}: query and key heads rotated into new arrays, {@code normedProducts}: a decode step's
- * norm before its products into an array of its own). Each call then takes a
- * kernel where it can read the arrays (inference on the CPU, float32 and dense for the native ones,
+ * norm before its products into an array of its own, {@code compressedProduct.prepared}: an int8 or int4
+ * decode product's input quantized again by every core's call, each core one fixed share of the columns).
+ * Each call then takes a kernel where it can read the arrays (inference on the CPU, float32 and dense for the native ones,
  * the row counts and shapes each kernel takes) and the engine's operations, as {@link
  * io.github.djlllmzoo.blocks.EngineKernels} computes them, elsewhere.
  */
@@ -80,6 +81,11 @@ public final class CpuKernels implements Kernels {
     private final boolean rotateInPlace = NativeKernels.enabled(DecodeOps.ROTATE_IN_PLACE_SWITCH);
     /** Whether a norm before a decode step's products is computed into their input ({@link DecodeOps#rmsNormed}). */
     private final boolean normedProducts = NativeKernels.enabled(DecodeOps.NORMED_PRODUCTS_SWITCH);
+    /**
+     * Whether an int8 or int4 decode product's input is quantized once for all the cores' calls
+     * ({@link CompressedProduct#prepare}), its columns then going to whichever core is free.
+     */
+    private final boolean preparedInput = NativeKernels.enabled(CompressedProduct.PREPARED_SWITCH);
     /** Whether a product's columns go to whichever core is free ({@link CoreWorkers#share}). */
     private final boolean dynamicSplit = NativeKernels.enabled(CoreWorkers.DYNAMIC_SPLIT_SWITCH);
 
@@ -117,7 +123,7 @@ public final class CpuKernels implements Kernels {
             if (compressedProduct
                     && CoreWorkers.inferenceOnCpu(x, training)
                     && CompressedProduct.applies(x, compressed, b, rows)) {
-                return CompressedProduct.multiply(x, compressed, b, rows);
+                return CompressedProduct.multiply(x, compressed, b, rows, preparedInput);
             }
             if (compressedGemm
                     && CoreWorkers.inferenceOnCpu(x, training)
@@ -239,7 +245,8 @@ public final class CpuKernels implements Kernels {
         Compressed operands = compressed(x, projections, null, store, training);
         return operands == null
                 ? null
-                : CompressedProduct.multiplyAll(x, operands.weights(), operands.biases(), operands.rows());
+                : CompressedProduct.multiplyAll(
+                        x, operands.weights(), operands.biases(), operands.rows(), preparedInput);
     }
 
     /** A decode step's compressed weights, their biases and the rows of x they multiply. */
@@ -363,7 +370,8 @@ public final class CpuKernels implements Kernels {
             boolean training) {
         if (gatedProduct && CoreWorkers.inferenceOnCpu(x, training)) {
             NDArray fused =
-                    shared(() -> FusedProducts.gated(x, gate, up, activation, store, fewRowProduct, compressedProduct));
+                    shared(() -> FusedProducts.gated(
+                            x, null, gate, up, activation, store, fewRowProduct, compressedProduct, preparedInput));
             if (fused != null) {
                 return fused;
             }
@@ -404,7 +412,7 @@ public final class CpuKernels implements Kernels {
         }
         ByteBuffer normed = DecodeOps.rmsNormed(x, normWeight, eps, unitOffset);
         return CompressedProduct.multiplyAll(x, normed, operands.weights(), operands.biases(), shapes, operands.rows(),
-                CompressedProduct.dotProducts());
+                CompressedProduct.dotProducts(), preparedInput);
     }
 
     @Override
@@ -420,7 +428,7 @@ public final class CpuKernels implements Kernels {
             boolean training) {
         if (normedProducts(x, normWeight, training) && gatedProduct) {
             NDArray fused = shared(() -> FusedProducts.gated(x, DecodeOps.rmsNormed(x, normWeight, eps, unitOffset),
-                    gate, up, activation, store, fewRowProduct, compressedProduct));
+                    gate, up, activation, store, fewRowProduct, compressedProduct, preparedInput));
             if (fused != null) {
                 return fused;
             }
@@ -451,7 +459,7 @@ public final class CpuKernels implements Kernels {
             NDArray x, ProjectionWeight weight, NDArray residual, ParameterStore store, boolean training) {
         if (residualProduct && CoreWorkers.inferenceOnCpu(x, training)) {
             NDArray sum = shared(() -> FusedProducts.residual(
-                    x, weight, residual, store, fewRowProduct, compressedProduct, residualBias));
+                    x, weight, residual, store, fewRowProduct, compressedProduct, residualBias, preparedInput));
             if (sum == null && residualBias && weight.compressed() == null && weight.layout() == Layout.IN_OUT) {
                 Device device = x.getDevice();
                 sum = split(weight).matMulAddInto(
@@ -524,6 +532,7 @@ public final class CpuKernels implements Kernels {
                 + ", prefill attention " + (prefillAttention ? "on" : "off")
                 + ", dynamic split " + (dynamicSplit ? "on" : "off")
                 + ", rotate in place " + (rotateInPlace ? "on" : "off")
-                + ", normed products " + (normedProducts ? "on" : "off") + ")";
+                + ", normed products " + (normedProducts ? "on" : "off")
+                + ", prepared input " + (preparedInput ? "on" : "off") + ")";
     }
 }

@@ -83,7 +83,7 @@ final class FusedProducts {
             ParameterStore store,
             boolean fewRowKernel,
             boolean compressedKernel) {
-        return gated(x, null, gate, up, activation, store, fewRowKernel, compressedKernel);
+        return gated(x, null, gate, up, activation, store, fewRowKernel, compressedKernel, true);
     }
 
     /**
@@ -99,6 +99,8 @@ final class FusedProducts {
      * @param store the parameter store, or {@code null}
      * @param fewRowKernel whether float32 weights may take {@link FewRowProduct}'s kernel
      * @param compressedKernel whether compressed weights may take {@link CompressedProduct}'s kernel
+     * @param prepared whether compressed weights' input may be prepared once for both products
+     *     ({@link CompressedProduct#prepare})
      * @return (..., I), or {@code null}
      */
     static NDArray gated(
@@ -109,13 +111,16 @@ final class FusedProducts {
             HiddenActivation activation,
             ParameterStore store,
             boolean fewRowKernel,
-            boolean compressedKernel) {
+            boolean compressedKernel,
+            boolean prepared) {
         Device device = x.getDevice();
         long rows = rows(x);
         NDArray gateBias = gate.bias(store, device, false);
         NDArray upBias = up.bias(store, device, false);
-        Product gates = product(x, xs, gate, gateBias, store, rows, fewRowKernel, compressedKernel);
-        Product ups = gates == null ? null : product(x, xs, up, upBias, store, rows, fewRowKernel, compressedKernel);
+        Inputs inputs = new Inputs(x, xs, prepared, gate, up);
+        Product gates = product(x, inputs, gate, gateBias, store, rows, fewRowKernel, compressedKernel);
+        Product ups =
+                gates == null ? null : product(x, inputs, up, upBias, store, rows, fewRowKernel, compressedKernel);
         if (ups == null || ups.width() != gates.width()) {
             return null;
         }
@@ -153,6 +158,8 @@ final class FusedProducts {
      * @param fewRowKernel whether float32 weights may take {@link FewRowProduct}'s kernel
      * @param compressedKernel whether compressed weights may take {@link CompressedProduct}'s kernel
      * @param biased whether a weight with a bias is taken
+     * @param prepared whether a compressed weight's input may be prepared once for all the cores' calls
+     *     ({@link CompressedProduct#prepare})
      * @return {@code residual}, or {@code null}
      */
     static NDArray residual(
@@ -162,12 +169,14 @@ final class FusedProducts {
             ParameterStore store,
             boolean fewRowKernel,
             boolean compressedKernel,
-            boolean biased) {
+            boolean biased,
+            boolean prepared) {
         NDArray bias = weight.bias(store, x.getDevice(), false);
         if (rows(x) != 1 || residual.hasGradient() || (bias != null && !biased)) {
             return null;
         }
-        Product product = product(x, null, weight, bias, store, 1, fewRowKernel, compressedKernel);
+        Product product = product(
+                x, new Inputs(x, null, prepared, weight), weight, bias, store, 1, fewRowKernel, compressedKernel);
         if (product == null || !takesResidual(x, residual, product.width())) {
             return null;
         }
@@ -209,13 +218,54 @@ final class FusedProducts {
     }
 
     /**
-     * The product of {@code x} (its rows in {@code input}, or its own where that is {@code null})
-     * with one weight by the kernel for its kind, or {@code null} where that kernel is off or does
-     * not take the arrays.
+     * The input of a hand-over's products: x's rows ({@code rows}, or x's own where that is {@code
+     * null}) and, where {@code prepared} allows and every weight is compressed, the form {@link
+     * CompressedProduct#prepare} makes of them for those weights, made at first use, once.
+     */
+    private static final class Inputs {
+        private final NDArray x;
+        private final ByteBuffer rows;
+        private final boolean prepared;
+        private final ProjectionWeight[] weights;
+        private ByteBuffer form;
+        private boolean formMade;
+
+        Inputs(NDArray x, ByteBuffer rows, boolean prepared, ProjectionWeight... weights) {
+            this.x = x;
+            this.rows = rows;
+            this.prepared = prepared;
+            this.weights = weights;
+        }
+
+        ByteBuffer input() {
+            return rows != null ? rows : NativeKernels.buffer(x);
+        }
+
+        /** The prepared form for compressed weights, or {@code null} where there is none. */
+        ByteBuffer form(int dotProducts) {
+            if (!formMade) {
+                formMade = true;
+                CompressedWeight[] compressed = new CompressedWeight[weights.length];
+                for (int i = 0; i < weights.length; i++) {
+                    compressed[i] = weights[i].compressed();
+                    if (compressed[i] == null) {
+                        return null;
+                    }
+                }
+                form = prepared ? CompressedProduct.prepare(input(), compressed, Math.toIntExact(rows(x)), dotProducts)
+                        : null;
+            }
+            return form;
+        }
+    }
+
+    /**
+     * The product of {@code x} (its rows in {@code inputs}) with one weight by the kernel for its
+     * kind, or {@code null} where that kernel is off or does not take the arrays.
      */
     private static Product product(
             NDArray x,
-            ByteBuffer input,
+            Inputs inputs,
             ProjectionWeight weight,
             NDArray bias,
             ParameterStore store,
@@ -228,14 +278,15 @@ final class FusedProducts {
             if (!compressedKernel || !CompressedProduct.applies(x, compressed, bias, rows)) {
                 return null;
             }
-            ByteBuffer xs = input != null ? input : NativeKernels.buffer(x);
+            ByteBuffer xs = inputs.input();
             int dotProducts = CompressedProduct.dotProducts();
+            ByteBuffer form = inputs.form(dotProducts);
             return new Product(
                     compressed.outFeatures(),
                     (long) compressed.outFeatures() * compressed.inFeatures(),
-                    CompressedProduct.poolsRuns(compressed, rows),
-                    (bs, os, first, last, runs) ->
-                            CompressedProduct.columns(xs, compressed, bs, os, n, first, last, runs, dotProducts));
+                    CompressedProduct.poolsRuns(compressed, rows, form != null),
+                    (bs, os, first, last, runs) -> CompressedProduct.columns(
+                            xs, form, compressed, bs, os, n, first, last, runs, dotProducts));
         }
         NDArray w = weight.weight(store, x.getDevice(), false);
         if (!fewRowKernel
@@ -243,7 +294,7 @@ final class FusedProducts {
                 || !FewRowProduct.applies(x, w, bias, rows, Layout.OUT_IN)) {
             return null;
         }
-        ByteBuffer xs = input != null ? input : NativeKernels.buffer(x);
+        ByteBuffer xs = inputs.input();
         ByteBuffer ws = NativeKernels.buffer(w);
         int width = Math.toIntExact(w.getShape().get(0));
         int in = Math.toIntExact(w.getShape().get(1));

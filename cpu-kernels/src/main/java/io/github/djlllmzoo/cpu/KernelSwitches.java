@@ -28,6 +28,7 @@ final class KernelSwitches {
             CompressedProduct.SWITCH,
             CompressedProduct.DOT_SWITCH,
             CompressedProduct.VNNI_BLOCKS_SWITCH,
+            CompressedProduct.PREPARED_SWITCH,
             CompressedGemm.SWITCH,
             DecodeOps.SWITCH,
             DecodeOps.LAYER_NORM_SWITCH,

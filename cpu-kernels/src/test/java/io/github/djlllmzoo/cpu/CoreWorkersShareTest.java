@@ -56,7 +56,7 @@ class CoreWorkersShareTest extends CompressedWeightsTest {
         NDArray shared = manager.zeros(new Shape(rows, 1, out), DataType.FLOAT32);
         ByteBuffer xs = NativeKernels.buffer(x);
         int dotProducts = CompressedProduct.dotProducts();
-        CompressedProduct.columns(xs, weight, null, NativeKernels.buffer(whole), rows, 0, 1, 1, dotProducts);
+        CompressedProduct.columns(xs, null, weight, null, NativeKernels.buffer(whole), rows, 0, 1, 1, dotProducts);
         Thread caller = Thread.currentThread();
         AtomicInteger callerRuns = new AtomicInteger();
         AtomicInteger allRuns = new AtomicInteger();
@@ -73,7 +73,7 @@ class CoreWorkersShareTest extends CompressedWeightsTest {
                     LockSupport.parkNanos(100_000L);
                 }
             }
-            CompressedProduct.columns(xs, weight, null, os, rows, first, last, runs, dotProducts);
+            CompressedProduct.columns(xs, null, weight, null, os, rows, first, last, runs, dotProducts);
             doneRuns.addAndGet(last - first);
         });
         int runs = allRuns.get();

@@ -40,12 +40,7 @@ class FusedProductsTest extends ManagedArraysTest {
 
     /** The CPU kernels as they are made with {@code -Dllmzoo.cpu.off=name}. */
     private static CpuKernels without(String name) {
-        System.setProperty(KernelSwitches.PROPERTY, name);
-        try {
-            return new CpuKernels(true, true);
-        } finally {
-            System.clearProperty(KernelSwitches.PROPERTY);
-        }
+        return SwitchedKernels.without(name);
     }
 
     /** A projection of a realistic scale (std 0.02), compressed to {@code format} unless FLOAT32. */
@@ -239,12 +234,14 @@ class FusedProductsTest extends ManagedArraysTest {
         NDArray inner = manager.randomNormal(new Shape(1, 1, 512));
         NDArray residual = manager.randomNormal(new Shape(1, 1, 256));
         assertNull(FusedProducts.residual(manager.randomNormal(new Shape(2, 1, 512)), down,
-                manager.randomNormal(new Shape(2, 1, 256)), null, true, true, true), "2 rows");
-        assertNull(FusedProducts.residual(inner, biased, residual, null, true, true, false), "a bias, switched off");
+                manager.randomNormal(new Shape(2, 1, 256)), null, true, true, true, true), "2 rows");
+        assertNull(FusedProducts.residual(inner, biased, residual, null, true, true, false, true),
+                "a bias, switched off");
         assertNull(FusedProducts.residual(
-                inner, down, manager.randomNormal(new Shape(1, 256)), null, true, true, true),
+                inner, down, manager.randomNormal(new Shape(1, 256)), null, true, true, true, true),
                 "a residual of another shape");
-        assertNull(FusedProducts.residual(inner, down, residual, null, true, false, true), "the compressed kernel off");
+        assertNull(FusedProducts.residual(inner, down, residual, null, true, false, true, true),
+                "the compressed kernel off");
         NDArray sum = without(FusedProducts.RESIDUAL_BIAS_SWITCH).projectAdd(inner, biased, residual, null, false);
         assertNotSame(residual, sum, "a new array");
         ProjectionWeight conv1d = projection(Layout.IN_OUT, 256, 512, true, "FLOAT32");
