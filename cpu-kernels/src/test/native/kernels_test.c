@@ -27,6 +27,13 @@ static void *JNICALL buffer_address(JNIEnv *env, jobject buffer) {
     return buffer == NULL ? NULL : ((Buffer *)buffer)->address;
 }
 
+/* The buffers here are allocated at the size the kernels ask for: any capacity passes. */
+static jlong JNICALL buffer_capacity(JNIEnv *env, jobject buffer) {
+    (void)env;
+    (void)buffer;
+    return (jlong)1 << 40;
+}
+
 static jclass JNICALL find_class(JNIEnv *env, const char *name) {
     (void)env;
     return (jclass)name;
@@ -93,6 +100,11 @@ ENTRY(CompressedProduct, widen)(JNIEnv *, jclass, jobject, jobject, jobject, jin
 ENTRY(CompressedGemm, multiply)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jint, jint, jint, jint,
         jint, jint);
 JNIEXPORT jint JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_features(JNIEnv *, jclass);
+JNIEXPORT jint JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_preparedBytes(JNIEnv *, jclass, jint, jint, jint,
+        jint);
+ENTRY(CompressedProduct, prepare)(JNIEnv *, jclass, jobject, jobject, jint, jint, jint, jint);
+ENTRY(CompressedProduct, multiplyPrepared)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jint, jint,
+        jint, jint, jint, jint);
 
 /* ---- checks ---- */
 
@@ -508,6 +520,34 @@ static void prefill_product(int format, int in, int out) {
 }
 
 /* in: 96 (no whole block of the AVX-512 transposed kernel's 256 inputs), 320 (one whole block and a ragged one). */
+/*
+ * Where the variant has a prepared form for the product (int8 and int4 by the int8 dot product; AVX-512: in blocks),
+ * the product of x prepared once (prepare, then multiplyPrepared over two runs of the columns) is bit for bit
+ * expected, the product multiply computed quantizing x itself.
+ */
+static void prepared_product(const float *x, void *codes, uint16_t *scales, float *bias, const float *expected,
+        int format, int rows, int in, int out, int dots) {
+    jint bytes = Java_io_github_djlllmzoo_cpu_CompressedProduct_preparedBytes(env, NULL, format, rows, in, dots);
+    if (bytes == 0) {
+        return;
+    }
+    void *form = malloc((size_t)bytes);
+    float *o = malloc(sizeof(float) * rows * out);
+    Java_io_github_djlllmzoo_cpu_CompressedProduct_prepare(env, NULL, B((void *)x), B(form), format, rows, in, dots);
+    Java_io_github_djlllmzoo_cpu_CompressedProduct_multiplyPrepared(env, NULL, B(form), B(codes), B(scales), B(bias),
+            B(o), format, rows, in, out, 0, out / 2);
+    Java_io_github_djlllmzoo_cpu_CompressedProduct_multiplyPrepared(env, NULL, B(form), B(codes), B(scales), B(bias),
+            B(o), format, rows, in, out, out / 2, out);
+    checked++;
+    if (thrown != NULL || memcmp(o, expected, sizeof(float) * rows * out) != 0) {
+        printf("FAIL prepared product of format %d, %d inputs, %d rows, dot products %d: %s\n", format, in, rows,
+                dots, thrown != NULL ? thrown : "not the product of multiply bit for bit");
+        thrown = NULL;
+        failures++;
+    }
+    free(form), free(o);
+}
+
 static void compressed_products(int in) {
     const int out = 19;
     char what[96];
@@ -541,6 +581,7 @@ static void compressed_products(int in) {
                 snprintf(what, sizeof what, "decode product of format %d, %d inputs, %d rows%s", format, in, rows,
                         dot == 2 ? ", int8 dot product in blocks" : dot ? ", int8 dot product" : "");
                 check(what, o, e, t, rows * out);
+                prepared_product(x, codes, scales, bias, o, format, rows, in, out, dot == 2 ? 1 | 4 : dot);
             }
             free(x), free(grid), free(bias), free(o), free(e), free(t);
         }
@@ -555,6 +596,7 @@ static void compressed_products(int in) {
 int main(void) {
     table.GetDirectBufferAddress = buffer_address;
     table.FindClass = find_class;
+    table.GetDirectBufferCapacity = buffer_capacity;
     table.ThrowNew = throw_new;
     table.GetArrayLength = array_length;
     table.GetIntArrayRegion = int_array_region;
