@@ -440,6 +440,7 @@ public final class ContinuousBatch implements AutoCloseable {
         }
         if (decoding == 0) {
             releaseRowAdapters(); // nothing of the adapters' is kept while no row decodes
+            cache.releaseViews(); // nor the decode steps' views of the buffers
         }
         joined = inUse();
         held = heldNow();
