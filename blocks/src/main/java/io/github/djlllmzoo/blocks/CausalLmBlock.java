@@ -28,7 +28,8 @@ import java.util.Map;
  * {@code attention_mask (B, T)} and {@code position_ids (B, T)}, and returns {@code [logits (B, T,
  * V)]}, so a {@code Model} can hold it, a {@code Predictor} can run it and a {@code Trainer} can
  * train it. Generation uses {@link #forward(ParameterStore, NDArray, NDArray, NDArray, KvCache,
- * boolean, boolean)} with a {@link KvCache}, ending each step with {@code kernels().closeStep}.
+ * boolean, boolean)} with a {@link KvCache}, ending each step with {@code kernels().closeStep};
+ * continuous batching uses {@link SlotPasses} over a {@link SlotKvCache}.
  *
  * <p>The first time the model runs it settles where: the manager that holds its parameters (the
  * model's, which also keeps what layers derive once, such as RoPE tables) and the {@link Kernels}
@@ -429,101 +430,17 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     }
 
     /**
-     * Allocates an empty cache whose rows each hold a sequence at a length of its own (a decode loop
-     * that lets sequences join and leave), on {@code manager}'s device.
+     * The manager holding the model's parameters (and what its layers derive once), settling where
+     * the model runs first.
      *
-     * @param manager the parent manager of the cache
-     * @return an empty cache; its buffers are allocated by {@link SlotKvCache#reserve}
+     * @return the manager
      */
-    public SlotKvCache newSlotCache(NDManager manager) {
-        return new SlotKvCache(
-                manager, config.numLayers(), config.numKvHeads(), config.headDim(), config.maxPositions(), dataType());
+    NDManager placementManager() {
+        return placement().manager();
     }
 
     /**
-     * A decode step over rows {@code [0, n)} of a slot cache, each row one new token at its own
-     * position ({@link SlotKvCache#length}), for inference.
-     *
-     * @param inputIds each row's new token (n, 1) int64; every result is attached to its manager
-     * @param cache the cache; each row's new position is counted once the step succeeds
-     * @return logits (n, 1, V)
-     */
-    public NDArray decodeSlots(NDArray inputIds, SlotKvCache cache) {
-        Placement placed = placement();
-        NDManager manager = inputIds.getManager();
-        int n = Math.toIntExact(inputIds.getShape().get(0));
-        int[] past = cache.lengths(n);
-        long[] positionValues = new long[n];
-        for (int r = 0; r < n; r++) {
-            positionValues[r] = past[r];
-        }
-        NDArray positions = manager.create(positionValues, new Shape(n, 1)); // (n, 1)
-        NDArray h = embed(null, inputIds, positions, false); // (n, 1, E)
-        DataType type = h.getDataType();
-        Map<Integer, NDArray> windowMasks = new HashMap<>();
-        for (int i = 0; i < config.numLayers(); i++) {
-            int window = config.slidingWindow(i);
-            if (window > 0 && !windowMasks.containsKey(window)) {
-                windowMasks.put(window, AttentionMask.rows(manager, past, window, type));
-            }
-        }
-        AttentionContext context = new AttentionContext(
-                positions, AttentionMask.rows(manager, past, 0, type), windowMasks, cache.decodePass(n),
-                placed.manager());
-        h = layersForward(null, h, context, 1, false);
-        cache.commitDecode(n);
-        return logits(null, finalNorm.forward(null, h, false), false);
-    }
-
-    /**
-     * The next {@code T} tokens of one row of a slot cache (a chunk of its prompt), for inference.
-     *
-     * @param inputIds the tokens (1, T) int64; every result is attached to its manager
-     * @param cache the cache; the row's new positions are counted once the pass succeeds
-     * @param row the row
-     * @return logits of the last position (1, 1, V)
-     */
-    public NDArray prefillSlot(NDArray inputIds, SlotKvCache cache, int row) {
-        SlotPrefill pass = startPrefillSlot(inputIds, cache, row);
-        pass.run(config.numLayers());
-        return pass.logits();
-    }
-
-    /**
-     * Starts the pass of {@link #prefillSlot} without running its layers: the caller runs them a
-     * few at a time ({@link SlotPrefill#run}), so a decode loop spreads a prompt chunk's layers
-     * over several steps. The layers compute what one pass would.
-     *
-     * @param inputIds the tokens (1, T) int64; the pass's arrays are attached to its manager, which
-     *     must outlive the pass
-     * @param cache the cache; the row's new positions are counted once the last layer ran
-     * @param row the row
-     * @return the pass, before its first layer
-     */
-    public SlotPrefill startPrefillSlot(NDArray inputIds, SlotKvCache cache, int row) {
-        Placement placed = placement();
-        NDManager manager = inputIds.getManager();
-        int t = Math.toIntExact(inputIds.getShape().get(1));
-        int past = cache.length(row);
-        NDArray positions = manager.arange(past, past + t, 1, DataType.INT64).expandDims(0); // (1, T)
-        NDArray h = embed(null, inputIds, positions, false); // (1, T, E)
-        DataType type = h.getDataType();
-        Map<Integer, NDArray> windowMasks = new HashMap<>();
-        for (int i = 0; i < config.numLayers(); i++) {
-            int window = config.slidingWindow(i);
-            if (window > 0 && !windowMasks.containsKey(window)) {
-                long[] keys = WindowLayerCache.keyPositions(0, past + t, Integer.MAX_VALUE); // every position kept
-                windowMasks.put(window, AttentionMask.window(manager, t, past, keys, window, null, type));
-            }
-        }
-        AttentionContext context = new AttentionContext(
-                positions, AttentionMask.build(manager, t, past, null, type), windowMasks,
-                cache.prefillPass(row, t), placed.manager());
-        return new SlotPrefill(this, h, context, cache, row, t);
-    }
-
-    /**
-     * Layers {@code [from, to)} of an inference pass, as {@link #prefillSlot} runs them.
+     * Layers {@code [from, to)} of an inference pass, as {@link SlotPasses} runs them.
      *
      * @param h the residual stream (B, T, E), the pass's own
      * @param context the pass's positions, masks and cache
@@ -536,7 +453,8 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     }
 
     /**
-     * Logits of the last position of the residual stream after the last layer.
+     * Logits of the last position of the residual stream after the last layer (every row's one
+     * position at a decode step).
      *
      * @param h (B, T, E)
      * @return (B, 1, V)

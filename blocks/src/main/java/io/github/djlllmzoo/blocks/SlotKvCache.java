@@ -37,6 +37,15 @@ public final class SlotKvCache implements AutoCloseable {
     private final NDArray[] values;
     /** Each layer's last decode step, whose new keys and values a kernel may not have written yet. */
     private final KeyValues[] unsettled;
+    /**
+     * Views of the first {@link #viewRows} rows of each layer's buffers, kept from one decode step to
+     * the next while the rows decoding and the buffers stay the same: with rows beside the decoding
+     * ones (prompts prefilled ahead) every step reads a part of the buffers, and making its views
+     * anew took two engine calls per layer and buffer a step.
+     */
+    private final NDArray[] keyViews;
+    private final NDArray[] valueViews;
+    private int viewRows;
     private int[] lengths = new int[0];
     private int rows;
     private int capacity;
@@ -66,6 +75,8 @@ public final class SlotKvCache implements AutoCloseable {
         this.keys = new NDArray[numLayers];
         this.values = new NDArray[numLayers];
         this.unsettled = new KeyValues[numLayers];
+        this.keyViews = new NDArray[numLayers];
+        this.valueViews = new NDArray[numLayers];
     }
 
     /** @return rows allocated */
@@ -112,6 +123,7 @@ public final class SlotKvCache implements AutoCloseable {
             return;
         }
         settleAll();
+        dropViews();
         int grownRows = Math.max(rows, this.rows);
         int grownCapacity = Math.max(capacity, this.capacity);
         Shape shape = new Shape(grownRows, numKvHeads, grownCapacity, headDim);
@@ -137,6 +149,7 @@ public final class SlotKvCache implements AutoCloseable {
     /** Frees the buffers (every row forgotten); the next {@link #reserve} allocates afresh. */
     public void free() {
         Arrays.fill(unsettled, null);
+        dropViews();
         for (int layer = 0; layer < numLayers; layer++) {
             if (keys[layer] != null) {
                 keys[layer].close();
@@ -287,8 +300,8 @@ public final class SlotKvCache implements AutoCloseable {
         }
         return (layer, k, v) -> {
             settle(layer);
-            NDArray keyRows = firstRows(keys[layer], n, k.getManager()); // (n, H_kv, capacity, D)
-            NDArray valueRows = firstRows(values[layer], n, k.getManager());
+            NDArray keyRows = firstRows(keys, keyViews, layer, n); // (n, H_kv, capacity, D)
+            NDArray valueRows = firstRows(values, valueViews, layer, n);
             KeyValues kv = KeyValues.withRowLengths(
                     new KeyValues.Pending(keyRows, valueRows, k, v, -1, slots), rowLengths, k.getManager());
             unsettled[layer] = kv;
@@ -351,16 +364,46 @@ public final class SlotKvCache implements AutoCloseable {
         return Arrays.copyOf(lengths, n);
     }
 
-    /** A view of the first {@code n} rows, on {@code viewManager}; the buffer itself for all rows. */
-    private NDArray firstRows(NDArray buffer, int n, NDManager viewManager) {
+    /**
+     * A view of the first {@code n} rows of a layer's buffer, kept on the cache's manager until the
+     * rows decoding change or the buffers are made anew; the buffer itself for all rows.
+     */
+    private NDArray firstRows(NDArray[] buffers, NDArray[] views, int layer, int n) {
         if (n == rows) {
-            return buffer;
+            return buffers[layer];
         }
-        NDList parts = buffer.split(new long[] {n}, 0); // [:n], [n:]
-        parts.get(1).close();
-        NDArray view = parts.get(0);
-        view.attach(viewManager);
-        return view;
+        if (n != viewRows) {
+            settleAll(); // the last step's pending writes may still go through the views dropped here
+            dropViews();
+            viewRows = n;
+        }
+        if (views[layer] == null) {
+            NDList parts = buffers[layer].split(new long[] {n}, 0); // [:n], [n:]
+            parts.get(1).close();
+            views[layer] = parts.get(0); // on the buffer's manager, the cache's
+        }
+        return views[layer];
+    }
+
+    /**
+     * Frees the views the decode steps kept of the rows they read (made anew by the next one): a
+     * loop with no row decoding holds nothing but the buffers.
+     */
+    public void releaseViews() {
+        settleAll();
+        dropViews();
+    }
+
+    private void dropViews() {
+        for (int layer = 0; layer < numLayers; layer++) {
+            for (NDArray[] views : new NDArray[][] {keyViews, valueViews}) {
+                if (views[layer] != null) {
+                    views[layer].close();
+                    views[layer] = null;
+                }
+            }
+        }
+        viewRows = 0;
     }
 
     private NDArray oneRow(NDArray buffer, int row, NDManager viewManager) {

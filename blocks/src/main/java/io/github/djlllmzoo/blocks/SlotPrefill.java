@@ -4,7 +4,7 @@ import ai.djl.ndarray.NDArray;
 
 /**
  * One prefill pass over a chunk of a prompt into a row of a {@link SlotKvCache}
- * ({@link CausalLmBlock#startPrefillSlot}), whose layers run a few at a time: a decode loop runs some
+ * ({@link SlotPasses#startPrefill}), whose layers run a few at a time: a decode loop runs some
  * of them each step, between the running rows' decode steps, so what a joining prompt adds to a
  * step is bounded by layers as well as by tokens. The layers compute exactly what one pass would
  * (the same chunk, the same operations, in the same order), so a prompt's output does not depend on

@@ -121,6 +121,16 @@ final class ServeCommand implements Callable<Integer> {
     String prefillStep;
 
     @Option(
+            names = "--prefill-rows",
+            defaultValue = "" + ServerOptions.DEFAULT_PREFILL_ROWS,
+            paramLabel = "N",
+            description =
+                    "Most requests' prompts prefilled beside the --max-batch decoding rows, each into a KV pool"
+                            + " row of its own, taking a decode row as soon as one is free (0: a prompt is"
+                            + " prefilled only once a decode row is free) (default: ${DEFAULT-VALUE}).")
+    int prefillRows;
+
+    @Option(
             names = "--prefix-cache-tokens",
             paramLabel = "N",
             description =
@@ -216,6 +226,7 @@ final class ServeCommand implements Callable<Integer> {
                             .withScheduling(maxConcurrency, maxBatch, Duration.ofMillis(batchWaitMs))
                             .withKvPool(kvCacheTokens, prefillChunk)
                             .withPrefillStep(prefillStepTokens())
+                            .withPrefillRows(prefillRows)
                             .withPrefixCache(
                                     prefixCacheTokens != null
                                             ? prefixCacheTokens

@@ -4,6 +4,7 @@ import ai.djl.ndarray.NDManager;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.blocks.SlotKvCache;
+import io.github.djlllmzoo.blocks.SlotPasses;
 import io.github.djlllmzoo.translators.ContinuousBatch;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
@@ -41,7 +42,8 @@ import org.slf4j.LoggerFactory;
  *       #trySubmit} refuses more instead of queueing them, once it has checked, for some 130 ms,
  *       that no stream's client has gone.
  *   <li>Joining: the oldest waiting job joins as soon as the batch has rows for its sequences
- *       ({@code maxBatch}) and the KV pool room for their reservations ({@code prompt + max_tokens}
+ *       ({@code maxBatch} decoding, {@code prefillRows} more prefilled beside them, each taking a
+ *       decode row once one is free) and the KV pool room for their reservations ({@code prompt + max_tokens}
  *       each, {@code kvCacheTokens} in all); jobs join in order, so a long one is not overtaken
  *       forever. A job that could never fit is refused by {@link #neverFits} before it is submitted.
  *   <li>Leaving: a sequence leaves at the step it ends (EOS, stop string, budget, its client gone, the
@@ -143,11 +145,16 @@ public final class GenerationScheduler implements AutoCloseable {
         long budget = options.kvCacheTokens() > 0 ? options.kvCacheTokens() : defaultBudget(block, manager);
         // by default a joining prompt's chunk runs as long as a decode pass a step: the running
         // streams' time between tokens stays about twice a plain step's (docs/serving-production.md)
-        this.batch = new ContinuousBatch(block, manager, maxBatch, budget, options.prefillChunk(),
-                options.prefillStepTokens() == ServerOptions.PREFILL_STEP_AS_LONG_AS_DECODE
+        this.batch = ContinuousBatch.builder(block, manager)
+                .maxRows(maxBatch)
+                .prefillRows(options.prefillRows())
+                .tokenBudget(budget)
+                .prefillChunk(options.prefillChunk())
+                .prefillStepTokens(options.prefillStepTokens() == ServerOptions.PREFILL_STEP_AS_LONG_AS_DECODE
                         ? ContinuousBatch.PREFILL_AS_LONG_AS_DECODE
-                        : options.prefillStepTokens(),
-                options.prefixCacheTokens(budget));
+                        : options.prefillStepTokens())
+                .prefixCacheTokens(options.prefixCacheTokens(budget))
+                .build();
         this.loop = new Thread(this::loop, "llmzoo-decode-loop");
         loop.setDaemon(true);
         loop.start();
@@ -156,7 +163,7 @@ public final class GenerationScheduler implements AutoCloseable {
     /** {@link KvPoolBudget#defaultTokens}, said in the log: the pool is allocated at it. */
     private long defaultBudget(CausalLmBlock block, NDManager manager) {
         long bytesPerToken;
-        try (SlotKvCache shape = block.newSlotCache(manager)) { // holds no buffers until reserved
+        try (SlotKvCache shape = new SlotPasses(block).newCache(manager)) { // holds no buffers until reserved
             bytesPerToken = shape.bytesPerPosition();
         }
         long available = KvPoolBudget.availableBytes();

@@ -38,6 +38,10 @@ import java.util.Locale;
  *     running streams' time between tokens about doubles while a prompt joins), else this many
  *     tokens' worth of its layers; {@code prefillChunk} or more runs a whole chunk a step (the
  *     joining prompt's first token sooner, the running streams waiting a whole chunk)
+ * @param prefillRows the most requests' sequences prefilled beside the {@code maxBatch} decoding ones,
+ *     each into a KV pool row of its own, that take a decode row as soon as one is free (0: a
+ *     prompt is prefilled only once a decode row is free, which then waits for it); the pool's
+ *     budget is shared by all {@code maxBatch + prefillRows} rows
  */
 public record ServerOptions(
         String host,
@@ -53,7 +57,8 @@ public record ServerOptions(
         long kvCacheTokens,
         int prefillChunk,
         long prefixCacheTokens,
-        int prefillStepTokens) {
+        int prefillStepTokens,
+        int prefillRows) {
 
     /**
      * Why a server has no worker count: one decode loop owns the model, spreading each step over every
@@ -69,6 +74,12 @@ public record ServerOptions(
     /** The {@link #prefillStepTokens} that bounds a step's prefill by the decode pass's time: the default. */
     public static final int PREFILL_STEP_AS_LONG_AS_DECODE = 0;
 
+    /**
+     * The sequences prefilled beside the decoding ones when not told otherwise: one ready to take
+     * the next free decode row while the next is prefilled (docs/PERFORMANCE.md, session 17).
+     */
+    public static final int DEFAULT_PREFILL_ROWS = 2;
+
     /** The prefix cache's budget that means a quarter of the KV pool's ({@link #prefixCacheTokens}). */
     public static final long DEFAULT_PREFIX_CACHE = -1;
 
@@ -78,7 +89,8 @@ public record ServerOptions(
     /**
      * Loopback, port 8080, 32 requests, batches of 8, 5 ms wait, retry after
      * 1 s, no API key, requests ended after 10 minutes, 30 s to drain, a KV pool of 8 × the context
-     * window, prompts prefilled 64 tokens a step, a prefix cache of a quarter of the pool's budget.
+     * window, prompts prefilled 64 tokens a step, 2 of them beside the decoding rows, a prefix cache
+     * of a quarter of the pool's budget.
      */
     public static final ServerOptions DEFAULTS =
             new ServerOptions(
@@ -95,7 +107,8 @@ public record ServerOptions(
                     0,
                     DEFAULT_PREFILL_CHUNK,
                     DEFAULT_PREFIX_CACHE,
-                    PREFILL_STEP_AS_LONG_AS_DECODE);
+                    PREFILL_STEP_AS_LONG_AS_DECODE,
+                    DEFAULT_PREFILL_ROWS);
 
     /**
      * Validates the values; each message names the option at fault.
@@ -119,6 +132,7 @@ public record ServerOptions(
      *     #DEFAULT_PREFIX_CACHE} means a quarter of the KV pool's budget
      * @param prefillStepTokens {@link #PREFILL_STEP_AS_LONG_AS_DECODE}, or the tokens' worth of a
      *     joining chunk's layers a step runs while sequences decode
+     * @param prefillRows the most sequences prefilled beside the {@code maxBatch} decoding ones
      */
     public ServerOptions {
         if (host == null || host.isBlank()) {
@@ -128,6 +142,7 @@ public record ServerOptions(
         require(maxConcurrency >= 1, "maxConcurrency must be at least 1", maxConcurrency);
         require(maxBatch >= 1, "maxBatch must be at least 1", maxBatch);
         require(prefillChunk >= 1, "prefillChunk must be at least 1", prefillChunk);
+        require(prefillRows >= 0, "prefillRows must be >= 0", prefillRows);
         require(prefillStepTokens >= 0, "prefillStepTokens must be >= 0 (0: as long as a decode pass)", prefillStepTokens);
         if (kvCacheTokens < 0) {
             throw new IllegalArgumentException("kvCacheTokens must be >= 0 (0: the default), got " + kvCacheTokens);
@@ -192,6 +207,8 @@ public record ServerOptions(
                 + prefixCacheTokens
                 + ", prefillStepTokens="
                 + prefillStepTokens
+                + ", prefillRows="
+                + prefillRows
                 + "]";
     }
 
@@ -267,7 +284,8 @@ public record ServerOptions(
                 kvCacheTokens,
                 prefillChunk,
                 prefixCacheTokens,
-                prefillStepTokens);
+                prefillStepTokens,
+                prefillRows);
     }
 
     /**
@@ -289,7 +307,8 @@ public record ServerOptions(
                 kvCacheTokens,
                 prefillChunk,
                 prefixCacheTokens,
-                prefillStepTokens);
+                prefillStepTokens,
+                prefillRows);
     }
 
     /**
@@ -313,7 +332,8 @@ public record ServerOptions(
                 kvCacheTokens,
                 prefillChunk,
                 prefixCacheTokens,
-                prefillStepTokens);
+                prefillStepTokens,
+                prefillRows);
     }
 
     /**
@@ -357,7 +377,8 @@ public record ServerOptions(
                 tokens,
                 chunk,
                 prefixCacheTokens,
-                prefillStepTokens);
+                prefillStepTokens,
+                prefillRows);
     }
 
     /**
@@ -380,7 +401,8 @@ public record ServerOptions(
                 kvCacheTokens,
                 prefillChunk,
                 tokens,
-                prefillStepTokens);
+                prefillStepTokens,
+                prefillRows);
     }
 
     /**
@@ -403,7 +425,31 @@ public record ServerOptions(
                 kvCacheTokens,
                 prefillChunk,
                 prefixCacheTokens,
-                tokens);
+                tokens,
+                prefillRows);
+    }
+
+    /**
+     * @param rows the most sequences prefilled beside the {@code maxBatch} decoding ones (0: none)
+     * @return a copy prefilling so
+     */
+    public ServerOptions withPrefillRows(int rows) {
+        return new ServerOptions(
+                host,
+                port,
+                modelId,
+                maxConcurrency,
+                maxBatch,
+                batchWait,
+                retryAfterSeconds,
+                apiKeys,
+                requestTimeout,
+                drainTimeout,
+                kvCacheTokens,
+                prefillChunk,
+                prefixCacheTokens,
+                prefillStepTokens,
+                rows);
     }
 
     /**
@@ -436,7 +482,8 @@ public record ServerOptions(
                 kvCacheTokens,
                 prefillChunk,
                 prefixCacheTokens,
-                prefillStepTokens);
+                prefillStepTokens,
+                prefillRows);
     }
 
     /**
@@ -459,6 +506,7 @@ public record ServerOptions(
                 kvCacheTokens,
                 prefillChunk,
                 prefixCacheTokens,
-                prefillStepTokens);
+                prefillStepTokens,
+                prefillRows);
     }
 }

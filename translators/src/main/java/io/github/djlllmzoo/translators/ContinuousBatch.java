@@ -7,6 +7,7 @@ import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.blocks.SlotKvCache;
+import io.github.djlllmzoo.blocks.SlotPasses;
 import io.github.djlllmzoo.blocks.SlotPrefill;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -28,13 +29,21 @@ import java.util.List;
  * row goes to the next. Each sequence computes what it would alone: its own positions, its own keys
  * and values, its own sampler.
  *
+ * <p>At most {@code maxRows} sequences decode together; with {@code prefillRows} ({@link
+ * Builder#prefillRows}) as many more join beside them, their prompts prefilled into rows of the pool
+ * of their own while the decode rows are full. A prefilled sequence (its first token taken) takes a
+ * decode row at the step one is free, so a row whose sequence ended decodes again at once instead
+ * of staying empty while the next prompt is prefilled (vLLM's scheduler counts running sequences
+ * the same way, llama.cpp's server prefills a slot beside those generating).
+ *
  * <p>The cache is a pool under a token budget: its buffers hold (rows, capacity) positions, the
- * capacity at least every row's share of the budget ({@code tokenBudget / maxRows}, within the
+ * capacity at least every row's share of the budget ({@code tokenBudget / (maxRows + prefillRows)}, within the
  * context window) and the longest reservation ({@code prompt + budget}) of the sequences it held
  * since it was last made, the rows as many of the batch's as the budget allows at that capacity, so
  * it is allocated once ahead rather than grown (copied) while sequences run; a sequence joins
  * only if the pool then still holds at most {@code tokenBudget} positions ({@link #canJoin}), so
- * memory is never over-committed. The buffers stay allocated between busy periods (made afresh only
+ * memory is never over-committed (the rows of a pool made ahead are {@code maxRows + prefillRows},
+ * each a share of the budget). The buffers stay allocated between busy periods (made afresh only
  * when an empty pool is too short for a new sequence). Joined sequences that wait for their prefill
  * keep their rows.
  *
@@ -63,10 +72,12 @@ public final class ContinuousBatch implements AutoCloseable {
     private static final int RECENT_DECODE_PASSES = 16;
 
     private final CausalLmBlock model;
+    private final SlotPasses passes;
     private final NDManager manager;
     private final SlotKvCache cache;
     private final PrefixCache prefixes;
     private final int maxRows;
+    private final int prefillRows;
     private final long tokenBudget;
     private final int prefillChunk;
     private final int prefillStepTokens;
@@ -78,12 +89,13 @@ public final class ContinuousBatch implements AutoCloseable {
     private final long[] recentDecodeNanos = new long[RECENT_DECODE_PASSES];
     private int decodePasses;
     private final int vocab;
-    /** Rows [0, decoding) are decoding; a prefilling sequence holds {@code prefillRow}. */
+    /** Rows [0, decoding) are decoding; a prefilling or prefilled sequence holds a row past them. */
     private final Row[] rows;
     private final ArrayDeque<Row> waiting = new ArrayDeque<>();
+    /** Prefilled sequences (their first token taken) waiting for a decode row, oldest first. */
+    private final ArrayDeque<Row> ready = new ArrayDeque<>();
     private volatile int decoding;
     private Row prefilling;
-    private int prefillRow = -1;
     /** The prefilling sequence's chunk whose layers are partly run, on its own manager. */
     private SlotPrefill pass;
     private NDManager passManager;
@@ -110,6 +122,8 @@ public final class ContinuousBatch implements AutoCloseable {
         final long[] prompt;
         final int need;
         int prefilled;
+        /** The cache row it holds once its prefill started (-1 before). */
+        int slot = -1;
 
         Row(SequenceState state, int need) {
             this.state = state;
@@ -170,21 +184,135 @@ public final class ContinuousBatch implements AutoCloseable {
             int prefillChunk,
             int prefillStepTokens,
             long prefixCacheTokens) {
-        if (maxRows < 1 || tokenBudget < 1 || prefillChunk < 1 || prefillStepTokens < PREFILL_AS_LONG_AS_DECODE) {
-            throw new IllegalArgumentException("maxRows, tokenBudget and prefillChunk must be at least 1 and"
-                    + " prefillStepTokens at least " + PREFILL_AS_LONG_AS_DECODE + ", got " + maxRows + ", "
-                    + tokenBudget + ", " + prefillChunk + ", " + prefillStepTokens);
+        this(builder(model, manager).maxRows(maxRows).tokenBudget(tokenBudget).prefillChunk(prefillChunk)
+                .prefillStepTokens(prefillStepTokens).prefixCacheTokens(prefixCacheTokens));
+    }
+
+    private ContinuousBatch(Builder b) {
+        CausalLmBlock model = b.model;
+        NDManager manager = b.manager;
+        int maxRows = b.maxRows;
+        int prefillChunk = b.prefillChunk;
+        int prefillStepTokens = b.prefillStepTokens;
+        long tokenBudget = b.tokenBudget;
+        if (maxRows < 1 || b.prefillRows < 0 || tokenBudget < 1 || prefillChunk < 1
+                || prefillStepTokens < PREFILL_AS_LONG_AS_DECODE) {
+            throw new IllegalArgumentException("maxRows, tokenBudget and prefillChunk must be at least 1,"
+                    + " prefillRows at least 0 and prefillStepTokens at least " + PREFILL_AS_LONG_AS_DECODE + ", got "
+                    + maxRows + ", " + tokenBudget + ", " + prefillChunk + ", " + b.prefillRows + ", "
+                    + prefillStepTokens);
         }
+        this.prefillRows = b.prefillRows;
         this.prefillStepTokens = prefillStepTokens;
         this.model = model;
         this.manager = manager;
-        this.cache = model.newSlotCache(manager);
-        this.prefixes = new PrefixCache(manager, prefixCacheTokens, prefillChunk);
+        this.passes = new SlotPasses(model);
+        this.cache = passes.newCache(manager);
+        this.prefixes = new PrefixCache(manager, b.prefixCacheTokens, prefillChunk);
         this.maxRows = maxRows;
         this.tokenBudget = tokenBudget;
         this.prefillChunk = prefillChunk;
         this.vocab = model.config().vocabSize();
         this.rows = new Row[maxRows];
+    }
+
+    /**
+     * A batch to configure: {@code maxRows} 1, no prefill rows, a budget of one context window,
+     * chunks of 64 tokens run whole, no prefix cache.
+     *
+     * @param model the model block, its parameters loaded
+     * @param manager a manager on the model's device; the cache and each step use sub-managers
+     * @return the builder
+     */
+    public static Builder builder(CausalLmBlock model, NDManager manager) {
+        return new Builder(model, manager);
+    }
+
+    /** How a {@link ContinuousBatch} is made; each setter says what it bounds. */
+    public static final class Builder {
+        private final CausalLmBlock model;
+        private final NDManager manager;
+        private int maxRows = 1;
+        private int prefillRows;
+        private long tokenBudget;
+        private int prefillChunk = 64;
+        private int prefillStepTokens = -1;
+        private long prefixCacheTokens;
+
+        private Builder(CausalLmBlock model, NDManager manager) {
+            this.model = model;
+            this.manager = manager;
+            this.tokenBudget = model.config().maxPositions();
+        }
+
+        /**
+         * @param rows the most sequences decoding together (≥ 1)
+         * @return this builder
+         */
+        public Builder maxRows(int rows) {
+            this.maxRows = rows;
+            return this;
+        }
+
+        /**
+         * Rows of the pool beside the decode rows where prompts are prefilled ahead: a sequence joins
+         * while the batch holds fewer than {@code maxRows + rows} sequences, is prefilled into a row of
+         * its own and takes a decode row as soon as one is free, so a row whose sequence ended
+         * decodes again at the next step rather than after the next prompt's prefill.
+         *
+         * @param rows the most sequences beside the decoding ones (≥ 0; 0: a prompt's prefill
+         *     starts only once it has a decode row)
+         * @return this builder
+         */
+        public Builder prefillRows(int rows) {
+            this.prefillRows = rows;
+            return this;
+        }
+
+        /**
+         * @param tokens the most positions the pool may hold (rows × capacity, ≥ 1)
+         * @return this builder
+         */
+        public Builder tokenBudget(long tokens) {
+            this.tokenBudget = tokens;
+            return this;
+        }
+
+        /**
+         * @param tokens the most prompt tokens one prefill pass takes (≥ 1)
+         * @return this builder
+         */
+        public Builder prefillChunk(int tokens) {
+            this.prefillChunk = tokens;
+            return this;
+        }
+
+        /**
+         * @param tokens the prefill work one step may do while sequences decode, as the constructor
+         *     of the same parameter says (default: whole chunks)
+         * @return this builder
+         */
+        public Builder prefillStepTokens(int tokens) {
+            this.prefillStepTokens = tokens;
+            return this;
+        }
+
+        /**
+         * @param tokens the most prompt positions the {@link PrefixCache} keeps (0: none)
+         * @return this builder
+         */
+        public Builder prefixCacheTokens(long tokens) {
+            this.prefixCacheTokens = tokens;
+            return this;
+        }
+
+        /** @return the batch */
+        public ContinuousBatch build() {
+            if (prefillStepTokens == -1) {
+                prefillStepTokens = prefillChunk;
+            }
+            return new ContinuousBatch(this);
+        }
     }
 
     /**
@@ -221,7 +349,7 @@ public final class ContinuousBatch implements AutoCloseable {
      */
     public boolean canJoin(int count, int need) {
         int[] pool = poolFor(count, need);
-        return inUse() + count <= maxRows && (long) pool[0] * pool[1] <= tokenBudget;
+        return inUse() + count <= maxRows + prefillRows && (long) pool[0] * pool[1] <= tokenBudget;
     }
 
     /**
@@ -240,14 +368,14 @@ public final class ContinuousBatch implements AutoCloseable {
         int capacity = Math.max(need, fresh ? rowShare() : cache.capacity());
         if (inUse + count > rows || capacity > cache.capacity()) {
             long fit = tokenBudget / Math.max(capacity, 1);
-            rows = (int) Math.max(Math.max(rows, inUse + count), Math.min(maxRows, fit));
+            rows = (int) Math.max(Math.max(rows, inUse + count), Math.min(maxRows + prefillRows, fit));
         }
         return new int[] {rows, capacity};
     }
 
     /** Positions per row where every one of the batch's rows takes an equal share of the budget. */
     private int rowShare() {
-        return (int) Math.min(cache.maxCapacity(), tokenBudget / maxRows);
+        return (int) Math.min(cache.maxCapacity(), tokenBudget / (maxRows + prefillRows));
     }
 
     /**
@@ -284,30 +412,35 @@ public final class ContinuousBatch implements AutoCloseable {
     }
 
     /**
-     * One iteration: drops the sequences that must end before their next token, prefills one chunk
-     * of the oldest joining sequence's prompt, then decodes one token of every running sequence.
-     * Sequences that end leave at once.
+     * One iteration: drops the sequences that must end before their next token, gives free decode
+     * rows to prefilled sequences, prefills one chunk of the oldest joining sequence's prompt, then
+     * decodes one token of every running sequence (one prefilled in this step included, where a row
+     * is free). Sequences that end leave at once.
      *
      * @return sequences still in the batch (running or joining)
      */
     public int step() {
         dropEnded();
+        takeDecodeRows();
         if (prefilling == null && !waiting.isEmpty()) {
             prefilling = waiting.pollFirst();
-            prefillRow = decoding;
-            cache.clear(prefillRow);
+            prefilling.slot = freeRow();
+            cache.clear(prefilling.slot);
             long start = System.nanoTime();
-            prefilling.prefilled = prefixes.restore(prefilling.prompt, prefilling.state.adapter(), cache, prefillRow);
+            prefilling.prefilled =
+                    prefixes.restore(prefilling.prompt, prefilling.state.adapter(), cache, prefilling.slot);
             prefixNanos += System.nanoTime() - start;
         }
         if (prefilling != null) {
             prefillChunk();
         }
+        takeDecodeRows(); // a prompt prefilled now decodes in this step
         if (decoding > 0) {
             decode();
         }
         if (decoding == 0) {
             releaseRowAdapters(); // nothing of the adapters' is kept while no row decodes
+            cache.releaseViews(); // nor the decode steps' views of the buffers
         }
         joined = inUse();
         held = heldNow();
@@ -321,7 +454,55 @@ public final class ContinuousBatch implements AutoCloseable {
         for (int r = 0; r < decoding; r++) {
             sum += cache.length(r);
         }
-        return prefilling == null ? sum : sum + cache.length(prefillRow);
+        for (Row row : ready) {
+            sum += cache.length(row.slot);
+        }
+        return prefilling == null ? sum : sum + cache.length(prefilling.slot);
+    }
+
+    /**
+     * The lowest row past the decoding ones that no prefilled sequence holds, for a prompt whose
+     * prefill starts: where no sequence waits for a decode row, the row it will decode in.
+     */
+    private int freeRow() {
+        for (int r = decoding; r < cache.rows(); r++) {
+            if (heldByReady(r) == null) {
+                return r;
+            }
+        }
+        throw new IllegalStateException("no free row among " + cache.rows() + " for " + inUse() + " sequences");
+    }
+
+    private Row heldByReady(int slot) {
+        for (Row row : ready) {
+            if (row.slot == slot) {
+                return row;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Gives free decode rows to prefilled sequences, oldest first; one already in the row decodes
+     * there without a copy. A row the prefilling sequence's pass writes into is left to it until its
+     * prompt is in (its first token then taken, it decodes there).
+     */
+    private void takeDecodeRows() {
+        while (decoding < maxRows && !ready.isEmpty()) {
+            Row next = heldByReady(decoding);
+            if (next == null) {
+                if (prefilling != null && prefilling.slot == decoding) {
+                    return;
+                }
+                next = ready.peekFirst();
+                long start = System.nanoTime();
+                cache.move(next.slot, decoding);
+                poolNanos += System.nanoTime() - start;
+            }
+            ready.remove(next);
+            next.slot = decoding;
+            rows[decoding++] = next;
+        }
     }
 
     /** Runs the pass's layers this step may: all of them where no sequence decodes, else its budget. */
@@ -370,7 +551,7 @@ public final class ContinuousBatch implements AutoCloseable {
                 passManager = manager.newSubManager();
                 NDArray ids = passManager.create(
                         Arrays.copyOfRange(row.prompt, row.prefilled, row.prefilled + t), new Shape(1, t));
-                pass = model.startPrefillSlot(ids, cache, prefillRow);
+                pass = passes.startPrefill(ids, cache, row.slot);
             }
             runLayers(start);
             if (!pass.done()) {
@@ -392,20 +573,16 @@ public final class ContinuousBatch implements AutoCloseable {
         }
         prefilling = null;
         start = System.nanoTime();
-        prefixes.store(row.prompt, row.state.adapter(), cache, prefillRow);
+        prefixes.store(row.prompt, row.state.adapter(), cache, row.slot);
         prefixNanos += System.nanoTime() - start;
         start = System.nanoTime();
         boolean ended = row.state.advance(logits);
         sampleNanos += System.nanoTime() - start;
         if (ended) {
-            cache.clear(prefillRow);
+            cache.clear(row.slot);
             return;
         }
-        start = System.nanoTime();
-        cache.move(prefillRow, decoding); // a no-op where no decoding row left meanwhile
-        poolNanos += System.nanoTime() - start;
-        rows[decoding] = row;
-        decoding++;
+        ready.addLast(row); // takes a decode row once one is free (this step, where one is)
     }
 
     private void decode() {
@@ -420,7 +597,7 @@ public final class ContinuousBatch implements AutoCloseable {
         NDManager step = manager.newSubManager();
         try {
             NDArray ids = step.create(next, new Shape(n, 1));
-            logits = model.decodeSlots(ids, cache).toType(DataType.FLOAT32, false).toFloatArray(); // (n * V)
+            logits = passes.decode(ids, cache).toType(DataType.FLOAT32, false).toFloatArray(); // (n * V)
         } finally {
             model.kernels().closeStep(step);
         }
@@ -472,9 +649,16 @@ public final class ContinuousBatch implements AutoCloseable {
         }
         if (prefilling != null && prefilling.state.endIfDue()) {
             dropPass();
-            cache.clear(prefillRow);
+            cache.clear(prefilling.slot);
             prefilling = null;
         }
+        ready.removeIf(row -> {
+            boolean ended = row.state.endIfDue();
+            if (ended) {
+                cache.clear(row.slot);
+            }
+            return ended;
+        });
         waiting.removeIf(row -> row.state.endIfDue());
     }
 
@@ -500,7 +684,7 @@ public final class ContinuousBatch implements AutoCloseable {
         rows[r] = rows[last];
         rows[last] = null;
         decoding = last;
-        // a prefilling row stays where it is (past the decoding rows); it joins their end once prefilled
+        // prefilling and prefilled rows stay where they are (past the decoding rows) until they take a decode row
     }
 
     /**
@@ -518,6 +702,10 @@ public final class ContinuousBatch implements AutoCloseable {
         if (prefilling != null) {
             dropped.add(prefilling.state);
         }
+        for (Row row : ready) {
+            dropped.add(row.state);
+        }
+        ready.clear();
         for (Row row : waiting) {
             dropped.add(row.state);
         }
@@ -533,7 +721,7 @@ public final class ContinuousBatch implements AutoCloseable {
     }
 
     private int inUse() {
-        return decoding + (prefilling == null ? 0 : 1) + waiting.size();
+        return decoding + (prefilling == null ? 0 : 1) + ready.size() + waiting.size();
     }
 
     /** @return sequences in the batch now (decoding, prefilling or waiting for their prefill) */
