@@ -14,20 +14,21 @@
  * super-block's term is
  *   d * xd * sum_j sc_j * sum(q * xq) - sum_j (dmin * m_j) * (xd * sum_j(xq)),
  * the first sum exact in int32 by the ISA's unsigned x signed int8 products of the 4-bit codes
- * themselves (they lie in [0, 15]: no offset needed), their 16-bit pair sums multiplied by the
- * sub-block's 6-bit scale as they are added into int32 lanes (at most 4 * 15 * 127 * 63 a lane and
- * sub-block); then one conversion and fused multiply-add, and one fused multiply-add of the mins' 8
- * lanes, into the same 8 float lanes a super-block and row. The 6-bit scales and mins are unpacked a
- * 32-bit word at a time. So the result is the product of the weight widened exactly with x rounded to
- * its int8 grid per 256 inputs, up to float32 rounding of those few steps. Per variant:
- *   AVX2 (and the AVX-512 library on a CPU without AVX512_VNNI): 32 code bytes a step, vpmaddubsw
- *     (codes unsigned, x signed: pair sums at most 2 * 15 * 127, no saturation), vpmaddwd by the scale
- *     (broadcast by one vpshufb), vpaddd;
- *   AVX-512 with AVX512_VNNI (checked at run time): 64 code bytes a step, each nibble's 64 codes (two
- *     sub-blocks) in one 512-bit vpmaddubsw and one vpdpwssd by the two scales (one vpermw), x's groups
- *     laid out to match;
+ * themselves (they lie in [0, 15]: no offset needed), scaled per sub-block by its 6-bit scale; then one
+ * conversion and fused multiply-add, and one fused multiply-add of the mins, into a row's float lanes. The
+ * 6-bit scales and mins are unpacked a 32-bit word at a time. So the result is the product of the weight
+ * widened exactly with x rounded to its int8 grid per 256 inputs, up to float32 rounding of those few
+ * steps. A super-block's codes are loaded and unpacked once for all rows, each row its own accumulators,
+ * and on x86 transposed in registers (x laid out to match when it is quantized) so that a row's products
+ * of the whole block add into one register before its float32 step (taking each sub-block apart had
+ * cost about twice that a row). A row's sums and their order do not depend on the rows beside it. Per
+ * variant:
+ *   AVX2 (and the AVX-512 library on a CPU without AVX512_VNNI): kq_sums, 8 vpmaddubsw a row, their 16-bit
+ *     sums added per nibble and two vpmaddwd by the lanes' scales;
+ *   AVX-512 with AVX512_VNNI (checked at run time): kq_t512, 4 vpdpbusd a row, each sub-block's sum in
+ *     two lanes, one float32 step of 16 lanes by the lanes' d * sc_j * xd and the mins;
  *   NEON with the dot-product extension: sdot, mla by the scale; NEON (ARMv8.0): smull/smlal, saddlp,
- *   mla.
+ *   mla (32 code bytes a step, x in its natural order).
  * One source for every variant, compiled per target as the other kernels (build.sh).
  */
 #include <jni.h>
@@ -73,8 +74,10 @@ static inline __attribute__((always_inline)) float kq_half(const uint8_t *p) {
  * sub-blocks 4-7 in the nibbles of bytes 8-11 with their top 2 bits in the top bits of bytes 0-7.
  */
 static inline __attribute__((always_inline)) void kq_sub_scales(const uint8_t *block, uint64_t *sc, uint64_t *m) {
-    uint32_t w[3];
-    memcpy(w, block + 4, sizeof w);
+    uint32_t w[3]; /* three loads: one copy of the 12 bytes went through the stack (stores, then loads) */
+    memcpy(&w[0], block + 4, 4);
+    memcpy(&w[1], block + 8, 4);
+    memcpy(&w[2], block + 12, 4);
     uint32_t sc_hi = (w[2] & 0x0F0F0F0Fu) | ((w[0] >> 2) & 0x30303030u);
     uint32_t m_hi = ((w[2] >> 4) & 0x0F0F0F0Fu) | ((w[1] >> 2) & 0x30303030u);
     *sc = (w[0] & 0x3F3F3F3Fu) | (uint64_t)sc_hi << 32;
@@ -97,13 +100,32 @@ static inline __attribute__((always_inline)) kq_f8 kq_load_f8(const float *p) {
 /* ---- x quantized per super-block of 256 ---- */
 
 /*
+ * Where each kernel wants x's 256 codes of a super-block: NEON's in their natural order; the x86 kernels'
+ * in the order their transposed weight codes meet them, so that one load of x serves a whole vector of
+ * the weight's codes.
+ */
+enum { KQ_X_NATURAL, KQ_X_T256, KQ_X_T512 };
+
+/* The dword (4 codes) of the natural order that goes to dword `to` (0 to 63) of a row's 256 codes. */
+static int kq_source_dword(int layout, int to) {
+    if (layout == KQ_X_T256) { /* kq_sums' vector v, lane l: sub-block 2 (l % 4) + v / 4, dword v % 4 + 4 (l / 4) */
+        int v = to / 8, l = to % 8;
+        return 8 * (2 * (l % 4) + v / 4) + v % 4 + 4 * (l / 4);
+    }
+    if (layout == KQ_X_T512) { /* kq_t512's vector k, lane l: sub-block l / 2, dword 2k + l % 2 */
+        int k = to / 16, l = to % 16;
+        return 8 * (l / 2) + 2 * k + l % 2;
+    }
+    return to;
+}
+
+/*
  * x's rows as int8 codes, super-block by super-block with every row's 256 codes together (blocks, rows,
- * 256), so the kernel finds a row's codes, scale and sums at a fixed offset from the block's; each row
- * padded with zeros to whole super-blocks (a row of the weight cut short at in needs no other path: its
- * codes past in multiply zeros). A scale per super-block (blocks, rows), and the codes' sums per 32 times
- * that scale (blocks, rows, 8; zeros past in) for the mins' term. With swap set, the second and third
- * group of each 128 inputs trade places: the AVX-512 kernel multiplies the low nibbles of 64 code bytes
- * (sub-blocks 0 and 2 of the 128) by one 64-byte load of x and the high ones (1 and 3) by the next.
+ * 256) in the kernel's layout, so the kernel finds a row's codes, scale and sums at a fixed offset from
+ * the block's; each row padded with zeros to whole super-blocks (a row of the weight cut short at in needs
+ * no other path: its codes past in multiply zeros). A scale per super-block (blocks, rows), and the codes'
+ * sums per 32 times that scale (blocks, rows, lanes; zeros past in) for the mins' term: sub-block j's in
+ * lane j of 8, or for KQ_X_T512 in lane 2j + 1 of 16 (lane 2j is 0), where that kernel's mins are.
  */
 typedef struct {
     int8_t *codes;
@@ -112,23 +134,26 @@ typedef struct {
     int blocks;
 } kq_input;
 
-static int kq_quantize(const float *x, int rows, int in, int swap, kq_input *q) {
-    int blocks = (in + KQ_WEIGHTS - 1) / KQ_WEIGHTS;
+static int kq_quantize(const float *x, int rows, int in, int layout, kq_input *q) {
+    const int blocks = (in + KQ_WEIGHTS - 1) / KQ_WEIGHTS;
+    const int lanes = layout == KQ_X_T512 ? 2 * KQ_SUBS : KQ_SUBS;
     q->blocks = blocks;
-    /* one allocation: the floats first, so they are aligned */
-    size_t floats = (size_t)rows * blocks * (1 + KQ_SUBS);
-    q->scales = malloc(floats * sizeof(float) + (size_t)rows * blocks * KQ_WEIGHTS);
+    /* one allocation, zeros (the padding): the floats first, so they are aligned */
+    size_t cells = (size_t)rows * blocks, floats = cells * (1 + lanes);
+    q->scales = calloc(1, floats * sizeof(float) + cells * KQ_WEIGHTS);
     if (q->scales == NULL) {
         return 0;
     }
-    q->sums = q->scales + (size_t)rows * blocks;
+    q->sums = q->scales + cells;
     q->codes = (int8_t *)(q->scales + floats);
+    uint8_t source[KQ_WEIGHTS / 4];
+    for (int to = 0; to < KQ_WEIGHTS / 4; to++) {
+        source[to] = (uint8_t)kq_source_dword(layout, to);
+    }
     for (int r = 0; r < rows; r++) {
         for (int b = 0; b < blocks; b++) {
             int start = b * KQ_WEIGHTS, count = in - start < KQ_WEIGHTS ? in - start : KQ_WEIGHTS;
             const float *xs = x + (size_t)r * in + start;
-            int8_t *codes = q->codes + ((size_t)b * rows + r) * KQ_WEIGHTS;
-            float *sums = q->sums + ((size_t)b * rows + r) * KQ_SUBS;
             float amax = 0.0f;
             for (int l = 0; l < count; l++) {
                 float a = xs[l] < 0 ? -xs[l] : xs[l];
@@ -136,23 +161,24 @@ static int kq_quantize(const float *x, int rows, int in, int swap, kq_input *q) 
             }
             float d = amax / 127.0f;
             float inverse = d > 0.0f ? 1.0f / d : 0.0f;
-            for (int g = 0; g < KQ_SUBS; g++) {
-                int at = swap && (g & 1) != ((g >> 1) & 1) ? g ^ 3 : g; /* 1 <-> 2 within each 4 */
-                int8_t *to = codes + at * GROUP;
+            size_t cell = (size_t)b * rows + r;
+            int8_t natural[KQ_WEIGHTS] = {0};
+            float *sums = q->sums + cell * lanes;
+            for (int g = 0; g * GROUP < count; g++) {
                 int32_t sum = 0;
-                if (g * GROUP < count) {
-                    for (int l = 0; l < GROUP; l++) {
-                        float v = __builtin_rintf(xs[g * GROUP + l] * inverse); /* ties to even */
-                        int8_t c = (int8_t)(v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v);
-                        to[l] = c;
-                        sum += c;
-                    }
-                } else {
-                    memset(to, 0, GROUP);
+                for (int l = 0; l < GROUP; l++) {
+                    float v = __builtin_rintf(xs[g * GROUP + l] * inverse); /* ties to even */
+                    int8_t c = (int8_t)(v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v);
+                    natural[g * GROUP + l] = c;
+                    sum += c;
                 }
-                sums[g] = d * (float)sum;
+                sums[lanes == KQ_SUBS ? g : 2 * g + 1] = d * (float)sum;
             }
-            q->scales[(size_t)b * rows + r] = d;
+            int8_t *codes = q->codes + cell * KQ_WEIGHTS;
+            for (int to = 0; to < KQ_WEIGHTS / 4; to++) {
+                memcpy(codes + 4 * to, natural + 4 * source[to], 4);
+            }
+            q->scales[cell] = d;
         }
     }
     return 1;
@@ -169,69 +195,50 @@ static inline __attribute__((always_inline)) float kq_hsum(kq_f8 v) {
 /* ---- one super-block's scaled integer sums, sum_j sc_j * (q_j . xq_j), for each row of x ---- */
 
 #if defined(__AVX2__)
-/* The 16-bit lanes of v that hold byte pair (2j, 2j + 1) of each 128-bit half broadcast: scale j. */
-#define KQ_SCALE(v, j) _mm256_shuffle_epi8((v), _mm256_set1_epi16((short)((2 * (j)) | (2 * (j) + 1) << 8)))
-
 /*
- * AVX2 (and the AVX-512 library without AVX512_VNNI): 32 code bytes a step, their low nibbles (sub-block
- * 2p) and high ones (2p + 1) each by 32 inputs with vpmaddubsw (codes unsigned and at most 15: the pair
- * sums cannot saturate), vpmaddwd by the sub-block's scale, added into 8 int32 lanes.
+ * AVX2 (and the AVX-512 library without AVX512_VNNI), x in KQ_X_T256: the block's 128 code bytes (4 loads,
+ * sub-blocks 2p and 2p + 1 in the nibbles of load p) transposed by dwords, once for all rows, into u_c
+ * (c = 0-3) whose lane l holds dword c + 4 (l / 4) of load l % 4, so that lane l of every u_c is sub-block
+ * 2 (l % 4) (low nibbles) or 2 (l % 4) + 1 (high). A row then takes 8 vpmaddubsw (codes unsigned and at most
+ * 15: pair sums at most 2 * 15 * 127), their 16-bit sums added per nibble (4 of them, at most 15,240: no
+ * overflow), and two vpmaddwd by the lanes' scales: 8 int32 lanes whose sum is the block's, where taking
+ * each sub-block apart took 8 vpmaddwd and 8 additions a row.
  */
 static inline __attribute__((always_inline)) void kq_sums(
         int rows, kq_i8 *sums, const uint8_t *qs, uint64_t sc, const int8_t *x) {
     const __m256i mask = _mm256_set1_epi8(0x0F);
-    __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
-    for (int r = 0; r < rows; r++) {
-        sums[r] = (kq_i8){0};
+    /* the 16-bit lanes of dword l take scale 2 (l % 4) (low nibbles) or 2 (l % 4) + 1 (high), 0 above */
+    const __m256i pick_lo = _mm256_setr_epi8(0, -128, 0, -128, 2, -128, 2, -128, 4, -128, 4, -128, 6, -128, 6, -128,
+            0, -128, 0, -128, 2, -128, 2, -128, 4, -128, 4, -128, 6, -128, 6, -128);
+    const __m256i pick_hi = _mm256_add_epi8(pick_lo, _mm256_set1_epi16(1));
+    __m256i y0 = _mm256_loadu_si256((const __m256i *)qs), y1 = _mm256_loadu_si256((const __m256i *)(qs + 32));
+    __m256i y2 = _mm256_loadu_si256((const __m256i *)(qs + 64)), y3 = _mm256_loadu_si256((const __m256i *)(qs + 96));
+    __m256i t0 = _mm256_unpacklo_epi32(y0, y1), t1 = _mm256_unpackhi_epi32(y0, y1);
+    __m256i t2 = _mm256_unpacklo_epi32(y2, y3), t3 = _mm256_unpackhi_epi32(y2, y3);
+    __m256i u[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2), _mm256_unpacklo_epi64(t1, t3),
+        _mm256_unpackhi_epi64(t1, t3)};
+    __m256i lo[4], hi[4];
+    for (int c = 0; c < 4; c++) {
+        lo[c] = _mm256_and_si256(u[c], mask);
+        hi[c] = _mm256_and_si256(_mm256_srli_epi16(u[c], 4), mask);
     }
-    for (int p = 0; p < KQ_SUBS / 2; p++) {
-        __m256i bytes = _mm256_loadu_si256((const __m256i *)(qs + 32 * p));
-        __m256i lo = _mm256_and_si256(bytes, mask), hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
-        __m256i sc_lo = KQ_SCALE(scales, 2 * p), sc_hi = KQ_SCALE(scales, 2 * p + 1);
-        for (int r = 0; r < rows; r++) {
-            const int8_t *xr = x + r * KQ_WEIGHTS + 64 * p;
-            __m256i a = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)xr)), sc_lo);
-            __m256i b = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(xr + 32))), sc_hi);
-            sums[r] += (kq_i8)_mm256_add_epi32(a, b);
+    __m256i scales = _mm256_set1_epi64x((long long)sc);
+    __m256i sc_lo = _mm256_shuffle_epi8(scales, pick_lo), sc_hi = _mm256_shuffle_epi8(scales, pick_hi);
+    for (int r = 0; r < rows; r++) {
+        const __m256i *xr = (const __m256i *)(x + r * KQ_WEIGHTS);
+        __m256i a = _mm256_maddubs_epi16(lo[0], _mm256_loadu_si256(xr));
+        __m256i b = _mm256_maddubs_epi16(hi[0], _mm256_loadu_si256(xr + 4));
+        for (int c = 1; c < 4; c++) {
+            a = _mm256_add_epi16(a, _mm256_maddubs_epi16(lo[c], _mm256_loadu_si256(xr + c)));
+            b = _mm256_add_epi16(b, _mm256_maddubs_epi16(hi[c], _mm256_loadu_si256(xr + 4 + c)));
         }
+        sums[r] = (kq_i8)_mm256_add_epi32(_mm256_madd_epi16(a, sc_lo), _mm256_madd_epi16(b, sc_hi));
     }
 }
+#define KQ_X_LAYOUT KQ_X_T256
 
 #if defined(__AVX512F__)
 #define KQ_VNNI_TARGET __attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni")))
-
-/* The 16-bit lanes of the scales: the first 16 scale j, the next 16 scale k. */
-#define KQ_SCALES2(v, j, k) \
-    _mm512_permutexvar_epi16(_mm512_inserti64x4(_mm512_set1_epi16(j), _mm256_set1_epi16(k), 1), (v))
-
-/*
- * AVX-512 with AVX512_VNNI (x's groups swapped in each 128, kq_quantize): 64 code bytes a step, their low
- * nibbles (sub-blocks 4h and 4h + 2) and high ones (4h + 1, 4h + 3) each by 64 inputs in one 512-bit
- * vpmaddubsw and one vpdpwssd by the two sub-blocks' scales, 16 int32 lanes.
- */
-static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_sums_vnni(
-        int rows, kq_i8 *sums, const uint8_t *qs, uint64_t sc, const int8_t *x) {
-    const __m512i mask = _mm512_set1_epi8(0x0F);
-    __m512i scales = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc)));
-    __m512i acc[KQ_MAX_ROWS];
-    for (int r = 0; r < rows; r++) {
-        acc[r] = _mm512_setzero_si512();
-    }
-    for (int h = 0; h < KQ_SUBS / 4; h++) {
-        __m512i bytes = _mm512_loadu_si512((const void *)(qs + 64 * h));
-        __m512i lo = _mm512_and_si512(bytes, mask), hi = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), mask);
-        __m512i sc_lo = KQ_SCALES2(scales, 4 * h, 4 * h + 2), sc_hi = KQ_SCALES2(scales, 4 * h + 1, 4 * h + 3);
-        for (int r = 0; r < rows; r++) {
-            const int8_t *xr = x + r * KQ_WEIGHTS + 128 * h;
-            acc[r] = _mm512_dpwssd_epi32(acc[r], _mm512_maddubs_epi16(lo, _mm512_loadu_si512((const void *)xr)), sc_lo);
-            acc[r] = _mm512_dpwssd_epi32(
-                    acc[r], _mm512_maddubs_epi16(hi, _mm512_loadu_si512((const void *)(xr + 64))), sc_hi);
-        }
-    }
-    for (int r = 0; r < rows; r++) { /* 16 lanes to 8 */
-        sums[r] = (kq_i8)_mm256_add_epi32(_mm512_castsi512_si256(acc[r]), _mm512_extracti64x4_epi64(acc[r], 1));
-    }
-}
 #endif
 
 #else /* NEON */
@@ -245,7 +252,7 @@ static inline __attribute__((always_inline)) int32x4_t kq_dot16(uint8x16_t codes
 #endif
 }
 
-/* NEON: 32 code bytes a step, each nibble's 32 codes by 32 inputs, mla by the sub-block's scale. */
+/* NEON, x in KQ_X_NATURAL: 32 code bytes a step, each nibble's 32 codes by 32 inputs, mla by the sub-block's scale. */
 static inline __attribute__((always_inline)) void kq_sums(
         int rows, kq_i8 *sums, const uint8_t *qs, uint64_t sc, const int8_t *x) {
     const uint8x16_t mask = vdupq_n_u8(0x0F);
@@ -269,65 +276,165 @@ static inline __attribute__((always_inline)) void kq_sums(
         memcpy((char *)&sums[r] + sizeof lo_acc[r], &hi_acc[r], sizeof hi_acc[r]);
     }
 }
+#define KQ_X_LAYOUT KQ_X_NATURAL
 #endif
-
-/*
- * Outputs [from, to) for ROWS rows of x: each super-block read once for all rows by SUMS (its scaled
- * integer sums per row in 8 int32 lanes), then per row one conversion and fused multiply-add by d * xd,
- * and the mins' term (dmin * m_j) * (xd * sum(xq_j)) taken off the same 8 float lanes.
- */
-#define KQ_COLUMNS_BODY(ROWS, SUMS)                                                                                 \
-    do {                                                                                                            \
-        const int blocks = q.blocks;                                                                                \
-        for (int n = from; n < to; n++) {                                                                           \
-            kq_f8 acc[KQ_MAX_ROWS];                                                                                 \
-            for (int r = 0; r < (ROWS); r++) {                                                                      \
-                acc[r] = (kq_f8){0};                                                                                \
-            }                                                                                                       \
-            const uint8_t *block = codes + (size_t)n * blocks * KQ_BYTES;                                           \
-            const int8_t *xq = q.codes;                                                                             \
-            const float *xd = q.scales, *xs = q.sums;                                                               \
-            for (int b = 0; b < blocks; b++, block += KQ_BYTES) {                                                   \
-                __builtin_prefetch(block + KQ_PREFETCH_BYTES);                                                      \
-                uint64_t sc, m;                                                                                     \
-                kq_sub_scales(block, &sc, &m);                                                                      \
-                kq_i8 sums[KQ_MAX_ROWS];                                                                            \
-                SUMS((ROWS), sums, block + 16, sc, xq);                                                             \
-                float d = kq_half(block);                                                                           \
-                kq_f8 dm = kq_bytes_to_f8(m) * kq_half(block + 2);                                                  \
-                for (int r = 0; r < (ROWS); r++) {                                                                  \
-                    acc[r] = __builtin_convertvector(sums[r], kq_f8) * (d * xd[r]) + acc[r];                        \
-                    acc[r] -= dm * kq_load_f8(xs + r * KQ_SUBS);                                                    \
-                }                                                                                                   \
-                xq += (ROWS) * KQ_WEIGHTS;                                                                          \
-                xd += (ROWS);                                                                                       \
-                xs += (ROWS) * KQ_SUBS;                                                                             \
-            }                                                                                                       \
-            for (int r = 0; r < (ROWS); r++) {                                                                      \
-                out[(size_t)r * out_features + n] = kq_hsum(acc[r]) + (bias ? bias[n] : 0.0f);                      \
-            }                                                                                                       \
-        }                                                                                                           \
-    } while (0)
 
 #define KQ_ARGS const kq_input q, const uint8_t *codes, const float *bias, float *out, int out_features, int from, int to
 
-#define KQ_ROWS(NAME, ATTR, SUMS, R) static ATTR void NAME##_##R(KQ_ARGS) { KQ_COLUMNS_BODY(R, SUMS); }
+/*
+ * Outputs [from, to) for `rows` rows of x: each super-block read once for all rows by kq_sums (its scaled
+ * integer sums per row in 8 int32 lanes), then per row one conversion and fused multiply-add by d * xd,
+ * and the mins' term (dmin * m_j) * (xd * sum(xq_j)) taken off the same 8 float lanes.
+ */
+static inline __attribute__((always_inline)) void kq_columns8(int rows, KQ_ARGS) {
+    const int blocks = q.blocks;
+    for (int n = from; n < to; n++) {
+        kq_f8 acc[KQ_MAX_ROWS];
+        for (int r = 0; r < rows; r++) {
+            acc[r] = (kq_f8){0};
+        }
+        const uint8_t *block = codes + (size_t)n * blocks * KQ_BYTES;
+        const int8_t *xq = q.codes;
+        const float *xd = q.scales, *xs = q.sums;
+        for (int b = 0; b < blocks; b++, block += KQ_BYTES) {
+            __builtin_prefetch(block + KQ_PREFETCH_BYTES);
+            uint64_t sc, m;
+            kq_sub_scales(block, &sc, &m);
+            kq_i8 sums[KQ_MAX_ROWS];
+            kq_sums(rows, sums, block + 16, sc, xq);
+            float d = kq_half(block);
+            kq_f8 dm = kq_bytes_to_f8(m) * kq_half(block + 2);
+            for (int r = 0; r < rows; r++) {
+                acc[r] = __builtin_convertvector(sums[r], kq_f8) * (d * xd[r]) + acc[r];
+                acc[r] -= dm * kq_load_f8(xs + r * KQ_SUBS);
+            }
+            xq += rows * KQ_WEIGHTS;
+            xd += rows;
+            xs += rows * KQ_SUBS;
+        }
+        for (int r = 0; r < rows; r++) {
+            out[(size_t)r * out_features + n] = kq_hsum(acc[r]) + (bias ? bias[n] : 0.0f);
+        }
+    }
+}
+
+#if defined(__AVX512F__)
+/*
+ * AVX-512 with AVX512_VNNI (checked at run time), x in KQ_X_T512. A super-block's 128 code bytes (2 loads)
+ * are transposed once for all rows into 4 vectors, vector k's dword lane l holding dword 2k + l % 2 of
+ * sub-block l / 2 (one two-source dword permutation, a variable shift that brings the odd sub-blocks' high
+ * nibbles down, a mask), so each row's 4 vpdpbusd (codes unsigned, x signed) add into one register that
+ * ends with sub-block j's exact sum in lanes 2j and 2j + 1, and the float32 step runs once a block and row
+ * rather than once a sub-block: one conversion and fused multiply-add by the lanes' d * sc_j times xd, and
+ * one fused multiply-add of the mins, the block's scales and mins as one vector (lane 2j d * sc_j, lane
+ * 2j + 1 dmin * m_j) against x's sums (in lane 2j + 1, 0 in lane 2j). 16 float lanes a row and output,
+ * summed at the end. One row takes two outputs a pass, so each load of x serves both.
+ */
+typedef struct {
+    __m512i codes[4]; /* the transposed codes */
+    __m512 both;      /* lane 2j: d * sc_j, lane 2j + 1: dmin * m_j */
+    __m512 steps;     /* lanes 2j and 2j + 1: d * sc_j */
+} kq_t512_block;
+
+static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512_load(const uint8_t *block, kq_t512_block *t) {
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    /* the odd sub-blocks' lanes take the high nibbles */
+    const __m512i shifts = _mm512_set_epi32(4, 4, 0, 0, 4, 4, 0, 0, 4, 4, 0, 0, 4, 4, 0, 0);
+    /* lane l of vector 0: dword l % 2 of sub-block l / 2, in the 32 dwords of the two loads */
+    const __m512i first = _mm512_set_epi32(25, 24, 25, 24, 17, 16, 17, 16, 9, 8, 9, 8, 1, 0, 1, 0);
+    __builtin_prefetch(block + KQ_PREFETCH_BYTES);
+    __m512i lo = _mm512_loadu_si512((const void *)(block + 16));
+    __m512i hi = _mm512_loadu_si512((const void *)(block + 80));
+    for (int k = 0; k < 4; k++) {
+        __m512i dwords = _mm512_permutex2var_epi32(lo, _mm512_add_epi32(first, _mm512_set1_epi32(2 * k)), hi);
+        t->codes[k] = _mm512_and_si512(_mm512_srlv_epi32(dwords, shifts), nibble);
+    }
+    uint64_t sc, m;
+    kq_sub_scales(block, &sc, &m);
+    uint32_t halves; /* d, dmin */
+    memcpy(&halves, block, sizeof halves);
+    __m128i pairs = _mm_unpacklo_epi8(_mm_cvtsi64_si128((long long)sc), _mm_cvtsi64_si128((long long)m));
+    t->both = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(pairs)), _mm512_cvtph_ps(_mm256_set1_epi32((int)halves)));
+    t->steps = _mm512_moveldup_ps(t->both);
+}
+
+/* Outputs n to n + outputs - 1 (2 only with one row) for `rows` rows. */
+static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int rows, int outputs, int n, KQ_ARGS) {
+    const int blocks = q.blocks;
+    __m512 acc[KQ_MAX_ROWS], second = _mm512_setzero_ps();
+    for (int r = 0; r < rows; r++) {
+        acc[r] = _mm512_setzero_ps();
+    }
+    const uint8_t *block = codes + (size_t)n * blocks * KQ_BYTES;
+    const int8_t *xq = q.codes;
+    const float *xd = q.scales, *xs = q.sums;
+    for (int b = 0; b < blocks; b++, block += KQ_BYTES) {
+        kq_t512_block t, u;
+        kq_t512_load(block, &t);
+        if (outputs == 2) {
+            kq_t512_load(block + (size_t)blocks * KQ_BYTES, &u);
+        }
+        for (int r = 0; r < rows; r++) {
+            const __m512i *xr = (const __m512i *)(xq + r * KQ_WEIGHTS);
+            __m512i s = _mm512_setzero_si512(), s2 = _mm512_setzero_si512();
+            for (int k = 0; k < 4; k++) {
+                __m512i x = _mm512_loadu_si512(xr + k);
+                s = _mm512_dpbusd_epi32(s, t.codes[k], x);
+                if (outputs == 2) {
+                    s2 = _mm512_dpbusd_epi32(s2, u.codes[k], x);
+                }
+            }
+            __m512 xd_r = _mm512_set1_ps(xd[r]), xs_r = _mm512_loadu_ps(xs + r * 2 * KQ_SUBS);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(t.steps, xd_r), acc[r]);
+            acc[r] = _mm512_fnmadd_ps(t.both, xs_r, acc[r]);
+            if (outputs == 2) {
+                second = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s2), _mm512_mul_ps(u.steps, xd_r), second);
+                second = _mm512_fnmadd_ps(u.both, xs_r, second);
+            }
+        }
+        xq += rows * KQ_WEIGHTS;
+        xd += rows;
+        xs += rows * 2 * KQ_SUBS;
+    }
+    for (int r = 0; r < rows; r++) {
+        out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
+    }
+    if (outputs == 2) {
+        out[n + 1] = _mm512_reduce_add_ps(second) + (bias ? bias[n + 1] : 0.0f);
+    }
+}
+
+static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_columns16(int rows, KQ_ARGS) {
+    int n = from;
+    if (rows == 1) { /* two outputs a pass: 1 row 0.16 -> 0.13-0.15 ms, where 2 rows and more were slower */
+        for (; n + 2 <= to; n += 2) {
+            kq_t512(1, 2, n, q, codes, bias, out, out_features, from, to);
+        }
+    }
+    for (; n < to; n++) {
+        kq_t512(rows, 1, n, q, codes, bias, out, out_features, from, to);
+    }
+}
+#endif
+
+#define KQ_ROWS(NAME, ATTR, BODY, R) \
+    static ATTR void NAME##_##R(KQ_ARGS) { BODY(R, q, codes, bias, out, out_features, from, to); }
 
 #define KQ_CASE(NAME, R)                                                                                            \
     case R:                                                                                                         \
         NAME##_##R(q, codes, bias, out, out_features, from, to);                                                    \
         break;
 
-/* NAME(rows, ...): the kernel with the row count fixed (1 to 8), so its loops over the rows unroll. */
-#define KQ_DEFINE(NAME, ATTR, SUMS)                                                                     \
-    KQ_ROWS(NAME, ATTR, SUMS, 1)                                                                        \
-    KQ_ROWS(NAME, ATTR, SUMS, 2)                                                                        \
-    KQ_ROWS(NAME, ATTR, SUMS, 3)                                                                        \
-    KQ_ROWS(NAME, ATTR, SUMS, 4)                                                                        \
-    KQ_ROWS(NAME, ATTR, SUMS, 5)                                                                        \
-    KQ_ROWS(NAME, ATTR, SUMS, 6)                                                                        \
-    KQ_ROWS(NAME, ATTR, SUMS, 7)                                                                        \
-    KQ_ROWS(NAME, ATTR, SUMS, 8)                                                                        \
+/* NAME(rows, ...): BODY with the row count fixed (1 to 8), so its loops over the rows unroll. */
+#define KQ_DEFINE(NAME, ATTR, BODY)                                                                     \
+    KQ_ROWS(NAME, ATTR, BODY, 1)                                                                        \
+    KQ_ROWS(NAME, ATTR, BODY, 2)                                                                        \
+    KQ_ROWS(NAME, ATTR, BODY, 3)                                                                        \
+    KQ_ROWS(NAME, ATTR, BODY, 4)                                                                        \
+    KQ_ROWS(NAME, ATTR, BODY, 5)                                                                        \
+    KQ_ROWS(NAME, ATTR, BODY, 6)                                                                        \
+    KQ_ROWS(NAME, ATTR, BODY, 7)                                                                        \
+    KQ_ROWS(NAME, ATTR, BODY, 8)                                                                        \
     static ATTR void NAME(int rows, KQ_ARGS) {                                                                      \
         switch (rows) {                                                                                             \
             KQ_CASE(NAME, 1)                                                                                        \
@@ -343,9 +450,9 @@ static inline __attribute__((always_inline)) void kq_sums(
         }                                                                                                           \
     }
 
-KQ_DEFINE(kq_columns, , kq_sums)
+KQ_DEFINE(kq_columns, , kq_columns8)
 #if defined(__AVX512F__)
-KQ_DEFINE(kq_columns_vnni, KQ_VNNI_TARGET __attribute__((flatten)), kq_sums_vnni)
+KQ_DEFINE(kq_columns_vnni, KQ_VNNI_TARGET __attribute__((flatten)), kq_columns16)
 
 static int kq_has_vnni(void) {
     __builtin_cpu_init();
@@ -401,13 +508,12 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(
         fail(env, "q4_k product: rows must be at least 1 and in a multiple of 32");
         return;
     }
-    int vnni = kq_vnni();
     int tiles = (rows + KQ_MAX_ROWS - 1) / KQ_MAX_ROWS;
     kq_input *q = calloc((size_t)tiles, sizeof *q);
     int ready = q != NULL;
     for (int t = 0; ready && t < tiles; t++) {
         int count = rows - t * KQ_MAX_ROWS < KQ_MAX_ROWS ? rows - t * KQ_MAX_ROWS : KQ_MAX_ROWS;
-        ready = kq_quantize(x + (size_t)t * KQ_MAX_ROWS * in, count, in, vnni, &q[t]);
+        ready = kq_quantize(x + (size_t)t * KQ_MAX_ROWS * in, count, in, kq_vnni() ? KQ_X_T512 : KQ_X_LAYOUT, &q[t]);
     }
     if (ready) {
         int panel = tiles == 1 ? to - from : KQ_PANEL;

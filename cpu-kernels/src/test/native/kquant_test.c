@@ -6,7 +6,8 @@
  * max|x| / 127, ties to even: what the kernel multiplies, its integer sums exact), so what is left is
  * float32 rounding of the scaled sums: within 1e-5 of the sum of |terms| (about n * 2^-24 of it for a
  * few hundred terms, with room). The widening within an ulp of twice the row's largest magnitude (a
- * fused multiply-add may skip one rounding).
+ * fused multiply-add may skip one rounding). And each row of a product of several equals that row's
+ * product alone, bit for bit.
  */
 #include <jni.h>
 #include <math.h>
@@ -96,18 +97,24 @@ static float uniform(void) {
     return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
 }
 
-static void run(JNIEnv *env, int rows, int in, int out_features, int from, int to) {
+/* A q4_k weight (out_features, in) of random codes, scales and mins; d and dmin float16 of magnitude 2^-12 to 2^-8. */
+static uint8_t *random_weight(int in, int out_features) {
     int blocks = (in + 255) / 256;
     size_t bytes = (size_t)out_features * blocks * 144;
     uint8_t *codes = malloc(bytes);
     for (size_t i = 0; i < bytes; i++) {
         codes[i] = (uint8_t)rand();
     }
-    for (int n = 0; n < out_features * blocks; n++) { /* d, dmin: float16 of magnitude 2^-12 to 2^-8 */
+    for (int n = 0; n < out_features * blocks; n++) {
         uint16_t d = (uint16_t)((3 + rand() % 4) << 10 | rand() % 1024), dmin = (uint16_t)((3 + rand() % 4) << 10);
         memcpy(codes + (size_t)n * 144, &d, 2);
         memcpy(codes + (size_t)n * 144 + 2, &dmin, 2);
     }
+    return codes;
+}
+
+static void run(JNIEnv *env, int rows, int in, int out_features, int from, int to) {
+    uint8_t *codes = random_weight(in, out_features);
     float *x = malloc(sizeof(float) * rows * in), *bias = malloc(sizeof(float) * out_features);
     float *out = calloc((size_t)rows * out_features, sizeof(float));
     double *grid = malloc(sizeof(double) * rows * in);
@@ -155,6 +162,33 @@ static void run(JNIEnv *env, int rows, int in, int out_features, int from, int t
     free(wide);
 }
 
+/*
+ * Each row of a product of 2 to 8 rows equals the product of that row alone, bit for bit: a row's sums and
+ * their order do not depend on the rows beside it (a batch's sequence decodes as it would alone).
+ */
+static void rows_alone(JNIEnv *env, int rows, int in, int out_features) {
+    uint8_t *codes = random_weight(in, out_features);
+    float *x = malloc(sizeof(float) * rows * in), *together = malloc(sizeof(float) * rows * out_features);
+    float *alone = malloc(sizeof(float) * out_features);
+    for (int i = 0; i < rows * in; i++) {
+        x[i] = uniform();
+    }
+    Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(env, NULL, (jobject)x, (jobject)codes, NULL, (jobject)together,
+            rows, in, out_features, 0, out_features);
+    for (int r = 0; r < rows; r++) {
+        Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(env, NULL, (jobject)(x + (size_t)r * in), (jobject)codes, NULL,
+                (jobject)alone, 1, in, out_features, 0, out_features);
+        for (int n = 0; n < out_features; n++) {
+            check(memcmp(&alone[n], &together[(size_t)r * out_features + n], sizeof(float)) == 0, "q4_k row alone",
+                    rows, in, n);
+        }
+    }
+    free(codes);
+    free(x);
+    free(together);
+    free(alone);
+}
+
 int main(void) {
     struct JNINativeInterface_ table;
     memset(&table, 0, sizeof table);
@@ -169,10 +203,15 @@ int main(void) {
         run(env, rows, 288, 13, 2, 11); /* a super-block cut short at one sub-block, a run of columns */
         run(env, rows, 1024 + 96, 5, 0, 5); /* three sub-blocks of the last */
     }
+    run(env, 1, 512, 8, 1, 7); /* one row's outputs two at a time: an even run from an odd column */
+    run(env, 1, 2048 + 32, 6, 0, 5); /* and an odd one, the last super-block one sub-block long */
     run(env, 3, 4096, 40, 1, 40);
     /* a prefill: tiles of 8 rows and a last shorter one, over more than one panel of 64 columns */
     run(env, 21, 288, 150, 3, 147);
     run(env, 9, 512, 70, 0, 70);
+    for (int rows = 2; rows <= 8; rows++) {
+        rows_alone(env, rows, 1024 + 96, 7);
+    }
     printf("%s: %d checks, %d failed\n", failures ? "FAILED" : "passed", checks, failures);
     return failures ? 1 : 0;
 }

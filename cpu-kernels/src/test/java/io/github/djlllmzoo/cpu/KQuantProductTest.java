@@ -9,6 +9,7 @@ import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.CompressedWeight;
 import io.github.djlllmzoo.blocks.RoundingBound;
 import io.github.djlllmzoo.blocks.WeightFormat;
+import java.util.Arrays;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -40,6 +41,25 @@ class KQuantProductTest extends CompressedWeightsTest {
             assertEquals(new Shape(rows, 1, out), actual.getShape());
             assertArrayEquals(expected, actual.toFloatArray(), RoundingBound.ofProduct(onGrid, widened, b, true),
                     "rows " + rows + " bias " + (b != null));
+        }
+    }
+
+    /**
+     * Each row of a decode product of 2 to 8 rows is that row's product alone, bit for bit (a
+     * sequence of a batch decodes as it would alone): the kernel reads a super-block once for all
+     * rows, but a row's sums and their order do not depend on the rows beside it.
+     */
+    @ParameterizedTest
+    @CsvSource({"2, 288, 5", "5, 2048, 9", "8, 1120, 7"})
+    void eachRowOfABatchIsThatRowsProductAlone(int rows, int in, int out) {
+        CompressedWeight weight = compressed(out, in, WeightFormat.Q4_K);
+        float[] xs = manager.randomNormal(new Shape(rows, 1, in)).toFloatArray();
+        NDArray x = manager.create(xs, new Shape(rows, 1, in));
+        float[] together = CompressedProduct.multiply(x, weight, null, rows).toFloatArray();
+        for (int r = 0; r < rows; r++) {
+            NDArray row = manager.create(Arrays.copyOfRange(xs, r * in, (r + 1) * in), new Shape(1, 1, in));
+            float[] alone = CompressedProduct.multiply(row, weight, null, 1).toFloatArray();
+            assertArrayEquals(alone, Arrays.copyOfRange(together, r * out, (r + 1) * out), "row " + r);
         }
     }
 
