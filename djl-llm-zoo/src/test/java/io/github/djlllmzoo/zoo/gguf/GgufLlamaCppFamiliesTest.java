@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import ai.djl.ndarray.NDManager;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
-import ai.djl.ndarray.NDManager;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.zoo.LocalModel;
 import java.nio.charset.StandardCharsets;
