@@ -1,7 +1,7 @@
 // llmzoo_f32_attention(params): attention in float32 where the KV cache is F32, on any llama.cpp.
-// Since its flash_attn_type (Aug 2025; default AUTO) llama.cpp runs flash attention on the CPU and
+// Since e81b8e4b (2025-08-30; flash_attn_type, default AUTO) llama.cpp runs flash attention on the CPU and
 // casts an F32 KV cache to F16 for it (src/llama-graph.cpp, build_attn_mha: "k = ggml_cast(ctx0, k,
-// GGML_TYPE_F16)"), which moves log-probabilities by ~5e-3; before, flash attention was off unless
+// GGML_TYPE_F16)"), which moved log-probabilities by up to 1.3e-2; before, flash attention was off unless
 // asked (bool flash_attn). This turns it off with whichever field the llama.h compiled against has.
 #pragma once
 
