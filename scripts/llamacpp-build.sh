@@ -8,6 +8,7 @@
 #
 # The AVX2 build is llama.cpp's side of a comparison with `-Dllmzoo.cpu.isa=avx2` on an AVX-512 machine
 # (scripts/bench-llamacpp.sh --isa avx2). It takes about 5 minutes on 2 cores; later calls return at once.
+# Another llama.cpp source (one newer than the kit's c392e50, for Qwen3 and Gemma 3): scripts/llamacpp-newer.sh.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 kit="${LLAMACPP_KIT:-$root/../shared/peers/llamacpp}"

@@ -3,6 +3,7 @@
 //   score_ids -m MODEL.gguf [-t 2] [--kv f16|f32] --ids 1,2,3
 // Prints "logprobs: ..." (comma separated, one fewer than the ids).
 #include "llama.h"
+#include "f32_attention.h"
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -49,7 +50,7 @@ int main(int argc, char ** argv) {
     cp.n_ubatch = n;
     cp.n_threads = n_threads;
     cp.n_threads_batch = n_threads;
-    if (kv == "f32") { cp.type_k = GGML_TYPE_F32; cp.type_v = GGML_TYPE_F32; }
+    if (kv == "f32") { cp.type_k = GGML_TYPE_F32; cp.type_v = GGML_TYPE_F32; llmzoo_f32_attention(cp); }
     else if (kv != "f16") usage(argv[0]);
     llama_context * ctx = llama_init_from_model(model, cp);
     if (!ctx) { fprintf(stderr, "cannot create context\n"); return 1; }

@@ -7,6 +7,7 @@ import io.github.djlllmzoo.blocks.config.LlamaFamily;
 import io.github.djlllmzoo.blocks.config.RopeScaling;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -29,8 +30,12 @@ final class GgufConfig {
     /** llama.cpp's Gemma 3 layer pattern when the file names none: five local layers, one global. */
     private static final int GEMMA3_DEFAULT_PATTERN = 6;
 
-    /** The Gemma 2 shape (27B, 46 layers) whose scores llama.cpp scales by hidden / heads, not head_dim. */
-    private static final int GEMMA2_27B_LAYERS = 46;
+    /**
+     * The layer counts of the 27B shapes (Gemma 2: 46, Gemma 3: 62), whose scores llama.cpp scales by
+     * hidden / heads, not head_dim (its {@code load_hparams}: {@code LLM_TYPE_27B}), as their Hugging
+     * Face configs' {@code query_pre_attn_scalar} does (Gemma 3 27B: 5376 / 32 = 168, head_dim 128).
+     */
+    private static final Map<String, Integer> LAYERS_OF_27B = Map.of("gemma2", 46, "gemma3", 62);
 
     /** The tensor of per-frequency rotary factors llama.cpp's converter writes for Llama 3.1's rope scaling. */
     static final String ROPE_FREQS = "rope_freqs.weight";
@@ -291,7 +296,7 @@ final class GgufConfig {
     /**
      * Gemma 2/3 scale scores by {@code attention.scale} when the file gives it (llama.cpp's key for a
      * score multiplier), else as llama.cpp does: by the head width, or by hidden / heads for the 27B
-     * shape.
+     * shapes.
      */
     private static double queryPreAttnScalar(
             GgufMetadata m, String arch, int hidden, int heads, int headDim, int layers)
@@ -300,7 +305,7 @@ final class GgufConfig {
         if (scale > 0) {
             return 1 / (scale * scale);
         }
-        return layers == GEMMA2_27B_LAYERS ? (double) hidden / heads : headDim;
+        return Integer.valueOf(layers).equals(LAYERS_OF_27B.get(arch)) ? (double) hidden / heads : headDim;
     }
 
     private static void softcap(GgufMetadata m, String key, String field, JsonObject c)

@@ -69,7 +69,8 @@ class GgufGoldenCasesTest {
         return out;
     }
 
-    private static double maxDifference(float[] a, float[] b) {
+    /** The largest |a - b| of two equally long score lists. */
+    static double maxDifference(float[] a, float[] b) {
         assertEquals(a.length, b.length);
         double max = 0;
         for (int i = 0; i < a.length; i++) {

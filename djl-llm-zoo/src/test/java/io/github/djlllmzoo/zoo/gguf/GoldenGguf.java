@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -57,6 +58,37 @@ public final class GoldenGguf {
      * @param chatTemplate the Jinja template, or {@code null} for none
      */
     public static void write(Path dir, Path file, GgufType type, boolean vocabulary, String chatTemplate)
+            throws Exception {
+        write(dir, file, type, vocabulary ? Map.of() : null, chatTemplate);
+    }
+
+    /**
+     * As {@link #write(Path, Path, GgufType)}, with the {@code tokenizer.*} metadata of a real
+     * tokenizer, as llama.cpp's converter wrote it into {@code vocabulary} (a file of that metadata
+     * alone: {@link LlamaCppPeer#vocabulary}), and {@code overrides} on top of it (the keys that
+     * family's converter writes otherwise, e.g. Qwen's {@code tokenizer.ggml.pre}).
+     *
+     * @param overrides keys and values as {@link GgufWriter#put} takes them
+     */
+    public static void write(Path dir, Path file, GgufType type, Path vocabulary, Map<String, Object> overrides)
+            throws Exception {
+        Map<String, Object> keys = new LinkedHashMap<>();
+        try (GgufFile source = GgufFile.open(vocabulary)) {
+            for (Map.Entry<String, Object> e : source.metadata().values().entrySet()) {
+                if (e.getKey().startsWith("tokenizer.")) {
+                    keys.put(e.getKey(), writable(e.getKey(), e.getValue()));
+                }
+            }
+        }
+        keys.putAll(overrides);
+        write(dir, file, type, keys, null);
+    }
+
+    /**
+     * @param vocabulary {@code null}: none; empty: the synthetic one of the config's size; else the
+     *     {@code tokenizer.*} keys to write
+     */
+    private static void write(Path dir, Path file, GgufType type, Map<String, Object> vocabulary, String chatTemplate)
             throws Exception {
         JsonObject c = JsonParser.parseString(Files.readString(dir.resolve("config.json"), StandardCharsets.UTF_8))
                 .getAsJsonObject();
@@ -117,8 +149,12 @@ public final class GoldenGguf {
         if (chatTemplate != null) {
             w.put("tokenizer.chat_template", chatTemplate);
         }
-        if (vocabulary) {
-            vocabulary(w, c.get("vocab_size").getAsInt());
+        if (vocabulary != null) {
+            if (vocabulary.isEmpty()) {
+                vocabulary(w, c.get("vocab_size").getAsInt());
+            } else {
+                vocabulary.forEach(w::put);
+            }
             if (arch.equals("phi3") && !present(c, "sliding_window")) {
                 u32(w, "phi3.attention.sliding_window", c, "max_position_embeddings");
             }
@@ -279,6 +315,20 @@ public final class GoldenGguf {
         w.put("tokenizer.ggml.tokens", tokens);
         w.put("tokenizer.ggml.scores", scores);
         w.put("tokenizer.ggml.token_type", new GgufWriter.I32Array(types));
+    }
+
+    /** A metadata value as read ({@code Long}, {@code Double}, lists of them) in the GGUF type llama.cpp reads it as. */
+    private static Object writable(String key, Object value) {
+        if (value instanceof Long id && key.endsWith("_token_id")) {
+            return new GgufWriter.U32(id);
+        }
+        if (value instanceof List<?> list && !list.isEmpty() && list.get(0) instanceof Long) {
+            return new GgufWriter.I32Array(list.stream().mapToInt(v -> Math.toIntExact((Long) v)).toArray());
+        }
+        if (value instanceof List<?> list && !list.isEmpty() && list.get(0) instanceof Double) {
+            return list.stream().map(v -> ((Double) v).floatValue()).toList();
+        }
+        return value;
     }
 
     private static boolean present(JsonObject c, String key) {

@@ -22,9 +22,11 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 
 /**
- * The llama.cpp peer of {@code ../shared/peers/llamacpp} (built by its {@code build.sh} into
- * {@code $LLAMACPP_HOME}, default {@code /tmp/llamacpp-peer}) and its converter, for tests that
- * compare with llama.cpp; they skip, saying why, where it is not built.
+ * A llama.cpp peer built as the kit {@code ../shared/peers/llamacpp} builds its own (its {@code
+ * build.sh}, or {@code scripts/llamacpp-newer.sh} for another llama.cpp source) into the folder
+ * {@code -Dllmzoo.llamacpp.home} or {@code $LLAMACPP_HOME} names (default {@code /tmp/llamacpp-peer},
+ * the kit's), and its converter, for tests that compare with llama.cpp; they skip, saying why, where
+ * it is not built or predates the architecture compared.
  */
 final class LlamaCppPeer {
 
@@ -38,7 +40,8 @@ final class LlamaCppPeer {
 
     /** The peer, or the test is skipped with the reason. */
     static LlamaCppPeer require() {
-        Path home = Path.of(System.getenv().getOrDefault("LLAMACPP_HOME", "/tmp/llamacpp-peer"));
+        String configured = System.getProperty("llmzoo.llamacpp.home", System.getenv("LLAMACPP_HOME"));
+        Path home = Path.of(configured == null || configured.isBlank() ? "/tmp/llamacpp-peer" : configured);
         LlamaCppPeer peer = new LlamaCppPeer(home);
         Assumptions.assumeTrue(
                 Files.isExecutable(peer.bin.resolve("llama-tokenize")) && Files.isExecutable(home.resolve("greedy_ids"))
@@ -46,6 +49,29 @@ final class LlamaCppPeer {
                 "llama.cpp peer not built in " + home + ": run ../shared/peers/llamacpp/build.sh (skipping)");
         Assumptions.assumeTrue(fixtures() != null, "../shared/fixtures is absent (skipping)");
         return peer;
+    }
+
+    /**
+     * The peer, or the test is skipped where it is not built or its llama.cpp does not know the
+     * architecture (its {@code src/llama-arch.cpp} does not name it: the kit's c392e50 predates
+     * {@code qwen3} and {@code gemma3}).
+     */
+    static LlamaCppPeer require(String architecture) throws IOException {
+        LlamaCppPeer peer = require();
+        Path names = peer.home.resolve("src/src/llama-arch.cpp");
+        Assumptions.assumeTrue(Files.isRegularFile(names)
+                        && Files.readString(names, StandardCharsets.UTF_8).contains('"' + architecture + '"'),
+                "llama.cpp in " + peer.home + " (" + peer.commit() + ") predates the " + architecture
+                        + " architecture: build a newer one with scripts/llamacpp-newer.sh SOURCE and set LLAMACPP_HOME"
+                        + " to the folder it prints (skipping)");
+        return peer;
+    }
+
+    /** The llama.cpp commit built: the {@code COMMIT} file scripts/llamacpp-newer.sh writes, else the kit's. */
+    String commit() throws IOException {
+        Path commit = home.resolve("COMMIT");
+        return Files.isRegularFile(commit) ? Files.readString(commit, StandardCharsets.UTF_8).trim()
+                : "the kit's c392e50";
     }
 
     static Path fixtures() {
@@ -93,6 +119,53 @@ final class LlamaCppPeer {
             }
         }
         SafeTensorsWriter.write(dir.resolve("model.safetensors"), tensors, Map.of("format", "pt"));
+        return dir;
+    }
+
+    /**
+     * The golden Gemma 3 case as llama.cpp's {@code gemma3} runs it. llama.cpp fixes what Hugging
+     * Face's config sets ({@code src/llama-model.cpp}, {@code load_hparams}, at 1eeb523c): a global
+     * layer after every five local ones ({@code set_swa_pattern(6)}), scores scaled by {@code
+     * 1/sqrt(head_dim)} (by {@code 1/sqrt(hidden/heads)} for the 62-layer 27B), the local rotary
+     * base 10000, and reads neither {@code attention.scale} nor {@code sliding_window_pattern}. So
+     * {@code query_pre_attn_scalar} becomes {@code head_dim}, the pattern 6, and the layers six, one
+     * global after five local: layer {@code i} repeats the golden layer {@code i mod n}.
+     */
+    static Path gemma3AsLlamaCppRunsIt(Path golden, Path dir, NDManager manager) throws Exception {
+        int layers = 6;
+        Files.createDirectories(dir);
+        JsonObject config = JsonParser.parseString(Files.readString(golden.resolve("config.json"))).getAsJsonObject();
+        if (config.get("rope_local_base_freq").getAsDouble() != 10_000.0) {
+            throw new IllegalArgumentException(golden + ": llama.cpp's local rotary base is 10000, not "
+                    + config.get("rope_local_base_freq"));
+        }
+        int goldenLayers = config.get("num_hidden_layers").getAsInt();
+        config.addProperty("num_hidden_layers", layers);
+        config.addProperty("query_pre_attn_scalar", config.get("head_dim").getAsInt());
+        config.addProperty("sliding_window_pattern", layers);
+        config.remove("layer_types");
+        Files.writeString(dir.resolve("config.json"), config.toString(), StandardCharsets.UTF_8);
+        java.util.regex.Pattern layer = java.util.regex.Pattern.compile("model\\.layers\\.(\\d+)\\.(.+)");
+        Map<String, NDArray> tensors = new LinkedHashMap<>();
+        try (SafeTensorsReader reader = SafeTensorsReader.open(golden.resolve("model.safetensors"))) {
+            for (Map.Entry<String, TensorInfo> e : reader.tensors().entrySet()) {
+                NDArray values = manager.create(reader.toFloatArray(e.getKey()), e.getValue().toShape());
+                java.util.regex.Matcher m = layer.matcher(e.getKey());
+                if (!m.matches()) {
+                    tensors.put(e.getKey(), values);
+                    continue;
+                }
+                for (int l = Integer.parseInt(m.group(1)); l < layers; l += goldenLayers) {
+                    tensors.put("model.layers." + l + "." + m.group(2), values);
+                }
+            }
+        }
+        SafeTensorsWriter.write(dir.resolve("model.safetensors"), tensors, Map.of("format", "pt"));
+        for (String file : new String[] {"tokenizer.json", "tokenizer_config.json"}) {
+            if (Files.isRegularFile(golden.resolve(file))) {
+                Files.copy(golden.resolve(file), dir.resolve(file));
+            }
+        }
         return dir;
     }
 
@@ -236,6 +309,32 @@ final class LlamaCppPeer {
         return out;
     }
 
+    /**
+     * The {@code tokenizer.*} metadata llama.cpp's converter writes for a checkpoint's tokenizer (the
+     * kit's make_gguf.py: {@code set_vocab_llama} for a byte-fallback BPE {@code tokenizer.json},
+     * {@code set_vocab_gpt2} for a byte-level one), alone in a GGUF file of no tensors: the
+     * vocabulary of families that converter does not write ({@link GoldenGguf#write(Path, Path,
+     * GgufType, Path, Map)}).
+     */
+    Path vocabulary(Path dir, Path out) throws Exception {
+        String script = String.join("\n",
+                "import json, sys",
+                "from pathlib import Path",
+                "sys.path.insert(0, sys.argv[1])",
+                "import make_gguf as m",
+                "d = Path(sys.argv[2])",
+                "hp = json.loads((d / 'config.json').read_text())",
+                "tj = json.loads((d / 'tokenizer.json').read_text(encoding='utf-8'))",
+                "w = m.gguf.GGUFWriter(path=None, arch='llama')",
+                "(m.set_vocab_llama if tj['model'].get('byte_fallback') else m.set_vocab_gpt2)(w, d, hp)",
+                "w.write_header_to_file(path=sys.argv[3])",
+                "w.write_kv_data_to_file()",
+                "w.write_tensors_to_file(progress=False)",
+                "w.close()");
+        run(List.of("python3", "-c", script, home.toString(), dir.toString(), out.toString()));
+        return out;
+    }
+
     /** llama-tokenize's ids of a text (read from a file, as it is). */
     long[] tokenize(Path gguf, String text, Path scratch) throws Exception {
         Path prompt = Files.writeString(scratch.resolve("prompt.txt"), text, StandardCharsets.UTF_8);
@@ -294,11 +393,14 @@ final class LlamaCppPeer {
     }
 
     private synchronized Path scoreTool() throws Exception {
-        Path tool = Path.of("target", "llamacpp", "score_ids").toAbsolutePath();
+        Path source = Path.of(LlamaCppPeer.class.getResource("/llamacpp/score_ids.cpp").toURI());
+        // one build per peer and source: libllama's API and ABI change between llama.cpp commits
+        String key = Integer.toHexString(java.util.Objects.hash(home.toAbsolutePath().toString(),
+                Files.readString(source), Files.readString(source.resolveSibling("f32_attention.h"))));
+        Path tool = Path.of("target", "llamacpp", key, "score_ids").toAbsolutePath();
         if (!Files.isExecutable(tool)) {
             Files.createDirectories(tool.getParent());
-            Path source = Path.of(LlamaCppPeer.class.getResource("/llamacpp/score_ids.cpp").toURI());
-            run(List.of("g++", "-O2", "-std=c++17", "-o", tool.toString(), source.toString(),
+            run(List.of("g++", "-O2", "-std=c++17", "-o", tool.toString(), source.toString(), "-I" + source.getParent(),
                     "-I" + home.resolve("src/include"), "-I" + home.resolve("src/ggml/include"), "-L" + bin,
                     "-lllama", "-lggml", "-lggml-base", "-Wl,-rpath," + bin));
         }
