@@ -19,11 +19,15 @@ final class FileWindow {
     static final int BYTES = 4 << 20;
 
     private final FileChannel channel;
+    private final long fileBytes;
     private ByteBuffer buffer;
+    /** A read-only view of {@link #buffer}, which each row's view duplicates (one object a row). */
+    private ByteBuffer readOnly;
     private long start = -1;
 
-    FileWindow(FileChannel channel) {
+    FileWindow(FileChannel channel, long fileBytes) {
         this.channel = channel;
+        this.fileBytes = fileBytes;
     }
 
     /**
@@ -33,14 +37,16 @@ final class FileWindow {
      * @param at the first byte
      * @param length the bytes wanted
      * @param end the end of the span that reads ahead may cover (the tensor's end)
-     * @return a little-endian view positioned at {@code at}, valid until the next read from the file
+     * @return a read-only little-endian view whose position is byte {@code at} and whose limit is
+     *     the end of the {@code length} bytes, valid until the next read from the file
      * @throws IOException if the file cannot be read or ends early
      */
     synchronized ByteBuffer view(long at, int length, long end) throws IOException {
         if (buffer == null || at < start || at + length > start + buffer.limit()) {
             int size = Math.toIntExact(Math.max(length, Math.min(end - at, BYTES)));
-            if (buffer == null || buffer.capacity() < size) {
-                buffer = ByteBuffer.allocateDirect(Math.max(size, Math.min(BYTES, size * 2)));
+            if (buffer == null || buffer.capacity() < size) { // once a file, unless a row is longer
+                buffer = ByteBuffer.allocateDirect(Math.toIntExact(Math.max(size, Math.min(BYTES, fileBytes))));
+                readOnly = buffer.asReadOnlyBuffer();
             }
             buffer.clear().limit(size);
             start = -1;
@@ -51,7 +57,7 @@ final class FileWindow {
             }
             start = at;
         }
-        return buffer.duplicate().clear().limit(Math.toIntExact(at - start) + length).position(Math.toIntExact(at - start))
-                .slice().order(ByteOrder.LITTLE_ENDIAN);
+        int from = Math.toIntExact(at - start);
+        return readOnly.duplicate().limit(from + length).position(from).order(ByteOrder.LITTLE_ENDIAN);
     }
 }

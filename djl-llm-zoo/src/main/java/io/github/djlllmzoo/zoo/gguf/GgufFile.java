@@ -70,7 +70,6 @@ public final class GgufFile implements AutoCloseable {
             throws InvalidGgufException {
         this.path = path;
         this.channel = channel;
-        this.window = new FileWindow(channel);
         this.metadata = new GgufMetadata(path, values);
         this.tensors = new LinkedHashMap<>();
         long alignment = metadata.optLong("general.alignment", DEFAULT_ALIGNMENT);
@@ -83,6 +82,7 @@ public final class GgufFile implements AutoCloseable {
         } catch (IOException e) {
             throw new InvalidGgufException(path, null, "cannot read the file size: " + e.getMessage(), e);
         }
+        this.window = new FileWindow(channel, fileSize);
         long dataStart = align(infosEnd, alignment);
         for (RawTensor info : infos) {
             GgufType type = GgufType.of(info.typeId);

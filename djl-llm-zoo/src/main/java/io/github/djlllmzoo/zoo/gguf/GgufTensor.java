@@ -3,7 +3,6 @@ package io.github.djlllmzoo.zoo.gguf;
 import ai.djl.ndarray.types.Shape;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.Arrays;
 
 /**
@@ -99,8 +98,8 @@ public final class GgufTensor {
      * {@link FileWindow}), unless an earlier read brought them.
      *
      * @param row the row index
-     * @return a read-only little-endian view of the row, its position at the row's first byte; valid
-     *     until the next read from this file (by any of its tensors)
+     * @return a read-only little-endian view, its position at the row's first byte and its limit at
+     *     the row's end; valid until the next read from this file (by any of its tensors)
      * @throws IOException if the file cannot be read
      */
     public ByteBuffer rowBytes(long row) throws IOException {
@@ -108,8 +107,7 @@ public final class GgufTensor {
             throw new IndexOutOfBoundsException("row " + row + " of " + name + " (" + rows() + " rows)");
         }
         long rowBytes = type.bytes(rowLength());
-        return file.window().view(offset + row * rowBytes, Math.toIntExact(rowBytes), offset + bytes())
-                .asReadOnlyBuffer().order(ByteOrder.LITTLE_ENDIAN);
+        return file.window().view(offset + row * rowBytes, Math.toIntExact(rowBytes), offset + bytes());
     }
 
     /**
