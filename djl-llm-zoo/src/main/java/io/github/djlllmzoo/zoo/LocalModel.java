@@ -250,6 +250,7 @@ public final class LocalModel implements AutoCloseable {
                     (CausalLmBlock) model.getBlock(), dir, model.getNDManager(), model.getDataType(), weights);
             // The block already holds its weights: this only records the model directory.
             model.load(dir, null, Map.of("hasParameter", "false"));
+            LoadGarbage.releaseAfter(CheckpointWeights.files(dir));
             return model;
         } catch (InvalidCheckpointException e) {
             model.close();
@@ -270,13 +271,15 @@ public final class LocalModel implements AutoCloseable {
     private static Model loadGguf(
             Path file, Device device, DataType dataType, WeightFormat weights, Float16Overflow overflow)
             throws IOException, InvalidCheckpointException {
+        Model model;
+        List<Path> read;
         try (GgufFile gguf = GgufFile.open(file)) {
             Path files = GgufCheckpoint.filesDirectory(gguf);
-            Model model = withoutWeights(files, device, dataType, overflow);
+            model = withoutWeights(files, device, dataType, overflow);
+            read = gguf.files();
             try {
                 GgufCheckpoint.loadWeights((CausalLmBlock) model.getBlock(), gguf, model.getNDManager(), dataType, weights);
                 model.load(files, null, Map.of("hasParameter", "false"));
-                return model;
             } catch (MalformedModelException e) {
                 model.close();
                 throw e instanceof InvalidCheckpointException ice
@@ -286,6 +289,8 @@ public final class LocalModel implements AutoCloseable {
                 throw e;
             }
         }
+        LoadGarbage.releaseAfter(read); // the file closed: its reads' buffer is garbage too
+        return model;
     }
 
     /**

@@ -21,8 +21,8 @@ import java.util.regex.Pattern;
 
 /**
  * A GGUF file (llama.cpp's format, versions 2 and 3), opened for reading: its metadata key-values
- * ({@link GgufMetadata}), its tensor infos ({@link GgufTensor}), and their data, memory-mapped a
- * window at a time. Little-endian files only (ggml's big-endian variant is refused). Close it to
+ * ({@link GgufMetadata}), its tensor infos ({@link GgufTensor}), and their data, read a window at
+ * a time ({@link FileWindow}). Little-endian files only (ggml's big-endian variant is refused). Close it to
  * release the file.
  *
  * <p>Layout: magic {@code GGUF}, version (u32), tensor count and key-value count (u64); the
@@ -58,6 +58,7 @@ public final class GgufFile implements AutoCloseable {
 
     private final Path path;
     private final FileChannel channel;
+    private final FileWindow window;
     private final GgufMetadata metadata;
     private final Map<String, GgufTensor> tensors;
 
@@ -81,6 +82,7 @@ public final class GgufFile implements AutoCloseable {
         } catch (IOException e) {
             throw new InvalidGgufException(path, null, "cannot read the file size: " + e.getMessage(), e);
         }
+        this.window = new FileWindow(channel, fileSize);
         long dataStart = align(infosEnd, alignment);
         for (RawTensor info : infos) {
             GgufType type = GgufType.of(info.typeId);
@@ -247,8 +249,9 @@ public final class GgufFile implements AutoCloseable {
         return tensor;
     }
 
-    FileChannel channel() {
-        return channel;
+    /** @return the window this file's tensors read their rows through */
+    FileWindow window() {
+        return window;
     }
 
     /** @return this file and the further parts of a split file, in order */

@@ -3,27 +3,20 @@ package io.github.djlllmzoo.zoo.gguf;
 import ai.djl.ndarray.types.Shape;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
 import java.util.Arrays;
 
 /**
  * One tensor of a {@link GgufFile}: its name, ggml dimensions ({@code ne[0]} the contiguous one),
  * type and where its data lies; rows ({@code ne[0]} elements each) are decoded to float32 from the
- * file's memory mapping.
+ * file's bytes, read through the file's {@link FileWindow}.
  */
 public final class GgufTensor {
-
-    /** The largest window mapped at once (a mapping is limited to 2 GiB). */
-    private static final long WINDOW_BYTES = 1L << 30;
 
     private final GgufFile file;
     private final String name;
     private final long[] dims;
     private final GgufType type;
     private final long offset;
-    private ByteBuffer window;
-    private long windowStart = -1;
 
     GgufTensor(GgufFile file, String name, long[] dims, GgufType type, long offset) {
         this.file = file;
@@ -92,40 +85,36 @@ public final class GgufTensor {
      * @param row the row index, in [0, {@link #rows()})
      * @param out receives {@link #rowLength()} values
      * @param at where in {@code out}
-     * @throws IOException if the file cannot be mapped
+     * @throws IOException if the file cannot be read
      */
-    public synchronized void readRow(long row, float[] out, int at) throws IOException {
-        type.decode(rowBytes(row), out, at, rowLength());
+    public void readRow(long row, float[] out, int at) throws IOException {
+        synchronized (file.window()) { // the row's view is valid until the file's next read
+            type.decode(rowBytes(row), out, at, rowLength());
+        }
     }
 
     /**
-     * The encoded bytes of one row (a read-only little-endian view positioned at the row).
+     * The encoded bytes of one row, read from the file with the rows after it (up to the file's
+     * {@link FileWindow}), unless an earlier read brought them.
      *
      * @param row the row index
-     * @return the view, its position at the row's first byte
-     * @throws IOException if the file cannot be mapped
+     * @return a read-only little-endian view, its position at the row's first byte and its limit at
+     *     the row's end; valid until the next read from this file (by any of its tensors)
+     * @throws IOException if the file cannot be read
      */
-    public synchronized ByteBuffer rowBytes(long row) throws IOException {
+    public ByteBuffer rowBytes(long row) throws IOException {
         if (row < 0 || row >= rows()) {
             throw new IndexOutOfBoundsException("row " + row + " of " + name + " (" + rows() + " rows)");
         }
         long rowBytes = type.bytes(rowLength());
-        long start = offset + row * rowBytes;
-        if (window == null || start < windowStart || start + rowBytes > windowStart + window.capacity()) {
-            long end = offset + bytes();
-            long rowsPerWindow = Math.max(1, WINDOW_BYTES / rowBytes);
-            long size = Math.min(end - start, rowsPerWindow * rowBytes);
-            window = file.channel().map(FileChannel.MapMode.READ_ONLY, start, size).order(ByteOrder.LITTLE_ENDIAN);
-            windowStart = start;
-        }
-        return window.duplicate().order(ByteOrder.LITTLE_ENDIAN).position(Math.toIntExact(start - windowStart));
+        return file.window().view(offset + row * rowBytes, Math.toIntExact(rowBytes), offset + bytes());
     }
 
     /**
      * Decodes the whole tensor to float32.
      *
      * @return the values, ggml's order (row major over {@link #shape()})
-     * @throws IOException if the file cannot be mapped
+     * @throws IOException if the file cannot be read
      */
     public float[] toFloatArray() throws IOException {
         float[] values = new float[Math.toIntExact(elements())];
