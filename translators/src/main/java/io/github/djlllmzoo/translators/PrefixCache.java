@@ -31,8 +31,8 @@ import java.util.Objects;
  * serves every lookup the shorter one served), and one that a kept one already starts with is not
  * kept twice, so a conversation's turns hold one entry. The entries' positions count against a
  * budget of tokens (and their blocks against the store's); the least recently used (stored or
- * restored) leave first. A budget of 0 keeps
- * nothing.
+ * restored) leave first. A budget of 0 keeps nothing. The store takes the budget's memory from the
+ * first prompt kept on, as the KV pool takes its own from the first sequence.
  *
  * <p>One thread (the decode loop) stores and restores; {@link #stats} may be read from others.
  */
