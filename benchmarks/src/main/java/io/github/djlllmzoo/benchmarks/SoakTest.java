@@ -75,9 +75,10 @@ public final class SoakTest {
      * run twice what it grew over the first half. A process that has settled moves, in the second
      * half, within the range it already moved in the first (the collector's and the allocator's
      * ups and downs). So the bound on the growth (last minus first) is the first half's range (max
-     * minus min), plus what the gauges explain: the KV pool's bytes and the prefix cache's positions
-     * growing, both bounded by their budgets. A leak of L MiB per 1,000 requests over R requests
-     * fails once L R / 2,000 exceeds the jitter of the resident size.
+     * minus min), plus what the gauges explain: the KV pool's bytes growing, bounded by its budget.
+     * The prefix cache's positions explain nothing: its store is made whole at its first prompt,
+     * long before the warm-up ends, and the prompts it keeps come and go within it. A leak of L MiB
+     * per 1,000 requests over R requests fails once L R / 2,000 exceeds the jitter of the resident size.
      *
      * @param samples the samples after the warm-up, in order (at least 3)
      * @return the verdict line, starting with {@code ok} or {@code FAILED}
@@ -100,18 +101,15 @@ public final class SoakTest {
         double bound = jitter + explained;
         return String.format(Locale.ROOT,
                 "%s: resident memory grew %.1f MiB over %d requests (%.2f MiB per 1,000 by least squares);"
-                        + " bound %.1f MiB = the first half's range %.1f + the KV pool and prefix cache's growth %.1f",
+                        + " bound %.1f MiB = the first half's range %.1f + the KV pool's growth %.1f",
                 growth <= bound ? "ok" : "FAILED", growth, last.requests() - first.requests(),
                 1000 * slope(samples), bound, jitter, explained);
     }
 
-    /** @return MiB the KV pool's and the prefix cache's gauges grew by between two samples */
+    /** @return MiB the KV pool's gauge grew by between two samples */
     static double explainedMib(Sample from, Sample to) {
         double pool = to.gauge("llmzoo_kv_pool_bytes") - from.gauge("llmzoo_kv_pool_bytes");
-        double perToken = to.bytesPerToken();
-        double prefix = (to.gauge("llmzoo_prefix_cache_tokens") - from.gauge("llmzoo_prefix_cache_tokens"))
-                * (Double.isNaN(perToken) ? 0 : perToken);
-        return ((Double.isNaN(pool) ? 0 : pool) + (Double.isNaN(prefix) ? 0 : prefix)) / (1 << 20);
+        return (Double.isNaN(pool) ? 0 : pool) / (1 << 20);
     }
 
     /** @return the least-squares slope of the resident size over requests, MiB per request */

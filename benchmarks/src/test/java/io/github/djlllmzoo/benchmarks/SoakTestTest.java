@@ -14,6 +14,11 @@ class SoakTestTest {
     private static final double JITTER = 4;
 
     private static List<SoakTest.Sample> samples(double leakMibPerSample, double poolGrowthMib) {
+        return samples(leakMibPerSample, poolGrowthMib, 0);
+    }
+
+    private static List<SoakTest.Sample> samples(
+            double leakMibPerSample, double poolGrowthMib, double prefixTokensPerSample) {
         List<SoakTest.Sample> samples = new ArrayList<>();
         for (int i = 0; i < 20; i++) {
             double pool = i < 10 ? 0 : poolGrowthMib; // the pool grows once, half-way
@@ -21,7 +26,7 @@ class SoakTestTest {
             samples.add(new SoakTest.Sample(500 + 250 * i, rss, rss - 80, Map.of(
                     "llmzoo_kv_pool_bytes", pool * (1 << 20) + 50.0 * (1 << 20),
                     "llmzoo_kv_pool_tokens", (pool * (1 << 20) + 50.0 * (1 << 20)) / 24576,
-                    "llmzoo_prefix_cache_tokens", 4096.0)));
+                    "llmzoo_prefix_cache_tokens", 2048.0 + i * prefixTokensPerSample)));
         }
         return samples;
     }
@@ -43,6 +48,17 @@ class SoakTestTest {
     void growthTheKvPoolExplainsPasses() {
         String verdict = SoakTest.verdict(samples(0, 96));
         assertTrue(verdict.startsWith("ok"), verdict);
+    }
+
+    /**
+     * The prefix cache's store is made whole at its first prompt: more positions kept later take no
+     * memory, so growth that goes with them is growth all the same.
+     */
+    @Test
+    void growthBesidePrefixCachePositionsFails() {
+        // 1 MiB per 250 requests while the kept positions grow by 1 MiB's worth (24 KiB each)
+        String verdict = SoakTest.verdict(samples(1, 0, (1 << 20) / 24576.0));
+        assertTrue(verdict.startsWith("FAILED"), verdict);
     }
 
     @Test

@@ -279,6 +279,79 @@ public final class SlotKvCache implements AutoCloseable {
     }
 
     /**
+     * A store of positions outside the rows, for what is kept between sequences (a prefix cache):
+     * each layer's keys then values, (H_kv, positions, D) in the cache's element type, written by
+     * {@link #copyOut} and read back by {@link #appendFrom}. Made once and reused, what it keeps
+     * comes and goes without allocating: arrays made and freed per kept prompt, of every prompt's
+     * size and freed in another order than made, left holes in the allocator's heap that it kept
+     * (docs/serving-production.md, memory over thousands of requests).
+     *
+     * @param positions positions the store holds
+     * @param target the manager the arrays are attached to
+     * @return {@code 2 * layers} arrays of (H_kv, positions, D)
+     */
+    public NDArray[] newPositionStore(int positions, NDManager target) {
+        if (positions < 1) {
+            throw new IllegalArgumentException("a position store needs at least 1 position, got " + positions);
+        }
+        NDArray[] store = new NDArray[2 * numLayers];
+        Shape shape = new Shape(numKvHeads, positions, headDim);
+        for (int i = 0; i < store.length; i++) {
+            store[i] = target.zeros(shape, dataType);
+        }
+        return store;
+    }
+
+    /**
+     * Copies positions {@code [from, from + length)} of a row to positions {@code [at, at + length)}
+     * of a store ({@link #newPositionStore}).
+     *
+     * @param row the row
+     * @param from its first position copied
+     * @param length positions to copy, within what the row holds
+     * @param store the store
+     * @param at where they go in the store
+     */
+    public void copyOut(int row, int from, int length, NDArray[] store, int at) {
+        if (from < 0 || length < 1 || from + length > lengths[row] || store.length != 2 * numLayers) {
+            throw new IllegalArgumentException("cannot copy positions " + from + " to " + (from + length)
+                    + " of row " + row + ", which holds " + lengths[row]);
+        }
+        settleAll();
+        NDIndex source = new NDIndex("{}, :, {}:{}", row, from, from + length); // (H_kv, length, D)
+        NDIndex target = new NDIndex(":, {}:{}", at, at + length);
+        for (int layer = 0; layer < numLayers; layer++) {
+            setFrom(store[2 * layer], target, keys[layer], source);
+            setFrom(store[2 * layer + 1], target, values[layer], source);
+        }
+    }
+
+    /**
+     * Appends positions {@code [at, at + length)} of a store ({@link #newPositionStore}) to a row,
+     * which then continues from them as if it had computed them.
+     *
+     * @param row the row
+     * @param store the store
+     * @param at the store's first position appended
+     * @param length positions to append, within the row's capacity
+     */
+    public void appendFrom(int row, NDArray[] store, int at, int length) {
+        int past = lengths[row];
+        if (length < 1 || past + length > capacity || store.length != 2 * numLayers) {
+            throw new IllegalArgumentException("cannot append " + length + " positions to row " + row
+                    + " holding " + past + " of " + capacity);
+        }
+        settleAll();
+        NDIndex target = new NDIndex("{}, :, {}:{}", row, past, past + length);
+        NDIndex source = new NDIndex(":, {}:{}", at, at + length); // (H_kv, length, D)
+        for (int layer = 0; layer < numLayers; layer++) {
+            setFrom(keys[layer], target, store[2 * layer], source);
+            setFrom(values[layer], target, store[2 * layer + 1], source);
+        }
+        lengths[row] = past + length;
+    }
+
+    /**
      * The store of a decode step over rows {@code [0, n)}, one new position each: row {@code r}'s at
      * {@code length(r)}. {@link #commitDecode} counts them once the pass succeeds.
      *

@@ -4,6 +4,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import io.github.djlllmzoo.blocks.SlotKvCache;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.List;
 import java.util.Objects;
 
@@ -17,35 +18,34 @@ import java.util.Objects;
  * compute, which gives the logits of its first token. A position's keys and values depend only on
  * the tokens up to it (and the adapter), so what follows is what a cold run computes.
  *
+ * <p>The kept positions live in one store made at the first {@link #store} ({@link
+ * SlotKvCache#newPositionStore}), in blocks of {@link #BLOCK_TOKENS} positions, the budget's worth
+ * rounded up to whole blocks; an entry holds the blocks its prompt fills, in order, and gives them
+ * back when it leaves. Prompts so come and go without allocating: when each kept prompt had arrays
+ * of its own, made and freed in another order than made and of every prompt's size, the allocator's
+ * heap kept the holes they left and the server's resident memory grew with the requests it served
+ * (docs/serving-production.md, memory over thousands of requests).
+ *
  * <p>Kept prompts are whole entries, found by comparing token ids (a scan, which costs nothing beside
  * a forward pass over the entries a budget holds). A prompt that extends a kept one replaces it (it
  * serves every lookup the shorter one served), and one that a kept one already starts with is not
  * kept twice, so a conversation's turns hold one entry. The entries' positions count against a
- * budget of tokens; the least recently used (stored or restored) leave first. A budget of 0 keeps
- * nothing.
+ * budget of tokens (and their blocks against the store's); the least recently used (stored or
+ * restored) leave first. A budget of 0 keeps nothing. The store takes the budget's memory from the
+ * first prompt kept on, as the KV pool takes its own from the first sequence.
  *
  * <p>One thread (the decode loop) stores and restores; {@link #stats} may be read from others.
  */
 public final class PrefixCache implements AutoCloseable {
 
-    /** One kept prompt: its tokens, its adapter, and each layer's keys then values, (H_kv, T, D). */
-    private static final class Entry {
-        final long[] tokens;
-        final String adapter;
-        final NDArray[] positions;
+    /**
+     * Positions of a block of the store: vLLM's default block size, so that an entry's last block
+     * leaves at most 15 positions unused while a prompt of hundreds of tokens takes few copies.
+     */
+    public static final int BLOCK_TOKENS = 16;
 
-        Entry(long[] tokens, String adapter, NDArray[] positions) {
-            this.tokens = tokens;
-            this.adapter = adapter;
-            this.positions = positions;
-        }
-
-        void close() {
-            for (NDArray array : positions) {
-                array.close();
-            }
-        }
-    }
+    /** One kept prompt: its tokens, its adapter, and the store's blocks that hold its positions, in order. */
+    private record Entry(long[] tokens, String adapter, int[] blocks) {}
 
     /**
      * What the cache has done and holds.
@@ -62,6 +62,11 @@ public final class PrefixCache implements AutoCloseable {
     private final NDManager manager;
     private final long budget;
     private final int granularity;
+    /** Each layer's keys then values, (H_kv, blocks x {@link #BLOCK_TOKENS}, D); made at the first store. */
+    private NDArray[] store;
+    private final int storeBlocks;
+    /** The store's blocks no entry holds. */
+    private final BitSet freeBlocks = new BitSet();
     /** Least recently used first. */
     private final List<Entry> entries = new ArrayList<>();
     private volatile long lookups;
@@ -100,6 +105,8 @@ public final class PrefixCache implements AutoCloseable {
         this.manager = parent.newSubManager();
         this.budget = budgetTokens;
         this.granularity = granularity;
+        this.storeBlocks = (int) Math.min(Integer.MAX_VALUE, (budgetTokens + BLOCK_TOKENS - 1) / BLOCK_TOKENS);
+        freeBlocks.set(0, storeBlocks);
     }
 
     /**
@@ -133,7 +140,11 @@ public final class PrefixCache implements AutoCloseable {
         if (reused < 1) {
             return 0;
         }
-        cache.writePrefix(row, best.positions, reused);
+        if (cache.length(row) != 0) {
+            throw new IllegalArgumentException(
+                    "row " + row + " holds " + cache.length(row) + " positions; restore needs an empty one");
+        }
+        forEachRun(best, reused, (at, from, length) -> cache.appendFrom(row, store, at, length));
         touch(best);
         hits++;
         reusedTokens += reused;
@@ -171,10 +182,24 @@ public final class PrefixCache implements AutoCloseable {
         for (Entry entry : extended) {
             remove(entry);
         }
-        while (cachedTokens + prompt.length > budget) {
+        int need = blocksFor(prompt.length);
+        while (cachedTokens + prompt.length > budget || freeBlocks.cardinality() < need) {
             remove(entries.get(0));
         }
-        entries.add(new Entry(prompt.clone(), adapter, cache.copyPositions(row, prompt.length, manager)));
+        if (store == null) {
+            store = cache.newPositionStore(storeBlocks * BLOCK_TOKENS, manager);
+        }
+        int[] blocks = new int[need];
+        for (int i = 0, b = -1; i < need; i++) {
+            b = freeBlocks.nextSetBit(b + 1); // the lowest free ones: an entry's blocks tend to be one run
+            blocks[i] = b;
+        }
+        Entry entry = new Entry(prompt.clone(), adapter, blocks);
+        forEachRun(entry, prompt.length, (at, from, length) -> cache.copyOut(row, from, length, store, at));
+        for (int b : blocks) {
+            freeBlocks.clear(b);
+        }
+        entries.add(entry);
         cachedTokens += prompt.length;
         entryCount = entries.size();
     }
@@ -193,7 +218,34 @@ public final class PrefixCache implements AutoCloseable {
         entries.remove(entry);
         cachedTokens -= entry.tokens.length;
         entryCount = entries.size();
-        entry.close();
+        for (int b : entry.blocks) {
+            freeBlocks.set(b);
+        }
+    }
+
+    private static int blocksFor(int tokens) {
+        return (tokens + BLOCK_TOKENS - 1) / BLOCK_TOKENS;
+    }
+
+    /** A run of an entry's positions that lies in consecutive positions of the store. */
+    private interface Run {
+        void copy(int storeAt, int promptFrom, int length);
+    }
+
+    /** Calls {@code run} for the entry's first {@code length} positions, a run of consecutive blocks at a time. */
+    private static void forEachRun(Entry entry, int length, Run run) {
+        int[] blocks = entry.blocks;
+        int from = 0;
+        for (int i = 0; i < blocks.length && from < length; ) {
+            int first = i;
+            while (i + 1 < blocks.length && blocks[i + 1] == blocks[i] + 1) {
+                i++;
+            }
+            i++;
+            int positions = Math.min((i - first) * BLOCK_TOKENS, length - from);
+            run.copy(blocks[first] * BLOCK_TOKENS, from, positions);
+            from += positions;
+        }
     }
 
     private static int commonPrefix(long[] a, long[] b) {
@@ -209,6 +261,8 @@ public final class PrefixCache implements AutoCloseable {
     @Override
     public void close() {
         entries.clear();
+        freeBlocks.set(0, storeBlocks);
+        store = null;
         cachedTokens = 0;
         entryCount = 0;
         manager.close();

@@ -2,12 +2,18 @@ package io.github.djlllmzoo.translators;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.SlotKvCache;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.Random;
+import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -16,7 +22,7 @@ import org.junit.jupiter.api.Test;
  * What the prefix cache keeps and gives back, over a slot cache whose rows hold made-up keys and
  * values (each position's a function of its token, layer and place), without a model: the longest
  * shared prefix of the same adapter, never a prompt's last token, least recently used prompts
- * leaving under the budget, their arrays freed.
+ * leaving under the budget, every prompt kept in the one store made at the first, none freed.
  */
 class PrefixCacheTest {
 
@@ -76,27 +82,53 @@ class PrefixCacheTest {
 
     @Test
     void theLeastRecentlyUsedPromptsLeaveUnderTheBudget() {
-        try (PrefixCache prefixes = new PrefixCache(manager, 12)) {
-            int arrays = manager.getManagedArrays().size();
-            long[] a = {1, 1, 1, 1, 1};
-            long[] b = {2, 2, 2, 2, 2};
-            long[] c = {3, 3, 3, 3, 3};
+        try (PrefixCache prefixes = new PrefixCache(manager, 36)) { // 3 blocks
+            long[] a = filled(13, 1);
+            long[] b = filled(13, 2);
+            long[] c = filled(13, 3);
             store(prefixes, a);
             store(prefixes, b);
-            assertEquals(4, prefixes.restore(a, null, cache, 1), "a is used after b");
+            assertEquals(12, prefixes.restore(a, null, cache, 1), "a is used after b");
             cache.clear(1);
-            store(prefixes, c); // 15 positions > 12: b, the least recently used, leaves
-            assertEquals(10, prefixes.stats().cachedTokens());
+            store(prefixes, c); // 39 positions > 36: b, the least recently used, leaves
+            assertEquals(26, prefixes.stats().cachedTokens());
             assertEquals(0, prefixes.restore(b, null, cache, 1));
-            assertEquals(4, prefixes.restore(a, null, cache, 1));
+            assertEquals(12, prefixes.restore(a, null, cache, 1));
+            assertPositions(Arrays.copyOf(a, 12), 1);
             cache.clear(1);
-            assertEquals(4, prefixes.restore(c, null, cache, 1));
+            assertEquals(12, prefixes.restore(c, null, cache, 1));
+            assertPositions(Arrays.copyOf(c, 12), 1);
             cache.clear(1);
-            assertEquals(arrays + 2 * 2 * LAYERS, manager.getManagedArrays().size(), "b's arrays were freed");
-            store(prefixes, new long[13]); // longer than the budget: not kept, nothing leaves
+            store(prefixes, new long[37]); // longer than the budget: not kept, nothing leaves
             assertEquals(2, prefixes.stats().entries());
         }
-        assertEquals(0, manager.getManagedArrays().size() - bufferArrays(), "closing frees every kept prompt");
+        assertEquals(0, manager.getManagedArrays().size() - bufferArrays(), "closing frees the kept positions");
+    }
+
+    /**
+     * Prompts of every length that come and go (evicted, replaced) are copied into the store made
+     * at the first one and back out of it, blocks scattered over it included: no array is made or
+     * freed per prompt, and each kept prompt gives back its own positions.
+     */
+    @Test
+    void keptPromptsComeAndGoWithoutAllocatingArrays() {
+        Random random = new Random(3);
+        try (PrefixCache prefixes = new PrefixCache(manager, 60)) { // 4 blocks
+            store(prefixes, filled(5, 1));
+            Set<NDArray> made = Collections.newSetFromMap(new IdentityHashMap<>());
+            made.addAll(manager.getManagedArrays());
+            for (int i = 0; i < 200; i++) {
+                long[] prompt = random.longs(2 + random.nextInt(30), 0, 1000).toArray(); // (place-dependent values)
+                store(prefixes, prompt);
+                Set<NDArray> now = Collections.newSetFromMap(new IdentityHashMap<>());
+                now.addAll(manager.getManagedArrays());
+                assertEquals(made, now, "the arrays after prompt " + i);
+                assertEquals(prompt.length - 1, prefixes.restore(prompt, null, cache, 1), "prompt " + i);
+                assertPositions(Arrays.copyOf(prompt, prompt.length - 1), 1);
+                cache.clear(1);
+                assertTrue(prefixes.stats().cachedTokens() <= 60);
+            }
+        }
     }
 
     @Test
@@ -137,6 +169,14 @@ class PrefixCacheTest {
             assertEquals(0, prefixes.restore(prompt, null, cache, 1));
             assertEquals(new PrefixCache.Stats(0, 0, 0, 0, 0, 0), prefixes.stats());
         }
+    }
+
+    /** A prompt of {@code length} tokens, each {@code token} but the last ({@code token + 1}). */
+    private static long[] filled(int length, long token) {
+        long[] prompt = new long[length];
+        Arrays.fill(prompt, token);
+        prompt[length - 1] = token + 1;
+        return prompt;
     }
 
     /** Computes {@code prompt} into row 0 and stores it, leaving row 0 empty. */
