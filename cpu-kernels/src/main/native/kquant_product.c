@@ -328,7 +328,7 @@ static inline __attribute__((always_inline)) void kq_columns8(int rows, KQ_ARGS)
  * rather than once a sub-block: one conversion and fused multiply-add by the lanes' d * sc_j times xd, and
  * one fused multiply-add of the mins, the block's scales and mins as one vector (lane 2j d * sc_j, lane
  * 2j + 1 dmin * m_j) against x's sums (in lane 2j + 1, 0 in lane 2j). 16 float lanes a row and output,
- * summed at the end. One row takes two outputs a pass, so each load of x serves both.
+ * summed at the end.
  */
 typedef struct {
     __m512i codes[4]; /* the transposed codes */
@@ -358,10 +358,10 @@ static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512_load(co
     t->steps = _mm512_moveldup_ps(t->both);
 }
 
-/* Outputs n to n + outputs - 1 (2 only with one row) for `rows` rows. */
-static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int rows, int outputs, int n, KQ_ARGS) {
+/* Output n for `rows` rows. */
+static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int rows, int n, KQ_ARGS) {
     const int blocks = q.blocks;
-    __m512 acc[KQ_MAX_ROWS], second = _mm512_setzero_ps();
+    __m512 acc[KQ_MAX_ROWS];
     for (int r = 0; r < rows; r++) {
         acc[r] = _mm512_setzero_ps();
     }
@@ -369,28 +369,17 @@ static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int row
     const int8_t *xq = q.codes;
     const float *xd = q.scales, *xs = q.sums;
     for (int b = 0; b < blocks; b++, block += KQ_BYTES) {
-        kq_t512_block t, u;
+        kq_t512_block t;
         kq_t512_load(block, &t);
-        if (outputs == 2) {
-            kq_t512_load(block + (size_t)blocks * KQ_BYTES, &u);
-        }
         for (int r = 0; r < rows; r++) {
             const __m512i *xr = (const __m512i *)(xq + r * KQ_WEIGHTS);
-            __m512i s = _mm512_setzero_si512(), s2 = _mm512_setzero_si512();
+            __m512i s = _mm512_setzero_si512();
             for (int k = 0; k < 4; k++) {
-                __m512i x = _mm512_loadu_si512(xr + k);
-                s = _mm512_dpbusd_epi32(s, t.codes[k], x);
-                if (outputs == 2) {
-                    s2 = _mm512_dpbusd_epi32(s2, u.codes[k], x);
-                }
+                s = _mm512_dpbusd_epi32(s, t.codes[k], _mm512_loadu_si512(xr + k));
             }
             __m512 xd_r = _mm512_set1_ps(xd[r]), xs_r = _mm512_loadu_ps(xs + r * 2 * KQ_SUBS);
             acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(t.steps, xd_r), acc[r]);
             acc[r] = _mm512_fnmadd_ps(t.both, xs_r, acc[r]);
-            if (outputs == 2) {
-                second = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s2), _mm512_mul_ps(u.steps, xd_r), second);
-                second = _mm512_fnmadd_ps(u.both, xs_r, second);
-            }
         }
         xq += rows * KQ_WEIGHTS;
         xd += rows;
@@ -399,20 +388,16 @@ static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int row
     for (int r = 0; r < rows; r++) {
         out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
     }
-    if (outputs == 2) {
-        out[n + 1] = _mm512_reduce_add_ps(second) + (bias ? bias[n + 1] : 0.0f);
-    }
 }
 
+/*
+ * One output a pass at every row count. Two outputs a pass at one row (each load of x serving both) was faster
+ * with the weight in L3 (native bench: 0.16 -> 0.13-0.15 ms) but slower in the model, whose weights stream from
+ * memory: TinyLlama-1.1B q4_k decode 0.81-0.86x of one output a pass (scripts/bench-kernels-ab.sh, session 17).
+ */
 static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_columns16(int rows, KQ_ARGS) {
-    int n = from;
-    if (rows == 1) { /* two outputs a pass: 1 row 0.16 -> 0.13-0.15 ms, where 2 rows and more were slower */
-        for (; n + 2 <= to; n += 2) {
-            kq_t512(1, 2, n, q, codes, bias, out, out_features, from, to);
-        }
-    }
-    for (; n < to; n++) {
-        kq_t512(rows, 1, n, q, codes, bias, out, out_features, from, to);
+    for (int n = from; n < to; n++) {
+        kq_t512(rows, n, q, codes, bias, out, out_features, from, to);
     }
 }
 #endif
