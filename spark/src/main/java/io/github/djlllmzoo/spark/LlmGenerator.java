@@ -34,15 +34,25 @@ public final class LlmGenerator extends LlmTransformer {
 
     private static final long serialVersionUID = 1L;
 
+    /** Param: the most tokens to generate per row. */
     private final IntParam maxNewTokens;
+    /** Param: sample or pick the most likely token. */
     private final BooleanParam doSample;
+    /** Param: the sampling temperature. */
     private final FloatParam temperature;
+    /** Param: the top-k cut (0 disables). */
     private final IntParam topK;
+    /** Param: the nucleus probability. */
     private final FloatParam topP;
+    /** Param: the min-p cut. */
     private final FloatParam minP;
+    /** Param: the penalty on tokens already seen. */
     private final FloatParam repetitionPenalty;
+    /** Param: texts that end a row's generation. */
     private final StringArrayParam stopStrings;
+    /** Param: the job's seed. */
     private final LongParam seed;
+    /** Param: the column identifying each row, for its seed. */
     private final Param<String> idCol;
 
     /** A generator with a fresh uid. */

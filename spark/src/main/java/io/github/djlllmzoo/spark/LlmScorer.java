@@ -21,6 +21,7 @@ public final class LlmScorer extends LlmTransformer {
 
     private static final long serialVersionUID = 1L;
 
+    /** Param: whether to keep each token's log-probability. */
     private final BooleanParam tokenLogprobs;
 
     /** A scorer with a fresh uid. */

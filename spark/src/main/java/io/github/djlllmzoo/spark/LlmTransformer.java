@@ -25,12 +25,19 @@ public abstract class LlmTransformer extends Transformer implements DefaultParam
 
     private static final long serialVersionUID = 1L;
 
+    /** This stage's Spark uid. */
     private final String uid;
+    /** Param: the input column. */
     private final Param<String> inputCol;
+    /** Param: the model reference. */
     private final Param<String> model;
+    /** Param: the element type. */
     private final Param<String> dtype;
+    /** Param: the device. */
     private final Param<String> device;
+    /** Param: rows a batch. */
     private final IntParam batchSize;
+    /** Param: the column for a row's error. */
     private final Param<String> errorCol;
 
     /**

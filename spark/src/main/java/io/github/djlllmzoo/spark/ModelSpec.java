@@ -11,12 +11,19 @@ import java.io.Serializable;
  * @param reference the model reference, as {@code bin/llmzoo --model} takes it
  * @param dtype {@code float32} or {@code float16} (GPU only)
  * @param device {@code cpu} or {@code gpu}
+ * @serial exclude its fields are the components above (javadoc asks a comment of each record field)
  */
 public record ModelSpec(String reference, String dtype, String device) implements Serializable {
 
     private static final long serialVersionUID = 1L;
 
-    /** Checks every field, naming the parameter at fault. */
+    /**
+     * Checks every field, naming the parameter at fault.
+     *
+     * @param reference the model reference
+     * @param dtype the element type's name
+     * @param device the device's name
+     */
     public ModelSpec {
         if (reference == null || reference.isBlank()) {
             throw new IllegalArgumentException("model: set the model (a registry name, Hugging Face id or directory)");
