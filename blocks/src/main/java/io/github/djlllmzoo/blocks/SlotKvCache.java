@@ -200,40 +200,6 @@ public final class SlotKvCache implements AutoCloseable {
         lengths[from] = 0;
     }
 
-    /**
-     * Copies the first {@code length} positions of a row out of the buffers (a prompt's keys and
-     * values kept for later sequences that share it, {@link #writePrefix}).
-     *
-     * @param row the row
-     * @param length positions to copy, at most {@link #length(int) length(row)}
-     * @param target the manager the copies are attached to
-     * @return each layer's keys then values, {@code 2 * layers} arrays of (H_kv, length, D), copies
-     *     that later writes to the row do not change
-     */
-    public NDArray[] copyPositions(int row, int length, NDManager target) {
-        if (length < 1 || length > lengths[row]) {
-            throw new IllegalArgumentException(
-                    "cannot copy " + length + " positions of row " + row + ", which holds " + lengths[row]);
-        }
-        settleAll();
-        NDIndex source = new NDIndex("{}, :, :{}", row, length); // (H_kv, length, D)
-        NDArray[] out = new NDArray[2 * numLayers];
-        try {
-            for (int layer = 0; layer < numLayers; layer++) {
-                out[2 * layer] = copyOf(keys[layer], source, target);
-                out[2 * layer + 1] = copyOf(values[layer], source, target);
-            }
-        } catch (RuntimeException e) {
-            for (NDArray copy : out) {
-                if (copy != null) {
-                    copy.close(); // nothing half-made stays with the target
-                }
-            }
-            throw e;
-        }
-        return out;
-    }
-
     /** {@code buffer[target] = source[part]}, leaving {@code source} as it is. */
     private static void setFrom(NDArray buffer, NDIndex target, NDArray source, NDIndex part) {
         NDArray view = source.get(part);
@@ -244,38 +210,6 @@ public final class SlotKvCache implements AutoCloseable {
                 view.close();
             }
         }
-    }
-
-    private static NDArray copyOf(NDArray buffer, NDIndex index, NDManager target) {
-        try (NDArray view = buffer.get(index)) {
-            NDArray copy = view.duplicate(); // the view may share the buffer's memory
-            copy.attach(target);
-            return copy;
-        }
-    }
-
-    /**
-     * Writes the first {@code length} positions of copied keys and values ({@link #copyPositions})
-     * into an empty row, which then holds them: the row continues from position {@code length} as
-     * if it had computed them.
-     *
-     * @param row the row, holding nothing
-     * @param positions each layer's keys then values, (H_kv, P, D) with {@code P >= length}
-     * @param length positions to write, at most the row's capacity
-     */
-    public void writePrefix(int row, NDArray[] positions, int length) {
-        if (lengths[row] != 0 || length < 1 || length > capacity || positions.length != 2 * numLayers) {
-            throw new IllegalArgumentException("cannot write " + length + " positions of " + positions.length / 2
-                    + " layers into row " + row + " holding " + lengths[row] + " of " + capacity);
-        }
-        settleAll();
-        NDIndex target = new NDIndex("{}, :, :{}", row, length);
-        NDIndex first = new NDIndex(":, :{}", length); // (H_kv, length, D)
-        for (int layer = 0; layer < numLayers; layer++) {
-            setFrom(keys[layer], target, positions[2 * layer], first);
-            setFrom(values[layer], target, positions[2 * layer + 1], first);
-        }
-        lengths[row] = length;
     }
 
     /**

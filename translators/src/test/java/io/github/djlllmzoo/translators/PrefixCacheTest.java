@@ -190,7 +190,7 @@ class PrefixCacheTest {
     private void compute(long[] tokens, int row) {
         cache.clear(row);
         NDArray[] positions = expected(tokens);
-        cache.writePrefix(row, positions, tokens.length);
+        cache.appendFrom(row, positions, 0, tokens.length);
         for (NDArray array : positions) {
             array.close();
         }
@@ -218,7 +218,8 @@ class PrefixCacheTest {
 
     private void assertPositions(long[] tokens, int row) {
         NDArray[] want = expected(tokens);
-        NDArray[] got = cache.copyPositions(row, tokens.length, manager);
+        NDArray[] got = cache.newPositionStore(tokens.length, manager);
+        cache.copyOut(row, 0, tokens.length, got, 0);
         for (int i = 0; i < want.length; i++) {
             assertArrayEquals(want[i].toFloatArray(), got[i].toFloatArray(), "array " + i);
             want[i].close();
