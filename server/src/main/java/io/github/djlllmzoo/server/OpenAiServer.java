@@ -80,6 +80,8 @@ public final class OpenAiServer implements AutoCloseable {
     private final ServerMetrics metrics = new ServerMetrics();
     private final RequestGate gate = new RequestGate();
     private final Javalin app;
+    /** Trims glibc's heaps while the server runs; {@code null} where the C library cannot. */
+    private volatile NativeHeapTrimmer trimmer;
 
     private OpenAiServer(LocalModel model, Map<String, Path> adapterDirs, ServerOptions options)
             throws IOException, InvalidCheckpointException {
@@ -139,7 +141,7 @@ public final class OpenAiServer implements AutoCloseable {
                 "/metrics",
                 ctx ->
                         ctx.contentType(PrometheusText.CONTENT_TYPE)
-                                .result(metrics.page(scheduler.stats(), scheduler.metrics())));
+                                .result(metrics.page(scheduler.stats(), scheduler.metrics(), trimmer)));
         app.exception(Exception.class, this::failed);
         app.error(404, this::notFound);
     }
@@ -202,6 +204,10 @@ public final class OpenAiServer implements AutoCloseable {
             }
             throw e;
         }
+        server.trimmer =
+                NativeHeapTrimmer.glibc()
+                        .map(trim -> new NativeHeapTrimmer(trim, NativeHeapTrimmer.INTERVAL))
+                        .orElse(null);
         return server;
     }
 
@@ -264,6 +270,9 @@ public final class OpenAiServer implements AutoCloseable {
     /** Stops listening, cancels the requests in flight and stops the predictors. */
     @Override
     public void close() {
+        if (trimmer != null) {
+            trimmer.close();
+        }
         scheduler.close();
         // Set here, not at creation: a graceful stop of a server that failed to start throws
         // IllegalStateException(STOPPED) in place of the start's own error (e.g. the port in use).

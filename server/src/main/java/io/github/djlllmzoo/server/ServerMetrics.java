@@ -20,9 +20,10 @@ final class ServerMetrics {
     /**
      * @param stats the scheduler's counters and gauges, read now
      * @param timings the scheduler's timings and token counts
+     * @param trimmer the server's trims of glibc's heaps, or {@code null} where it has none
      * @return the page
      */
-    String page(GenerationScheduler.Stats stats, GenerationMetrics timings) {
+    String page(GenerationScheduler.Stats stats, GenerationMetrics timings, NativeHeapTrimmer trimmer) {
         PrometheusText out = new PrometheusText();
         String requests = "llmzoo_requests_total";
         out.header(requests, "counter", "Generation requests by how they ended.");
@@ -172,6 +173,16 @@ final class ServerMetrics {
                 "gauge",
                 "The most prompt positions the prefix cache keeps (--prefix-cache-tokens).",
                 prefixes.budgetTokens());
+        out.metric(
+                "llmzoo_malloc_trims_total",
+                "counter",
+                "Times the server gave glibc's free heap memory back to the kernel (malloc_trim; 0 without glibc).",
+                trimmer == null ? 0 : trimmer.trims());
+        out.metric(
+                "llmzoo_malloc_trim_seconds_total",
+                "counter",
+                "Time those trims took.",
+                trimmer == null ? 0 : trimmer.seconds());
         return out.toString();
     }
 }
