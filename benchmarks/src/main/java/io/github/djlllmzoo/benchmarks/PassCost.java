@@ -196,27 +196,29 @@ public final class PassCost {
             String afterLast = "decode after a chunk's last layer"; // its pass's arrays just handed to be freed
             int steps = rounds * 3;
             try (SlotKvCache cache = passes.newCache(manager)) {
-                cache.reserve(rows + 1, Math.max(chunk, 16 + 3 * (steps + 1)));
+                // a prompt row each for the two conditions with a prefill layer, so each ends its chunks
+                cache.reserve(rows + 2, Math.max(chunk, 16 + 3 * (steps + 1)));
                 fillDecodeRows(cache);
-                NDManager passManager = null;
-                SlotPrefill pass = null;
+                NDManager[] passManagers = new NDManager[2];
+                SlotPrefill[] prefills = new SlotPrefill[2];
                 for (int round = 0; round <= rounds; round++) {
                     for (String condition : List.of(afterDecode, afterLayer, afterPause)) {
                         String label = condition;
                         if (!condition.equals(afterDecode)) {
-                            if (pass == null) {
-                                passManager = manager.newSubManager();
-                                pass = passes.startPrefill(
-                                        passManager.create(tokens(chunk), new Shape(1, chunk)), cache, rows);
+                            int p = condition.equals(afterLayer) ? 0 : 1;
+                            if (prefills[p] == null) {
+                                passManagers[p] = manager.newSubManager();
+                                prefills[p] = passes.startPrefill(
+                                        passManagers[p].create(tokens(chunk), new Shape(1, chunk)), cache, rows + p);
                             }
-                            pass.run(1);
-                            if (pass.done()) {
-                                pass.logits().toType(DataType.FLOAT32, false).toFloatArray();
-                                model.kernels().closeStep(passManager);
-                                passManager = null;
-                                cache.clear(rows);
-                                pass = null;
-                                label = condition.equals(afterLayer) ? afterLast : condition;
+                            prefills[p].run(1);
+                            if (prefills[p].done()) {
+                                prefills[p].logits().toType(DataType.FLOAT32, false).toFloatArray();
+                                model.kernels().closeStep(passManagers[p]);
+                                passManagers[p] = null;
+                                cache.clear(rows + p);
+                                prefills[p] = null;
+                                label = p == 0 ? afterLast : condition;
                             }
                             if (condition.equals(afterPause)) {
                                 LockSupport.parkNanos(pauseMs * 1_000_000L);
@@ -227,8 +229,10 @@ public final class PassCost {
                         decode(cache, label, round);
                     }
                 }
-                if (passManager != null) {
-                    passManager.close();
+                for (NDManager passManager : passManagers) {
+                    if (passManager != null) {
+                        passManager.close();
+                    }
                 }
                 report("decode passes of " + rows + " rows (" + layers + " layers a chunk)",
                         Map.of(afterDecode, rows, afterLayer, rows, afterLast, rows, afterPause, rows));
