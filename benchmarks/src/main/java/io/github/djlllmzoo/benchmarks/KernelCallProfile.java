@@ -38,20 +38,23 @@ import java.util.function.Supplier;
  */
 public final class KernelCallProfile {
 
-    /** The kernels the model would use, each call timed. */
-    private static final class Timed implements Kernels {
+    /** The kernels the model would use, each call timed ({@link PassCost} reuses it). */
+    static final class Timed implements Kernels {
         final Kernels inner;
         final Map<String, long[]> calls = new TreeMap<>(); // [sum, count, samples...] by kind
         final Map<String, long[]> gaps = new TreeMap<>();
         String last = "step start";
         long lastEnd;
         boolean on;
+        /** Put before each call's kind: which condition the calls were made under. */
+        String tag = "";
 
         Timed(Kernels inner) {
             this.inner = inner;
         }
 
-        <T> T time(String kind, Supplier<T> call) {
+        <T> T time(String untagged, Supplier<T> call) {
+            String kind = tag + untagged;
             long start = System.nanoTime();
             if (on) {
                 add(gaps, last + " -> " + kind, start - lastEnd);
@@ -157,7 +160,7 @@ public final class KernelCallProfile {
     private KernelCallProfile() {}
 
     /** One table: each entry's count a step, mean and median time, time a step and share of the steps. */
-    private static void print(String title, String sum, Map<String, long[]> entries, int steps, long total) {
+    static void print(String title, String sum, Map<String, long[]> entries, int steps, long total) {
         System.out.println(title + " | count a step | us each (mean) | median | us a step | % of step");
         long all = 0;
         for (Map.Entry<String, long[]> e : entries.entrySet()) {

@@ -67,6 +67,33 @@ class CompressedGemmTest extends CompressedWeightsTest {
     }
 
     /**
+     * Each row of the kernel's product depends on that row of the input alone, bit for bit: the
+     * input is quantized per row (per group of 32, or per super-block for q4_k) and every (row,
+     * column) sum is taken in the same order whatever the other rows, the row tiles' tails and the
+     * split of the columns between the cores included. So several prompts' chunks stacked in one
+     * pass (a decode loop's joining prompts) would compute what each chunk's own pass computes.
+     */
+    @ParameterizedTest
+    @CsvSource({
+        "INT8, 13, 768, 300", "INT8, 64, 2048, 77", "INT4, 13, 768, 300", "INT4, 64, 2048, 77",
+        "BFLOAT16, 13, 768, 300", "FLOAT16, 13, 768, 300", "Q4_K, 13, 768, 300", "Q4_K, 64, 2048, 77"
+    })
+    void eachRowsProductDependsOnThatRowAlone(WeightFormat format, int rows, int in, int out) {
+        assumeInstruction(format);
+        CompressedWeight weight = compressed(out, in, format);
+        NDArray bias = manager.randomNormal(new Shape(out));
+        int chunks = 3;
+        NDArray x = manager.randomNormal(new Shape(chunks, rows, in)); // chunks stacked: (R, T, in)
+        float[] stacked = CompressedGemm.multiply(x, weight, bias, (long) chunks * rows).toFloatArray();
+        for (int c = 0; c < chunks; c++) {
+            NDArray alone = x.get(c).expandDims(0).duplicate(); // (1, T, in), contiguous
+            float[] own = CompressedGemm.multiply(alone, weight, bias, rows).toFloatArray();
+            float[] inStack = java.util.Arrays.copyOfRange(stacked, c * rows * out, (c + 1) * rows * out);
+            assertArrayEquals(own, inStack, 0f, format + " chunk " + c);
+        }
+    }
+
+    /**
      * A prefill's compressed projection takes the kernel where the CPU has the instruction, and the
      * widened weight's product with {@code -Dllmzoo.cpu.off=compressedGemm}, which differs from it by
      * the input's rounding to the kernel's grid or the order of the sums (so the switch is seen to

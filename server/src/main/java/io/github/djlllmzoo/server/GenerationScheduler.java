@@ -154,6 +154,7 @@ public final class GenerationScheduler implements AutoCloseable {
                         ? ContinuousBatch.PREFILL_AS_LONG_AS_DECODE
                         : options.prefillStepTokens())
                 .prefixCacheTokens(options.prefixCacheTokens(budget))
+                .passTimer(metrics)
                 .build();
         this.loop = new Thread(this::loop, "llmzoo-decode-loop");
         loop.setDaemon(true);

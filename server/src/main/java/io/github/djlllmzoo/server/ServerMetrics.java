@@ -112,6 +112,18 @@ final class ServerMetrics {
                 "counter",
                 "Time the decode loop spent in decode forward passes.",
                 loop.decodeNanos() / 1e9);
+        timings.decodePass.write(
+                out,
+                "llmzoo_decode_pass_seconds",
+                "A decode pass of the decode loop, in a step that ran no prefill layers before it.");
+        timings.decodePassAfterPrefill.write(
+                out,
+                "llmzoo_decode_pass_after_prefill_seconds",
+                "A decode pass of the decode loop, in a step that ran prefill layers just before it.");
+        timings.prefillStep.write(
+                out,
+                "llmzoo_prefill_step_seconds",
+                "A step's prefill work: some or all layers of a prompt chunk's pass.");
         out.metric(
                 "llmzoo_sampling_seconds_total",
                 "counter",

@@ -160,6 +160,16 @@ class ContinuousBatchingServerTest {
             assertEquals(39.0, samples.get("llmzoo_decode_tokens_total"));
             assertTrue(samples.get("llmzoo_prefill_seconds_total") > 0, samples.toString());
             assertTrue(samples.get("llmzoo_decode_seconds_total") > 0, samples.toString());
+            // every pass timed once: the prompt's step's decode pass after its prefill layers, the others alone
+            double plainPasses = samples.get("llmzoo_decode_pass_seconds_count");
+            double afterPrefill = samples.get("llmzoo_decode_pass_after_prefill_seconds_count");
+            assertEquals(39.0, plainPasses + afterPrefill, samples.toString());
+            assertTrue(afterPrefill >= 1 && plainPasses >= 1, samples.toString());
+            assertEquals(samples.get("llmzoo_decode_seconds_total"), samples.get("llmzoo_decode_pass_seconds_sum")
+                    + samples.get("llmzoo_decode_pass_after_prefill_seconds_sum"), 1e-6);
+            assertTrue(samples.get("llmzoo_prefill_step_seconds_count") >= 1, samples.toString());
+            assertEquals(samples.get("llmzoo_prefill_seconds_total"), samples.get("llmzoo_prefill_step_seconds_sum"),
+                    1e-6);
         }
     }
 }

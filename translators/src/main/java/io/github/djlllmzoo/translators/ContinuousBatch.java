@@ -13,6 +13,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * Iteration-level scheduling (continuous batching) over one model: sequences ({@link
@@ -115,6 +116,9 @@ public final class ContinuousBatch implements AutoCloseable {
     private long poolNanos;
     private long prefixNanos;
     private volatile StepCounters counters = StepCounters.NONE;
+    private final PassTimer timer;
+    /** Whether this step ran prefill layers (its decode pass comes after them). */
+    private boolean prefilledThisStep;
 
     /** One sequence in the batch and how much of its prompt is in the cache. */
     private static final class Row {
@@ -214,6 +218,7 @@ public final class ContinuousBatch implements AutoCloseable {
         this.prefillChunk = prefillChunk;
         this.vocab = model.config().vocabSize();
         this.rows = new Row[maxRows];
+        this.timer = b.timer;
     }
 
     /**
@@ -238,6 +243,7 @@ public final class ContinuousBatch implements AutoCloseable {
         private int prefillChunk = 64;
         private int prefillStepTokens = -1;
         private long prefixCacheTokens;
+        private PassTimer timer = PassTimer.NONE;
 
         private Builder(CausalLmBlock model, NDManager manager) {
             this.model = model;
@@ -303,6 +309,15 @@ public final class ContinuousBatch implements AutoCloseable {
          */
         public Builder prefixCacheTokens(long tokens) {
             this.prefixCacheTokens = tokens;
+            return this;
+        }
+
+        /**
+         * @param timer told each forward pass's time as it ends (default: none)
+         * @return this builder
+         */
+        public Builder passTimer(PassTimer timer) {
+            this.timer = Objects.requireNonNull(timer, "timer");
             return this;
         }
 
@@ -422,6 +437,7 @@ public final class ContinuousBatch implements AutoCloseable {
     public int step() {
         dropEnded();
         takeDecodeRows();
+        prefilledThisStep = false;
         if (prefilling == null && !waiting.isEmpty()) {
             prefilling = waiting.pollFirst();
             prefilling.slot = freeRow();
@@ -505,8 +521,13 @@ public final class ContinuousBatch implements AutoCloseable {
         }
     }
 
-    /** Runs the pass's layers this step may: all of them where no sequence decodes, else its budget. */
-    private void runLayers(long start) {
+    /**
+     * Runs the pass's layers this step may: all of them where no sequence decodes, else its budget.
+     *
+     * @return the layers run
+     */
+    private int runLayers(long start) {
+        int before = pass.remainingLayers();
         if (decoding == 0) {
             pass.run(pass.remainingLayers()); // no running row to keep waiting
         } else if (prefillStepTokens == PREFILL_AS_LONG_AS_DECODE) {
@@ -518,6 +539,7 @@ public final class ContinuousBatch implements AutoCloseable {
             int layers = model.config().numLayers();
             pass.run((int) Math.max(1, Math.min(layers, (long) layers * prefillStepTokens / pass.tokens())));
         }
+        return before - pass.remainingLayers();
     }
 
     /** The median of the recent decode passes' times (0 before the first: one layer runs then). */
@@ -545,6 +567,8 @@ public final class ContinuousBatch implements AutoCloseable {
         Row row = prefilling;
         float[] logits;
         long start = System.nanoTime();
+        int layers;
+        prefilledThisStep = true;
         try (LoraAdapter.Selection adapter = LoraAdapter.select(row.state.adapter())) {
             if (pass == null) {
                 int t = Math.min(prefillChunk, row.prompt.length - row.prefilled);
@@ -553,9 +577,11 @@ public final class ContinuousBatch implements AutoCloseable {
                         Arrays.copyOfRange(row.prompt, row.prefilled, row.prefilled + t), new Shape(1, t));
                 pass = passes.startPrefill(ids, cache, row.slot);
             }
-            runLayers(start);
+            layers = runLayers(start);
             if (!pass.done()) {
-                prefillNanos += System.nanoTime() - start;
+                long took = System.nanoTime() - start;
+                prefillNanos += took;
+                timer.prefillLayers(pass.tokens(), layers, took);
                 return;
             }
             logits = pass.logits().toType(DataType.FLOAT32, false).toFloatArray(); // (V)
@@ -565,7 +591,9 @@ public final class ContinuousBatch implements AutoCloseable {
         }
         int t = pass.tokens();
         dropPass();
-        prefillNanos += System.nanoTime() - start;
+        long took = System.nanoTime() - start;
+        prefillNanos += took;
+        timer.prefillLayers(t, layers, took);
         prefillTokens += t;
         row.prefilled += t;
         if (row.prefilled < row.prompt.length) {
@@ -605,6 +633,7 @@ public final class ContinuousBatch implements AutoCloseable {
         recentDecodeNanos[decodePasses++ % RECENT_DECODE_PASSES] = took;
         decodeNanos += took;
         decodeTokens += n;
+        timer.decodePass(n, took, prefilledThisStep);
         for (int r = n - 1; r >= 0; r--) {
             start = System.nanoTime();
             boolean ended = rows[r].state.advance(Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab));
