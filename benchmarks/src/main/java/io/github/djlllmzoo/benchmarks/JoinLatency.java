@@ -116,8 +116,9 @@ public final class JoinLatency {
         GenerationConfig config = GenerationConfig.builder().maxNewTokens(tokens).eosTokenIds(List.of()).build();
         Random random = new Random(1);
         Times[] times = new Times[streams];
-        try (ContinuousBatch batch = new ContinuousBatch(
-                model.block(), manager, streams + 1, (long) (streams + 1) * window, chunk, stepTokens, 0)) {
+        try (ContinuousBatch batch = ContinuousBatch.builder(model.block(), manager)
+                .maxRows(streams + 1).tokenBudget((long) (streams + 1) * window)
+                .prefillChunk(chunk).prefillStepTokens(stepTokens).build()) {
             GenerationConfig one = config.toBuilder().maxNewTokens(1).build();
             // a process's first pass over a chunk's width makes the kernels' buffers: not what a join costs
             batch.join(state(random, Math.min(chunk, promptTokens), vocab, one, new Times(), window));

@@ -110,8 +110,8 @@ public final class PrefixCacheLatency {
         int window = model.config().maxPositions();
         List<Double> millis = new ArrayList<>();
         List<long[]> outputs = new ArrayList<>();
-        try (ContinuousBatch batch = new ContinuousBatch(
-                model.block(), manager, 1, window, chunk, prefixTokens)) {
+        try (ContinuousBatch batch = ContinuousBatch.builder(model.block(), manager).maxRows(1).tokenBudget(window)
+                .prefillChunk(chunk).prefixCacheTokens(prefixTokens).build()) {
             for (int r = 0; r < prompts.size(); r++) {
                 SequenceState state = SequenceState.builder(prompts.get(r), config).contextWindow(window).build()
                         .get(0);

@@ -125,7 +125,8 @@ class ContinuousBatchGoldenTest {
                     .build()
                     .get(0));
         }
-        try (ContinuousBatch batch = new ContinuousBatch(block, manager, 3, 3L * 128, chunk, stepTokens, 0)) {
+        try (ContinuousBatch batch = ContinuousBatch.builder(block, manager).maxRows(3).tokenBudget(3L * 128)
+                .prefillChunk(chunk).prefillStepTokens(stepTokens).build()) {
             int next = 0;
             for (int step = 0; next < entries.size() || batch.sequences() > 0; step++) {
                 while (next < entries.size() && entries.get(next).joinStep() <= step) {
@@ -159,7 +160,9 @@ class ContinuousBatchGoldenTest {
         }
         try (LocalModel model = LocalModel.load(golden.dir());
                 NDManager manager = model.model().getNDManager().newSubManager();
-                ContinuousBatch batch = new ContinuousBatch(model.block(), manager, 3, 3L * 128, 4)) {
+                ContinuousBatch batch = ContinuousBatch.builder(model.block(), manager)
+                        .maxRows(3).tokenBudget(3L * 128)
+                        .prefillChunk(4).build()) {
             int window = model.config().maxPositions();
             SequenceState[] running = new SequenceState[2];
             for (int r = 0; r < running.length; r++) {
@@ -192,7 +195,8 @@ class ContinuousBatchGoldenTest {
                 NDManager manager = model.model().getNDManager().newSubManager()) {
             CausalLmBlock block = model.block();
             int buffers = 2 * block.config().numLayers(); // the pool's keys and values per layer
-            try (ContinuousBatch batch = new ContinuousBatch(block, manager, 4, 4L * 64, 4)) {
+            try (ContinuousBatch batch = ContinuousBatch.builder(block, manager).maxRows(4).tokenBudget(4L * 64)
+                    .prefillChunk(4).build()) {
                 for (int round = 0; round < 6; round++) {
                     for (int i = 0; i < 10; i++) {
                         SequenceState state = SequenceState.builder(Arrays.copyOf(full, 3 + i), greedy(2 + i % 5))

@@ -21,7 +21,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * A {@link ContinuousBatch} with prefill rows ({@link ContinuousBatch.Builder#prefillRows}) prefills
+ * A {@link ContinuousBatch} with prefill rows ({@link ContinuousBatchBuilder#prefillRows}) prefills
  * the next prompts beside full decode rows: a row whose sequence ended decodes the next sequence at
  * the next step, admission still never holds more sequences than rows nor more positions than the
  * budget, and every sequence generates what it generates alone.

@@ -96,7 +96,9 @@ class MixedAdapterBatchTest {
                 }
             }
             try (NDManager manager = model.model().getNDManager().newSubManager();
-                    ContinuousBatch batch = new ContinuousBatch(model.block(), manager, 4, 4L * 64, 4)) {
+                    ContinuousBatch batch = ContinuousBatch.builder(model.block(), manager)
+                            .maxRows(4).tokenBudget(4L * 64)
+                            .prefillChunk(4).build()) {
                 int next = 0;
                 for (int step = 0; next < states.size() || batch.sequences() > 0; step++) {
                     SequenceState state = next < states.size() ? states.get(next) : null;
@@ -136,7 +138,9 @@ class MixedAdapterBatchTest {
                 }
             }
             try (NDManager manager = model.model().getNDManager().newSubManager();
-                    ContinuousBatch batch = new ContinuousBatch(model.block(), manager, 2, 2L * 64, 4, 256)) {
+                    ContinuousBatch batch = ContinuousBatch.builder(model.block(), manager)
+                            .maxRows(2).tokenBudget(2L * 64)
+                            .prefillChunk(4).prefixCacheTokens(256).build()) {
                 for (int i = 0; i < adapters.size(); i++) {
                     SequenceState state = SequenceState.builder(prompt, config()).contextWindow(window)
                             .adapter(adapters.get(i)).build().get(0);

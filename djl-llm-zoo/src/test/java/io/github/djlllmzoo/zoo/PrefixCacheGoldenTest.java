@@ -56,7 +56,8 @@ class PrefixCacheGoldenTest {
             if (reference) {
                 block.useKernels(EngineKernels.INSTANCE);
             }
-            try (ContinuousBatch batch = new ContinuousBatch(block, manager, 3, 3L * 128, chunk, 256)) {
+            try (ContinuousBatch batch = ContinuousBatch.builder(block, manager).maxRows(3).tokenBudget(3L * 128)
+                    .prefillChunk(chunk).prefixCacheTokens(256).build()) {
                 long[] cold = alone(block, manager, greedy, greedy(8));
                 long[] coldSampled = alone(block, manager, sampled, sampled(8, 5L));
                 run(batch, state(block, first, greedy(4)));
@@ -106,7 +107,8 @@ class PrefixCacheGoldenTest {
                 NDManager manager = model.model().getNDManager().newSubManager()) {
             CausalLmBlock block = model.block();
             int buffers = 2 * block.config().numLayers(); // keys and values per layer
-            try (ContinuousBatch batch = new ContinuousBatch(block, manager, 4, 4L * 64, 4, 40)) {
+            try (ContinuousBatch batch = ContinuousBatch.builder(block, manager).maxRows(4).tokenBudget(4L * 64)
+                    .prefillChunk(4).prefixCacheTokens(40).build()) {
                 for (int round = 0; round < 5; round++) {
                     for (int i = 0; i < 10; i++) {
                         long[] prompt = concat(Arrays.copyOf(shared, 3 + i), new long[] {full[i % full.length]});

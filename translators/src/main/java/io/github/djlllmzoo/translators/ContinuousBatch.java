@@ -13,7 +13,6 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Objects;
 
 /**
  * Iteration-level scheduling (continuous batching) over one model: sequences ({@link
@@ -31,7 +30,7 @@ import java.util.Objects;
  * and values, its own sampler.
  *
  * <p>At most {@code maxRows} sequences decode together; with {@code prefillRows} ({@link
- * Builder#prefillRows}) as many more join beside them, their prompts prefilled into rows of the pool
+ * ContinuousBatchBuilder#prefillRows}) as many more join beside them, their prompts prefilled into rows of the pool
  * of their own while the decode rows are full. A prefilled sequence (its first token taken) takes a
  * decode row at the step one is free, so a row whose sequence ended decodes again at once instead
  * of staying empty while the next prompt is prefilled (vLLM's scheduler counts running sequences
@@ -69,26 +68,16 @@ public final class ContinuousBatch implements AutoCloseable {
      */
     public static final int PREFILL_AS_LONG_AS_DECODE = 0;
 
-    /** Decode passes whose median time bounds a step's prefill under {@link #PREFILL_AS_LONG_AS_DECODE}. */
-    private static final int RECENT_DECODE_PASSES = 16;
-
     private final CausalLmBlock model;
     private final SlotPasses passes;
     private final NDManager manager;
     private final SlotKvCache cache;
     private final PrefixCache prefixes;
     private final int maxRows;
-    private final int prefillRows;
     private final long tokenBudget;
     private final int prefillChunk;
-    private final int prefillStepTokens;
-    /**
-     * The recent decode passes' times, whose median is the prefill's budget under {@link
-     * #PREFILL_AS_LONG_AS_DECODE}: with the last pass alone, one slow pass (a machine's hiccup)
-     * doubled the next step's prefill as well.
-     */
-    private final long[] recentDecodeNanos = new long[RECENT_DECODE_PASSES];
-    private int decodePasses;
+    private final PrefillBudget prefillBudget;
+    private final PoolAdmission admission;
     private final int vocab;
     /** Rows [0, decoding) are decoding; a prefilling or prefilled sequence holds a row past them. */
     private final Row[] rows;
@@ -136,63 +125,7 @@ public final class ContinuousBatch implements AutoCloseable {
         }
     }
 
-    /**
-     * @param model the model block, its parameters loaded
-     * @param manager a manager on the model's device; the cache and each step use sub-managers
-     * @param maxRows the most sequences in the batch at once (≥ 1)
-     * @param tokenBudget the most positions the pool may hold (rows × capacity, ≥ 1)
-     * @param prefillChunk the most prompt tokens one step prefills (≥ 1)
-     */
-    public ContinuousBatch(CausalLmBlock model, NDManager manager, int maxRows, long tokenBudget, int prefillChunk) {
-        this(model, manager, maxRows, tokenBudget, prefillChunk, 0);
-    }
-
-    /**
-     * @param model the model block, its parameters loaded
-     * @param manager a manager on the model's device; the cache and each step use sub-managers
-     * @param maxRows the most sequences in the batch at once (≥ 1)
-     * @param tokenBudget the most positions the pool may hold (rows × capacity, ≥ 1)
-     * @param prefillChunk the most prompt tokens one step prefills (≥ 1)
-     * @param prefixCacheTokens the most prompt positions the {@link PrefixCache} keeps for later
-     *     sequences, besides the pool (0: none)
-     */
-    public ContinuousBatch(
-            CausalLmBlock model,
-            NDManager manager,
-            int maxRows,
-            long tokenBudget,
-            int prefillChunk,
-            long prefixCacheTokens) {
-        this(model, manager, maxRows, tokenBudget, prefillChunk, prefillChunk, prefixCacheTokens);
-    }
-
-    /**
-     * @param model the model block, its parameters loaded
-     * @param manager a manager on the model's device; the cache and each step use sub-managers
-     * @param maxRows the most sequences in the batch at once (≥ 1)
-     * @param tokenBudget the most positions the pool may hold (rows × capacity, ≥ 1)
-     * @param prefillChunk the most prompt tokens one prefill pass takes (≥ 1)
-     * @param prefillStepTokens the prefill work one step may do while sequences decode, in tokens
-     *     through every layer: a chunk of {@code T} tokens runs {@code max(1, layers ×
-     *     prefillStepTokens / T)} of its layers a step; {@code prefillChunk} or more runs a whole
-     *     chunk a step; {@link #PREFILL_AS_LONG_AS_DECODE} runs layers until the step's prefill took
-     *     as long as the recent decode passes' median. A step with no sequence decoding runs a whole chunk
-     * @param prefixCacheTokens the most prompt positions the {@link PrefixCache} keeps for later
-     *     sequences, besides the pool (0: none)
-     */
-    public ContinuousBatch(
-            CausalLmBlock model,
-            NDManager manager,
-            int maxRows,
-            long tokenBudget,
-            int prefillChunk,
-            int prefillStepTokens,
-            long prefixCacheTokens) {
-        this(builder(model, manager).maxRows(maxRows).tokenBudget(tokenBudget).prefillChunk(prefillChunk)
-                .prefillStepTokens(prefillStepTokens).prefixCacheTokens(prefixCacheTokens));
-    }
-
-    private ContinuousBatch(Builder b) {
+    ContinuousBatch(ContinuousBatchBuilder b) {
         CausalLmBlock model = b.model;
         NDManager manager = b.manager;
         int maxRows = b.maxRows;
@@ -206,8 +139,6 @@ public final class ContinuousBatch implements AutoCloseable {
                     + maxRows + ", " + tokenBudget + ", " + prefillChunk + ", " + b.prefillRows + ", "
                     + prefillStepTokens);
         }
-        this.prefillRows = b.prefillRows;
-        this.prefillStepTokens = prefillStepTokens;
         this.model = model;
         this.manager = manager;
         this.passes = new SlotPasses(model);
@@ -219,6 +150,8 @@ public final class ContinuousBatch implements AutoCloseable {
         this.vocab = model.config().vocabSize();
         this.rows = new Row[maxRows];
         this.timer = b.timer;
+        this.prefillBudget = new PrefillBudget(prefillStepTokens, model.config().numLayers());
+        this.admission = new PoolAdmission(cache, maxRows, b.prefillRows, tokenBudget);
     }
 
     /**
@@ -229,105 +162,8 @@ public final class ContinuousBatch implements AutoCloseable {
      * @param manager a manager on the model's device; the cache and each step use sub-managers
      * @return the builder
      */
-    public static Builder builder(CausalLmBlock model, NDManager manager) {
-        return new Builder(model, manager);
-    }
-
-    /** How a {@link ContinuousBatch} is made; each setter says what it bounds. */
-    public static final class Builder {
-        private final CausalLmBlock model;
-        private final NDManager manager;
-        private int maxRows = 1;
-        private int prefillRows;
-        private long tokenBudget;
-        private int prefillChunk = 64;
-        private int prefillStepTokens = -1;
-        private long prefixCacheTokens;
-        private PassTimer timer = PassTimer.NONE;
-
-        private Builder(CausalLmBlock model, NDManager manager) {
-            this.model = model;
-            this.manager = manager;
-            this.tokenBudget = model.config().maxPositions();
-        }
-
-        /**
-         * @param rows the most sequences decoding together (≥ 1)
-         * @return this builder
-         */
-        public Builder maxRows(int rows) {
-            this.maxRows = rows;
-            return this;
-        }
-
-        /**
-         * Rows of the pool beside the decode rows where prompts are prefilled ahead: a sequence joins
-         * while the batch holds fewer than {@code maxRows + rows} sequences, is prefilled into a row of
-         * its own and takes a decode row as soon as one is free, so a row whose sequence ended
-         * decodes again at the next step rather than after the next prompt's prefill.
-         *
-         * @param rows the most sequences beside the decoding ones (≥ 0; 0: a prompt's prefill
-         *     starts only once it has a decode row)
-         * @return this builder
-         */
-        public Builder prefillRows(int rows) {
-            this.prefillRows = rows;
-            return this;
-        }
-
-        /**
-         * @param tokens the most positions the pool may hold (rows × capacity, ≥ 1)
-         * @return this builder
-         */
-        public Builder tokenBudget(long tokens) {
-            this.tokenBudget = tokens;
-            return this;
-        }
-
-        /**
-         * @param tokens the most prompt tokens one prefill pass takes (≥ 1)
-         * @return this builder
-         */
-        public Builder prefillChunk(int tokens) {
-            this.prefillChunk = tokens;
-            return this;
-        }
-
-        /**
-         * @param tokens the prefill work one step may do while sequences decode, as the constructor
-         *     of the same parameter says (default: whole chunks)
-         * @return this builder
-         */
-        public Builder prefillStepTokens(int tokens) {
-            this.prefillStepTokens = tokens;
-            return this;
-        }
-
-        /**
-         * @param tokens the most prompt positions the {@link PrefixCache} keeps (0: none)
-         * @return this builder
-         */
-        public Builder prefixCacheTokens(long tokens) {
-            this.prefixCacheTokens = tokens;
-            return this;
-        }
-
-        /**
-         * @param timer told each forward pass's time as it ends (default: none)
-         * @return this builder
-         */
-        public Builder passTimer(PassTimer timer) {
-            this.timer = Objects.requireNonNull(timer, "timer");
-            return this;
-        }
-
-        /** @return the batch */
-        public ContinuousBatch build() {
-            if (prefillStepTokens == -1) {
-                prefillStepTokens = prefillChunk;
-            }
-            return new ContinuousBatch(this);
-        }
+    public static ContinuousBatchBuilder builder(CausalLmBlock model, NDManager manager) {
+        return new ContinuousBatchBuilder(model, manager);
     }
 
     /**
@@ -339,7 +175,7 @@ public final class ContinuousBatch implements AutoCloseable {
      * @return positions to reserve
      */
     public int need(int promptLength, int maxNewTokens) {
-        return (int) Math.min((long) promptLength + maxNewTokens, cache.maxCapacity());
+        return admission.need(promptLength, maxNewTokens);
     }
 
     /**
@@ -351,7 +187,7 @@ public final class ContinuousBatch implements AutoCloseable {
      * @return whether they fit the budget and the rows
      */
     public boolean canEverHold(int count, int need) {
-        return count <= maxRows && need <= cache.maxCapacity() && (long) count * need <= tokenBudget;
+        return admission.canEverHold(count, need);
     }
 
     /**
@@ -363,34 +199,7 @@ public final class ContinuousBatch implements AutoCloseable {
      * @return whether they fit now
      */
     public boolean canJoin(int count, int need) {
-        int[] pool = poolFor(count, need);
-        return inUse() + count <= maxRows + prefillRows && (long) pool[0] * pool[1] <= tokenBudget;
-    }
-
-    /**
-     * The pool's (rows, capacity) once {@code count} sequences of {@code need} positions joined: the
-     * buffers as they are where they hold them, else made at least at every row's share of the
-     * budget ({@link #rowShare}) and with as many of the batch's rows as the budget allows at that
-     * capacity (at least the rows in use). The pool is so allocated ahead, once, rather than grown
-     * while sequences run: growing copies every buffer, a step's stall of 100 ms and more on
-     * Llama-110M (docs/PERFORMANCE.md), and only a sequence longer than a row's share grows it. An
-     * empty pool too small for them is made afresh, not grown.
-     */
-    private int[] poolFor(int count, int need) {
-        int inUse = inUse();
-        boolean fresh = inUse == 0 && need > cache.capacity();
-        int rows = fresh ? 0 : cache.rows();
-        int capacity = Math.max(need, fresh ? rowShare() : cache.capacity());
-        if (inUse + count > rows || capacity > cache.capacity()) {
-            long fit = tokenBudget / Math.max(capacity, 1);
-            rows = (int) Math.max(Math.max(rows, inUse + count), Math.min(maxRows + prefillRows, fit));
-        }
-        return new int[] {rows, capacity};
-    }
-
-    /** Positions per row where every one of the batch's rows takes an equal share of the budget. */
-    private int rowShare() {
-        return (int) Math.min(cache.maxCapacity(), tokenBudget / (maxRows + prefillRows));
+        return admission.canJoin(inUse(), count, need);
     }
 
     /**
@@ -413,7 +222,7 @@ public final class ContinuousBatch implements AutoCloseable {
         if (!canJoin(1, need)) {
             throw new IllegalStateException("a sequence of " + need + " positions does not fit the pool now");
         }
-        int[] pool = poolFor(1, Math.max(need, 1));
+        int[] pool = admission.poolFor(inUse(), 1, Math.max(need, 1));
         long start = System.nanoTime();
         if (inUse() == 0 && need > cache.capacity()) {
             cache.free(); // made afresh at the larger capacity: nothing to keep
@@ -521,38 +330,6 @@ public final class ContinuousBatch implements AutoCloseable {
         }
     }
 
-    /**
-     * Runs the pass's layers this step may: all of them where no sequence decodes, else its budget.
-     *
-     * @return the layers run
-     */
-    private int runLayers(long start) {
-        int before = pass.remainingLayers();
-        if (decoding == 0) {
-            pass.run(pass.remainingLayers()); // no running row to keep waiting
-        } else if (prefillStepTokens == PREFILL_AS_LONG_AS_DECODE) {
-            long budget = decodePassMedian();
-            do {
-                pass.run(1);
-            } while (!pass.done() && System.nanoTime() - start < budget);
-        } else {
-            int layers = model.config().numLayers();
-            pass.run((int) Math.max(1, Math.min(layers, (long) layers * prefillStepTokens / pass.tokens())));
-        }
-        return before - pass.remainingLayers();
-    }
-
-    /** The median of the recent decode passes' times (0 before the first: one layer runs then). */
-    private long decodePassMedian() {
-        int n = Math.min(decodePasses, RECENT_DECODE_PASSES);
-        if (n == 0) {
-            return 0;
-        }
-        long[] sorted = Arrays.copyOf(recentDecodeNanos, n);
-        Arrays.sort(sorted);
-        return sorted[n / 2];
-    }
-
     private void publishCounters() {
         counters = new StepCounters(
                 steps, prefillTokens, prefillNanos, decodeTokens, decodeNanos, sampleNanos, poolNanos, prefixNanos);
@@ -577,7 +354,7 @@ public final class ContinuousBatch implements AutoCloseable {
                         Arrays.copyOfRange(row.prompt, row.prefilled, row.prefilled + t), new Shape(1, t));
                 pass = passes.startPrefill(ids, cache, row.slot);
             }
-            layers = runLayers(start);
+            layers = prefillBudget.run(pass, decoding > 0, start);
             if (!pass.done()) {
                 long took = System.nanoTime() - start;
                 prefillNanos += took;
@@ -630,7 +407,7 @@ public final class ContinuousBatch implements AutoCloseable {
             model.kernels().closeStep(step);
         }
         long took = System.nanoTime() - start;
-        recentDecodeNanos[decodePasses++ % RECENT_DECODE_PASSES] = took;
+        prefillBudget.decodePassTook(took);
         decodeNanos += took;
         decodeTokens += n;
         timer.decodePass(n, took, prefilledThisStep);
