@@ -30,6 +30,9 @@ import org.junit.jupiter.api.Assumptions;
  */
 final class LlamaCppPeer {
 
+    /** The layer count llama.cpp's gemma2 knows as the 2B: one of the three the kit's c392e50 runs. */
+    private static final int GEMMA2_2B_LAYERS = 26;
+
     final Path home;
     final Path bin;
 
@@ -133,17 +136,58 @@ final class LlamaCppPeer {
      */
     static Path gemma3AsLlamaCppRunsIt(Path golden, Path dir, NDManager manager) throws Exception {
         int layers = 6;
+        return rewritten(golden, dir, layers, config -> {
+            if (config.get("rope_local_base_freq").getAsDouble() != 10_000.0) {
+                throw new IllegalArgumentException(golden + ": llama.cpp's local rotary base is 10000, not "
+                        + config.get("rope_local_base_freq"));
+            }
+            config.addProperty("query_pre_attn_scalar", config.get("head_dim").getAsInt());
+            config.addProperty("sliding_window_pattern", layers);
+            config.remove("layer_types");
+        }, manager);
+    }
+
+    /**
+     * The golden Gemma 2 case as llama.cpp's {@code gemma2} runs it. llama.cpp reads the sliding
+     * window and both soft-capping values from the file, makes every even layer local ({@code
+     * set_swa_pattern(2)}, as Hugging Face's {@code layer_idx % 2 == 0}), and fixes the score scale
+     * by the layer count ({@code src/llama-model.cpp}, {@code load_hparams}, {@code
+     * LLM_ARCH_GEMMA2}, at 1eeb523c: {@code 1/sqrt(hidden/heads)} for the 46-layer 27B, else {@code
+     * 1/sqrt(head_dim)}; it reads no {@code attention.scale}); the kit's c392e50 aborts on any count
+     * but 26, 42 and 46 ({@code src/llama.cpp}, {@code build_gemma2}: {@code GGML_ABORT} in the scale's
+     * switch). So {@code query_pre_attn_scalar} becomes {@code head_dim} and the layers 26 (the 2B's
+     * count), layer {@code i} repeating the golden layer {@code i mod n} (an even count, so each
+     * keeps its local or global kind).
+     */
+    static Path gemma2AsLlamaCppRunsIt(Path golden, Path dir, NDManager manager) throws Exception {
+        return rewritten(golden, dir, GEMMA2_2B_LAYERS,
+                config -> config.addProperty("query_pre_attn_scalar", config.get("head_dim").getAsInt()), manager);
+    }
+
+    /**
+     * The golden Mistral case with a sliding window that holds {@code positions}: llama.cpp's {@code
+     * llama} architecture has no sliding window ({@code src/llama-model.cpp}, {@code load_hparams},
+     * {@code LLM_ARCH_LLAMA} reads no {@code attention.sliding_window}, and {@code build_graph} builds
+     * {@code llm_build_llama} on the plain causal mask), so it equals Mistral's only while every
+     * position stays inside the window.
+     */
+    static Path mistralInsideItsWindow(Path golden, int positions, Path dir, NDManager manager) throws Exception {
+        JsonObject config = JsonParser.parseString(Files.readString(golden.resolve("config.json"))).getAsJsonObject();
+        return rewritten(golden, dir, config.get("num_hidden_layers").getAsInt(),
+                c -> c.addProperty("sliding_window", positions), manager);
+    }
+
+    /**
+     * A golden case's weights with its config edited and {@code layers} layers, layer {@code i} the
+     * golden layer {@code i mod n}.
+     */
+    private static Path rewritten(Path golden, Path dir, int layers, java.util.function.Consumer<JsonObject> edit,
+            NDManager manager) throws Exception {
         Files.createDirectories(dir);
         JsonObject config = JsonParser.parseString(Files.readString(golden.resolve("config.json"))).getAsJsonObject();
-        if (config.get("rope_local_base_freq").getAsDouble() != 10_000.0) {
-            throw new IllegalArgumentException(golden + ": llama.cpp's local rotary base is 10000, not "
-                    + config.get("rope_local_base_freq"));
-        }
         int goldenLayers = config.get("num_hidden_layers").getAsInt();
         config.addProperty("num_hidden_layers", layers);
-        config.addProperty("query_pre_attn_scalar", config.get("head_dim").getAsInt());
-        config.addProperty("sliding_window_pattern", layers);
-        config.remove("layer_types");
+        edit.accept(config);
         Files.writeString(dir.resolve("config.json"), config.toString(), StandardCharsets.UTF_8);
         java.util.regex.Pattern layer = java.util.regex.Pattern.compile("model\\.layers\\.(\\d+)\\.(.+)");
         Map<String, NDArray> tensors = new LinkedHashMap<>();
@@ -303,9 +347,26 @@ final class LlamaCppPeer {
         }
     }
 
-    /** llama.cpp's converter (the kit's make_gguf.py): an F32 GGUF of a checkpoint directory. */
+    /**
+     * llama.cpp's converter (the kit's make_gguf.py): an F32 GGUF of a checkpoint directory. Mistral
+     * as {@code convert_hf_to_gguf.py} converts it ({@code MistralForCausalLM} registered to its
+     * {@code LlamaModel}, which writes no sliding window): the kit's converter, which refuses the
+     * model type {@code mistral}, is given the checkpoint with {@code model_type} {@code llama}.
+     */
     Path convert(Path dir, Path out) throws Exception {
-        run(List.of("python3", home.resolve("make_gguf.py").toString(), dir.toString(), out.toString()));
+        JsonObject config = JsonParser.parseString(Files.readString(dir.resolve("config.json"))).getAsJsonObject();
+        Path source = dir;
+        if (config.get("model_type").getAsString().equals("mistral")) {
+            source = Files.createTempDirectory(out.getParent(), "as-llama");
+            config.addProperty("model_type", "llama");
+            Files.writeString(source.resolve("config.json"), config.toString(), StandardCharsets.UTF_8);
+            try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+                for (Path f : files.filter(f -> !f.getFileName().toString().equals("config.json")).toList()) {
+                    Files.createSymbolicLink(source.resolve(f.getFileName()), f.toAbsolutePath());
+                }
+            }
+        }
+        run(List.of("python3", home.resolve("make_gguf.py").toString(), source.toString(), out.toString()));
         return out;
     }
 
