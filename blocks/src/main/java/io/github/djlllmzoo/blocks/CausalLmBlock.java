@@ -13,11 +13,13 @@ import ai.djl.util.PairList;
 import io.github.djlllmzoo.blocks.config.DecoderConfig;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * A decoder-only causal language model: token embedding, a stack of {@link DecoderLayer}s, a final
@@ -182,6 +184,18 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         for (Map.Entry<Parameter, ProjectionWeight> e : compressibleWeights().entrySet()) {
             e.getValue().compress(formats.get(e.getKey()));
         }
+    }
+
+    /**
+     * @return the formats the weight matrices are held in now ({@link WeightFormat#FLOAT32} for those
+     *     not compressed)
+     */
+    public Set<WeightFormat> heldFormats() {
+        Set<WeightFormat> formats = EnumSet.noneOf(WeightFormat.class);
+        for (ProjectionWeight weight : compressibleWeights().values()) {
+            formats.add(weight.compressed() == null ? WeightFormat.FLOAT32 : weight.compressed().format());
+        }
+        return formats;
     }
 
     /**

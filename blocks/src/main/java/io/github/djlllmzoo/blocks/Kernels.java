@@ -11,6 +11,7 @@ import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.config.HiddenActivation;
 import java.util.Optional;
 import java.util.ServiceLoader;
+import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -318,6 +319,23 @@ public interface Kernels {
      * @param step the manager of a finished step; the caller must not use it or its arrays again
      */
     void closeStep(NDManager step);
+
+    /**
+     * Whether a prompt's prefill computes every position the same bit for bit however its tokens are
+     * split into passes of at least {@code minPassRows} rows each, for weights held in {@code
+     * formats}: every row of each product depends on that row alone, and attention reads a
+     * position's earlier keys and values in the same order from the cache or the pass. A scheduler may
+     * then stack several chunks of a prompt into one pass and still reuse any chunk boundary of it
+     * exactly (prefix caching). The engine's own products (MKL's GEMM) block their sums by the row
+     * count, so the default is {@code false}.
+     *
+     * @param formats the formats the model's weight matrices are held in
+     * @param minPassRows the fewest rows a pass of the split has
+     * @return whether such splits give the same values as one pass
+     */
+    default boolean prefillSplitsExactly(Set<WeightFormat> formats, int minPassRows) {
+        return false;
+    }
 
     /**
      * The kernels for a model: those of the first {@link KernelsProvider} that applies, else the

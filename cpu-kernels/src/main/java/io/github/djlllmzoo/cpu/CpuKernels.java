@@ -14,8 +14,10 @@ import io.github.djlllmzoo.blocks.Kernels;
 import io.github.djlllmzoo.blocks.ProjectionWeight;
 import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
+import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.blocks.config.HiddenActivation;
 import java.nio.ByteBuffer;
+import java.util.Set;
 import java.util.function.Supplier;
 
 /**
@@ -106,6 +108,20 @@ public final class CpuKernels implements Kernels {
         KernelSwitches.off(); // as is an unknown name in -Dllmzoo.cpu.off
         this.fewRowProduct = fewRowProduct && NativeKernels.loaded();
         this.decodeAttention = decodeAttention && NativeKernels.loaded();
+    }
+
+    /**
+     * Passes of more than {@link CompressedProduct#MAX_ROWS} rows take {@link CompressedGemm}, whose
+     * every output row depends on its input row alone (the input is quantized per row, the sums run
+     * over the inputs in one order), and {@link PrefillAttention} reads each position's keys from the
+     * cache in position order: so where both take the model's weights, a prompt's passes may be split
+     * anywhere at such sizes (CompressedModelTest). Passes of fewer rows take the decode kernels,
+     * whose last bits differ.
+     */
+    @Override
+    public boolean prefillSplitsExactly(Set<WeightFormat> formats, int minPassRows) {
+        return compressedGemm && prefillAttention && minPassRows > CompressedProduct.MAX_ROWS
+                && formats.stream().allMatch(CompressedGemm::takes);
     }
 
     @Override

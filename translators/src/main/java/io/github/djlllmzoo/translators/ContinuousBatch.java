@@ -77,6 +77,15 @@ public final class ContinuousBatch implements AutoCloseable {
     private final long tokenBudget;
     private final int prefillChunk;
     private final PrefillBudget prefillBudget;
+    /**
+     * The fewest rows a prefill pass takes where passes split exactly (but for a whole prompt that
+     * short): the prefix cache's block, and more than the decode kernels' 8 rows, whose last bits
+     * differ from the prefill GEMM's.
+     */
+    private static final int EXACT_PASS_ROWS = PrefixCache.BLOCK_TOKENS;
+
+    /** Whole chunks one prefill pass takes: 1 unless the model's passes split exactly. */
+    private final int passChunks;
     private final PoolAdmission admission;
     private final int vocab;
     /** Rows [0, decoding) are decoding; a prefilling or prefilled sequence holds a row past them. */
@@ -132,10 +141,10 @@ public final class ContinuousBatch implements AutoCloseable {
         int prefillChunk = b.prefillChunk;
         int prefillStepTokens = b.prefillStepTokens;
         long tokenBudget = b.tokenBudget;
-        if (maxRows < 1 || b.prefillRows < 0 || tokenBudget < 1 || prefillChunk < 1
+        if (maxRows < 1 || b.prefillRows < 0 || b.prefillPassChunks < 1 || tokenBudget < 1 || prefillChunk < 1
                 || prefillStepTokens < PREFILL_AS_LONG_AS_DECODE) {
             throw new IllegalArgumentException("maxRows, tokenBudget and prefillChunk must be at least 1,"
-                    + " prefillRows at least 0 and prefillStepTokens at least " + PREFILL_AS_LONG_AS_DECODE + ", got "
+                    + " prefillPassChunks at least 1, prefillRows at least 0 and prefillStepTokens at least " + PREFILL_AS_LONG_AS_DECODE + ", got "
                     + maxRows + ", " + tokenBudget + ", " + prefillChunk + ", " + b.prefillRows + ", "
                     + prefillStepTokens);
         }
@@ -150,6 +159,10 @@ public final class ContinuousBatch implements AutoCloseable {
         this.vocab = model.config().vocabSize();
         this.rows = new Row[maxRows];
         this.timer = b.timer;
+        this.passChunks = prefillChunk >= EXACT_PASS_ROWS
+                        && model.kernels().prefillSplitsExactly(model.heldFormats(), EXACT_PASS_ROWS)
+                ? b.prefillPassChunks
+                : 1;
         this.prefillBudget = new PrefillBudget(prefillStepTokens, model.config().numLayers());
         this.admission = new PoolAdmission(cache, maxRows, b.prefillRows, tokenBudget);
     }
@@ -252,8 +265,10 @@ public final class ContinuousBatch implements AutoCloseable {
             prefilling.slot = freeRow();
             cache.clear(prefilling.slot);
             long start = System.nanoTime();
-            prefilling.prefilled =
-                    prefixes.restore(prefilling.prompt, prefilling.state.adapter(), cache, prefilling.slot);
+            prefilling.prefilled = exact(prefilling)
+                    ? prefixes.restore(prefilling.prompt, null, cache, prefilling.slot, PrefixCache.BLOCK_TOKENS,
+                            EXACT_PASS_ROWS)
+                    : prefixes.restore(prefilling.prompt, prefilling.state.adapter(), cache, prefilling.slot);
             prefixNanos += System.nanoTime() - start;
         }
         if (prefilling != null) {
@@ -348,7 +363,7 @@ public final class ContinuousBatch implements AutoCloseable {
         prefilledThisStep = true;
         try (LoraAdapter.Selection adapter = LoraAdapter.select(row.state.adapter())) {
             if (pass == null) {
-                int t = Math.min(prefillChunk, row.prompt.length - row.prefilled);
+                int t = passTokens(row);
                 passManager = manager.newSubManager();
                 NDArray ids = passManager.create(
                         Arrays.copyOfRange(row.prompt, row.prefilled, row.prefilled + t), new Shape(1, t));
@@ -388,6 +403,28 @@ public final class ContinuousBatch implements AutoCloseable {
             return;
         }
         ready.addLast(row); // takes a decode row once one is free (this step, where one is)
+    }
+
+    /** Whether the row's prefill passes split exactly: exact kernels, and no LoRA adapter (the engine's GEMM). */
+    private boolean exact(Row row) {
+        return passChunks > 1 && row.state.adapter() == null;
+    }
+
+    /**
+     * The next pass's tokens. Where passes split exactly, up to {@code passChunks} chunks, and the
+     * rest of the prompt too where fewer than {@link #EXACT_PASS_ROWS} would be left, so that no pass
+     * but a whole short prompt's takes fewer rows: every pass then takes the kernels whose rows do
+     * not depend on the split, and a prompt reused from the prefix cache at any block boundary
+     * (leaving at least that many rows) computes what its cold run computed. Elsewhere one chunk, so
+     * that a reused prompt's passes are a cold run's own.
+     */
+    private int passTokens(Row row) {
+        int left = row.prompt.length - row.prefilled;
+        if (!exact(row)) {
+            return Math.min(prefillChunk, left);
+        }
+        int t = Math.min(left, passChunks * prefillChunk);
+        return left - t < EXACT_PASS_ROWS ? left : t;
     }
 
     private void decode() {

@@ -120,6 +120,27 @@ public final class PrefixCache implements AutoCloseable {
      *     multiple of the granularity; 0 where nothing is shared
      */
     public int restore(long[] prompt, String adapter, SlotKvCache cache, int row) {
+        return restore(prompt, adapter, cache, row, granularity, 1);
+    }
+
+    /**
+     * {@link #restore(long[], String, SlotKvCache, int)} with a granularity and the positions left to
+     * compute of this sequence's own: where prefill passes split exactly, any block boundary may be
+     * reused so long as the pass left is as wide as a cold run's passes.
+     *
+     * @param prompt the sequence's prompt
+     * @param adapter its LoRA adapter, or {@code null} for the model's own weights
+     * @param cache the slot cache
+     * @param row the sequence's row, holding nothing
+     * @param granularity the reuse is a multiple of it (at least 1)
+     * @param leave the fewest prompt positions left to compute (at least 1)
+     * @return the positions written, at most {@code prompt.length - leave} and a multiple of {@code
+     *     granularity}; 0 where nothing is shared
+     */
+    public int restore(long[] prompt, String adapter, SlotKvCache cache, int row, int granularity, int leave) {
+        if (granularity < 1 || leave < 1) {
+            throw new IllegalArgumentException("granularity and leave must be >= 1, got " + granularity + ", " + leave);
+        }
         if (budget == 0) {
             return 0;
         }
@@ -136,7 +157,7 @@ public final class PrefixCache implements AutoCloseable {
                 longest = common;
             }
         }
-        int reused = Math.min(longest, prompt.length - 1) / granularity * granularity;
+        int reused = Math.min(longest, prompt.length - leave) / granularity * granularity;
         if (reused < 1) {
             return 0;
         }
