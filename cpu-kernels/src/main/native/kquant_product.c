@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "compressed_format.h"
+#include "simd.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -55,6 +56,12 @@
 typedef float kq_f8 __attribute__((vector_size(32)));
 typedef int32_t kq_i8 __attribute__((vector_size(32)));
 typedef uint8_t kq_u8x8 __attribute__((vector_size(8)));
+
+static inline __attribute__((always_inline)) uint16_t kq_half_bits(const uint8_t *p) {
+    uint16_t bits;
+    memcpy(&bits, p, sizeof bits);
+    return bits;
+}
 
 static inline __attribute__((always_inline)) float kq_half(const uint8_t *p) {
     uint16_t bits;
@@ -124,8 +131,8 @@ static int kq_source_dword(int layout, int to) {
  * 256) in the kernel's layout, so the kernel finds a row's codes, scale and sums at a fixed offset from
  * the block's; each row padded with zeros to whole super-blocks (a row of the weight cut short at in needs
  * no other path: its codes past in multiply zeros). A scale per super-block (blocks, rows), and the codes'
- * sums per 32 times that scale (blocks, rows, lanes; zeros past in) for the mins' term: sub-block j's in
- * lane j of 8, or for KQ_X_T512 in lane 2j + 1 of 16 (lane 2j is 0), where that kernel's mins are.
+ * sums per 32 times that scale (blocks, rows, 8; zeros past in) for the mins' term, sub-block j's in lane j,
+ * so two rows' sums are one 16-lane vector.
  */
 typedef struct {
     int8_t *codes;
@@ -134,12 +141,46 @@ typedef struct {
     int blocks;
 } kq_input;
 
+typedef int8_t kq_codes __attribute__((vector_size(VL)));
+
+/*
+ * One row's `count` inputs of a super-block (a multiple of 32) as int8 codes on the grid of max|x| / 127
+ * (rounded to nearest even, clamped to [-127, 127]: compressed_format.h's quantize_group, lane for lane)
+ * into natural, their sums per 32 times the scale into sums; returns the scale. Vectors of simd.h (the
+ * scalar loop this replaces took 14 us for 8 rows of 2048, a twentieth of an 8-row product of 5632 x 2048
+ * from memory, and each core's call of each weight of a hand-over pays it).
+ */
+static float kq_quantize_block(const float *xs, int count, int8_t *natural, float *sums) {
+    vf amax = vzero();
+    for (int l = 0; l < count; l += VL) {
+        amax = vmax(amax, vabs(vload(xs + l)));
+    }
+    float d = vmaxall(amax) / 127.0f;
+    float inverse = d > 0.0f ? 1.0f / d : 0.0f;
+    for (int g = 0; g * GROUP < count; g++) {
+        vi sum = {0};
+        for (int l = g * GROUP; l < (g + 1) * GROUP; l += VL) {
+            vf v = vround(vload(xs + l) * inverse);
+            v = vmax(vset1(-127.0f), v);
+            vi c = __builtin_convertvector(vblend(v > 127.0f, vset1(127.0f), v), vi);
+            sum += c;
+            kq_codes codes = __builtin_convertvector(c, kq_codes);
+            memcpy(natural + l, &codes, sizeof codes);
+        }
+        int32_t total = 0;
+        for (int l = 0; l < VL; l++) {
+            total += sum[l];
+        }
+        sums[g] = d * (float)total;
+    }
+    return d;
+}
+
 static int kq_quantize(const float *x, int rows, int in, int layout, kq_input *q) {
     const int blocks = (in + KQ_WEIGHTS - 1) / KQ_WEIGHTS;
-    const int lanes = layout == KQ_X_T512 ? 2 * KQ_SUBS : KQ_SUBS;
     q->blocks = blocks;
     /* one allocation, zeros (the padding): the floats first, so they are aligned */
-    size_t cells = (size_t)rows * blocks, floats = cells * (1 + lanes);
+    size_t cells = (size_t)rows * blocks, floats = cells * (1 + KQ_SUBS);
     q->scales = calloc(1, floats * sizeof(float) + cells * KQ_WEIGHTS);
     if (q->scales == NULL) {
         return 0;
@@ -153,32 +194,13 @@ static int kq_quantize(const float *x, int rows, int in, int layout, kq_input *q
     for (int r = 0; r < rows; r++) {
         for (int b = 0; b < blocks; b++) {
             int start = b * KQ_WEIGHTS, count = in - start < KQ_WEIGHTS ? in - start : KQ_WEIGHTS;
-            const float *xs = x + (size_t)r * in + start;
-            float amax = 0.0f;
-            for (int l = 0; l < count; l++) {
-                float a = xs[l] < 0 ? -xs[l] : xs[l];
-                amax = a > amax ? a : amax;
-            }
-            float d = amax / 127.0f;
-            float inverse = d > 0.0f ? 1.0f / d : 0.0f;
             size_t cell = (size_t)b * rows + r;
             int8_t natural[KQ_WEIGHTS] = {0};
-            float *sums = q->sums + cell * lanes;
-            for (int g = 0; g * GROUP < count; g++) {
-                int32_t sum = 0;
-                for (int l = 0; l < GROUP; l++) {
-                    float v = __builtin_rintf(xs[g * GROUP + l] * inverse); /* ties to even */
-                    int8_t c = (int8_t)(v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v);
-                    natural[g * GROUP + l] = c;
-                    sum += c;
-                }
-                sums[lanes == KQ_SUBS ? g : 2 * g + 1] = d * (float)sum;
-            }
+            q->scales[cell] = kq_quantize_block(x + (size_t)r * in + start, count, natural, q->sums + cell * KQ_SUBS);
             int8_t *codes = q->codes + cell * KQ_WEIGHTS;
             for (int to = 0; to < KQ_WEIGHTS / 4; to++) {
                 memcpy(codes + 4 * to, natural + 4 * source[to], 4);
             }
-            q->scales[cell] = d;
         }
     }
     return 1;
@@ -325,15 +347,16 @@ static inline __attribute__((always_inline)) void kq_columns8(int rows, KQ_ARGS)
  * sub-block l / 2 (one two-source dword permutation, a variable shift that brings the odd sub-blocks' high
  * nibbles down, a mask), so each row's 4 vpdpbusd (codes unsigned, x signed) add into one register that
  * ends with sub-block j's exact sum in lanes 2j and 2j + 1, and the float32 step runs once a block and row
- * rather than once a sub-block: one conversion and fused multiply-add by the lanes' d * sc_j times xd, and
- * one fused multiply-add of the mins, the block's scales and mins as one vector (lane 2j d * sc_j, lane
- * 2j + 1 dmin * m_j) against x's sums (in lane 2j + 1, 0 in lane 2j). 16 float lanes a row and output,
- * summed at the end.
+ * rather than once a sub-block: one conversion and fused multiply-add by the lanes' d * sc_j times xd. The
+ * mins' term takes one fused multiply-add a block for two rows: the block's dmin * m_j twice over (16 lanes)
+ * against the two rows' sums (x's sums per 32 times xd, 8 a row, so two rows are one load), into a pair's
+ * accumulator whose halves are each row's, so a row's lanes see the same operations with or without a row
+ * beside it. 16 float lanes a row and output, and 8 of the mins', summed at the end.
  */
 typedef struct {
     __m512i codes[4]; /* the transposed codes */
-    __m512 both;      /* lane 2j: d * sc_j, lane 2j + 1: dmin * m_j */
     __m512 steps;     /* lanes 2j and 2j + 1: d * sc_j */
+    __m512 mins;      /* lanes j and 8 + j: dmin * m_j */
 } kq_t512_block;
 
 static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512_load(const uint8_t *block, kq_t512_block *t) {
@@ -351,19 +374,29 @@ static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512_load(co
     }
     uint64_t sc, m;
     kq_sub_scales(block, &sc, &m);
-    uint32_t halves; /* d, dmin */
-    memcpy(&halves, block, sizeof halves);
-    __m128i pairs = _mm_unpacklo_epi8(_mm_cvtsi64_si128((long long)sc), _mm_cvtsi64_si128((long long)m));
-    t->both = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(pairs)), _mm512_cvtph_ps(_mm256_set1_epi32((int)halves)));
-    t->steps = _mm512_moveldup_ps(t->both);
+    __m128i scales = _mm_cvtsi64_si128((long long)sc), mins = _mm_set1_epi64x((long long)m);
+    __m512 halves = _mm512_cvtph_ps(_mm256_set1_epi32((int)(kq_half_bits(block) | (uint32_t)kq_half_bits(block + 2) << 16)));
+    t->steps = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(scales, scales))),
+            _mm512_moveldup_ps(halves));
+    t->mins = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mins)), _mm512_movehdup_ps(halves));
+}
+
+/* The 8 lanes of a pair's mins accumulator that are row r's (the low half for an even r). */
+static inline KQ_VNNI_TARGET __attribute__((always_inline)) __m256 kq_t512_row_mins(__m512 pair, int r) {
+    return r % 2 == 0 ? _mm512_castps512_ps256(pair) : _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pair), 1));
 }
 
 /* Output n for `rows` rows. */
 static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int rows, int n, KQ_ARGS) {
-    const int blocks = q.blocks;
-    __m512 acc[KQ_MAX_ROWS];
+    const int blocks = q.blocks, pairs = (rows + 1) / 2;
+    /* the last pair's second row, where rows is odd, is not read: zeros */
+    const __mmask16 last = rows % 2 == 0 ? (__mmask16)0xFFFF : (__mmask16)0x00FF;
+    __m512 acc[KQ_MAX_ROWS], mins[KQ_MAX_ROWS / 2];
     for (int r = 0; r < rows; r++) {
         acc[r] = _mm512_setzero_ps();
+    }
+    for (int p = 0; p < pairs; p++) {
+        mins[p] = _mm512_setzero_ps();
     }
     const uint8_t *block = codes + (size_t)n * blocks * KQ_BYTES;
     const int8_t *xq = q.codes;
@@ -377,16 +410,23 @@ static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int row
             for (int k = 0; k < 4; k++) {
                 s = _mm512_dpbusd_epi32(s, t.codes[k], _mm512_loadu_si512(xr + k));
             }
-            __m512 xd_r = _mm512_set1_ps(xd[r]), xs_r = _mm512_loadu_ps(xs + r * 2 * KQ_SUBS);
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(t.steps, xd_r), acc[r]);
-            acc[r] = _mm512_fnmadd_ps(t.both, xs_r, acc[r]);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(t.steps, _mm512_set1_ps(xd[r])), acc[r]);
+        }
+        for (int p = 0; p < pairs; p++) {
+            __m512 sums = p == pairs - 1 ? _mm512_maskz_loadu_ps(last, xs + p * 2 * KQ_SUBS)
+                                         : _mm512_loadu_ps(xs + p * 2 * KQ_SUBS);
+            mins[p] = _mm512_fmadd_ps(t.mins, sums, mins[p]);
         }
         xq += rows * KQ_WEIGHTS;
         xd += rows;
-        xs += rows * 2 * KQ_SUBS;
+        xs += rows * KQ_SUBS;
     }
     for (int r = 0; r < rows; r++) {
-        out[(size_t)r * out_features + n] = _mm512_reduce_add_ps(acc[r]) + (bias ? bias[n] : 0.0f);
+        __m256 m = kq_t512_row_mins(mins[r / 2], r);
+        __m128 m4 = _mm_add_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_add_ps(m4, _mm_movehl_ps(m4, m4));
+        float row_mins = _mm_cvtss_f32(_mm_add_ss(m4, _mm_movehdup_ps(m4)));
+        out[(size_t)r * out_features + n] = (_mm512_reduce_add_ps(acc[r]) - row_mins) + (bias ? bias[n] : 0.0f);
     }
 }
 
