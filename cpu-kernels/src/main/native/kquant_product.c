@@ -15,7 +15,7 @@
  *   d * xd * sum_j sc_j * sum(q * xq) - sum_j (dmin * m_j) * (xd * sum_j(xq)),
  * the first sum exact in int32 by the ISA's unsigned x signed int8 products of the 4-bit codes
  * themselves (they lie in [0, 15]: no offset needed), scaled per sub-block by its 6-bit scale; then one
- * conversion and fused multiply-add, and one fused multiply-add of the mins, into a row's float lanes. The
+ * conversion and fused multiply-add, and a fused multiply-add of the mins (AVX-512: one for two rows). The
  * 6-bit scales and mins are unpacked a 32-bit word at a time. So the result is the product of the weight
  * widened exactly with x rounded to its int8 grid per 256 inputs, up to float32 rounding of those few
  * steps. A super-block's codes are loaded and unpacked once for all rows, each row its own accumulators,
@@ -26,7 +26,7 @@
  *   AVX2 (and the AVX-512 library on a CPU without AVX512_VNNI): kq_sums, 8 vpmaddubsw a row, their 16-bit
  *     sums added per nibble and two vpmaddwd by the lanes' scales;
  *   AVX-512 with AVX512_VNNI (checked at run time): kq_t512, 4 vpdpbusd a row, each sub-block's sum in
- *     two lanes, one float32 step of 16 lanes by the lanes' d * sc_j * xd and the mins;
+ *     two lanes, one float32 step of 16 lanes by the lanes' d * sc_j * xd, the mins one step for two rows;
  *   NEON with the dot-product extension: sdot, mla by the scale; NEON (ARMv8.0): smull/smlal, saddlp,
  *   mla (32 code bytes a step, x in its natural order).
  * One source for every variant, compiled per target as the other kernels (build.sh).
