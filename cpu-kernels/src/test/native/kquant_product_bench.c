@@ -1,6 +1,9 @@
 /*
  * The q4_k decode product (kquant_product.c) timed beside int4's (compressed_product.c, dot products on) on
  * one core: a 5632 x 2048 weight of random codes, 1 to 8 rows of x, the best of 30 calls each, interleaved.
+ * With a second argument C > 1, C copies of each weight taken in turn (16: 104 MB of q4_k, past L3), so the
+ * weight streams from memory as in a decode step rather than from L3; and a third argument M > 0 times only
+ * the input's quantization (the product of one output column), M calls.
  * Figures need a quiet machine. Build and run (AVX-512; -mavx2 -mfma -mf16c for AVX2):
  *   N=cpu-kernels/src/main/native; cc -mavx512f -mfma -mf16c -O3 -ffp-contract=fast -I$N \
  *     -I$JAVA_HOME/include -I$JAVA_HOME/include/linux -o /tmp/kq-bench $N/kquant_product.c \
@@ -18,18 +21,31 @@ static void *JNICALL addr(JNIEnv *e, jobject o) { (void)e; return (void *)o; }
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 int main(int argc, char **argv) {
     int rows = argc > 1 ? atoi(argv[1]) : 1;
+    int copies = argc > 2 ? atoi(argv[2]) : 1;
+    int quantize_only = argc > 3 && atoi(argv[3]) > 0;
     int in = 2048, out = 5632;
     struct JNINativeInterface_ table; memset(&table, 0, sizeof table); table.GetDirectBufferAddress = addr;
     JNIEnv ev = &table; JNIEnv *env = &ev;
-    size_t kb = (size_t)out * in / 256 * 144;
-    uint8_t *kq = malloc(kb); for (size_t i = 0; i < kb; i++) kq[i] = rand();
-    for (size_t b = 0; b < kb / 144; b++) { uint16_t d = 0x1400; memcpy(kq + b * 144, &d, 2); memcpy(kq + b * 144 + 2, &d, 2); }
-    uint8_t *q4 = malloc((size_t)out * in / 2); for (size_t i = 0; i < (size_t)out * in / 2; i++) q4[i] = rand();
+    size_t kb = (size_t)out * in / 256 * 144, qb = (size_t)out * in / 2;
+    uint8_t *kqs = malloc(kb * copies); for (size_t i = 0; i < kb * copies; i++) kqs[i] = rand();
+    for (size_t b = 0; b < kb * copies / 144; b++) { uint16_t d = 0x1400; memcpy(kqs + b * 144, &d, 2); memcpy(kqs + b * 144 + 2, &d, 2); }
+    uint8_t *q4s = malloc(qb * copies); for (size_t i = 0; i < qb * copies; i++) q4s[i] = rand();
     uint16_t *sc = malloc((size_t)out * in / 32 * 2); for (size_t i = 0; i < (size_t)out * in / 32; i++) sc[i] = 0x1400;
     float *x = malloc(sizeof(float) * rows * in); for (int i = 0; i < rows * in; i++) x[i] = rand() / (float)RAND_MAX - 0.5f;
     float *y = malloc(sizeof(float) * rows * out);
     double tk = 1e9, t4 = 1e9;
-    for (int round = 0; round < 30; round++) {
+    if (quantize_only) {
+        for (int round = 0; round < atoi(argv[3]); round++) {
+            double t0 = now();
+            Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(env, NULL, (jobject)x, (jobject)kqs, NULL, (jobject)y, rows, in, out, 0, 1);
+            double t1 = now();
+            if (t1 - t0 < tk) tk = t1 - t0;
+        }
+        printf("rows %d%s: q4_k quantization (and one column) %.2f us\n", rows, copies > 1 ? " from memory" : "", tk * 1e6);
+        return 0;
+    }
+    for (int round = 0; round < 30 * copies; round++) {
+        uint8_t *kq = kqs + (size_t)(round % copies) * kb, *q4 = q4s + (size_t)(round % copies) * qb;
         double t0 = now();
         Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(env, NULL, (jobject)x, (jobject)kq, NULL, (jobject)y, rows, in, out, 0, out);
         double t1 = now();
@@ -38,7 +54,7 @@ int main(int argc, char **argv) {
         if (t1 - t0 < tk) tk = t1 - t0;
         if (t2 - t1 < t4) t4 = t2 - t1;
     }
-    printf("rows %d: q4_k %.3f ms (%.1f GB/s), int4 %.3f ms (%.1f GB/s)\n", rows, tk * 1e3, kb / tk / 1e9, t4 * 1e3,
+    printf("rows %d%s: q4_k %.3f ms (%.1f GB/s), int4 %.3f ms (%.1f GB/s)\n", rows, copies > 1 ? " from memory" : "", tk * 1e3, kb / tk / 1e9, t4 * 1e3,
             ((size_t)out * in / 2 + (size_t)out * in / 16) / t4 / 1e9);
     return 0;
 }

@@ -26,15 +26,17 @@ import java.util.TreeMap;
 import java.util.function.Supplier;
 
 /**
- * Where a decode step's time goes outside its products: batch-1 decode steps of a model shape with
- * random weights (at position 64, the cache truncated back after each, as {@link KernelSwitchSteps}
- * takes them), every {@link Kernels} call timed by kind, and the time between two calls (the
- * blocks' own engine calls: reshapes, the embedding, positions, the cache) by the kinds around it.
- * Prints the mean and median of each; the system properties of {@code CpuKernels} apply.
+ * Where a decode step's time goes outside its products: decode steps of 1 to 8 rows of a model shape
+ * with random weights (at position 64, the cache truncated back after each, as {@link
+ * KernelSwitchSteps} takes them), every {@link Kernels} call timed by kind and the formats of its
+ * weights (so a q4_k model's Q4_K_M mix shows its int8 products and LM head apart), and the time
+ * between two calls (the blocks' own engine calls: reshapes, the embedding, positions, the cache) by
+ * the kinds around it. Prints the mean and median of each; the system properties of {@code
+ * CpuKernels} apply.
  *
  * <p>Usage: {@code java -Dai.djl.pytorch.num_threads=1 -cp "$(cat cli/target/llmzoo.classpath)"
- * io.github.djlllmzoo.benchmarks.KernelCallProfile SHAPE DTYPE STEPS}, run as {@code bin/llmzoo}
- * runs Java.
+ * io.github.djlllmzoo.benchmarks.KernelCallProfile SHAPE DTYPE STEPS [ROWS]}, run as {@code
+ * bin/llmzoo} runs Java.
  */
 public final class KernelCallProfile {
 
@@ -88,19 +90,29 @@ public final class KernelCallProfile {
             }
         }
 
+        /** The weights' formats ({@code float32} for a weight not compressed), joined by '+'. */
+        static String formats(ProjectionWeight... weights) {
+            StringBuilder names = new StringBuilder();
+            for (ProjectionWeight w : weights) {
+                names.append(names.length() == 0 ? " " : "+");
+                names.append(w.compressed() == null ? "float32" : w.compressed().format().dtypeName());
+            }
+            return names.toString();
+        }
+
         @Override
         public NDArray project(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training) {
-            return time("project" + x.getShape(), () -> inner.project(x, weight, store, training));
+            return time("project" + x.getShape() + formats(weight), () -> inner.project(x, weight, store, training));
         }
 
         @Override
         public NDArray[] projectPair(NDArray x, ProjectionWeight a, ProjectionWeight b, ParameterStore s, boolean t) {
-            return time("projectPair", () -> inner.projectPair(x, a, b, s, t));
+            return time("projectPair" + formats(a, b), () -> inner.projectPair(x, a, b, s, t));
         }
 
         @Override
         public NDArray[] projectAll(NDArray x, ProjectionWeight[] w, ParameterStore s, boolean t) {
-            return time("projectAll", () -> inner.projectAll(x, w, s, t));
+            return time("projectAll" + formats(w), () -> inner.projectAll(x, w, s, t));
         }
 
         @Override
@@ -131,24 +143,24 @@ public final class KernelCallProfile {
         @Override
         public NDArray gatedProject(NDArray x, ProjectionWeight g, ProjectionWeight u, HiddenActivation a,
                 ParameterStore s, boolean t) {
-            return time("gatedProject", () -> inner.gatedProject(x, g, u, a, s, t));
+            return time("gatedProject" + formats(g, u), () -> inner.gatedProject(x, g, u, a, s, t));
         }
 
         @Override
         public NDArray projectAdd(NDArray x, ProjectionWeight w, NDArray r, ParameterStore s, boolean t) {
-            return time("projectAdd", () -> inner.projectAdd(x, w, r, s, t));
+            return time("projectAdd" + formats(w), () -> inner.projectAdd(x, w, r, s, t));
         }
 
         @Override
         public NDArray[] normedProjectAll(NDArray x, NDArray w, float eps, boolean u, ProjectionWeight[] ws,
                 Shape[] shapes, ParameterStore s, boolean t) {
-            return time("normedProjectAll", () -> inner.normedProjectAll(x, w, eps, u, ws, shapes, s, t));
+            return time("normedProjectAll" + formats(ws), () -> inner.normedProjectAll(x, w, eps, u, ws, shapes, s, t));
         }
 
         @Override
         public NDArray normedGatedProject(NDArray x, NDArray w, float eps, boolean u, ProjectionWeight g,
                 ProjectionWeight up, HiddenActivation a, ParameterStore s, boolean t) {
-            return time("normedGatedProject", () -> inner.normedGatedProject(x, w, eps, u, g, up, a, s, t));
+            return time("normedGatedProject" + formats(g, up), () -> inner.normedGatedProject(x, w, eps, u, g, up, a, s, t));
         }
 
         @Override
@@ -180,13 +192,14 @@ public final class KernelCallProfile {
     }
 
     /**
-     * @param args shape, dtype, steps
+     * @param args shape, dtype, steps, and the rows of a step (1 to 8; 1 when left out)
      * @throws Exception if the shape's config cannot be written or parsed
      */
     public static void main(String[] args) throws Exception {
         ModelShape shape = ModelShape.of(args[0]);
         WeightFormat format = WeightFormat.valueOf(args[1].toUpperCase(Locale.ROOT));
         int steps = Integer.parseInt(args[2]);
+        int rows = args.length > 3 ? Integer.parseInt(args[3]) : 1;
         Engine engine = Engine.getEngine("PyTorch");
         engine.setRandomSeed(1);
         Path dir = Files.createTempDirectory("kernel-call-profile");
@@ -195,18 +208,20 @@ public final class KernelCallProfile {
             Timed kernels = new Timed(Kernels.forModel(engine, Device.cpu(), DataType.FLOAT32));
             model.useKernels(kernels);
             long[] stepNanos = new long[steps];
-            try (KvCache cache = model.newCache(manager, 1, 65)) {
+            try (KvCache cache = model.newCache(manager, rows, 65)) {
                 try (NDManager prefill = manager.newSubManager()) {
-                    long[] ids = new long[64];
+                    long[] ids = new long[64 * rows];
                     Arrays.setAll(ids, i -> 100 + i);
-                    model.forward(null, prefill.create(ids, new Shape(1, 64)), null, null, cache, true, false);
+                    model.forward(null, prefill.create(ids, new Shape(rows, 64)), null, null, cache, true, false);
                 }
                 for (int round = -50; round < steps; round++) {
                     kernels.on = round >= 0;
                     NDManager step = manager.newSubManager();
                     long start = System.nanoTime();
                     kernels.start();
-                    NDArray input = step.create(new long[] {464}, new Shape(1, 1));
+                    long[] next = new long[rows];
+                    Arrays.fill(next, 464);
+                    NDArray input = step.create(next, new Shape(rows, 1));
                     model.forward(null, input, null, null, cache, true, false).argMax(-1).toLongArray();
                     kernels.end();
                     long time = System.nanoTime() - start;
@@ -220,8 +235,8 @@ public final class KernelCallProfile {
             long total = Arrays.stream(stepNanos).sum();
             long[] sorted = stepNanos.clone();
             Arrays.sort(sorted);
-            System.out.printf(Locale.ROOT, "%s %s: mean step %.1f us, median %.1f us (%d steps)%n",
-                    shape.label(), args[1], total / 1e3 / steps, sorted[steps / 2] / 1e3, steps);
+            System.out.printf(Locale.ROOT, "%s %s, %d rows: mean step %.1f us, median %.1f us (%d steps)%n",
+                    shape.label(), args[1], rows, total / 1e3 / steps, sorted[steps / 2] / 1e3, steps);
             print("call kind", "all kernel calls", kernels.calls, steps, total);
             print("gap (outside Kernels)", "all gaps", kernels.gaps, steps, total);
         } finally {
