@@ -131,6 +131,16 @@ final class ServeCommand implements Callable<Integer> {
     int prefillRows;
 
     @Option(
+            names = "--prefill-pass-chunks",
+            defaultValue = "" + ServerOptions.DEFAULT_PREFILL_PASS_CHUNKS,
+            paramLabel = "N",
+            description =
+                    "Most whole --prefill-chunk chunks of a prompt one prefill pass takes where passes split"
+                            + " exactly (int8, int4, q4_k on the CPU kernels; elsewhere 1): fewer passes, the"
+                            + " same outputs (default: ${DEFAULT-VALUE}).")
+    int prefillPassChunks;
+
+    @Option(
             names = "--prefix-cache-tokens",
             paramLabel = "N",
             description =
@@ -227,6 +237,7 @@ final class ServeCommand implements Callable<Integer> {
                             .withKvPool(kvCacheTokens, prefillChunk)
                             .withPrefillStep(prefillStepTokens())
                             .withPrefillRows(prefillRows)
+                            .withPrefillPassChunks(prefillPassChunks)
                             .withPrefixCache(
                                     prefixCacheTokens != null
                                             ? prefixCacheTokens

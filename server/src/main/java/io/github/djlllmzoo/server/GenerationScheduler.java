@@ -148,6 +148,7 @@ public final class GenerationScheduler implements AutoCloseable {
         this.batch = ContinuousBatch.builder(block, manager)
                 .maxRows(maxBatch)
                 .prefillRows(options.prefillRows())
+                .prefillPassChunks(options.prefillPassChunks())
                 .tokenBudget(budget)
                 .prefillChunk(options.prefillChunk())
                 .prefillStepTokens(options.prefillStepTokens() == ServerOptions.PREFILL_STEP_AS_LONG_AS_DECODE

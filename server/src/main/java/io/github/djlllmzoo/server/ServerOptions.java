@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.server;
 
+import io.github.djlllmzoo.translators.ContinuousBatchBuilder;
 import java.io.IOException;
 import java.net.BindException;
 import java.net.InetSocketAddress;
@@ -42,6 +43,9 @@ import java.util.Locale;
  *     each into a KV pool row of its own, that take a decode row as soon as one is free (0: a
  *     prompt is prefilled only once a decode row is free, which then waits for it); the pool's
  *     budget is shared by all {@code maxBatch + prefillRows} rows
+ * @param prefillPassChunks the most whole chunks one prefill pass takes where the model's passes
+ *     split exactly (compressed weights on the CPU kernels; elsewhere one), sharing a pass's fixed
+ *     costs while the prefix cache still reuses any block boundary
  */
 public record ServerOptions(
         String host,
@@ -58,7 +62,8 @@ public record ServerOptions(
         int prefillChunk,
         long prefixCacheTokens,
         int prefillStepTokens,
-        int prefillRows) {
+        int prefillRows,
+        int prefillPassChunks) {
 
     /**
      * Why a server has no worker count: one decode loop owns the model, spreading each step over every
@@ -79,6 +84,9 @@ public record ServerOptions(
      * the next free decode row while the next is prefilled (docs/PERFORMANCE.md, session 17).
      */
     public static final int DEFAULT_PREFILL_ROWS = 2;
+
+    /** Whole chunks a prefill pass takes where passes split exactly, when not told otherwise. */
+    public static final int DEFAULT_PREFILL_PASS_CHUNKS = ContinuousBatchBuilder.PREFILL_PASS_CHUNKS;
 
     /** The prefix cache's budget that means a quarter of the KV pool's ({@link #prefixCacheTokens}). */
     public static final long DEFAULT_PREFIX_CACHE = -1;
@@ -108,7 +116,8 @@ public record ServerOptions(
                     DEFAULT_PREFILL_CHUNK,
                     DEFAULT_PREFIX_CACHE,
                     PREFILL_STEP_AS_LONG_AS_DECODE,
-                    DEFAULT_PREFILL_ROWS);
+                    DEFAULT_PREFILL_ROWS,
+                    DEFAULT_PREFILL_PASS_CHUNKS);
 
     /**
      * Validates the values; each message names the option at fault.
@@ -133,6 +142,7 @@ public record ServerOptions(
      * @param prefillStepTokens {@link #PREFILL_STEP_AS_LONG_AS_DECODE}, or the tokens' worth of a
      *     joining chunk's layers a step runs while sequences decode
      * @param prefillRows the most sequences prefilled beside the {@code maxBatch} decoding ones
+     * @param prefillPassChunks the most whole chunks one prefill pass takes where passes split exactly
      */
     public ServerOptions {
         if (host == null || host.isBlank()) {
@@ -143,6 +153,7 @@ public record ServerOptions(
         require(maxBatch >= 1, "maxBatch must be at least 1", maxBatch);
         require(prefillChunk >= 1, "prefillChunk must be at least 1", prefillChunk);
         require(prefillRows >= 0, "prefillRows must be >= 0", prefillRows);
+        require(prefillPassChunks >= 1, "prefillPassChunks must be at least 1", prefillPassChunks);
         require(prefillStepTokens >= 0, "prefillStepTokens must be >= 0 (0: as long as a decode pass)", prefillStepTokens);
         if (kvCacheTokens < 0) {
             throw new IllegalArgumentException("kvCacheTokens must be >= 0 (0: the default), got " + kvCacheTokens);
@@ -209,6 +220,8 @@ public record ServerOptions(
                 + prefillStepTokens
                 + ", prefillRows="
                 + prefillRows
+                + ", prefillPassChunks="
+                + prefillPassChunks
                 + "]";
     }
 
@@ -285,7 +298,8 @@ public record ServerOptions(
                 prefillChunk,
                 prefixCacheTokens,
                 prefillStepTokens,
-                prefillRows);
+                prefillRows,
+                prefillPassChunks);
     }
 
     /**
@@ -308,7 +322,8 @@ public record ServerOptions(
                 prefillChunk,
                 prefixCacheTokens,
                 prefillStepTokens,
-                prefillRows);
+                prefillRows,
+                prefillPassChunks);
     }
 
     /**
@@ -333,7 +348,8 @@ public record ServerOptions(
                 prefillChunk,
                 prefixCacheTokens,
                 prefillStepTokens,
-                prefillRows);
+                prefillRows,
+                prefillPassChunks);
     }
 
     /**
@@ -378,7 +394,8 @@ public record ServerOptions(
                 chunk,
                 prefixCacheTokens,
                 prefillStepTokens,
-                prefillRows);
+                prefillRows,
+                prefillPassChunks);
     }
 
     /**
@@ -402,7 +419,8 @@ public record ServerOptions(
                 prefillChunk,
                 tokens,
                 prefillStepTokens,
-                prefillRows);
+                prefillRows,
+                prefillPassChunks);
     }
 
     /**
@@ -426,7 +444,8 @@ public record ServerOptions(
                 prefillChunk,
                 prefixCacheTokens,
                 tokens,
-                prefillRows);
+                prefillRows,
+                prefillPassChunks);
     }
 
     /**
@@ -449,7 +468,32 @@ public record ServerOptions(
                 prefillChunk,
                 prefixCacheTokens,
                 prefillStepTokens,
-                rows);
+                rows,
+                prefillPassChunks);
+    }
+
+    /**
+     * @param chunks the most whole chunks one prefill pass takes where passes split exactly (≥ 1)
+     * @return a copy prefilling so
+     */
+    public ServerOptions withPrefillPassChunks(int chunks) {
+        return new ServerOptions(
+                host,
+                port,
+                modelId,
+                maxConcurrency,
+                maxBatch,
+                batchWait,
+                retryAfterSeconds,
+                apiKeys,
+                requestTimeout,
+                drainTimeout,
+                kvCacheTokens,
+                prefillChunk,
+                prefixCacheTokens,
+                prefillStepTokens,
+                prefillRows,
+                chunks);
     }
 
     /**
@@ -483,7 +527,8 @@ public record ServerOptions(
                 prefillChunk,
                 prefixCacheTokens,
                 prefillStepTokens,
-                prefillRows);
+                prefillRows,
+                prefillPassChunks);
     }
 
     /**
@@ -507,6 +552,7 @@ public record ServerOptions(
                 prefillChunk,
                 prefixCacheTokens,
                 prefillStepTokens,
-                prefillRows);
+                prefillRows,
+                prefillPassChunks);
     }
 }
