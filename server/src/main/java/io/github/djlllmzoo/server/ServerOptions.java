@@ -283,23 +283,10 @@ public record ServerOptions(
      * @return a copy listening there
      */
     public ServerOptions withAddress(String value, int portValue) {
-        return new ServerOptions(
-                value,
-                portValue,
-                modelId,
-                maxConcurrency,
-                maxBatch,
-                batchWait,
-                retryAfterSeconds,
-                apiKeys,
-                requestTimeout,
-                drainTimeout,
-                kvCacheTokens,
-                prefillChunk,
-                prefixCacheTokens,
-                prefillStepTokens,
-                prefillRows,
-                prefillPassChunks);
+        Copy copy = new Copy(this);
+        copy.host = value;
+        copy.port = portValue;
+        return copy.build();
     }
 
     /**
@@ -307,23 +294,9 @@ public record ServerOptions(
      * @return a copy with that name
      */
     public ServerOptions withModelId(String value) {
-        return new ServerOptions(
-                host,
-                port,
-                value,
-                maxConcurrency,
-                maxBatch,
-                batchWait,
-                retryAfterSeconds,
-                apiKeys,
-                requestTimeout,
-                drainTimeout,
-                kvCacheTokens,
-                prefillChunk,
-                prefixCacheTokens,
-                prefillStepTokens,
-                prefillRows,
-                prefillPassChunks);
+        Copy copy = new Copy(this);
+        copy.modelId = value;
+        return copy.build();
     }
 
     /**
@@ -333,23 +306,11 @@ public record ServerOptions(
      * @return a copy scheduling so
      */
     public ServerOptions withScheduling(int concurrency, int batch, Duration wait) {
-        return new ServerOptions(
-                host,
-                port,
-                modelId,
-                concurrency,
-                batch,
-                wait,
-                retryAfterSeconds,
-                apiKeys,
-                requestTimeout,
-                drainTimeout,
-                kvCacheTokens,
-                prefillChunk,
-                prefixCacheTokens,
-                prefillStepTokens,
-                prefillRows,
-                prefillPassChunks);
+        Copy copy = new Copy(this);
+        copy.maxConcurrency = concurrency;
+        copy.maxBatch = batch;
+        copy.batchWait = wait;
+        return copy.build();
     }
 
     /**
@@ -379,23 +340,10 @@ public record ServerOptions(
      * @return a copy with this pool and chunk
      */
     public ServerOptions withKvPool(long tokens, int chunk) {
-        return new ServerOptions(
-                host,
-                port,
-                modelId,
-                maxConcurrency,
-                maxBatch,
-                batchWait,
-                retryAfterSeconds,
-                apiKeys,
-                requestTimeout,
-                drainTimeout,
-                tokens,
-                chunk,
-                prefixCacheTokens,
-                prefillStepTokens,
-                prefillRows,
-                prefillPassChunks);
+        Copy copy = new Copy(this);
+        copy.kvCacheTokens = tokens;
+        copy.prefillChunk = chunk;
+        return copy.build();
     }
 
     /**
@@ -404,23 +352,9 @@ public record ServerOptions(
      * @return a copy with this prefix cache
      */
     public ServerOptions withPrefixCache(long tokens) {
-        return new ServerOptions(
-                host,
-                port,
-                modelId,
-                maxConcurrency,
-                maxBatch,
-                batchWait,
-                retryAfterSeconds,
-                apiKeys,
-                requestTimeout,
-                drainTimeout,
-                kvCacheTokens,
-                prefillChunk,
-                tokens,
-                prefillStepTokens,
-                prefillRows,
-                prefillPassChunks);
+        Copy copy = new Copy(this);
+        copy.prefixCacheTokens = tokens;
+        return copy.build();
     }
 
     /**
@@ -429,23 +363,9 @@ public record ServerOptions(
      * @return a copy prefilling so
      */
     public ServerOptions withPrefillStep(int tokens) {
-        return new ServerOptions(
-                host,
-                port,
-                modelId,
-                maxConcurrency,
-                maxBatch,
-                batchWait,
-                retryAfterSeconds,
-                apiKeys,
-                requestTimeout,
-                drainTimeout,
-                kvCacheTokens,
-                prefillChunk,
-                prefixCacheTokens,
-                tokens,
-                prefillRows,
-                prefillPassChunks);
+        Copy copy = new Copy(this);
+        copy.prefillStepTokens = tokens;
+        return copy.build();
     }
 
     /**
@@ -453,23 +373,9 @@ public record ServerOptions(
      * @return a copy prefilling so
      */
     public ServerOptions withPrefillRows(int rows) {
-        return new ServerOptions(
-                host,
-                port,
-                modelId,
-                maxConcurrency,
-                maxBatch,
-                batchWait,
-                retryAfterSeconds,
-                apiKeys,
-                requestTimeout,
-                drainTimeout,
-                kvCacheTokens,
-                prefillChunk,
-                prefixCacheTokens,
-                prefillStepTokens,
-                rows,
-                prefillPassChunks);
+        Copy copy = new Copy(this);
+        copy.prefillRows = rows;
+        return copy.build();
     }
 
     /**
@@ -477,23 +383,9 @@ public record ServerOptions(
      * @return a copy prefilling so
      */
     public ServerOptions withPrefillPassChunks(int chunks) {
-        return new ServerOptions(
-                host,
-                port,
-                modelId,
-                maxConcurrency,
-                maxBatch,
-                batchWait,
-                retryAfterSeconds,
-                apiKeys,
-                requestTimeout,
-                drainTimeout,
-                kvCacheTokens,
-                prefillChunk,
-                prefixCacheTokens,
-                prefillStepTokens,
-                prefillRows,
-                chunks);
+        Copy copy = new Copy(this);
+        copy.prefillPassChunks = chunks;
+        return copy.build();
     }
 
     /**
@@ -512,23 +404,9 @@ public record ServerOptions(
      * @return a copy asking for them
      */
     public ServerOptions withApiKeys(List<String> keys) {
-        return new ServerOptions(
-                host,
-                port,
-                modelId,
-                maxConcurrency,
-                maxBatch,
-                batchWait,
-                retryAfterSeconds,
-                keys,
-                requestTimeout,
-                drainTimeout,
-                kvCacheTokens,
-                prefillChunk,
-                prefixCacheTokens,
-                prefillStepTokens,
-                prefillRows,
-                prefillPassChunks);
+        Copy copy = new Copy(this);
+        copy.apiKeys = keys;
+        return copy.build();
     }
 
     /**
@@ -537,22 +415,68 @@ public record ServerOptions(
      * @return a copy with these limits
      */
     public ServerOptions withTimeouts(Duration requestLimit, Duration drainLimit) {
-        return new ServerOptions(
-                host,
-                port,
-                modelId,
-                maxConcurrency,
-                maxBatch,
-                batchWait,
-                retryAfterSeconds,
-                apiKeys,
-                requestLimit,
-                drainLimit,
-                kvCacheTokens,
-                prefillChunk,
-                prefixCacheTokens,
-                prefillStepTokens,
-                prefillRows,
-                prefillPassChunks);
+        Copy copy = new Copy(this);
+        copy.requestTimeout = requestLimit;
+        copy.drainTimeout = drainLimit;
+        return copy.build();
+    }
+
+    /** A copy of options with some of its values replaced: what each {@code with...} method changes. */
+    private static final class Copy {
+        private String host;
+        private int port;
+        private String modelId;
+        private int maxConcurrency;
+        private int maxBatch;
+        private Duration batchWait;
+        private int retryAfterSeconds;
+        private List<String> apiKeys;
+        private Duration requestTimeout;
+        private Duration drainTimeout;
+        private long kvCacheTokens;
+        private int prefillChunk;
+        private long prefixCacheTokens;
+        private int prefillStepTokens;
+        private int prefillRows;
+        private int prefillPassChunks;
+
+        Copy(ServerOptions options) {
+            this.host = options.host();
+            this.port = options.port();
+            this.modelId = options.modelId();
+            this.maxConcurrency = options.maxConcurrency();
+            this.maxBatch = options.maxBatch();
+            this.batchWait = options.batchWait();
+            this.retryAfterSeconds = options.retryAfterSeconds();
+            this.apiKeys = options.apiKeys();
+            this.requestTimeout = options.requestTimeout();
+            this.drainTimeout = options.drainTimeout();
+            this.kvCacheTokens = options.kvCacheTokens();
+            this.prefillChunk = options.prefillChunk();
+            this.prefixCacheTokens = options.prefixCacheTokens();
+            this.prefillStepTokens = options.prefillStepTokens();
+            this.prefillRows = options.prefillRows();
+            this.prefillPassChunks = options.prefillPassChunks();
+        }
+
+        ServerOptions build() {
+            return new ServerOptions(
+                    host,
+                    port,
+                    modelId,
+                    maxConcurrency,
+                    maxBatch,
+                    batchWait,
+                    retryAfterSeconds,
+                    apiKeys,
+                    requestTimeout,
+                    drainTimeout,
+                    kvCacheTokens,
+                    prefillChunk,
+                    prefixCacheTokens,
+                    prefillStepTokens,
+                    prefillRows,
+                    prefillPassChunks);
+        }
     }
 }

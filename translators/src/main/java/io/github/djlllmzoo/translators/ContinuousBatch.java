@@ -374,6 +374,7 @@ public final class ContinuousBatch implements AutoCloseable {
                 long took = System.nanoTime() - start;
                 prefillNanos += took;
                 timer.prefillLayers(pass.tokens(), layers, took);
+                prefillBudget.prefillTook(pass.tokens(), layers, took);
                 return;
             }
             logits = pass.logits().toType(DataType.FLOAT32, false).toFloatArray(); // (V)
@@ -386,6 +387,7 @@ public final class ContinuousBatch implements AutoCloseable {
         long took = System.nanoTime() - start;
         prefillNanos += took;
         timer.prefillLayers(t, layers, took);
+        prefillBudget.prefillTook(t, layers, took);
         prefillTokens += t;
         row.prefilled += t;
         if (row.prefilled < row.prompt.length) {
@@ -411,7 +413,9 @@ public final class ContinuousBatch implements AutoCloseable {
     }
 
     /**
-     * The next pass's tokens. Where passes split exactly, up to {@code passChunks} chunks, and the
+     * The next pass's tokens. Where passes split exactly, up to {@code passChunks} chunks (fewer while
+     * sequences decode, so that a layer of the pass fits a step's budget: {@link
+     * PrefillBudget#passChunks}), and the
      * rest of the prompt too where fewer than {@link #EXACT_PASS_ROWS} would be left, so that no pass
      * but a whole short prompt's takes fewer rows: every pass then takes the kernels whose rows do
      * not depend on the split, and a prompt reused from the prefix cache at any block boundary
@@ -423,7 +427,7 @@ public final class ContinuousBatch implements AutoCloseable {
         if (!exact(row)) {
             return Math.min(prefillChunk, left);
         }
-        int t = Math.min(left, passChunks * prefillChunk);
+        int t = Math.min(left, prefillBudget.passChunks(passChunks, prefillChunk, decoding > 0) * prefillChunk);
         return left - t < EXACT_PASS_ROWS ? left : t;
     }
 

@@ -22,6 +22,8 @@ final class PrefillBudget {
      */
     private final long[] recentDecodeNanos = new long[RECENT_DECODE_PASSES];
     private int decodePasses;
+    /** The last prefill work's time per token and layer, or 0 before any. */
+    private double nanosPerTokenLayer;
 
     /**
      * @param stepTokens the batch's {@code prefillStepTokens}
@@ -35,6 +37,39 @@ final class PrefillBudget {
     /** Counts a decode pass's time toward the median. */
     void decodePassTook(long nanos) {
         recentDecodeNanos[decodePasses++ % RECENT_DECODE_PASSES] = nanos;
+    }
+
+    /** Counts a step's prefill work: {@code layers} layers of a pass of {@code tokens} tokens. */
+    void prefillTook(int tokens, int layers, long nanos) {
+        if (tokens > 0 && layers > 0) {
+            nanosPerTokenLayer = (double) nanos / ((double) tokens * layers);
+        }
+    }
+
+    /**
+     * How many whole chunks the next pass may take, at most {@code max}. While sequences decode
+     * under {@link ContinuousBatch#PREFILL_AS_LONG_AS_DECODE}, as many as keep one of the pass's
+     * layers within the recent decode passes' median (at least one chunk): a step runs at least one
+     * layer, so a wider layer would hold the running streams past their budget (on Llama-110M int8, a
+     * 256-token pass's layer took about twice a decode pass, and the streams' p99 time between tokens
+     * went from about 3x to 5x their median while a prompt joined). The estimate is the last prefill
+     * work's time per token and layer, which a wider pass only lowers (its fixed costs shared by more
+     * tokens), so the width grows pass by pass toward the budget. Elsewhere {@code max}.
+     *
+     * @param max the most chunks a pass takes
+     * @param chunk tokens a chunk
+     * @param decoding whether sequences decode
+     * @return the chunks the next pass takes
+     */
+    int passChunks(int max, int chunk, boolean decoding) {
+        if (!decoding || stepTokens != ContinuousBatch.PREFILL_AS_LONG_AS_DECODE || max == 1) {
+            return max;
+        }
+        long budget = decodePassMedian();
+        if (budget == 0 || nanosPerTokenLayer == 0) {
+            return 1;
+        }
+        return (int) Math.max(1, Math.min(max, budget / (nanosPerTokenLayer * chunk)));
     }
 
     /**
