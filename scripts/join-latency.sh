@@ -9,6 +9,7 @@
 #          --chunk C[,C...] (64; several: each in turn, back to back) --tokens K (200: each stream's tokens)
 #          --step-tokens B|decode[,...] (the chunk: a step's prefill work while streams decode, in tokens
 #          through every layer; decode: as long as the last decode pass)
+#          --pass-chunks P[,...] (4: whole chunks a pass where passes split exactly, int8/int4/q4_k)
 #          --warmup W (20: tokens before the join) --repeat R (1: every variant R times over)
 # (LLMZOO_LATENCY_MAIN runs another in-process benchmark class with the same launcher.)
 set -euo pipefail

@@ -3,6 +3,7 @@ package io.github.djlllmzoo.benchmarks;
 import ai.djl.ndarray.NDManager;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.translators.ContinuousBatch;
+import io.github.djlllmzoo.translators.ContinuousBatchBuilder;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationListener;
 import io.github.djlllmzoo.translators.SequenceState;
@@ -47,7 +48,7 @@ public final class JoinLatency {
      * Runs it from the command line and prints the report.
      *
      * @param args {@code --model DIR [--weights float32|int8] [--streams N] [--prompt T] [--chunk
-     *     C[,C...]] [--step-tokens B|decode[,...]] [--tokens K] [--warmup W] [--repeat R]}: every chunk
+     *     C[,C...]] [--step-tokens B|decode[,...]] [--pass-chunks P[,...]] [--tokens K] [--warmup W] [--repeat R]}: every chunk
      *     size and step budget (default: the chunk; {@code decode}: as long as a decode pass) in turn, {@code R} times over, in one process
      *     (variants compared back to back)
      * @throws Exception if the model cannot be loaded or the run fails
@@ -59,6 +60,7 @@ public final class JoinLatency {
         int promptTokens = 1000;
         int[] chunks = {64};
         int[] stepTokens = {WHOLE_CHUNK};
+        int[] passChunks = {ContinuousBatchBuilder.PREFILL_PASS_CHUNKS};
         int tokens = 200;
         int warmup = 20;
         int repeat = 1;
@@ -70,6 +72,7 @@ public final class JoinLatency {
                 case "--prompt" -> promptTokens = Integer.parseInt(args[i + 1]);
                 case "--chunk" -> chunks = list(args[i + 1]);
                 case "--step-tokens" -> stepTokens = list(args[i + 1]);
+                case "--pass-chunks" -> passChunks = list(args[i + 1]);
                 case "--tokens" -> tokens = Integer.parseInt(args[i + 1]);
                 case "--warmup" -> warmup = Integer.parseInt(args[i + 1]);
                 case "--repeat" -> repeat = Integer.parseInt(args[i + 1]);
@@ -91,7 +94,10 @@ public final class JoinLatency {
             for (int round = 0; round < repeat; round++) {
                 for (int chunk : chunks) {
                     for (int step : stepTokens) {
-                        run(model, manager, streams, promptTokens, chunk, step == WHOLE_CHUNK ? chunk : step, tokens, warmup);
+                        for (int pass : passChunks) {
+                            run(model, manager, streams, promptTokens, chunk, step == WHOLE_CHUNK ? chunk : step, pass,
+                                    tokens, warmup);
+                        }
                     }
                 }
             }
@@ -107,10 +113,11 @@ public final class JoinLatency {
 
     /**
      * One run: the streams decode, the prompt joins them prefilled in chunks of {@code chunk} tokens,
-     * {@code stepTokens} tokens' worth of layers a step.
+     * {@code stepTokens} tokens' worth of layers a step, up to {@code passChunks} chunks a pass where
+     * passes split exactly.
      */
     private static void run(LocalModel model, NDManager manager, int streams, int promptTokens, int chunk,
-            int stepTokens, int tokens, int warmup) {
+            int stepTokens, int passChunks, int tokens, int warmup) {
         int window = model.config().maxPositions();
         int vocab = model.config().vocabSize();
         GenerationConfig config = GenerationConfig.builder().maxNewTokens(tokens).eosTokenIds(List.of()).build();
@@ -118,7 +125,7 @@ public final class JoinLatency {
         Times[] times = new Times[streams];
         try (ContinuousBatch batch = ContinuousBatch.builder(model.block(), manager)
                 .maxRows(streams + 1).tokenBudget((long) (streams + 1) * window)
-                .prefillChunk(chunk).prefillStepTokens(stepTokens).build()) {
+                .prefillChunk(chunk).prefillStepTokens(stepTokens).prefillPassChunks(passChunks).build()) {
             GenerationConfig one = config.toBuilder().maxNewTokens(1).build();
             // a process's first pass over a chunk's width makes the kernels' buffers: not what a join costs
             batch.join(state(random, Math.min(chunk, promptTokens), vocab, one, new Times(), window));
@@ -167,8 +174,8 @@ public final class JoinLatency {
                     ? "as long as a decode pass"
                     : stepTokens + " tokens' worth";
             System.out.printf(Locale.ROOT,
-                    "chunks of %d, %s a step: first token after %.1f ms (the join itself %.1f ms)%n",
-                    chunk, budget, (firstToken - joined) / 1e6, joinCost.poolNanos() / 1e6);
+                    "chunks of %d (up to %d a pass), %s a step: first token after %.1f ms (the join itself %.1f ms)%n",
+                    chunk, passChunks, budget, (firstToken - joined) / 1e6, joinCost.poolNanos() / 1e6);
             report("  time between tokens, whole run", all);
             report("  time between tokens, while it joined", during);
             System.out.printf(Locale.ROOT, "  while it joined, %d steps: %s%n", whileJoining.steps(),
@@ -223,7 +230,7 @@ public final class JoinLatency {
     private static void usage(String problem) {
         System.err.println("error: " + problem);
         System.err.println("usage: JoinLatency --model DIR [--weights float32|int8] [--streams N] [--prompt T]"
-                + " [--chunk C[,C...]] [--step-tokens B|decode[,...]] [--tokens K] [--warmup W] [--repeat R]");
+                + " [--chunk C[,C...]] [--step-tokens B|decode[,...]] [--pass-chunks P[,...]] [--tokens K] [--warmup W] [--repeat R]");
         System.exit(2);
     }
 }
