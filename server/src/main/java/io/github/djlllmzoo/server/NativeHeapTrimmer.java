@@ -1,8 +1,6 @@
 package io.github.djlllmzoo.server;
 
-import com.sun.jna.Function;
-import com.sun.jna.NativeLibrary;
-import com.sun.jna.Platform;
+import io.github.djlllmzoo.cpu.NativeHeap;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.Executors;
@@ -14,7 +12,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Gives the free memory glibc's heaps keep back to the kernel, every {@link #INTERVAL}, with
- * {@code malloc_trim(0)}, so that a long-running server's resident size follows the memory in use.
+ * {@code malloc_trim(0)} ({@link NativeHeap#trim()}), so that a long-running server's resident size follows the memory in use.
  *
  * <p>Why: the launcher keeps freed memory in the process (high {@code MALLOC_TRIM_THRESHOLD_} and
  * {@code MALLOC_MMAP_THRESHOLD_}, so that a step's temporaries do not come back as fresh zeroed
@@ -70,20 +68,11 @@ final class NativeHeapTrimmer implements AutoCloseable {
     }
 
     /**
-     * @return glibc's {@code malloc_trim(0)}, or empty where the C library has none (not Linux,
-     *     or not glibc)
+     * @return {@link NativeHeap#trim()}, or empty where the C library has none (not Linux, or not
+     *     glibc)
      */
     static Optional<Trim> glibc() {
-        if (!Platform.isLinux()) {
-            return Optional.empty();
-        }
-        try {
-            Function mallocTrim =
-                    NativeLibrary.getInstance(Platform.C_LIBRARY_NAME).getFunction("malloc_trim");
-            return Optional.of(() -> mallocTrim.invokeInt(new Object[] {0}) == 1);
-        } catch (UnsatisfiedLinkError e) {
-            return Optional.empty();
-        }
+        return NativeHeap.available() ? Optional.of(NativeHeap::trim) : Optional.empty();
     }
 
     /**
