@@ -101,19 +101,9 @@ public final class ContinuousBatch implements AutoCloseable {
     private volatile int joined;
     /** Positions the rows in use hold, as of the last step (a gauge read from other threads). */
     private volatile long held;
-    /** The decode step's adapter per row, kept open on the driving thread while the rows stay the same. */
-    private LoraAdapter.Selection rowAdapters;
-    private List<String> rowAdapterNames = List.of();
-    /** Counted by the driving thread; {@link #counters} publishes them after each step and join. */
-    private long steps;
-    private long prefillTokens;
-    private long prefillNanos;
-    private long decodeTokens;
-    private long decodeNanos;
-    private long sampleNanos;
-    private long poolNanos;
-    private long prefixNanos;
-    private volatile StepCounters counters = StepCounters.NONE;
+    private final RowAdapters rowAdapters = new RowAdapters();
+    /** Counted by the driving thread; published after each step and join. */
+    private final StepTally tally = new StepTally();
     private final PassTimer timer;
     /** Whether this step ran prefill layers (its decode pass comes after them). */
     private boolean prefilledThisStep;
@@ -241,10 +231,10 @@ public final class ContinuousBatch implements AutoCloseable {
             cache.free(); // made afresh at the larger capacity: nothing to keep
         }
         cache.reserve(pool[0], pool[1]);
-        poolNanos += System.nanoTime() - start;
+        tally.poolSince(start);
         waiting.addLast(new Row(state, need));
         joined = inUse();
-        publishCounters();
+        tally.publish();
         return true;
     }
 
@@ -269,7 +259,7 @@ public final class ContinuousBatch implements AutoCloseable {
                     ? prefixes.restore(prefilling.prompt, null, cache, prefilling.slot, PrefixCache.BLOCK_TOKENS,
                             EXACT_PASS_ROWS)
                     : prefixes.restore(prefilling.prompt, prefilling.state.adapter(), cache, prefilling.slot);
-            prefixNanos += System.nanoTime() - start;
+            tally.prefixSince(start);
         }
         if (prefilling != null) {
             prefillChunk();
@@ -279,13 +269,13 @@ public final class ContinuousBatch implements AutoCloseable {
             decode();
         }
         if (decoding == 0) {
-            releaseRowAdapters(); // nothing of the adapters' is kept while no row decodes
+            rowAdapters.close(); // nothing of the adapters' is kept while no row decodes
             cache.releaseViews(); // nor the decode steps' views of the buffers
         }
         joined = inUse();
         held = heldNow();
-        steps++;
-        publishCounters();
+        tally.step();
+        tally.publish();
         return joined;
     }
 
@@ -337,17 +327,12 @@ public final class ContinuousBatch implements AutoCloseable {
                 next = ready.peekFirst();
                 long start = System.nanoTime();
                 cache.move(next.slot, decoding);
-                poolNanos += System.nanoTime() - start;
+                tally.poolSince(start);
             }
             ready.remove(next);
             next.slot = decoding;
             rows[decoding++] = next;
         }
-    }
-
-    private void publishCounters() {
-        counters = new StepCounters(
-                steps, prefillTokens, prefillNanos, decodeTokens, decodeNanos, sampleNanos, poolNanos, prefixNanos);
     }
 
     /**
@@ -372,7 +357,7 @@ public final class ContinuousBatch implements AutoCloseable {
             layers = prefillBudget.run(pass, decoding > 0, start);
             if (!pass.done()) {
                 long took = System.nanoTime() - start;
-                prefillNanos += took;
+                tally.prefill(0, took);
                 timer.prefillLayers(pass.tokens(), layers, took);
                 prefillBudget.prefillTook(pass.tokens(), layers, took);
                 return;
@@ -385,10 +370,9 @@ public final class ContinuousBatch implements AutoCloseable {
         int t = pass.tokens();
         dropPass();
         long took = System.nanoTime() - start;
-        prefillNanos += took;
+        tally.prefill(t, took);
         timer.prefillLayers(t, layers, took);
         prefillBudget.prefillTook(t, layers, took);
-        prefillTokens += t;
         row.prefilled += t;
         if (row.prefilled < row.prompt.length) {
             return;
@@ -396,10 +380,10 @@ public final class ContinuousBatch implements AutoCloseable {
         prefilling = null;
         start = System.nanoTime();
         prefixes.store(row.prompt, row.state.adapter(), cache, row.slot);
-        prefixNanos += System.nanoTime() - start;
+        tally.prefixSince(start);
         start = System.nanoTime();
         boolean ended = row.state.advance(logits);
-        sampleNanos += System.nanoTime() - start;
+        tally.sampledSince(start);
         if (ended) {
             cache.clear(row.slot);
             return;
@@ -449,42 +433,25 @@ public final class ContinuousBatch implements AutoCloseable {
         }
         long took = System.nanoTime() - start;
         prefillBudget.decodePassTook(took);
-        decodeNanos += took;
-        decodeTokens += n;
+        tally.decode(n, took);
         timer.decodePass(n, took, prefilledThisStep);
         for (int r = n - 1; r >= 0; r--) {
             start = System.nanoTime();
             boolean ended = rows[r].state.advance(Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab));
-            sampleNanos += System.nanoTime() - start;
+            tally.sampledSince(start);
             if (ended) {
                 leave(r);
             }
         }
     }
 
-    /**
-     * Selects each decoding row's adapter for the step; the selection (and what it derived from the
-     * adapters' weights) is kept while the rows' adapters stay the same.
-     */
+    /** Selects each decoding row's adapter for the step ({@link RowAdapters}). */
     private void selectRowAdapters(int n) {
         List<String> names = new ArrayList<>(n);
         for (int r = 0; r < n; r++) {
             names.add(rows[r].state.adapter());
         }
-        if (rowAdapters != null && names.equals(rowAdapterNames)) {
-            return;
-        }
-        releaseRowAdapters();
-        rowAdapters = LoraAdapter.selectRows(names);
-        rowAdapterNames = names;
-    }
-
-    private void releaseRowAdapters() {
-        if (rowAdapters != null) {
-            rowAdapters.close();
-            rowAdapters = null;
-            rowAdapterNames = List.of();
-        }
+        rowAdapters.select(names);
     }
 
     /** Ends the sequences whose listener cancelled them (or whose budget is spent) before the step. */
@@ -526,7 +493,7 @@ public final class ContinuousBatch implements AutoCloseable {
         } else {
             long start = System.nanoTime();
             cache.move(last, r);
-            poolNanos += System.nanoTime() - start;
+            tally.poolSince(start);
         }
         rows[r] = rows[last];
         rows[last] = null;
@@ -562,7 +529,7 @@ public final class ContinuousBatch implements AutoCloseable {
         decoding = 0;
         joined = 0;
         held = 0;
-        releaseRowAdapters();
+        rowAdapters.close();
         cache.free();
         return dropped;
     }
@@ -606,7 +573,7 @@ public final class ContinuousBatch implements AutoCloseable {
      * @return the counters, summed since the batch was made
      */
     public StepCounters counters() {
-        return counters;
+        return tally.counters();
     }
 
     /** @return what the prefix cache has done and holds (all 0 without one) */
@@ -622,7 +589,7 @@ public final class ContinuousBatch implements AutoCloseable {
     @Override
     public void close() {
         dropPass();
-        releaseRowAdapters();
+        rowAdapters.close();
         prefixes.close();
         cache.close();
     }
