@@ -24,15 +24,16 @@ final class StopStrings {
      * @param from where to start looking
      * @return the index of the earliest match at or after {@code from}, or -1
      */
-    int find(String text, int from) {
+    int find(CharSequence text, int from) {
+        String tail = text.subSequence(from, text.length()).toString(); // only what is not handed out yet
         int best = -1;
         for (String stop : stops) {
-            int at = text.indexOf(stop, from);
+            int at = tail.indexOf(stop);
             if (at >= 0 && (best < 0 || at < best)) {
                 best = at;
             }
         }
-        return best;
+        return best < 0 ? -1 : from + best;
     }
 
     /**
@@ -43,11 +44,17 @@ final class StopStrings {
      * @return the length of the longest suffix of {@code text} that is a proper prefix of a stop
      *     string
      */
-    int partialMatch(String text) {
+    int partialMatch(CharSequence text) {
+        int longest = 0;
+        for (String stop : stops) {
+            longest = Math.max(longest, stop.length());
+        }
+        // only the last characters can start a stop string
+        String tail = text.subSequence(text.length() - Math.min(text.length(), longest), text.length()).toString();
         int best = 0;
         for (String stop : stops) {
-            for (int k = Math.min(stop.length() - 1, text.length()); k > best; k--) {
-                if (text.regionMatches(text.length() - k, stop, 0, k)) {
+            for (int k = Math.min(stop.length() - 1, tail.length()); k > best; k--) {
+                if (tail.regionMatches(tail.length() - k, stop, 0, k)) {
                     best = k;
                     break;
                 }

@@ -58,6 +58,46 @@ class IncrementalDetokenizerTest {
     }
 
     @Test
+    void streamedPiecesAddUpToTheWholeDecodeForGpt2AndLlama2Tokenizers() throws Exception {
+        String text = "Once upon a time, 小さな猫が言った: «Ça va?» — Привет! 🦙🦙 naïve café 12.5% ok\n\tdone";
+        try (TextTokenizer llama = TextTokenizer.load(TinyModels.llama2TokenizerDir())) {
+            for (TextTokenizer t : List.of(tokenizer, llama)) {
+                assertStreamsTheWholeDecode(t, t.encode(text));
+                java.util.Random random = new java.util.Random(7);
+                for (int trial = 0; trial < 200; trial++) {
+                    // any ids: lone bytes of split characters, special tokens, words without their leading space
+                    long[] ids = new long[1 + random.nextInt(40)];
+                    for (int i = 0; i < ids.length; i++) {
+                        ids[i] = random.nextInt(t.vocabularySize());
+                    }
+                    assertStreamsTheWholeDecode(t, ids);
+                }
+            }
+        }
+    }
+
+    private static void assertStreamsTheWholeDecode(TextTokenizer t, long[] ids) {
+        List<String> pieces = stream(ids, new IncrementalDetokenizer(t, new StopStrings(List.of())));
+        assertEquals(t.decode(ids), String.join("", pieces), "ids " + Arrays.toString(ids));
+        for (String piece : pieces.subList(0, pieces.size() - 1)) {
+            assertFalse(piece.endsWith("\uFFFD"), "an incomplete character was handed out: ids " + Arrays.toString(ids));
+        }
+    }
+
+    @Test
+    void aLongAnswerDecodesAWindowNotEverythingEachToken() {
+        long[] ids = tokenizer.encode("The quick brown fox jumps over the lazy dog. ".repeat(40));
+        long[] decoded = {0};
+        List<String> pieces = stream(ids, new IncrementalDetokenizer(window -> {
+            decoded[0] += window.length;
+            return tokenizer.decode(window);
+        }, new StopStrings(List.of())));
+        assertEquals(tokenizer.decode(ids), String.join("", pieces));
+        // two windows of a few tokens each a token; decoding everything each token would be ids.length^2 / 2
+        assertTrue(decoded[0] <= 8L * ids.length, decoded[0] + " ids decoded for " + ids.length + " tokens");
+    }
+
+    @Test
     void aStopStringEndsTheTextBeforeItEvenAcrossTokens() {
         long[] ids = tokenizer.encode("Hello world, and more");
         IncrementalDetokenizer detokenizer = new IncrementalDetokenizer(tokenizer, new StopStrings(List.of("lo wo")));

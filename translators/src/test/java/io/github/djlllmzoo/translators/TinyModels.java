@@ -69,11 +69,20 @@ final class TinyModels {
 
     /** @return the real GPT-2 tokenizer directory; skips the test when the fixtures are absent */
     static Path gpt2TokenizerDir() {
+        return tokenizerDir("gpt2-tokenizer");
+    }
+
+    /** @return the real Llama 2 (SentencePiece) tokenizer directory; skips the test when the fixtures are absent */
+    static Path llama2TokenizerDir() {
+        return tokenizerDir("llama2-tokenizer");
+    }
+
+    private static Path tokenizerDir(String name) {
         String fixtures = System.getProperty("llmzoo.fixtures");
-        Path dir = fixtures == null ? null : Paths.get(fixtures, "gpt2-tokenizer");
+        Path dir = fixtures == null ? null : Paths.get(fixtures, name);
         Assumptions.assumeTrue(
                 dir != null && Files.isRegularFile(dir.resolve("tokenizer.json")),
-                "no GPT-2 tokenizer fixture at " + dir);
+                "no tokenizer fixture at " + dir);
         return dir;
     }
 }
