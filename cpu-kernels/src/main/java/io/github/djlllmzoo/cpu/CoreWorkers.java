@@ -49,8 +49,11 @@ final class CoreWorkers {
                                     "llmzoo.cpu.threads",
                                     Integer.getInteger("llmzoo.projection.threads", Integer.MAX_VALUE))));
 
-    /** How long an idle worker spins for the next slice before it parks. */
-    static final long IDLE_SPIN_NANOS = 1_000_000L;
+    /**
+     * How long an idle worker spins for the next slice before it parks ({@code
+     * -Dllmzoo.cpu.idleSpinNanos}, for re-tuning where other threads need the cores between steps).
+     */
+    static final long IDLE_SPIN_NANOS = Math.max(0L, Long.getLong("llmzoo.cpu.idleSpinNanos", 1_000_000L));
 
     /**
      * How long a caller spins for a running slice before it parks: slices end within a few hundred
