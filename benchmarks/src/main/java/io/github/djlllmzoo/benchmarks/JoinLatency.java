@@ -146,13 +146,19 @@ public final class JoinLatency {
             StepCounters joinCost = batch.counters().minus(before);
             List<Step> steps = new ArrayList<>(); // those until the prompt's first token
             StepCounters whileJoining = null;
+            List<Double> decodeAlone = new ArrayList<>(); // decode passes of steps without prefill work
+            List<Double> decodeAfterPrefill = new ArrayList<>();
             while (batch.sequences() > 0) {
                 StepCounters last = batch.counters();
                 long start = System.nanoTime();
                 batch.step();
                 long took = System.nanoTime() - start;
+                StepCounters step = batch.counters().minus(last);
+                if (step.decodeTokens() == streams) {
+                    (step.prefillNanos() > 0 ? decodeAfterPrefill : decodeAlone).add(step.decodeNanos() / 1e6);
+                }
                 if (whileJoining == null) {
-                    steps.add(new Step(took, batch.counters().minus(last)));
+                    steps.add(new Step(took, step));
                     if (!joining.nanos.isEmpty()) {
                         whileJoining = batch.counters().minus(before);
                     }
@@ -180,6 +186,8 @@ public final class JoinLatency {
             report("  time between tokens, while it joined", during);
             System.out.printf(Locale.ROOT, "  while it joined, %d steps: %s%n", whileJoining.steps(),
                     phases(whileJoining));
+            report("  decode passes of all " + streams + " streams, no prefill in the step", "passes", decodeAlone);
+            report("  decode passes of all " + streams + " streams, after prefill layers", "passes", decodeAfterPrefill);
             steps.sort((a, b) -> Long.compare(b.nanos, a.nanos));
             for (Step step : steps.subList(0, Math.min(3, steps.size()))) {
                 System.out.printf(Locale.ROOT, "  a slowest step, %.1f ms: %s%n", step.nanos / 1e6,
@@ -211,8 +219,12 @@ public final class JoinLatency {
     }
 
     private static void report(String what, List<Double> gaps) {
-        System.out.printf(Locale.ROOT, "%s: %d gaps, median %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms%n",
-                what, gaps.size(), quantile(gaps, 0.5), quantile(gaps, 0.9), quantile(gaps, 0.99),
+        report(what, "gaps", gaps);
+    }
+
+    private static void report(String what, String unit, List<Double> gaps) {
+        System.out.printf(Locale.ROOT, "%s: %d %s, median %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms%n",
+                what, gaps.size(), unit, quantile(gaps, 0.5), quantile(gaps, 0.9), quantile(gaps, 0.99),
                 quantile(gaps, 1.0));
     }
 
