@@ -21,8 +21,9 @@
  * steps. A super-block's codes are loaded and unpacked once for all rows, each row its own accumulators,
  * and on x86 transposed in registers (x laid out to match when it is quantized) so that a row's products
  * of the whole block add into one register before its float32 step (taking each sub-block apart had
- * cost about twice that a row). A row's sums and their order do not depend on the rows beside it. Per
- * variant:
+ * cost about twice that a row). Where a tile's x outgrows L1 (8 rows of 5632 inputs: 51 KB), each span of
+ * 16 columns takes x a chunk of super-blocks at a time, its accumulators resting in memory between chunks.
+ * A row's sums and their order do not depend on the rows beside it nor on the chunks. Per variant:
  *   AVX2 (and the AVX-512 library on a CPU without AVX512_VNNI): kq_sums, 8 vpmaddubsw a row, their 16-bit
  *     sums added per nibble and two vpmaddwd by the lanes' scales;
  *   AVX-512 with AVX512_VNNI (checked at run time): kq_t512, 4 vpdpbusd a row, each sub-block's sum in
@@ -52,6 +53,21 @@
 #define KQ_SUBS (KQ_WEIGHTS / GROUP)
 /* Bytes ahead of the current super-block that the weight is prefetched. */
 #define KQ_PREFETCH_BYTES 2048
+/*
+ * The most bytes of x's int8 form (a tile's codes, scales and sums) one pass over the weight's rows reads:
+ * more (8 rows of a down projection's 5632 inputs are 51 KB) are read in chunks of super-blocks that fit L1
+ * beside the weight's stream and the resting accumulators (kq_chunk). With all 51 KB at once each output
+ * row's walk over x evicted the x it was about to read (L1 is 48 KB on Zen 5), and 8 rows of a 2048 x 5632
+ * weight took 2.6x the time of a 5632 x 2048 one from memory (docs/PERFORMANCE.md, "q4_k down projection
+ * at 8 rows"). Chunks of 11 super-blocks (26 KB) came out at least as fast as 8 or 6.
+ */
+#define KQ_X_L1_BYTES (32 * 1024)
+/* Output columns whose accumulators rest in memory between the passes over x's chunks. */
+#define KQ_SPAN 16
+/* Columns ahead that a chunked pass prefetches the weight: one column's chunk is too short to hide memory. */
+#define KQ_AHEAD_COLUMNS 2
+/* Floats a column's resting accumulators take: a row's 16 lanes and a pair of rows' 16 lanes of mins. */
+#define KQ_STATE_FLOATS (16 * (KQ_MAX_ROWS + KQ_MAX_ROWS / 2))
 
 typedef float kq_f8 __attribute__((vector_size(32)));
 typedef int32_t kq_i8 __attribute__((vector_size(32)));
@@ -139,6 +155,7 @@ typedef struct {
     float *scales;
     float *sums;
     int blocks;
+    int chunk; /* super-blocks a pass over the weight's rows reads at a time (kq_chunk) */
 } kq_input;
 
 typedef int8_t kq_codes __attribute__((vector_size(VL)));
@@ -206,9 +223,20 @@ static float kq_quantize_block(const float *xs, int count, const uint8_t *dest, 
     return d;
 }
 
+/*
+ * Super-blocks of x a pass over the weight's rows reads at a time: all of them where `rows` rows' codes,
+ * scales and sums fit KQ_X_L1_BYTES, else nearly equal chunks that do.
+ */
+static int kq_chunk(int rows, int blocks) {
+    size_t bytes = (size_t)rows * (KQ_WEIGHTS + (1 + KQ_SUBS) * sizeof(float));
+    size_t passes = ((size_t)blocks * bytes + KQ_X_L1_BYTES - 1) / KQ_X_L1_BYTES;
+    return passes <= 1 ? blocks : (int)(((size_t)blocks + passes - 1) / passes);
+}
+
 static int kq_quantize(const float *x, int rows, int in, int layout, kq_input *q) {
     const int blocks = (in + KQ_WEIGHTS - 1) / KQ_WEIGHTS;
     q->blocks = blocks;
+    q->chunk = kq_chunk(rows, blocks);
     /* one allocation, zeros (the padding): the floats first, so they are aligned */
     size_t cells = (size_t)rows * blocks, floats = cells * (1 + KQ_SUBS);
     q->scales = calloc(1, floats * sizeof(float) + cells * KQ_WEIGHTS);
@@ -330,40 +358,97 @@ static inline __attribute__((always_inline)) void kq_sums(
 #define KQ_ARGS const kq_input q, const uint8_t *codes, const float *bias, float *out, int out_features, int from, int to
 
 /*
- * Outputs [from, to) for `rows` rows of x: each super-block read once for all rows by kq_sums (its scaled
- * integer sums per row in 8 int32 lanes), then per row one conversion and fused multiply-add by d * xd,
- * and the mins' term (dmin * m_j) * (xd * sum(xq_j)) taken off the same 8 float lanes.
+ * One output column n over super-blocks [b0, b1) of its weight row: its accumulators start at zero where
+ * b0 is 0, else from state (KQ_STATE_FLOATS floats); they end in out where b1 is the row's last block, else
+ * in state. The weight is prefetched `ahead` bytes on. Resting in memory between chunks changes no lane's
+ * sums or their order, so a column's output is the same however x is chunked.
  */
-static inline __attribute__((always_inline)) void kq_columns8(int rows, KQ_ARGS) {
-    const int blocks = q.blocks;
-    for (int n = from; n < to; n++) {
-        kq_f8 acc[KQ_MAX_ROWS];
-        for (int r = 0; r < rows; r++) {
-            acc[r] = (kq_f8){0};
-        }
-        const uint8_t *block = codes + (size_t)n * blocks * KQ_BYTES;
-        const int8_t *xq = q.codes;
-        const float *xd = q.scales, *xs = q.sums;
-        for (int b = 0; b < blocks; b++, block += KQ_BYTES) {
-            __builtin_prefetch(block + KQ_PREFETCH_BYTES);
-            uint64_t sc, m;
-            kq_sub_scales(block, &sc, &m);
-            kq_i8 sums[KQ_MAX_ROWS];
-            kq_sums(rows, sums, block + 16, sc, xq);
-            float d = kq_half(block);
-            kq_f8 dm = kq_bytes_to_f8(m) * kq_half(block + 2);
-            for (int r = 0; r < rows; r++) {
-                acc[r] = __builtin_convertvector(sums[r], kq_f8) * (d * xd[r]) + acc[r];
-                acc[r] -= dm * kq_load_f8(xs + r * KQ_SUBS);
-            }
-            xq += rows * KQ_WEIGHTS;
-            xd += rows;
-            xs += rows * KQ_SUBS;
-        }
-        for (int r = 0; r < rows; r++) {
-            out[(size_t)r * out_features + n] = kq_hsum(acc[r]) + (bias ? bias[n] : 0.0f);
-        }
+#define KQ_COLUMN_ARGS                                                                                             \
+    const kq_input q, const uint8_t *codes, const float *bias, float *out, int out_features, int n, int b0, int b1, \
+            float *state, int ahead, int whole
+
+/*
+ * Prefetches the weight `ahead` bytes past a super-block: one line where the weight is read in order (the
+ * hardware prefetcher fetching the rest of the stream), all three lines of the block where `whole` (a
+ * chunked pass, whose runs of a row are too short for the hardware prefetcher: 1.07 -> 0.79 ms for 8 rows
+ * of 2048 x 5632 from memory).
+ */
+static inline __attribute__((always_inline)) void kq_prefetch(const uint8_t *block, int ahead, int whole) {
+    __builtin_prefetch(block + ahead);
+    if (whole) {
+        __builtin_prefetch(block + ahead + 64);
+        __builtin_prefetch(block + ahead + 128);
     }
+}
+
+/*
+ * Outputs [from, to) for `rows` rows of x by COLUMN (a KQ_COLUMN_ARGS function): each column over all of x
+ * where it fits L1 (q.chunk == q.blocks), else in spans of KQ_SPAN columns, each span passed over x's
+ * chunks of q.chunk super-blocks in turn, every column's accumulators resting in state between, and the
+ * weight prefetched KQ_AHEAD_COLUMNS columns on at the same super-block.
+ */
+#define KQ_COLUMNS(COLUMN, rows)                                                                                   \
+    do {                                                                                                           \
+        if (q.chunk >= q.blocks) {                                                                                 \
+            for (int n = from; n < to; n++) {                                                                      \
+                COLUMN(rows, q, codes, bias, out, out_features, n, 0, q.blocks, NULL, KQ_PREFETCH_BYTES, 0);       \
+            }                                                                                                      \
+            break;                                                                                                 \
+        }                                                                                                          \
+        float state[KQ_SPAN * KQ_STATE_FLOATS] __attribute__((aligned(64)));                                       \
+        for (int p = from; p < to; p += KQ_SPAN) {                                                                 \
+            int end = to - p < KQ_SPAN ? to : p + KQ_SPAN;                                                         \
+            for (int b = 0; b < q.blocks; b += q.chunk) {                                                          \
+                int last = q.blocks - b < q.chunk ? q.blocks : b + q.chunk;                                        \
+                for (int n = p; n < end; n++) {                                                                    \
+                    COLUMN(rows, q, codes, bias, out, out_features, n, b, last, state + (n - p) * KQ_STATE_FLOATS, \
+                            KQ_AHEAD_COLUMNS * q.blocks * KQ_BYTES, 1);                                            \
+                }                                                                                                  \
+            }                                                                                                      \
+        }                                                                                                          \
+    } while (0)
+
+/*
+ * Output n for `rows` rows of x: each super-block read once for all rows by kq_sums (its scaled integer
+ * sums per row in 8 int32 lanes), then per row one conversion and fused multiply-add by d * xd, and the
+ * mins' term (dmin * m_j) * (xd * sum(xq_j)) taken off the same 8 float lanes.
+ */
+static inline __attribute__((always_inline)) void kq_column8(int rows, KQ_COLUMN_ARGS) {
+    const int blocks = q.blocks;
+    kq_f8 acc[KQ_MAX_ROWS];
+    for (int r = 0; r < rows; r++) {
+        acc[r] = b0 == 0 ? (kq_f8){0} : kq_load_f8(state + 8 * r);
+    }
+    const uint8_t *block = codes + ((size_t)n * blocks + b0) * KQ_BYTES;
+    const int8_t *xq = q.codes + (size_t)b0 * rows * KQ_WEIGHTS;
+    const float *xd = q.scales + (size_t)b0 * rows, *xs = q.sums + (size_t)b0 * rows * KQ_SUBS;
+    for (int b = b0; b < b1; b++, block += KQ_BYTES) {
+        kq_prefetch(block, ahead, whole);
+        uint64_t sc, m;
+        kq_sub_scales(block, &sc, &m);
+        kq_i8 sums[KQ_MAX_ROWS];
+        kq_sums(rows, sums, block + 16, sc, xq);
+        float d = kq_half(block);
+        kq_f8 dm = kq_bytes_to_f8(m) * kq_half(block + 2);
+        for (int r = 0; r < rows; r++) {
+            acc[r] = __builtin_convertvector(sums[r], kq_f8) * (d * xd[r]) + acc[r];
+            acc[r] -= dm * kq_load_f8(xs + r * KQ_SUBS);
+        }
+        xq += rows * KQ_WEIGHTS;
+        xd += rows;
+        xs += rows * KQ_SUBS;
+    }
+    if (b1 < blocks) {
+        memcpy(state, acc, (size_t)rows * sizeof acc[0]);
+        return;
+    }
+    for (int r = 0; r < rows; r++) {
+        out[(size_t)r * out_features + n] = kq_hsum(acc[r]) + (bias ? bias[n] : 0.0f);
+    }
+}
+
+static inline __attribute__((always_inline)) void kq_columns8(int rows, KQ_ARGS) {
+    KQ_COLUMNS(kq_column8, rows);
 }
 
 #if defined(__AVX512F__)
@@ -385,13 +470,14 @@ typedef struct {
     __m512 mins;      /* lanes j and 8 + j: dmin * m_j */
 } kq_t512_block;
 
-static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512_load(const uint8_t *block, kq_t512_block *t) {
+static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512_load(
+        const uint8_t *block, int ahead, int whole, kq_t512_block *t) {
     const __m512i nibble = _mm512_set1_epi8(0x0F);
     /* the odd sub-blocks' lanes take the high nibbles */
     const __m512i shifts = _mm512_set_epi32(4, 4, 0, 0, 4, 4, 0, 0, 4, 4, 0, 0, 4, 4, 0, 0);
     /* lane l of vector 0: dword l % 2 of sub-block l / 2, in the 32 dwords of the two loads */
     const __m512i first = _mm512_set_epi32(25, 24, 25, 24, 17, 16, 17, 16, 9, 8, 9, 8, 1, 0, 1, 0);
-    __builtin_prefetch(block + KQ_PREFETCH_BYTES);
+    kq_prefetch(block, ahead, whole);
     __m512i lo = _mm512_loadu_si512((const void *)(block + 16));
     __m512i hi = _mm512_loadu_si512((const void *)(block + 80));
     for (int k = 0; k < 4; k++) {
@@ -412,24 +498,24 @@ static inline KQ_VNNI_TARGET __attribute__((always_inline)) __m256 kq_t512_row_m
     return r % 2 == 0 ? _mm512_castps512_ps256(pair) : _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pair), 1));
 }
 
-/* Output n for `rows` rows. */
-static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int rows, int n, KQ_ARGS) {
+/* Output n for `rows` rows (KQ_COLUMN_ARGS). */
+static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int rows, KQ_COLUMN_ARGS) {
     const int blocks = q.blocks, pairs = (rows + 1) / 2;
     /* the last pair's second row, where rows is odd, is not read: zeros */
     const __mmask16 last = rows % 2 == 0 ? (__mmask16)0xFFFF : (__mmask16)0x00FF;
     __m512 acc[KQ_MAX_ROWS], mins[KQ_MAX_ROWS / 2];
     for (int r = 0; r < rows; r++) {
-        acc[r] = _mm512_setzero_ps();
+        acc[r] = b0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(state + 16 * r);
     }
     for (int p = 0; p < pairs; p++) {
-        mins[p] = _mm512_setzero_ps();
+        mins[p] = b0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(state + 16 * (KQ_MAX_ROWS + p));
     }
-    const uint8_t *block = codes + (size_t)n * blocks * KQ_BYTES;
-    const int8_t *xq = q.codes;
-    const float *xd = q.scales, *xs = q.sums;
-    for (int b = 0; b < blocks; b++, block += KQ_BYTES) {
+    const uint8_t *block = codes + ((size_t)n * blocks + b0) * KQ_BYTES;
+    const int8_t *xq = q.codes + (size_t)b0 * rows * KQ_WEIGHTS;
+    const float *xd = q.scales + (size_t)b0 * rows, *xs = q.sums + (size_t)b0 * rows * KQ_SUBS;
+    for (int b = b0; b < b1; b++, block += KQ_BYTES) {
         kq_t512_block t;
-        kq_t512_load(block, &t);
+        kq_t512_load(block, ahead, whole, &t);
         for (int r = 0; r < rows; r++) {
             const __m512i *xr = (const __m512i *)(xq + r * KQ_WEIGHTS);
             __m512i s = _mm512_setzero_si512();
@@ -447,6 +533,15 @@ static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int row
         xd += rows;
         xs += rows * KQ_SUBS;
     }
+    if (b1 < blocks) {
+        for (int r = 0; r < rows; r++) {
+            _mm512_store_ps(state + 16 * r, acc[r]);
+        }
+        for (int p = 0; p < pairs; p++) {
+            _mm512_store_ps(state + 16 * (KQ_MAX_ROWS + p), mins[p]);
+        }
+        return;
+    }
     for (int r = 0; r < rows; r++) {
         __m256 m = kq_t512_row_mins(mins[r / 2], r);
         __m128 m4 = _mm_add_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
@@ -462,9 +557,7 @@ static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int row
  * memory: TinyLlama-1.1B q4_k decode 0.81-0.86x of one output a pass (scripts/bench-kernels-ab.sh, session 17).
  */
 static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_columns16(int rows, KQ_ARGS) {
-    for (int n = from; n < to; n++) {
-        kq_t512(rows, n, q, codes, bias, out, out_features, from, to);
-    }
+    KQ_COLUMNS(kq_t512, rows);
 }
 #endif
 

@@ -7,7 +7,7 @@
  * float32 rounding of the scaled sums: within 1e-5 of the sum of |terms| (about n * 2^-24 of it for a
  * few hundred terms, with room). The widening within an ulp of twice the row's largest magnitude (a
  * fused multiply-add may skip one rounding). And each row of a product of several equals that row's
- * product alone, bit for bit.
+ * product alone, bit for bit, also where a batch's x is read in chunks and its row's alone is not.
  */
 #include <jni.h>
 #include <math.h>
@@ -209,8 +209,18 @@ int main(void) {
     /* a prefill: tiles of 8 rows and a last shorter one, over more than one panel of 64 columns */
     run(env, 21, 288, 150, 3, 147);
     run(env, 9, 512, 70, 0, 70);
+    /*
+     * x past L1 (kq_chunk): a down projection's 8 rows of 5632 inputs in two chunks of 11 super-blocks, 23
+     * super-blocks (the last cut short) in chunks of 12 and 11, over spans of 16 columns and a last shorter
+     * one; and a prefill's tiles chunked the same way
+     */
+    run(env, 8, 5632, 40, 3, 37);
+    run(env, 5, 5632 + 96, 20, 0, 20);
+    run(env, 7, 5632 + 96, 19, 1, 18);
+    run(env, 13, 5632 + 96, 18, 0, 18);
     for (int rows = 2; rows <= 8; rows++) {
         rows_alone(env, rows, 1024 + 96, 7);
+        rows_alone(env, rows, 5632 + 96, 18); /* chunked from 5 rows on, not alone */
     }
     printf("%s: %d checks, %d failed\n", failures ? "FAILED" : "passed", checks, failures);
     return failures ? 1 : 0;
