@@ -194,7 +194,7 @@ static inline __attribute__((always_inline)) float kq_lane_max(vf v) {
  * One row's `count` inputs of a super-block (a multiple of 32) as int8 codes on the grid of max|x| / 127
  * (rounded to nearest even, clamped to [-127, 127]: compressed_format.h's quantize_group, lane for lane)
  * written straight to the kernel's layout (dword i of the natural order to dword dest[i] of codes; codes
- * past count stay the buffer's zeros), their sums per 32 times the scale into sums; returns the scale.
+ * and sums past count zeros: the padding), their sums per 32 times the scale into sums; returns the scale.
  * Vectors of simd.h, the lanes reduced by halves (the scalar loop this replaces took 14 us for 8 rows of
  * 2048, now 3.8: a twentieth of an 8-row product of 5632 x 2048 from memory, and each core's call of each
  * weight of a hand-over pays it).
@@ -220,6 +220,12 @@ static float kq_quantize_block(const float *xs, int count, const uint8_t *dest, 
         }
         sums[g] = d * (float)kq_lane_sum(sum);
     }
+    for (int g = count / GROUP; g < KQ_SUBS; g++) {
+        sums[g] = 0.0f;
+    }
+    for (int i = count / 4; i < KQ_WEIGHTS / 4; i++) {
+        memset(codes + 4 * dest[i], 0, 4);
+    }
     return d;
 }
 
@@ -233,31 +239,40 @@ static int kq_chunk(int rows, int blocks) {
     return passes <= 1 ? blocks : (int)(((size_t)blocks + passes - 1) / passes);
 }
 
-static int kq_quantize(const float *x, int rows, int in, int layout, kq_input *q) {
+/*
+ * x's int8 form for `rows` rows (at most 8) of `in` inputs in the memory from `memory` on (from its first
+ * 64-byte aligned byte, so a Java direct buffer serves as it is): the scales, the sums and the codes, each
+ * 64-byte aligned. Returns the bytes it takes from `memory`; with `memory` NULL, only that.
+ */
+static size_t kq_lay_out(void *memory, int rows, int in, kq_input *q) {
     const int blocks = (in + KQ_WEIGHTS - 1) / KQ_WEIGHTS;
-    q->blocks = blocks;
-    q->chunk = kq_chunk(rows, blocks);
-    /* one allocation, zeros (the padding): the floats first, so they are aligned */
-    size_t cells = (size_t)rows * blocks, floats = cells * (1 + KQ_SUBS);
-    q->scales = calloc(1, floats * sizeof(float) + cells * KQ_WEIGHTS);
-    if (q->scales == NULL) {
-        return 0;
+    size_t cells = (size_t)rows * blocks;
+    size_t scales = (cells * sizeof(float) + 63) / 64 * 64, sums = (cells * KQ_SUBS * sizeof(float) + 63) / 64 * 64;
+    if (memory != NULL) {
+        char *at = (char *)(((uintptr_t)memory + 63) & ~(uintptr_t)63);
+        q->blocks = blocks;
+        q->chunk = kq_chunk(rows, blocks);
+        q->scales = (float *)at;
+        q->sums = (float *)(at + scales);
+        q->codes = (int8_t *)(at + scales + sums);
     }
-    q->sums = q->scales + cells;
-    q->codes = (int8_t *)(q->scales + floats);
+    return 63 + scales + sums + cells * KQ_WEIGHTS;
+}
+
+/* x's rows (rows, in) quantized into the form kq_lay_out laid out for them, in the kernel's x layout. */
+static void kq_quantize(const float *x, int rows, int in, int layout, const kq_input *q) {
     uint8_t dest[KQ_WEIGHTS / 4]; /* where each dword of the natural order goes */
     for (int to = 0; to < KQ_WEIGHTS / 4; to++) {
         dest[kq_source_dword(layout, to)] = (uint8_t)to;
     }
     for (int r = 0; r < rows; r++) {
-        for (int b = 0; b < blocks; b++) {
+        for (int b = 0; b < q->blocks; b++) {
             int start = b * KQ_WEIGHTS, count = in - start < KQ_WEIGHTS ? in - start : KQ_WEIGHTS;
             size_t cell = (size_t)b * rows + r;
             q->scales[cell] = kq_quantize_block(x + (size_t)r * in + start, count, dest, q->codes + cell * KQ_WEIGHTS,
                     q->sums + cell * KQ_SUBS);
         }
     }
-    return 1;
 }
 
 typedef float kq_f4 __attribute__((vector_size(16)));
@@ -620,6 +635,11 @@ static int kq_vnni(void) {
 #endif
 }
 
+/* The layout of x the kernel of this CPU reads. */
+static int kq_x_layout(void) {
+    return kq_vnni() ? KQ_X_T512 : KQ_X_LAYOUT;
+}
+
 static void kq_run(int rows, KQ_ARGS) {
 #if defined(__AVX512F__)
     if (kq_vnni()) {
@@ -653,13 +673,17 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(
         return;
     }
     int tiles = (rows + KQ_MAX_ROWS - 1) / KQ_MAX_ROWS;
-    kq_input *q = calloc((size_t)tiles, sizeof *q);
-    int ready = q != NULL;
-    for (int t = 0; ready && t < tiles; t++) {
-        int count = rows - t * KQ_MAX_ROWS < KQ_MAX_ROWS ? rows - t * KQ_MAX_ROWS : KQ_MAX_ROWS;
-        ready = kq_quantize(x + (size_t)t * KQ_MAX_ROWS * in, count, in, kq_vnni() ? KQ_X_T512 : KQ_X_LAYOUT, &q[t]);
-    }
-    if (ready) {
+    size_t tile_bytes = kq_lay_out(NULL, rows < KQ_MAX_ROWS ? rows : KQ_MAX_ROWS, in, NULL);
+    kq_input *q = malloc((size_t)tiles * sizeof *q);
+    char *memory = malloc((size_t)tiles * tile_bytes);
+    if (q == NULL || memory == NULL) {
+        fail(env, "q4_k product: no memory for the input's int8 form");
+    } else {
+        for (int t = 0; t < tiles; t++) {
+            int count = rows - t * KQ_MAX_ROWS < KQ_MAX_ROWS ? rows - t * KQ_MAX_ROWS : KQ_MAX_ROWS;
+            kq_lay_out(memory + (size_t)t * tile_bytes, count, in, &q[t]);
+            kq_quantize(x + (size_t)t * KQ_MAX_ROWS * in, count, in, kq_x_layout(), &q[t]);
+        }
         int panel = tiles == 1 ? to - from : KQ_PANEL;
         for (int p = from; p < to; p += panel) {
             int end = to - p < panel ? to : p + panel;
@@ -668,13 +692,69 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(
                 kq_run(count, q[t], codes, bias, out + (size_t)t * KQ_MAX_ROWS * out_features, out_features, p, end);
             }
         }
-    } else {
-        fail(env, "q4_k product: no memory for the input's int8 form");
     }
-    for (int t = 0; q != NULL && t < tiles; t++) {
-        free(q[t].scales);
-    }
+    free(memory);
     free(q);
+}
+
+/*
+ * Bytes of the prepared form of `rows` rows (1 to 8, a decode step) of `in` inputs (a multiple of 32): x's
+ * int8 form made once for a hand-over's calls (prepare), each core's call reading it (multiplyPrepared)
+ * instead of quantizing x again; 0 for other counts.
+ */
+JNIEXPORT jint JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_preparedBytes(
+        JNIEnv *env, jclass cls, jint rows, jint in) {
+    (void)env;
+    (void)cls;
+    if (rows < 1 || rows > KQ_MAX_ROWS || in < GROUP || in % GROUP != 0) {
+        return 0;
+    }
+    size_t bytes = kq_lay_out(NULL, rows, in, NULL);
+    return bytes > 0x7fffffff ? 0 : (jint)bytes;
+}
+
+/* x (rows, in) into its prepared form in form (at least preparedBytes' size), for multiplyPrepared's calls. */
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_prepare(
+        JNIEnv *env, jclass cls, jobject x_buffer, jobject form_buffer, jint rows, jint in) {
+    const float *x = (const float *)(*env)->GetDirectBufferAddress(env, x_buffer);
+    void *form = (*env)->GetDirectBufferAddress(env, form_buffer);
+    if (x == NULL || form == NULL) {
+        fail(env, "q4_k product: an array's memory is not reachable as a direct buffer");
+        return;
+    }
+    jint bytes = Java_io_github_djlllmzoo_cpu_KQuantProduct_preparedBytes(env, cls, rows, in);
+    if (bytes == 0 || (*env)->GetDirectBufferCapacity(env, form_buffer) < bytes) {
+        fail(env, "q4_k product: a prepared form takes 1 to 8 rows, in a multiple of 32, and a buffer of its size");
+        return;
+    }
+    kq_input q;
+    kq_lay_out(form, rows, in, &q);
+    kq_quantize(x, rows, in, kq_x_layout(), &q);
+}
+
+/*
+ * out[:, from:to] = x @ weight^T + bias with x in the form prepare made of it for the same rows and in:
+ * bit for bit multiply's outputs.
+ */
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiplyPrepared(
+        JNIEnv *env, jclass cls, jobject form_buffer, jobject codes_buffer, jobject bias_buffer, jobject out_buffer,
+        jint rows, jint in, jint out_features, jint from, jint to) {
+    (void)cls;
+    void *form = (*env)->GetDirectBufferAddress(env, form_buffer);
+    const uint8_t *codes = (const uint8_t *)(*env)->GetDirectBufferAddress(env, codes_buffer);
+    const float *bias = bias_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, bias_buffer);
+    float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
+    if (form == NULL || codes == NULL || out == NULL || (bias_buffer != NULL && bias == NULL)) {
+        fail(env, "q4_k product: an array's memory is not reachable as a direct buffer");
+        return;
+    }
+    if (rows < 1 || rows > KQ_MAX_ROWS || in < GROUP || in % GROUP != 0) {
+        fail(env, "q4_k product: a prepared product takes 1 to 8 rows, in a multiple of 32");
+        return;
+    }
+    kq_input q;
+    kq_lay_out(form, rows, in, &q);
+    kq_run(rows, q, codes, bias, out, out_features, from, to);
 }
 
 /* Rows [from, to) of a q4_k weight widened to float32 into out (rows, in): (d * sc) * q - dmin * m. */
