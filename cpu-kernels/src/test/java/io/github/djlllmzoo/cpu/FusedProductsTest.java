@@ -117,23 +117,25 @@ class FusedProductsTest extends ManagedArraysTest {
     }
 
     /**
-     * At one row the product goes into the residual's memory: the residual array comes back holding
-     * {@code residual + x W^T}, bit for bit the separate product plus the residual (the kernels add
-     * it where they would add a bias), for float32 and compressed weights.
+     * The product goes into the residual's memory: the residual array comes back holding {@code
+     * residual + x W^T}, bit for bit the separate product plus the residual (at one row the kernels
+     * add it where they would add a bias; at several each core adds its columns of the product), for
+     * float32 and compressed weights, one row or a batch's decode step.
      */
-    @ParameterizedTest(name = "{0}")
-    @CsvSource({"FLOAT32", "INT8", "BFLOAT16", "FLOAT16"})
-    void theResidualProductAddsIntoTheResidualBitForBit(String format) {
+    @ParameterizedTest(name = "{0} rows={1}")
+    @CsvSource({"FLOAT32, 1", "INT8, 1", "BFLOAT16, 1", "FLOAT16, 1", "Q4_K, 1", "FLOAT32, 3", "INT8, 8",
+        "BFLOAT16, 2", "INT4, 5", "Q4_K, 8"})
+    void theResidualProductAddsIntoTheResidualBitForBit(String format, int rows) {
         ProjectionWeight down = projection(768, 2048, false, format);
-        NDArray x = manager.randomNormal(new Shape(1, 1, 2048));
-        NDArray residual = manager.randomNormal(new Shape(1, 1, 768));
+        NDArray x = manager.randomNormal(new Shape(rows, 1, 2048));
+        NDArray residual = manager.randomNormal(new Shape(rows, 1, 768));
         float[] separate = without(FusedProducts.RESIDUAL_SWITCH)
                 .projectAdd(x, down, residual.duplicate(), null, false).toFloatArray();
         NDArray stream = residual.duplicate();
         NDArray sum = kernels.projectAdd(x, down, stream, null, false);
         assertSame(stream, sum, "added in place");
         assertArrayEquals(separate, sum.toFloatArray(), 0f);
-        if (format.equals("FLOAT32")) {
+        if (format.equals("FLOAT32") && rows == 1) {
             NDArray w = down.weight(null, x.getDevice(), false);
             float[] expected = EngineKernels.INSTANCE.projectAdd(x, down, residual.duplicate(), null, false)
                     .toFloatArray();
@@ -187,6 +189,25 @@ class FusedProductsTest extends ManagedArraysTest {
     }
 
     /**
+     * A batch's projection with a bias goes into the residual's memory with its bias, bit for bit the
+     * separate product (the kernel adds the bias) plus the residual, whichever core computed which
+     * columns.
+     */
+    @ParameterizedTest(name = "{0} rows={1}")
+    @CsvSource({"FLOAT32, 2", "INT8, 8", "Q4_K, 4", "FLOAT16, 7"})
+    void aBatchsBiasedProjectionAddsIntoTheResidualBitForBit(String format, int rows) {
+        ProjectionWeight proj = projection(1000, 512, true, format);
+        NDArray x = manager.randomNormal(new Shape(rows, 1, 512));
+        NDArray residual = manager.randomNormal(new Shape(rows, 1, 1000));
+        float[] separate = without(FusedProducts.RESIDUAL_SWITCH)
+                .projectAdd(x, proj, residual.duplicate(), null, false).toFloatArray();
+        NDArray stream = residual.duplicate();
+        NDArray sum = kernels.projectAdd(x, proj, stream, null, false);
+        assertSame(stream, sum, "added in place");
+        assertArrayEquals(separate, sum.toFloatArray(), 0f);
+    }
+
+    /**
      * A decode step's gated product makes one array (the result) where the separate operations make
      * two (gate and up, the activation written over the gate), and the residual product none where
      * the separate one makes the product.
@@ -215,7 +236,7 @@ class FusedProductsTest extends ManagedArraysTest {
 
     /**
      * What the fused kernels do not take goes to the separate operations: more than 8 rows, gate and
-     * up of different widths; for the residual more than one row, a bias with its switch off, a
+     * up of different widths; for the residual more than 8 rows, a bias with its switch off, a
      * residual of another shape.
      */
     @Test
@@ -233,8 +254,8 @@ class FusedProductsTest extends ManagedArraysTest {
         ProjectionWeight biased = projection(256, 512, true, "INT8");
         NDArray inner = manager.randomNormal(new Shape(1, 1, 512));
         NDArray residual = manager.randomNormal(new Shape(1, 1, 256));
-        assertNull(FusedProducts.residual(manager.randomNormal(new Shape(2, 1, 512)), down,
-                manager.randomNormal(new Shape(2, 1, 256)), null, true, true, true, true), "2 rows");
+        assertNull(FusedProducts.residual(manager.randomNormal(new Shape(9, 1, 512)), down,
+                manager.randomNormal(new Shape(9, 1, 256)), null, true, true, true, true), "9 rows");
         assertNull(FusedProducts.residual(inner, biased, residual, null, true, true, false, true),
                 "a bias, switched off");
         assertNull(FusedProducts.residual(
