@@ -21,8 +21,9 @@
  * steps. A super-block's codes are loaded and unpacked once for all rows, each row its own accumulators,
  * and on x86 transposed in registers (x laid out to match when it is quantized) so that a row's products
  * of the whole block add into one register before its float32 step (taking each sub-block apart had
- * cost about twice that a row). A row's sums and their order do not depend on the rows beside it. Per
- * variant:
+ * cost about twice that a row). Where a tile's x outgrows L1 (8 rows of 5632 inputs: 51 KB), each span of
+ * 16 columns takes x a chunk of super-blocks at a time, its accumulators resting in memory between chunks.
+ * A row's sums and their order do not depend on the rows beside it nor on the chunks. Per variant:
  *   AVX2 (and the AVX-512 library on a CPU without AVX512_VNNI): kq_sums, 8 vpmaddubsw a row, their 16-bit
  *     sums added per nibble and two vpmaddwd by the lanes' scales;
  *   AVX-512 with AVX512_VNNI (checked at run time): kq_t512, 4 vpdpbusd a row, each sub-block's sum in
@@ -52,6 +53,21 @@
 #define KQ_SUBS (KQ_WEIGHTS / GROUP)
 /* Bytes ahead of the current super-block that the weight is prefetched. */
 #define KQ_PREFETCH_BYTES 2048
+/*
+ * The most bytes of x's int8 form (a tile's codes, scales and sums) one pass over the weight's rows reads:
+ * more (8 rows of a down projection's 5632 inputs are 51 KB) are read in chunks of super-blocks that fit L1
+ * beside the weight's stream and the resting accumulators (kq_chunk). With all 51 KB at once each output
+ * row's walk over x evicted the x it was about to read (L1 is 48 KB on Zen 5), and 8 rows of a 2048 x 5632
+ * weight took 2.6x the time of a 5632 x 2048 one from memory (docs/PERFORMANCE.md, "q4_k down projection
+ * at 8 rows"). Chunks of 11 super-blocks (26 KB) came out at least as fast as 8 or 6.
+ */
+#define KQ_X_L1_BYTES (32 * 1024)
+/* Output columns whose accumulators rest in memory between the passes over x's chunks. */
+#define KQ_SPAN 16
+/* Columns ahead that a chunked pass prefetches the weight: one column's chunk is too short to hide memory. */
+#define KQ_AHEAD_COLUMNS 2
+/* Floats a column's resting accumulators take: a row's 16 lanes and a pair of rows' 16 lanes of mins. */
+#define KQ_STATE_FLOATS (16 * (KQ_MAX_ROWS + KQ_MAX_ROWS / 2))
 
 typedef float kq_f8 __attribute__((vector_size(32)));
 typedef int32_t kq_i8 __attribute__((vector_size(32)));
@@ -139,6 +155,7 @@ typedef struct {
     float *scales;
     float *sums;
     int blocks;
+    int chunk; /* super-blocks a pass over the weight's rows reads at a time (kq_chunk) */
 } kq_input;
 
 typedef int8_t kq_codes __attribute__((vector_size(VL)));
@@ -177,7 +194,7 @@ static inline __attribute__((always_inline)) float kq_lane_max(vf v) {
  * One row's `count` inputs of a super-block (a multiple of 32) as int8 codes on the grid of max|x| / 127
  * (rounded to nearest even, clamped to [-127, 127]: compressed_format.h's quantize_group, lane for lane)
  * written straight to the kernel's layout (dword i of the natural order to dword dest[i] of codes; codes
- * past count stay the buffer's zeros), their sums per 32 times the scale into sums; returns the scale.
+ * and sums past count zeros: the padding), their sums per 32 times the scale into sums; returns the scale.
  * Vectors of simd.h, the lanes reduced by halves (the scalar loop this replaces took 14 us for 8 rows of
  * 2048, now 3.8: a twentieth of an 8-row product of 5632 x 2048 from memory, and each core's call of each
  * weight of a hand-over pays it).
@@ -203,33 +220,59 @@ static float kq_quantize_block(const float *xs, int count, const uint8_t *dest, 
         }
         sums[g] = d * (float)kq_lane_sum(sum);
     }
+    for (int g = count / GROUP; g < KQ_SUBS; g++) {
+        sums[g] = 0.0f;
+    }
+    for (int i = count / 4; i < KQ_WEIGHTS / 4; i++) {
+        memset(codes + 4 * dest[i], 0, 4);
+    }
     return d;
 }
 
-static int kq_quantize(const float *x, int rows, int in, int layout, kq_input *q) {
+/*
+ * Super-blocks of x a pass over the weight's rows reads at a time: all of them where `rows` rows' codes,
+ * scales and sums fit KQ_X_L1_BYTES, else nearly equal chunks that do.
+ */
+static int kq_chunk(int rows, int blocks) {
+    size_t bytes = (size_t)rows * (KQ_WEIGHTS + (1 + KQ_SUBS) * sizeof(float));
+    size_t passes = ((size_t)blocks * bytes + KQ_X_L1_BYTES - 1) / KQ_X_L1_BYTES;
+    return passes <= 1 ? blocks : (int)(((size_t)blocks + passes - 1) / passes);
+}
+
+/*
+ * x's int8 form for `rows` rows (at most 8) of `in` inputs in the memory from `memory` on (from its first
+ * 64-byte aligned byte, so a Java direct buffer serves as it is): the scales, the sums and the codes, each
+ * 64-byte aligned. Returns the bytes it takes from `memory`; with `memory` NULL, only that.
+ */
+static size_t kq_lay_out(void *memory, int rows, int in, kq_input *q) {
     const int blocks = (in + KQ_WEIGHTS - 1) / KQ_WEIGHTS;
-    q->blocks = blocks;
-    /* one allocation, zeros (the padding): the floats first, so they are aligned */
-    size_t cells = (size_t)rows * blocks, floats = cells * (1 + KQ_SUBS);
-    q->scales = calloc(1, floats * sizeof(float) + cells * KQ_WEIGHTS);
-    if (q->scales == NULL) {
-        return 0;
+    size_t cells = (size_t)rows * blocks;
+    size_t scales = (cells * sizeof(float) + 63) / 64 * 64, sums = (cells * KQ_SUBS * sizeof(float) + 63) / 64 * 64;
+    if (memory != NULL) {
+        char *at = (char *)(((uintptr_t)memory + 63) & ~(uintptr_t)63);
+        q->blocks = blocks;
+        q->chunk = kq_chunk(rows, blocks);
+        q->scales = (float *)at;
+        q->sums = (float *)(at + scales);
+        q->codes = (int8_t *)(at + scales + sums);
     }
-    q->sums = q->scales + cells;
-    q->codes = (int8_t *)(q->scales + floats);
+    return 63 + scales + sums + cells * KQ_WEIGHTS;
+}
+
+/* x's rows (rows, in) quantized into the form kq_lay_out laid out for them, in the kernel's x layout. */
+static void kq_quantize(const float *x, int rows, int in, int layout, const kq_input *q) {
     uint8_t dest[KQ_WEIGHTS / 4]; /* where each dword of the natural order goes */
     for (int to = 0; to < KQ_WEIGHTS / 4; to++) {
         dest[kq_source_dword(layout, to)] = (uint8_t)to;
     }
     for (int r = 0; r < rows; r++) {
-        for (int b = 0; b < blocks; b++) {
+        for (int b = 0; b < q->blocks; b++) {
             int start = b * KQ_WEIGHTS, count = in - start < KQ_WEIGHTS ? in - start : KQ_WEIGHTS;
             size_t cell = (size_t)b * rows + r;
             q->scales[cell] = kq_quantize_block(x + (size_t)r * in + start, count, dest, q->codes + cell * KQ_WEIGHTS,
                     q->sums + cell * KQ_SUBS);
         }
     }
-    return 1;
 }
 
 typedef float kq_f4 __attribute__((vector_size(16)));
@@ -330,40 +373,97 @@ static inline __attribute__((always_inline)) void kq_sums(
 #define KQ_ARGS const kq_input q, const uint8_t *codes, const float *bias, float *out, int out_features, int from, int to
 
 /*
- * Outputs [from, to) for `rows` rows of x: each super-block read once for all rows by kq_sums (its scaled
- * integer sums per row in 8 int32 lanes), then per row one conversion and fused multiply-add by d * xd,
- * and the mins' term (dmin * m_j) * (xd * sum(xq_j)) taken off the same 8 float lanes.
+ * One output column n over super-blocks [b0, b1) of its weight row: its accumulators start at zero where
+ * b0 is 0, else from state (KQ_STATE_FLOATS floats); they end in out where b1 is the row's last block, else
+ * in state. The weight is prefetched `ahead` bytes on. Resting in memory between chunks changes no lane's
+ * sums or their order, so a column's output is the same however x is chunked.
  */
-static inline __attribute__((always_inline)) void kq_columns8(int rows, KQ_ARGS) {
-    const int blocks = q.blocks;
-    for (int n = from; n < to; n++) {
-        kq_f8 acc[KQ_MAX_ROWS];
-        for (int r = 0; r < rows; r++) {
-            acc[r] = (kq_f8){0};
-        }
-        const uint8_t *block = codes + (size_t)n * blocks * KQ_BYTES;
-        const int8_t *xq = q.codes;
-        const float *xd = q.scales, *xs = q.sums;
-        for (int b = 0; b < blocks; b++, block += KQ_BYTES) {
-            __builtin_prefetch(block + KQ_PREFETCH_BYTES);
-            uint64_t sc, m;
-            kq_sub_scales(block, &sc, &m);
-            kq_i8 sums[KQ_MAX_ROWS];
-            kq_sums(rows, sums, block + 16, sc, xq);
-            float d = kq_half(block);
-            kq_f8 dm = kq_bytes_to_f8(m) * kq_half(block + 2);
-            for (int r = 0; r < rows; r++) {
-                acc[r] = __builtin_convertvector(sums[r], kq_f8) * (d * xd[r]) + acc[r];
-                acc[r] -= dm * kq_load_f8(xs + r * KQ_SUBS);
-            }
-            xq += rows * KQ_WEIGHTS;
-            xd += rows;
-            xs += rows * KQ_SUBS;
-        }
-        for (int r = 0; r < rows; r++) {
-            out[(size_t)r * out_features + n] = kq_hsum(acc[r]) + (bias ? bias[n] : 0.0f);
-        }
+#define KQ_COLUMN_ARGS                                                                                             \
+    const kq_input q, const uint8_t *codes, const float *bias, float *out, int out_features, int n, int b0, int b1, \
+            float *state, int ahead, int whole
+
+/*
+ * Prefetches the weight `ahead` bytes past a super-block: one line where the weight is read in order (the
+ * hardware prefetcher fetching the rest of the stream), all three lines of the block where `whole` (a
+ * chunked pass, whose runs of a row are too short for the hardware prefetcher: 0.79-0.85 -> 0.67-0.70 ms
+ * for 8 rows of 2048 x 5632 from memory, one core, before x was aligned).
+ */
+static inline __attribute__((always_inline)) void kq_prefetch(const uint8_t *block, int ahead, int whole) {
+    __builtin_prefetch(block + ahead);
+    if (whole) {
+        __builtin_prefetch(block + ahead + 64);
+        __builtin_prefetch(block + ahead + 128);
     }
+}
+
+/*
+ * Outputs [from, to) for `rows` rows of x by COLUMN (a KQ_COLUMN_ARGS function): each column over all of x
+ * where it fits L1 (q.chunk == q.blocks), else in spans of KQ_SPAN columns, each span passed over x's
+ * chunks of q.chunk super-blocks in turn, every column's accumulators resting in state between, and the
+ * weight prefetched KQ_AHEAD_COLUMNS columns on at the same super-block.
+ */
+#define KQ_COLUMNS(COLUMN, rows)                                                                                   \
+    do {                                                                                                           \
+        if (q.chunk >= q.blocks) {                                                                                 \
+            for (int n = from; n < to; n++) {                                                                      \
+                COLUMN(rows, q, codes, bias, out, out_features, n, 0, q.blocks, NULL, KQ_PREFETCH_BYTES, 0);       \
+            }                                                                                                      \
+            break;                                                                                                 \
+        }                                                                                                          \
+        float state[KQ_SPAN * KQ_STATE_FLOATS] __attribute__((aligned(64)));                                       \
+        for (int p = from; p < to; p += KQ_SPAN) {                                                                 \
+            int end = to - p < KQ_SPAN ? to : p + KQ_SPAN;                                                         \
+            for (int b = 0; b < q.blocks; b += q.chunk) {                                                          \
+                int last = q.blocks - b < q.chunk ? q.blocks : b + q.chunk;                                        \
+                for (int n = p; n < end; n++) {                                                                    \
+                    COLUMN(rows, q, codes, bias, out, out_features, n, b, last, state + (n - p) * KQ_STATE_FLOATS, \
+                            KQ_AHEAD_COLUMNS * q.blocks * KQ_BYTES, 1);                                            \
+                }                                                                                                  \
+            }                                                                                                      \
+        }                                                                                                          \
+    } while (0)
+
+/*
+ * Output n for `rows` rows of x: each super-block read once for all rows by kq_sums (its scaled integer
+ * sums per row in 8 int32 lanes), then per row one conversion and fused multiply-add by d * xd, and the
+ * mins' term (dmin * m_j) * (xd * sum(xq_j)) taken off the same 8 float lanes.
+ */
+static inline __attribute__((always_inline)) void kq_column8(int rows, KQ_COLUMN_ARGS) {
+    const int blocks = q.blocks;
+    kq_f8 acc[KQ_MAX_ROWS];
+    for (int r = 0; r < rows; r++) {
+        acc[r] = b0 == 0 ? (kq_f8){0} : kq_load_f8(state + 8 * r);
+    }
+    const uint8_t *block = codes + ((size_t)n * blocks + b0) * KQ_BYTES;
+    const int8_t *xq = q.codes + (size_t)b0 * rows * KQ_WEIGHTS;
+    const float *xd = q.scales + (size_t)b0 * rows, *xs = q.sums + (size_t)b0 * rows * KQ_SUBS;
+    for (int b = b0; b < b1; b++, block += KQ_BYTES) {
+        kq_prefetch(block, ahead, whole);
+        uint64_t sc, m;
+        kq_sub_scales(block, &sc, &m);
+        kq_i8 sums[KQ_MAX_ROWS];
+        kq_sums(rows, sums, block + 16, sc, xq);
+        float d = kq_half(block);
+        kq_f8 dm = kq_bytes_to_f8(m) * kq_half(block + 2);
+        for (int r = 0; r < rows; r++) {
+            acc[r] = __builtin_convertvector(sums[r], kq_f8) * (d * xd[r]) + acc[r];
+            acc[r] -= dm * kq_load_f8(xs + r * KQ_SUBS);
+        }
+        xq += rows * KQ_WEIGHTS;
+        xd += rows;
+        xs += rows * KQ_SUBS;
+    }
+    if (b1 < blocks) {
+        memcpy(state, acc, (size_t)rows * sizeof acc[0]);
+        return;
+    }
+    for (int r = 0; r < rows; r++) {
+        out[(size_t)r * out_features + n] = kq_hsum(acc[r]) + (bias ? bias[n] : 0.0f);
+    }
+}
+
+static inline __attribute__((always_inline)) void kq_columns8(int rows, KQ_ARGS) {
+    KQ_COLUMNS(kq_column8, rows);
 }
 
 #if defined(__AVX512F__)
@@ -385,13 +485,14 @@ typedef struct {
     __m512 mins;      /* lanes j and 8 + j: dmin * m_j */
 } kq_t512_block;
 
-static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512_load(const uint8_t *block, kq_t512_block *t) {
+static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512_load(
+        const uint8_t *block, int ahead, int whole, kq_t512_block *t) {
     const __m512i nibble = _mm512_set1_epi8(0x0F);
     /* the odd sub-blocks' lanes take the high nibbles */
     const __m512i shifts = _mm512_set_epi32(4, 4, 0, 0, 4, 4, 0, 0, 4, 4, 0, 0, 4, 4, 0, 0);
     /* lane l of vector 0: dword l % 2 of sub-block l / 2, in the 32 dwords of the two loads */
     const __m512i first = _mm512_set_epi32(25, 24, 25, 24, 17, 16, 17, 16, 9, 8, 9, 8, 1, 0, 1, 0);
-    __builtin_prefetch(block + KQ_PREFETCH_BYTES);
+    kq_prefetch(block, ahead, whole);
     __m512i lo = _mm512_loadu_si512((const void *)(block + 16));
     __m512i hi = _mm512_loadu_si512((const void *)(block + 80));
     for (int k = 0; k < 4; k++) {
@@ -412,24 +513,24 @@ static inline KQ_VNNI_TARGET __attribute__((always_inline)) __m256 kq_t512_row_m
     return r % 2 == 0 ? _mm512_castps512_ps256(pair) : _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(pair), 1));
 }
 
-/* Output n for `rows` rows. */
-static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int rows, int n, KQ_ARGS) {
+/* Output n for `rows` rows (KQ_COLUMN_ARGS). */
+static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int rows, KQ_COLUMN_ARGS) {
     const int blocks = q.blocks, pairs = (rows + 1) / 2;
     /* the last pair's second row, where rows is odd, is not read: zeros */
     const __mmask16 last = rows % 2 == 0 ? (__mmask16)0xFFFF : (__mmask16)0x00FF;
     __m512 acc[KQ_MAX_ROWS], mins[KQ_MAX_ROWS / 2];
     for (int r = 0; r < rows; r++) {
-        acc[r] = _mm512_setzero_ps();
+        acc[r] = b0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(state + 16 * r);
     }
     for (int p = 0; p < pairs; p++) {
-        mins[p] = _mm512_setzero_ps();
+        mins[p] = b0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(state + 16 * (KQ_MAX_ROWS + p));
     }
-    const uint8_t *block = codes + (size_t)n * blocks * KQ_BYTES;
-    const int8_t *xq = q.codes;
-    const float *xd = q.scales, *xs = q.sums;
-    for (int b = 0; b < blocks; b++, block += KQ_BYTES) {
+    const uint8_t *block = codes + ((size_t)n * blocks + b0) * KQ_BYTES;
+    const int8_t *xq = q.codes + (size_t)b0 * rows * KQ_WEIGHTS;
+    const float *xd = q.scales + (size_t)b0 * rows, *xs = q.sums + (size_t)b0 * rows * KQ_SUBS;
+    for (int b = b0; b < b1; b++, block += KQ_BYTES) {
         kq_t512_block t;
-        kq_t512_load(block, &t);
+        kq_t512_load(block, ahead, whole, &t);
         for (int r = 0; r < rows; r++) {
             const __m512i *xr = (const __m512i *)(xq + r * KQ_WEIGHTS);
             __m512i s = _mm512_setzero_si512();
@@ -447,6 +548,15 @@ static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int row
         xd += rows;
         xs += rows * KQ_SUBS;
     }
+    if (b1 < blocks) {
+        for (int r = 0; r < rows; r++) {
+            _mm512_store_ps(state + 16 * r, acc[r]);
+        }
+        for (int p = 0; p < pairs; p++) {
+            _mm512_store_ps(state + 16 * (KQ_MAX_ROWS + p), mins[p]);
+        }
+        return;
+    }
     for (int r = 0; r < rows; r++) {
         __m256 m = kq_t512_row_mins(mins[r / 2], r);
         __m128 m4 = _mm_add_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
@@ -462,9 +572,7 @@ static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_t512(int row
  * memory: TinyLlama-1.1B q4_k decode 0.81-0.86x of one output a pass (scripts/bench-kernels-ab.sh, session 17).
  */
 static inline KQ_VNNI_TARGET __attribute__((always_inline)) void kq_columns16(int rows, KQ_ARGS) {
-    for (int n = from; n < to; n++) {
-        kq_t512(rows, n, q, codes, bias, out, out_features, from, to);
-    }
+    KQ_COLUMNS(kq_t512, rows);
 }
 #endif
 
@@ -527,6 +635,11 @@ static int kq_vnni(void) {
 #endif
 }
 
+/* The layout of x the kernel of this CPU reads. */
+static int kq_x_layout(void) {
+    return kq_vnni() ? KQ_X_T512 : KQ_X_LAYOUT;
+}
+
 static void kq_run(int rows, KQ_ARGS) {
 #if defined(__AVX512F__)
     if (kq_vnni()) {
@@ -560,13 +673,17 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(
         return;
     }
     int tiles = (rows + KQ_MAX_ROWS - 1) / KQ_MAX_ROWS;
-    kq_input *q = calloc((size_t)tiles, sizeof *q);
-    int ready = q != NULL;
-    for (int t = 0; ready && t < tiles; t++) {
-        int count = rows - t * KQ_MAX_ROWS < KQ_MAX_ROWS ? rows - t * KQ_MAX_ROWS : KQ_MAX_ROWS;
-        ready = kq_quantize(x + (size_t)t * KQ_MAX_ROWS * in, count, in, kq_vnni() ? KQ_X_T512 : KQ_X_LAYOUT, &q[t]);
-    }
-    if (ready) {
+    size_t tile_bytes = kq_lay_out(NULL, rows < KQ_MAX_ROWS ? rows : KQ_MAX_ROWS, in, NULL);
+    kq_input *q = malloc((size_t)tiles * sizeof *q);
+    char *memory = malloc((size_t)tiles * tile_bytes);
+    if (q == NULL || memory == NULL) {
+        fail(env, "q4_k product: no memory for the input's int8 form");
+    } else {
+        for (int t = 0; t < tiles; t++) {
+            int count = rows - t * KQ_MAX_ROWS < KQ_MAX_ROWS ? rows - t * KQ_MAX_ROWS : KQ_MAX_ROWS;
+            kq_lay_out(memory + (size_t)t * tile_bytes, count, in, &q[t]);
+            kq_quantize(x + (size_t)t * KQ_MAX_ROWS * in, count, in, kq_x_layout(), &q[t]);
+        }
         int panel = tiles == 1 ? to - from : KQ_PANEL;
         for (int p = from; p < to; p += panel) {
             int end = to - p < panel ? to : p + panel;
@@ -575,13 +692,69 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(
                 kq_run(count, q[t], codes, bias, out + (size_t)t * KQ_MAX_ROWS * out_features, out_features, p, end);
             }
         }
-    } else {
-        fail(env, "q4_k product: no memory for the input's int8 form");
     }
-    for (int t = 0; q != NULL && t < tiles; t++) {
-        free(q[t].scales);
-    }
+    free(memory);
     free(q);
+}
+
+/*
+ * Bytes of the prepared form of `rows` rows (1 to 8, a decode step) of `in` inputs (a multiple of 32): x's
+ * int8 form made once for a hand-over's calls (prepare), each core's call reading it (multiplyPrepared)
+ * instead of quantizing x again; 0 for other counts.
+ */
+JNIEXPORT jint JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_preparedBytes(
+        JNIEnv *env, jclass cls, jint rows, jint in) {
+    (void)env;
+    (void)cls;
+    if (rows < 1 || rows > KQ_MAX_ROWS || in < GROUP || in % GROUP != 0) {
+        return 0;
+    }
+    size_t bytes = kq_lay_out(NULL, rows, in, NULL);
+    return bytes > 0x7fffffff ? 0 : (jint)bytes;
+}
+
+/* x (rows, in) into its prepared form in form (at least preparedBytes' size), for multiplyPrepared's calls. */
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_prepare(
+        JNIEnv *env, jclass cls, jobject x_buffer, jobject form_buffer, jint rows, jint in) {
+    const float *x = (const float *)(*env)->GetDirectBufferAddress(env, x_buffer);
+    void *form = (*env)->GetDirectBufferAddress(env, form_buffer);
+    if (x == NULL || form == NULL) {
+        fail(env, "q4_k product: an array's memory is not reachable as a direct buffer");
+        return;
+    }
+    jint bytes = Java_io_github_djlllmzoo_cpu_KQuantProduct_preparedBytes(env, cls, rows, in);
+    if (bytes == 0 || (*env)->GetDirectBufferCapacity(env, form_buffer) < bytes) {
+        fail(env, "q4_k product: a prepared form takes 1 to 8 rows, in a multiple of 32, and a buffer of its size");
+        return;
+    }
+    kq_input q;
+    kq_lay_out(form, rows, in, &q);
+    kq_quantize(x, rows, in, kq_x_layout(), &q);
+}
+
+/*
+ * out[:, from:to] = x @ weight^T + bias with x in the form prepare made of it for the same rows and in:
+ * bit for bit multiply's outputs.
+ */
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiplyPrepared(
+        JNIEnv *env, jclass cls, jobject form_buffer, jobject codes_buffer, jobject bias_buffer, jobject out_buffer,
+        jint rows, jint in, jint out_features, jint from, jint to) {
+    (void)cls;
+    void *form = (*env)->GetDirectBufferAddress(env, form_buffer);
+    const uint8_t *codes = (const uint8_t *)(*env)->GetDirectBufferAddress(env, codes_buffer);
+    const float *bias = bias_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, bias_buffer);
+    float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
+    if (form == NULL || codes == NULL || out == NULL || (bias_buffer != NULL && bias == NULL)) {
+        fail(env, "q4_k product: an array's memory is not reachable as a direct buffer");
+        return;
+    }
+    if (rows < 1 || rows > KQ_MAX_ROWS || in < GROUP || in % GROUP != 0) {
+        fail(env, "q4_k product: a prepared product takes 1 to 8 rows, in a multiple of 32");
+        return;
+    }
+    kq_input q;
+    kq_lay_out(form, rows, in, &q);
+    kq_run(rows, q, codes, bias, out, out_features, from, to);
 }
 
 /* Rows [from, to) of a q4_k weight widened to float32 into out (rows, in): (d * sc) * q - dmin * m. */

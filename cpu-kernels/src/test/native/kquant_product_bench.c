@@ -3,7 +3,9 @@
  * one core: a 5632 x 2048 weight of random codes, 1 to 8 rows of x, the best of 30 calls each, interleaved.
  * With a second argument C > 1, C copies of each weight taken in turn (16: 104 MB of q4_k, past L3), so the
  * weight streams from memory as in a decode step rather than from L3; and a third argument M > 0 times only
- * the input's quantization (the product of one output column), M calls.
+ * the input's quantization (the product of one output column), M calls. Fourth and fifth arguments IN OUT
+ * give the weight's shape (out, in) in place of 5632 x 2048 (2048 5632 for 5632 x 2048, 5632 2048 for a
+ * down projection's 2048 x 5632, whose 8 rows of x are 45 KB of int8 codes).
  * Figures need a quiet machine. Build and run (AVX-512; -mavx2 -mfma -mf16c for AVX2):
  *   N=cpu-kernels/src/main/native; cc -mavx512f -mfma -mf16c -O3 -ffp-contract=fast -I$N \
  *     -I$JAVA_HOME/include -I$JAVA_HOME/include/linux -o /tmp/kq-bench $N/kquant_product.c \
@@ -23,7 +25,7 @@ int main(int argc, char **argv) {
     int rows = argc > 1 ? atoi(argv[1]) : 1;
     int copies = argc > 2 ? atoi(argv[2]) : 1;
     int quantize_only = argc > 3 && atoi(argv[3]) > 0;
-    int in = 2048, out = 5632;
+    int in = argc > 5 ? atoi(argv[4]) : 2048, out = argc > 5 ? atoi(argv[5]) : 5632;
     struct JNINativeInterface_ table; memset(&table, 0, sizeof table); table.GetDirectBufferAddress = addr;
     JNIEnv ev = &table; JNIEnv *env = &ev;
     size_t kb = (size_t)out * in / 256 * 144, qb = (size_t)out * in / 2;

@@ -7,7 +7,7 @@
  * float32 rounding of the scaled sums: within 1e-5 of the sum of |terms| (about n * 2^-24 of it for a
  * few hundred terms, with room). The widening within an ulp of twice the row's largest magnitude (a
  * fused multiply-add may skip one rounding). And each row of a product of several equals that row's
- * product alone, bit for bit.
+ * product alone, bit for bit, also where a batch's x is read in chunks and its row's alone is not.
  */
 #include <jni.h>
 #include <math.h>
@@ -20,6 +20,11 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(JNIEn
         jobject, jobject, jint, jint, jint, jint, jint);
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_widen(JNIEnv *, jclass, jobject, jobject, jint,
         jint, jint);
+JNIEXPORT jint JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_preparedBytes(JNIEnv *, jclass, jint, jint);
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_prepare(JNIEnv *, jclass, jobject, jobject, jint,
+        jint);
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiplyPrepared(JNIEnv *, jclass, jobject, jobject,
+        jobject, jobject, jint, jint, jint, jint, jint);
 
 /* The JNIEnv the kernel sees: a jobject is the address itself; a refusal is remembered. */
 static const char *refused;
@@ -27,6 +32,15 @@ static const char *refused;
 static void *JNICALL address_of(JNIEnv *e, jobject object) {
     (void)e;
     return (void *)object;
+}
+
+/* The capacity of the buffer prepared() hands the kernel (the only one whose capacity it asks). */
+static jlong capacity;
+
+static jlong JNICALL capacity_of(JNIEnv *e, jobject object) {
+    (void)e;
+    (void)object;
+    return capacity;
 }
 
 static jclass JNICALL class_named(JNIEnv *e, const char *name) {
@@ -189,10 +203,56 @@ static void rows_alone(JNIEnv *env, int rows, int in, int out_features) {
     free(alone);
 }
 
+/*
+ * x prepared once (preparedBytes, prepare) and its product taken in two runs of columns as two cores'
+ * calls would (multiplyPrepared): bit for bit multiply's; the form at an address that is not 64-byte
+ * aligned, as a Java direct buffer may be.
+ */
+static void prepared(JNIEnv *env, int rows, int in, int out_features) {
+    uint8_t *codes = random_weight(in, out_features);
+    float *x = malloc(sizeof(float) * rows * in), *bias = malloc(sizeof(float) * out_features);
+    float *direct = malloc(sizeof(float) * rows * out_features), *split = malloc(sizeof(float) * rows * out_features);
+    for (int i = 0; i < rows * in; i++) {
+        x[i] = uniform() * (1 + i % 5);
+    }
+    for (int n = 0; n < out_features; n++) {
+        bias[n] = uniform();
+    }
+    jint bytes = Java_io_github_djlllmzoo_cpu_KQuantProduct_preparedBytes(env, NULL, rows, in);
+    check(bytes > 0, "q4_k prepared form's size", rows, in, 0);
+    char *memory = malloc((size_t)bytes + 16);
+    memset(memory, 0x5A, (size_t)bytes + 16); /* not zeros: the padding is the kernel's to write */
+    capacity = bytes;
+    refused = NULL;
+    Java_io_github_djlllmzoo_cpu_KQuantProduct_prepare(env, NULL, (jobject)x, (jobject)(memory + 4), rows, in);
+    check(refused == NULL, "q4_k prepare refused", rows, in, 0);
+    Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(env, NULL, (jobject)x, (jobject)codes, (jobject)bias,
+            (jobject)direct, rows, in, out_features, 0, out_features);
+    int half = out_features / 2 + 1;
+    Java_io_github_djlllmzoo_cpu_KQuantProduct_multiplyPrepared(env, NULL, (jobject)(memory + 4), (jobject)codes,
+            (jobject)bias, (jobject)split, rows, in, out_features, half, out_features);
+    Java_io_github_djlllmzoo_cpu_KQuantProduct_multiplyPrepared(env, NULL, (jobject)(memory + 4), (jobject)codes,
+            (jobject)bias, (jobject)split, rows, in, out_features, 0, half);
+    check(refused == NULL, "q4_k prepared product refused", rows, in, 0);
+    for (int i = 0; i < rows * out_features; i++) {
+        check(memcmp(&direct[i], &split[i], sizeof(float)) == 0, "q4_k prepared product", rows, in, i);
+    }
+    capacity = bytes - 1;
+    Java_io_github_djlllmzoo_cpu_KQuantProduct_prepare(env, NULL, (jobject)x, (jobject)(memory + 4), rows, in);
+    check(refused != NULL, "q4_k prepare into too small a buffer refused", rows, in, 0);
+    free(codes);
+    free(x);
+    free(bias);
+    free(direct);
+    free(split);
+    free(memory);
+}
+
 int main(void) {
     struct JNINativeInterface_ table;
     memset(&table, 0, sizeof table);
     table.GetDirectBufferAddress = address_of;
+    table.GetDirectBufferCapacity = capacity_of;
     table.FindClass = class_named;
     table.ThrowNew = refuse;
     JNIEnv env_value = &table;
@@ -209,9 +269,26 @@ int main(void) {
     /* a prefill: tiles of 8 rows and a last shorter one, over more than one panel of 64 columns */
     run(env, 21, 288, 150, 3, 147);
     run(env, 9, 512, 70, 0, 70);
+    /*
+     * x past L1 (kq_chunk): a down projection's 8 rows of 5632 inputs in two chunks of 11 super-blocks, 23
+     * super-blocks (the last cut short) in chunks of 12 and 11, over spans of 16 columns and a last shorter
+     * one; and a prefill's tiles chunked the same way
+     */
+    run(env, 8, 5632, 40, 3, 37);
+    run(env, 5, 5632 + 96, 20, 0, 20);
+    run(env, 7, 5632 + 96, 19, 1, 18);
+    run(env, 13, 5632 + 96, 18, 0, 18);
     for (int rows = 2; rows <= 8; rows++) {
         rows_alone(env, rows, 1024 + 96, 7);
+        rows_alone(env, rows, 5632 + 96, 18); /* chunked from 5 rows on, not alone */
     }
+    for (int rows = 1; rows <= 8; rows++) {
+        prepared(env, rows, 288, 11);
+        prepared(env, rows, 5632 + 96, 21);
+    }
+    check(Java_io_github_djlllmzoo_cpu_KQuantProduct_preparedBytes(env, NULL, 9, 256) == 0
+                    && Java_io_github_djlllmzoo_cpu_KQuantProduct_preparedBytes(env, NULL, 1, 48) == 0,
+            "q4_k prepared form only for 1 to 8 rows and whole groups", 9, 48, 0);
     printf("%s: %d checks, %d failed\n", failures ? "FAILED" : "passed", checks, failures);
     return failures ? 1 : 0;
 }

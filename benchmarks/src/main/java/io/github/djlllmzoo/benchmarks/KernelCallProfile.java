@@ -29,7 +29,8 @@ import java.util.function.Supplier;
  * Where a decode step's time goes outside its products: decode steps of 1 to 8 rows of a model shape
  * with random weights (at position 64, the cache truncated back after each, as {@link
  * KernelSwitchSteps} takes them), every {@link Kernels} call timed by kind and the formats of its
- * weights (so a q4_k model's Q4_K_M mix shows its int8 products and LM head apart), and the time
+ * weights (so a q4_k model's Q4_K_M mix shows its int8 products and LM head apart; a {@code project}'s
+ * and {@code projectAdd}'s also by input shape, so an output and a down projection show apart), and the time
  * between two calls (the blocks' own engine calls: reshapes, the embedding, positions, the cache) by
  * the kinds around it. Prints the mean and median of each; the system properties of {@code
  * CpuKernels} apply.
@@ -148,7 +149,7 @@ public final class KernelCallProfile {
 
         @Override
         public NDArray projectAdd(NDArray x, ProjectionWeight w, NDArray r, ParameterStore s, boolean t) {
-            return time("projectAdd" + formats(w), () -> inner.projectAdd(x, w, r, s, t));
+            return time("projectAdd" + x.getShape() + formats(w), () -> inner.projectAdd(x, w, r, s, t));
         }
 
         @Override

@@ -275,10 +275,10 @@ final class CompressedProduct {
      * The rows of x prepared once for the products of a hand-over (quantized to int8 per group of
      * 32 in the form the dot-product kernel reads), so each core's calls read that form instead of
      * quantizing x again: the same values each call makes, so the products are bit for bit those of
-     * {@link #columns} without it. {@code null} where the weights are not all int8 or all int4 of
-     * one input width, or the CPU's kernel for them has no prepared form (the widening kernel, the
-     * per-chunk VNNI kernel). The form is the calling thread's buffer, rewritten by its next
-     * hand-over.
+     * {@link #columns} without it. {@code null} where the weights are not all int8, all int4 or all
+     * q4_k of one input width, or the CPU's kernel for them has no prepared form (the widening
+     * kernel, the per-chunk VNNI kernel). The form is the calling thread's buffer, rewritten by its
+     * next hand-over.
      *
      * @param xs the rows, dense float32 (rows, in)
      * @param weights the weights the rows multiply
@@ -294,10 +294,9 @@ final class CompressedProduct {
                 return null;
             }
         }
-        if (!format.isGrouped()) {
-            return null;
-        }
-        int bytes = preparedBytes(format(format), rows, in, dotProducts);
+        boolean kQuant = format == WeightFormat.Q4_K; // its own kernels: KQuantProduct
+        int bytes = kQuant ? KQuantProduct.preparedBytes(rows, in)
+                : format.isGrouped() ? preparedBytes(format(format), rows, in, dotProducts) : 0;
         if (bytes == 0) {
             return null;
         }
@@ -306,7 +305,11 @@ final class CompressedProduct {
             form = ByteBuffer.allocateDirect(bytes);
             FORM.set(form);
         }
-        prepare(xs, form, format(format), rows, in, dotProducts);
+        if (kQuant) {
+            KQuantProduct.prepare(xs, form, rows, in);
+        } else {
+            prepare(xs, form, format(format), rows, in, dotProducts);
+        }
         PREPARED_FORMS.incrementAndGet();
         return form;
     }
@@ -340,8 +343,13 @@ final class CompressedProduct {
             int last, int runs, int dotProducts) {
         int columns = weight.outFeatures();
         if (weight.format() == WeightFormat.Q4_K) { // its own kernels: KQuantProduct
-            KQuantProduct.multiply(xs, weight, bs, os, rows, CoreWorkers.start(columns, first, runs),
-                    CoreWorkers.start(columns, last, runs));
+            int from = CoreWorkers.start(columns, first, runs);
+            int to = CoreWorkers.start(columns, last, runs);
+            if (form != null) {
+                KQuantProduct.multiplyPrepared(form, weight, bs, os, rows, from, to);
+            } else {
+                KQuantProduct.multiply(xs, weight, bs, os, rows, from, to);
+            }
             return;
         }
         ByteBuffer[] held = weight.directBuffers();

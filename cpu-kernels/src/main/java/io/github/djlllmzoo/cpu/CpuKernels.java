@@ -33,7 +33,7 @@ import java.util.function.Supplier;
  * one reused buffer ({@link WideningBuffer}); the norms, rotary embedding and MLP activation by
  * {@link DecodeOps}' kernels, one call each (a prefill's split across the cores), GPT-2's LayerNorm
  * too; a prefill's attention by {@link PrefillAttention}; a decode step's gate and up products
- * with their activation, and at one row its MLP's down product and its attention's output
+ * with their activation, and at 1 to 8 rows its MLP's down product and its attention's output
  * projection each added into the residual stream, in one hand-over each, with a bias where the
  * projection has one ({@link FusedProducts}; GPT-2's (in, out) float32 {@code c_proj} by {@link
  * SplitProjection#matMulAddInto}).

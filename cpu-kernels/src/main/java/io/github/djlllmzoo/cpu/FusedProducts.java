@@ -16,8 +16,9 @@ import java.nio.ByteOrder;
  * A decode step's products with the elementwise step that follows them done by each core on its
  * own output columns before it hands them back: a gated MLP's {@code act(gate(x)) * up(x)} (each
  * core computes its columns of both products, then activates them in place, {@code decode_ops.c}),
- * and, at one row, a projection that ends a sublayer (the MLP's down projection, the attention's
- * output projection) added straight into the residual stream. At a decode
+ * and a projection that ends a sublayer (the MLP's down projection, the attention's output
+ * projection) added into the residual stream: at one row straight into it, at 2 to 8 rows through
+ * the calling thread's buffer, each core adding its columns. At a decode
  * step's few rows the arrays and calls between products, not the arithmetic, are what these save:
  * the gate and up arrays and their hand-back, the activation's call and array, the residual's
  * addition and the product's array.
@@ -44,8 +45,11 @@ final class FusedProducts {
      */
     static final String RESIDUAL_BIAS_SWITCH = "residualBias";
 
-    /** Each calling thread's buffer for the up projection's product, grown as needed. */
-    private static final ThreadLocal<ByteBuffer> UP = new ThreadLocal<>();
+    /**
+     * Each calling thread's buffer for a product on its way into another array (the up projection's,
+     * a batch's residual product), grown as needed.
+     */
+    private static final ThreadLocal<ByteBuffer> SCRATCH = new ThreadLocal<>();
 
     private FusedProducts() {}
 
@@ -128,7 +132,7 @@ final class FusedProducts {
         Shape shape = x.getShape();
         NDArray out = x.getManager().create(shape.slice(0, shape.dimension() - 1).add(width), DataType.FLOAT32);
         ByteBuffer os = NativeKernels.buffer(out); // the gate's product, then the result
-        ByteBuffer us = upBuffer(rows * width);
+        ByteBuffer us = scratch(rows * width);
         ByteBuffer gbs = gateBias == null ? null : NativeKernels.buffer(gateBias);
         ByteBuffer ubs = upBias == null ? null : NativeKernels.buffer(upBias);
         int n = Math.toIntExact(rows);
@@ -143,15 +147,18 @@ final class FusedProducts {
     }
 
     /**
-     * {@code residual + x @ weight^T + bias} at one row, the product added into {@code residual}'s
-     * memory: the kernels add the bias to each output last, reading it just before they write that
-     * output, so the residual goes in as the bias and is the output. A weight's own bias (GPT-2's
-     * {@code c_proj}) is first added into each core's columns of the residual by that core, where
-     * {@code biased}. {@code null} where the kernels do not take these arrays (more than one row, a
-     * weight with a bias unless {@code biased}, a residual of another shape or recording gradients,
-     * a kernel off).
+     * {@code residual + x @ weight^T + bias} at 1 to {@link CompressedProduct#MAX_ROWS} rows, the
+     * product added into {@code residual}'s memory. At one row the kernels add the bias to each output
+     * last, reading it just before they write that output, so the residual goes in as the bias and is
+     * the output; a weight's own bias (GPT-2's {@code c_proj}) is first added into each core's columns
+     * of the residual by that core, where {@code biased}. At more rows (a batch's decode step) each
+     * core computes its columns of the product, bias included, into the calling thread's buffer and
+     * adds them into each row of the residual: bit for bit the separate product plus the residual,
+     * without its array and the engine's addition. {@code null} where the kernels do not take these
+     * arrays (more rows, a weight with a bias unless {@code biased}, a residual of another shape or
+     * recording gradients, a kernel off).
      *
-     * @param x input (..., in), one row, inference on the CPU
+     * @param x input (..., in), 1 to 8 rows, inference on the CPU
      * @param weight the projection (out, in)
      * @param residual the residual stream (..., out), overwritten with the sum
      * @param store the parameter store, or {@code null}
@@ -172,17 +179,27 @@ final class FusedProducts {
             boolean biased,
             boolean prepared) {
         NDArray bias = weight.bias(store, x.getDevice(), false);
-        if (rows(x) != 1 || residual.hasGradient() || (bias != null && !biased)) {
+        long rows = rows(x);
+        if (rows < 1 || rows > CompressedProduct.MAX_ROWS || residual.hasGradient() || (bias != null && !biased)) {
             return null;
         }
         Product product = product(
-                x, new Inputs(x, null, prepared, weight), weight, bias, store, 1, fewRowKernel, compressedKernel);
+                x, new Inputs(x, null, prepared, weight), weight, bias, store, rows, fewRowKernel, compressedKernel);
         if (product == null || !takesResidual(x, residual, product.width())) {
             return null;
         }
         ByteBuffer rs = NativeKernels.buffer(residual);
         ByteBuffer bs = bias == null ? null : NativeKernels.buffer(bias);
         int width = product.width();
+        if (rows > 1) {
+            int n = Math.toIntExact(rows);
+            ByteBuffer ps = scratch(rows * width); // (rows, width): the product, then added into the residual
+            CoreWorkers.share(product.elements(), product.pooled(), (first, last, runs) -> {
+                product.columns().compute(bs, ps, first, last, runs);
+                addRows(rs, ps, n, width, CoreWorkers.start(width, first, runs), CoreWorkers.start(width, last, runs));
+            });
+            return residual;
+        }
         CoreWorkers.share(product.elements(), product.pooled(), (first, last, runs) -> {
             if (bs != null) {
                 addColumns(rs, bs, CoreWorkers.start(width, first, runs), CoreWorkers.start(width, last, runs));
@@ -205,6 +222,15 @@ final class FusedProducts {
         Shape shape = x.getShape();
         return residual.getShape().equals(shape.slice(0, shape.dimension() - 1).add(width))
                 && NativeKernels.denseFloat32OnCpu(residual);
+    }
+
+    /** {@code out[r, from:to] += part[r, from:to]} for each of {@code rows} rows of {@code width}. */
+    private static void addRows(ByteBuffer out, ByteBuffer part, int rows, int width, int from, int to) {
+        for (int r = 0; r < rows && to > from; r++) {
+            int at = (r * width + from) * Float.BYTES;
+            FewRowProduct.addInto(out.slice(at, (to - from) * Float.BYTES), part.slice(at, (to - from) * Float.BYTES),
+                    to - from);
+        }
     }
 
     /** {@code out[from:to] += bias[from:to]}, one row. */
@@ -307,12 +333,12 @@ final class FusedProducts {
                         CoreWorkers.start(width, last, runs)));
     }
 
-    /** The calling thread's buffer of at least {@code floats} floats for the up projection. */
-    private static ByteBuffer upBuffer(long floats) {
-        ByteBuffer buffer = UP.get();
+    /** The calling thread's buffer of at least {@code floats} floats ({@link #SCRATCH}). */
+    private static ByteBuffer scratch(long floats) {
+        ByteBuffer buffer = SCRATCH.get();
         if (buffer == null || buffer.capacity() < floats * Float.BYTES) {
             buffer = ByteBuffer.allocateDirect(Math.toIntExact(floats * Float.BYTES)).order(ByteOrder.nativeOrder());
-            UP.set(buffer);
+            SCRATCH.set(buffer);
         }
         return buffer;
     }

@@ -117,23 +117,27 @@ class FusedProductsTest extends ManagedArraysTest {
     }
 
     /**
-     * At one row the product goes into the residual's memory: the residual array comes back holding
-     * {@code residual + x W^T}, bit for bit the separate product plus the residual (the kernels add
-     * it where they would add a bias), for float32 and compressed weights.
+     * The product goes into the residual's memory: the residual array comes back holding {@code
+     * residual + x W^T}, bit for bit the separate product plus the residual (at one row the kernels
+     * add it where they would add a bias; at several each core adds its columns of the product, the
+     * kernel having added a bias), for float32 and compressed weights, one row or a batch's decode
+     * step, a batch's with a bias too.
      */
-    @ParameterizedTest(name = "{0}")
-    @CsvSource({"FLOAT32", "INT8", "BFLOAT16", "FLOAT16"})
-    void theResidualProductAddsIntoTheResidualBitForBit(String format) {
-        ProjectionWeight down = projection(768, 2048, false, format);
-        NDArray x = manager.randomNormal(new Shape(1, 1, 2048));
-        NDArray residual = manager.randomNormal(new Shape(1, 1, 768));
+    @ParameterizedTest(name = "{0} rows={1} bias={2}")
+    @CsvSource({"FLOAT32, 1, false", "INT8, 1, false", "BFLOAT16, 1, false", "FLOAT16, 1, false",
+        "Q4_K, 1, false", "FLOAT32, 3, false", "INT8, 8, false", "BFLOAT16, 2, false", "INT4, 5, false",
+        "Q4_K, 8, false", "FLOAT32, 2, true", "INT8, 8, true", "Q4_K, 4, true", "FLOAT16, 7, true"})
+    void theResidualProductAddsIntoTheResidualBitForBit(String format, int rows, boolean bias) {
+        ProjectionWeight down = projection(768, 2048, bias, format);
+        NDArray x = manager.randomNormal(new Shape(rows, 1, 2048));
+        NDArray residual = manager.randomNormal(new Shape(rows, 1, 768));
         float[] separate = without(FusedProducts.RESIDUAL_SWITCH)
                 .projectAdd(x, down, residual.duplicate(), null, false).toFloatArray();
         NDArray stream = residual.duplicate();
         NDArray sum = kernels.projectAdd(x, down, stream, null, false);
         assertSame(stream, sum, "added in place");
         assertArrayEquals(separate, sum.toFloatArray(), 0f);
-        if (format.equals("FLOAT32")) {
+        if (format.equals("FLOAT32") && rows == 1 && !bias) {
             NDArray w = down.weight(null, x.getDevice(), false);
             float[] expected = EngineKernels.INSTANCE.projectAdd(x, down, residual.duplicate(), null, false)
                     .toFloatArray();
@@ -215,7 +219,7 @@ class FusedProductsTest extends ManagedArraysTest {
 
     /**
      * What the fused kernels do not take goes to the separate operations: more than 8 rows, gate and
-     * up of different widths; for the residual more than one row, a bias with its switch off, a
+     * up of different widths; for the residual more than 8 rows, a bias with its switch off, a
      * residual of another shape.
      */
     @Test
@@ -233,8 +237,8 @@ class FusedProductsTest extends ManagedArraysTest {
         ProjectionWeight biased = projection(256, 512, true, "INT8");
         NDArray inner = manager.randomNormal(new Shape(1, 1, 512));
         NDArray residual = manager.randomNormal(new Shape(1, 1, 256));
-        assertNull(FusedProducts.residual(manager.randomNormal(new Shape(2, 1, 512)), down,
-                manager.randomNormal(new Shape(2, 1, 256)), null, true, true, true, true), "2 rows");
+        assertNull(FusedProducts.residual(manager.randomNormal(new Shape(9, 1, 512)), down,
+                manager.randomNormal(new Shape(9, 1, 256)), null, true, true, true, true), "9 rows");
         assertNull(FusedProducts.residual(inner, biased, residual, null, true, true, false, true),
                 "a bias, switched off");
         assertNull(FusedProducts.residual(

@@ -47,10 +47,11 @@ class KQuantProductTest extends CompressedWeightsTest {
     /**
      * Each row of a decode product of 2 to 8 rows is that row's product alone, bit for bit (a
      * sequence of a batch decodes as it would alone): the kernel reads a super-block once for all
-     * rows, but a row's sums and their order do not depend on the rows beside it.
+     * rows, but a row's sums and their order do not depend on the rows beside it, nor on whether the
+     * batch's input is read in chunks that fit L1 (6 and 8 rows of 5632 inputs) where one row's is not.
      */
     @ParameterizedTest
-    @CsvSource({"2, 288, 5", "5, 2048, 9", "8, 1120, 7"})
+    @CsvSource({"2, 288, 5", "5, 2048, 9", "8, 1120, 7", "8, 5632, 20", "6, 5728, 17"})
     void eachRowOfABatchIsThatRowsProductAlone(int rows, int in, int out) {
         CompressedWeight weight = compressed(out, in, WeightFormat.Q4_K);
         float[] xs = manager.randomNormal(new Shape(rows, 1, in)).toFloatArray();

@@ -20,7 +20,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * An int8 or int4 decode product whose input is quantized once for the hand-over ({@link
+ * An int8, int4 or q4_k decode product whose input is quantized once for the hand-over ({@link
  * CompressedProduct#prepare}) rather than by every core's call: the same quantization read by the
  * same kernel, so every product is bit for bit the one each call computes quantizing x itself, however
  * the columns are shared out (the last runs to whichever core is free).
@@ -44,12 +44,14 @@ class PreparedInputTest extends CompressedWeightsTest {
 
     /**
      * Products of one to eight rows over whole and ragged blocks of 256 inputs (Qwen2.5-0.5B's 896),
-     * a tiled input (4128) and weights over and under the size that is split across the cores.
+     * a tiled input (4128; for q4_k, 8 rows of a down projection's 5632 read in chunks) and weights
+     * over and under the size that is split across the cores.
      */
     @ParameterizedTest(name = "{0} rows={1} in={2}")
     @CsvSource({
         "INT4, 1, 2048", "INT4, 1, 896", "INT4, 3, 896", "INT4, 8, 2048", "INT4, 7, 4128",
-        "INT8, 1, 2048", "INT8, 1, 896", "INT8, 5, 768", "INT8, 8, 4128"
+        "INT8, 1, 2048", "INT8, 1, 896", "INT8, 5, 768", "INT8, 8, 4128",
+        "Q4_K, 1, 2048", "Q4_K, 3, 896", "Q4_K, 8, 5632", "Q4_K, 6, 4128"
     })
     void aPreparedInputGivesEachCallsOwnProductBitForBit(WeightFormat format, int rows, int in) {
         int dots = preparedDots();
@@ -72,7 +74,7 @@ class PreparedInputTest extends CompressedWeightsTest {
         }
     }
 
-    /** Only products of one int8 or int4 format and one input width by the int8 dot product have a form. */
+    /** Only products of one int8, int4 or q4_k format and one input width by the int8 dot product have a form. */
     @Test
     void mixedFormatsOrWidthsAndTheWideningKernelHaveNoPreparedForm() {
         int dots = preparedDots();
@@ -81,7 +83,10 @@ class PreparedInputTest extends CompressedWeightsTest {
         CompressedWeight int8 = compressed(64, 256, WeightFormat.INT8);
         CompressedWeight wider = compressed(64, 512, WeightFormat.INT4);
         CompressedWeight half = compressed(64, 256, WeightFormat.BFLOAT16);
+        CompressedWeight q4k = compressed(64, 256, WeightFormat.Q4_K);
         assertNotNull(CompressedProduct.prepare(NativeKernels.buffer(x), new CompressedWeight[] {int4, int4}, 1, dots));
+        assertNotNull(CompressedProduct.prepare(NativeKernels.buffer(x), new CompressedWeight[] {q4k, q4k}, 1, dots));
+        assertNull(CompressedProduct.prepare(NativeKernels.buffer(x), new CompressedWeight[] {q4k, int4}, 1, dots));
         assertNull(CompressedProduct.prepare(NativeKernels.buffer(x), new CompressedWeight[] {int4, int8}, 1, dots));
         assertNull(CompressedProduct.prepare(NativeKernels.buffer(x), new CompressedWeight[] {int4, wider}, 1, dots));
         assertNull(CompressedProduct.prepare(NativeKernels.buffer(x), new CompressedWeight[] {half}, 1, dots));
@@ -90,20 +95,21 @@ class PreparedInputTest extends CompressedWeightsTest {
     }
 
     /**
-     * The CPU kernels prepare a decode step's int4 input for its q/k/v products, its gated MLP and its
-     * products added into the residual, each equal bit for bit to the same kernels with {@code
+     * The CPU kernels prepare a decode step's int4 or q4_k input for its q/k/v products, its gated MLP
+     * and its products added into the residual, each equal bit for bit to the same kernels with {@code
      * -Dllmzoo.cpu.off=compressedProduct.prepared}, which prepares nothing.
      */
-    @Test
-    void theCpuKernelsPrepareTheInputUnlessSwitchedOffAndComputeTheSame() {
+    @ParameterizedTest
+    @CsvSource({"INT4", "Q4_K"})
+    void theCpuKernelsPrepareTheInputUnlessSwitchedOffAndComputeTheSame(WeightFormat format) {
         preparedDots();
         int in = 512;
-        ProjectionWeight q = projection(512, in, WeightFormat.INT4);
-        ProjectionWeight k = projection(128, in, WeightFormat.INT4);
-        ProjectionWeight v = projection(128, in, WeightFormat.INT4);
-        ProjectionWeight gate = projection(1408, in, WeightFormat.INT4);
-        ProjectionWeight up = projection(1408, in, WeightFormat.INT4);
-        ProjectionWeight down = projection(in, 1408, WeightFormat.INT4);
+        ProjectionWeight q = projection(512, in, format);
+        ProjectionWeight k = projection(128, in, format);
+        ProjectionWeight v = projection(128, in, format);
+        ProjectionWeight gate = projection(1408, in, format);
+        ProjectionWeight up = projection(1408, in, format);
+        ProjectionWeight down = projection(in, 1408, format);
         NDArray x = manager.randomNormal(new Shape(1, 1, in));
         NDArray inner = manager.randomNormal(new Shape(1, 1, 1408));
         CpuKernels on = new CpuKernels(true, true);
