@@ -90,6 +90,8 @@ public final class CpuKernels implements Kernels {
     private final boolean preparedInput = NativeKernels.enabled(CompressedProduct.PREPARED_SWITCH);
     /** Whether a product's columns go to whichever core is free ({@link CoreWorkers#share}). */
     private final boolean dynamicSplit = NativeKernels.enabled(CoreWorkers.DYNAMIC_SPLIT_SWITCH);
+    /** Whether the workers read the next hand-over's weights ahead between hand-overs ({@link WeightReadAhead}). */
+    private final boolean readAhead = NativeKernels.enabled(WeightReadAhead.SWITCH);
 
     /** Where a compressed weight is widened for a product of many rows. */
     private final WideningBuffer widening = new WideningBuffer();
@@ -515,10 +517,12 @@ public final class CpuKernels implements Kernels {
 
     /**
      * Computes {@code products} with their columns shared as {@link #dynamicSplit} says: a pool for
-     * whichever core is free, or one fixed share a core ({@link CoreWorkers#withFixedShares}).
+     * whichever core is free, or one fixed share a core ({@link CoreWorkers#withFixedShares}); with
+     * the next hand-over's weights read ahead where {@link #readAhead} says so.
      */
     private <T> T shared(Supplier<T> products) {
-        return dynamicSplit ? products.get() : CoreWorkers.withFixedShares(products);
+        Supplier<T> split = dynamicSplit ? products : () -> CoreWorkers.withFixedShares(products);
+        return readAhead ? split.get() : WeightReadAhead.without(split);
     }
 
     private SplitProjection split(ProjectionWeight weight) {
@@ -547,6 +551,7 @@ public final class CpuKernels implements Kernels {
                 + ", attention writes cache " + (attentionWritesCache ? "on" : "off")
                 + ", prefill attention " + (prefillAttention ? "on" : "off")
                 + ", dynamic split " + (dynamicSplit ? "on" : "off")
+                + ", read ahead " + (readAhead ? "on" : "off")
                 + ", rotate in place " + (rotateInPlace ? "on" : "off")
                 + ", normed products " + (normedProducts ? "on" : "off")
                 + ", prepared input " + (preparedInput ? "on" : "off") + ")";

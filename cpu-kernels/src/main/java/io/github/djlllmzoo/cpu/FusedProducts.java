@@ -139,6 +139,9 @@ final class FusedProducts {
             activateColumns(
                     os, us, n, width, CoreWorkers.start(width, first, runs), CoreWorkers.start(width, last, runs), code);
         });
+        if (gate.compressed() != null && up.compressed() != null) {
+            WeightReadAhead.handedOver(gate.compressed(), up.compressed());
+        }
         return out;
     }
 
@@ -189,6 +192,9 @@ final class FusedProducts {
             }
             product.columns().compute(rs, rs, first, last, runs);
         });
+        if (weight.compressed() != null) {
+            WeightReadAhead.handedOver(weight.compressed());
+        }
         return residual;
     }
 

@@ -1,0 +1,246 @@
+package io.github.djlllmzoo.cpu;
+
+import io.github.djlllmzoo.blocks.CompressedWeight;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.WeakHashMap;
+import java.lang.ref.WeakReference;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+
+/**
+ * Reads the start of the next hand-over's weights into the caches while the calling thread works
+ * alone between hand-overs. A one-row decode step streams its weights from memory on both cores,
+ * but between two products the calling thread spends tens of microseconds on work no weight is read
+ * in (the rotation and attention, the arrays of the next call, the norm; a few hundred between two
+ * steps: the sampling, the next token's embedding and mask), while the workers spin. Here a worker
+ * spends that time reading the first bytes of each core's share of the next hand-over's weights, so
+ * those come from the caches when the products start (docs/PERFORMANCE.md, "int4 one-row decode step
+ * (session 19)").
+ *
+ * <p>The next hand-over is learned: each hand-over of compressed weights records itself as the one
+ * that followed the previous hand-over on the same thread, and after it asks the workers to read
+ * ahead the hand-over that followed it the last time (a decode step makes the same hand-overs in the
+ * same order every step). The read-ahead only reads: products are bit for bit the same with it or
+ * without it ({@code -Dllmzoo.cpu.off=cpu.readAhead}). A worker reads in chunks of {@link #CHUNK}
+ * bytes and takes a slice handed over before its next chunk; a new hand-over drops what is left.
+ */
+final class WeightReadAhead {
+
+    /**
+     * The switch that turns the read-ahead off: {@code -Dllmzoo.cpu.off=cpu.readAhead}.
+     */
+    static final String SWITCH = "cpu.readAhead";
+
+    /**
+     * Bytes read ahead for a hand-over, over all the cores' shares ({@code -Dllmzoo.cpu.readAheadKib},
+     * default 1024): about the 30 microseconds of a layer's rotation and attention at this memory's
+     * rate; where the calling thread is back sooner the products take over the rest.
+     */
+    static final int BYTES = Math.max(0, Integer.getInteger("llmzoo.cpu.readAheadKib", 1024)) * 1024;
+
+    /** Bytes a worker reads before it looks for a slice handed over again. */
+    static final int CHUNK = 16 * 1024;
+
+    /** Set on a thread computing without read-ahead ({@link #without}). */
+    private static final ThreadLocal<Boolean> OFF = new ThreadLocal<>();
+
+    /** The last hand-over of compressed weights on each thread: its first weight. */
+    private static final ThreadLocal<CompressedWeight> LAST = new ThreadLocal<>();
+
+    /** The hand-over that followed each (by its first weight) the last time, as what to read. */
+    private static final Map<CompressedWeight, Plan> NEXT = Collections.synchronizedMap(new WeakHashMap<>());
+
+    /** Chunks read ahead in this process, for tests. */
+    private static final AtomicInteger CHUNKS_READ = new AtomicInteger();
+
+    /** Keeps the loads from being optimised away. */
+    private static volatile long sink;
+
+    private WeightReadAhead() {}
+
+    /**
+     * Records that a hand-over of these weights' products has just ended and asks the workers to read
+     * ahead the hand-over that followed it last time. Call it after {@link CoreWorkers#share} returns.
+     *
+     * @param weights the weights of the hand-over's products, in the order each core's runs compute them
+     */
+    static void handedOver(CompressedWeight... weights) {
+        if (CoreWorkers.PARALLELISM == 1 || BYTES == 0 || OFF.get() != null) {
+            return;
+        }
+        CompressedWeight first = weights[0];
+        CompressedWeight last = LAST.get();
+        if (last != null) {
+            Plan known = NEXT.get(last);
+            if (known == null || known.first.get() != first) {
+                NEXT.put(last, Plan.of(weights));
+            }
+        }
+        LAST.set(first);
+        Plan next = NEXT.get(first);
+        if (next != null) {
+            CoreWorkers.readAhead(next.start());
+        }
+    }
+
+    /**
+     * Computes {@code computation} without read-ahead (and without recording its hand-overs), as the
+     * kernels of a model made with {@code -Dllmzoo.cpu.off=cpu.readAhead} compute.
+     *
+     * @param computation what to compute on the calling thread
+     * @param <T> its result's type
+     * @return its result
+     */
+    static <T> T without(Supplier<T> computation) {
+        boolean outermost = OFF.get() == null;
+        OFF.set(Boolean.TRUE);
+        try {
+            return computation.get();
+        } finally {
+            if (outermost) {
+                OFF.remove();
+            }
+        }
+    }
+
+    /** @return the chunks the workers have read ahead in this process */
+    static int chunksRead() {
+        return CHUNKS_READ.get();
+    }
+
+    /**
+     * @param weight a hand-over's first weight
+     * @return whether a hand-over is known to have followed it
+     */
+    static boolean knowsNext(CompressedWeight weight) {
+        return NEXT.containsKey(weight);
+    }
+
+    /**
+     * What to read ahead for one hand-over: for each core's first block of runs ({@link
+     * CoreWorkers#share}), its first runs of every weight in the order it computes them, each weight's
+     * rows in each of its buffers; the cores' stretches taken in turn, a chunk each, so each core's
+     * start is read first.
+     */
+    static final class Plan {
+        /** The hand-over's first weight, held weakly: this plan is a value of {@link #NEXT}. */
+        private final WeakReference<CompressedWeight> first;
+        private final ByteBuffer[] buffers;
+        private final int[] from;
+        private final int[] to;
+
+        private Plan(CompressedWeight first, List<ByteBuffer> buffers, List<int[]> ranges) {
+            this.first = new WeakReference<>(first);
+            this.buffers = buffers.toArray(new ByteBuffer[0]);
+            this.from = new int[ranges.size()];
+            this.to = new int[ranges.size()];
+            for (int i = 0; i < ranges.size(); i++) {
+                from[i] = ranges.get(i)[0];
+                to[i] = ranges.get(i)[1];
+            }
+        }
+
+        /** The read for {@code weights}' products as {@link CoreWorkers#share} cuts them one row at a time. */
+        static Plan of(CompressedWeight[] weights) {
+            int threads = CoreWorkers.PARALLELISM;
+            int block = CoreWorkers.BLOCK_RUNS;
+            int runs = threads * block + CoreWorkers.POOL_RUNS;
+            List<List<int[]>> perThread = new ArrayList<>();
+            List<List<ByteBuffer>> perThreadBuffers = new ArrayList<>();
+            int budget = BYTES / threads;
+            for (int t = 0; t < threads; t++) {
+                List<int[]> ranges = new ArrayList<>();
+                List<ByteBuffer> buffers = new ArrayList<>();
+                int left = budget;
+                for (int run = t * block; run < (t + 1) * block && left > 0; run++) {
+                    for (CompressedWeight weight : weights) {
+                        int out = weight.outFeatures();
+                        int rowFrom = CoreWorkers.start(out, run, runs);
+                        int rowTo = CoreWorkers.start(out, run + 1, runs);
+                        for (ByteBuffer buffer : weight.directBuffers()) {
+                            if (buffer == null || left <= 0) {
+                                continue;
+                            }
+                            long rowBytes = buffer.capacity() / out;
+                            long start = rowFrom * rowBytes;
+                            long end = Math.min(rowTo * rowBytes, start + left);
+                            if (end > start) {
+                                for (long at = start; at < end; at += CHUNK) { // one chunk a range
+                                    ranges.add(new int[] {(int) at, (int) Math.min(end, at + CHUNK)});
+                                    buffers.add(buffer);
+                                }
+                                left -= (int) (end - start);
+                            }
+                        }
+                    }
+                }
+                perThread.add(ranges);
+                perThreadBuffers.add(buffers);
+            }
+            List<int[]> ranges = new ArrayList<>();
+            List<ByteBuffer> buffers = new ArrayList<>();
+            for (int i = 0; ; i++) { // the threads' chunks in turn
+                boolean any = false;
+                for (int t = 0; t < threads; t++) {
+                    if (i < perThread.get(t).size()) {
+                        ranges.add(perThread.get(t).get(i));
+                        buffers.add(perThreadBuffers.get(t).get(i));
+                        any = true;
+                    }
+                }
+                if (!any) {
+                    break;
+                }
+            }
+            return new Plan(weights[0], buffers, ranges);
+        }
+
+        /** @return the chunks' buffers and their byte ranges {@code [from, to)}, in the order they are read */
+        List<Object[]> chunks() {
+            List<Object[]> chunks = new ArrayList<>();
+            for (int i = 0; i < from.length; i++) {
+                chunks.add(new Object[] {buffers[i], from[i], to[i]});
+            }
+            return chunks;
+        }
+
+        /** A fresh read of this plan, for the workers to share. */
+        Reading start() {
+            return new Reading(this);
+        }
+    }
+
+    /** One read-ahead in progress: the workers take its chunks in turn ({@link #readChunk}). */
+    static final class Reading {
+        private final Plan plan;
+        private final AtomicInteger next = new AtomicInteger();
+
+        private Reading(Plan plan) {
+            this.plan = plan;
+        }
+
+        /**
+         * Reads the next chunk: a load from each cache line of it.
+         *
+         * @return whether there was a chunk left to read
+         */
+        boolean readChunk() {
+            int chunk = next.getAndIncrement();
+            if (chunk >= plan.from.length) {
+                return false;
+            }
+            ByteBuffer buffer = plan.buffers[chunk];
+            long sum = 0;
+            for (int at = plan.from[chunk], end = plan.to[chunk] - Long.BYTES; at <= end; at += 64) {
+                sum += buffer.getLong(at);
+            }
+            sink = sum;
+            CHUNKS_READ.incrementAndGet();
+            return true;
+        }
+    }
+}
