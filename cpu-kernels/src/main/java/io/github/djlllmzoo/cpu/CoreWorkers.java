@@ -363,7 +363,10 @@ final class CoreWorkers {
         }
         try {
             handOvers++;
-            reading.set(null); // the hand-over reads its weights itself now
+            WeightReadAhead.Reading dropped = reading.getAndSet(null); // the hand-over reads its weights itself now
+            if (dropped != null) {
+                dropped.drop();
+            }
             for (int i = 1; i < tasks.length; i++) {
                 workers[i - 1].hand(tasks[i]);
             }

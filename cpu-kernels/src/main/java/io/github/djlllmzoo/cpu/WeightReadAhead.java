@@ -27,6 +27,11 @@ import java.util.function.Supplier;
  * same order every step). The read-ahead only reads: products are bit for bit the same with it or
  * without it ({@code -Dllmzoo.cpu.off=cpu.readAhead}). A worker reads in chunks of {@link #CHUNK}
  * bytes and takes a slice handed over before its next chunk; a new hand-over drops what is left.
+ *
+ * <p>The time between two hand-overs is shared with the freeing of the previous step's arrays
+ * ({@link CoreWorkers#release}), which must be done within a step: so each hand-over's read is
+ * limited to what fitted last time, three quarters of what was read where the next hand-over came
+ * first, a quarter more where it was all read, and the worker frees arrays once it is done.
  */
 final class WeightReadAhead {
 
@@ -36,14 +41,19 @@ final class WeightReadAhead {
     static final String SWITCH = "cpu.readAhead";
 
     /**
-     * Bytes read ahead for a hand-over, over all the cores' shares ({@code -Dllmzoo.cpu.readAheadKib},
-     * default 1024): about the 30 microseconds of a layer's rotation and attention at this memory's
-     * rate; where the calling thread is back sooner the products take over the rest.
+     * The most bytes read ahead for a hand-over, over all the cores' shares ({@code
+     * -Dllmzoo.cpu.readAheadKib}, default 4096): what two cores stream in the 100-200 microseconds
+     * between two decode steps (the sampling, the next token's embedding, mask and positions); a
+     * layer's rotation and attention leave time for about a quarter of it, and the next hand-over
+     * drops the rest. It stays within the L3 cache; a worker's L2 keeps the latest part.
      */
-    static final int BYTES = Math.max(0, Integer.getInteger("llmzoo.cpu.readAheadKib", 1024)) * 1024;
+    static final int BYTES = Math.max(0, Integer.getInteger("llmzoo.cpu.readAheadKib", 4096)) * 1024;
 
-    /** Bytes a worker reads before it looks for a slice handed over again. */
-    static final int CHUNK = 16 * 1024;
+    /**
+     * Bytes a worker reads before it looks for a slice handed over again: a fraction of a
+     * microsecond from memory, so a hand-over finds the worker about as soon as a spinning one.
+     */
+    static final int CHUNK = 4 * 1024;
 
     /** Set on a thread computing without read-ahead ({@link #without}). */
     private static final ThreadLocal<Boolean> OFF = new ThreadLocal<>();
@@ -132,6 +142,8 @@ final class WeightReadAhead {
         private final ByteBuffer[] buffers;
         private final int[] from;
         private final int[] to;
+        /** The chunks to read next time, fitted to the time the calling thread left (see the class). */
+        private volatile int limit;
 
         private Plan(CompressedWeight first, List<ByteBuffer> buffers, List<int[]> ranges) {
             this.first = new WeakReference<>(first);
@@ -142,6 +154,22 @@ final class WeightReadAhead {
                 from[i] = ranges.get(i)[0];
                 to[i] = ranges.get(i)[1];
             }
+            limit = from.length;
+        }
+
+        /** After a read of all {@link #limit} chunks: a quarter more next time. */
+        void grow() {
+            limit = Math.min(from.length, limit + Math.max(1, limit / 4));
+        }
+
+        /** After a read dropped at {@code read} chunks: three quarters of them next time. */
+        void shrink(int read) {
+            limit = Math.max(1, read * 3 / 4);
+        }
+
+        /** @return the chunks the next read of this plan reads */
+        int limit() {
+            return limit;
         }
 
         /** The read for {@code weights}' products as {@link CoreWorkers#share} cuts them one row at a time. */
@@ -230,7 +258,11 @@ final class WeightReadAhead {
          */
         boolean readChunk() {
             int chunk = next.getAndIncrement();
-            if (chunk >= plan.from.length) {
+            int limit = plan.limit;
+            if (chunk >= limit) {
+                if (chunk == limit) {
+                    plan.grow();
+                }
                 return false;
             }
             ByteBuffer buffer = plan.buffers[chunk];
@@ -241,6 +273,15 @@ final class WeightReadAhead {
             sink = sum;
             CHUNKS_READ.incrementAndGet();
             return true;
+        }
+
+        /** The next hand-over has come: what is left is not read, and the next read is fitted to what was. */
+        void drop() {
+            int read = next.getAndSet(Integer.MAX_VALUE / 2); // no worker starts another chunk
+            int limit = plan.limit;
+            if (read < limit) {
+                plan.shrink(read);
+            }
         }
     }
 }

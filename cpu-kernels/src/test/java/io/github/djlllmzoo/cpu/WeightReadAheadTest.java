@@ -84,12 +84,12 @@ class WeightReadAheadTest extends CompressedWeightsTest {
     @Test
     void aPlanReadsEachCoresFirstRunOfEveryWeightBeforeItsSecond() {
         assumeTrue(CoreWorkers.PARALLELISM == 2, "the order below is two cores'");
-        CompressedWeight gate = compressed(1024, 512, WeightFormat.INT4);
-        CompressedWeight up = compressed(1024, 512, WeightFormat.INT4);
+        CompressedWeight gate = compressed(1024, 256, WeightFormat.INT4); // a run: 32 rows of 128 bytes, one chunk
+        CompressedWeight up = compressed(1024, 256, WeightFormat.INT4);
         WeightReadAhead.Plan plan = WeightReadAhead.Plan.of(new CompressedWeight[] {gate, up});
         List<Object[]> chunks = plan.chunks();
         int runs = 2 * CoreWorkers.BLOCK_RUNS + CoreWorkers.POOL_RUNS;
-        int rowBytes = 512 / 2; // int4: half a byte an input
+        int rowBytes = 256 / 2; // int4: half a byte an input
         int secondStart = CoreWorkers.start(1024, CoreWorkers.BLOCK_RUNS, runs);
         int runRows = CoreWorkers.start(1024, 1, runs);
         ByteBuffer gateCodes = gate.directBuffers()[0];
@@ -107,5 +107,28 @@ class WeightReadAheadTest extends CompressedWeightsTest {
             assertTrue((int) chunk[2] - (int) chunk[1] <= WeightReadAhead.CHUNK);
         }
         assertTrue(bytes <= WeightReadAhead.BYTES, bytes + " bytes read");
+    }
+
+    @Test
+    void aReadDroppedByTheNextHandOverIsShortenedAndAWholeReadGrows() {
+        CompressedWeight weight = compressed(1024, 256, WeightFormat.INT4);
+        WeightReadAhead.Plan plan = WeightReadAhead.Plan.of(new CompressedWeight[] {weight});
+        int all = plan.chunks().size();
+        assertTrue(all >= 8, all + " chunks");
+        assertEquals(all, plan.limit(), "at first: all of it");
+        WeightReadAhead.Reading dropped = plan.start();
+        for (int i = 0; i < 4; i++) {
+            assertTrue(dropped.readChunk());
+        }
+        dropped.drop();
+        assertFalse(dropped.readChunk(), "nothing is read after the drop");
+        assertEquals(3, plan.limit(), "three quarters of the 4 read");
+        WeightReadAhead.Reading whole = plan.start();
+        for (int i = 0; i < 3; i++) {
+            assertTrue(whole.readChunk());
+        }
+        assertFalse(whole.readChunk(), "the limit reached");
+        whole.drop();
+        assertEquals(4, plan.limit(), "read whole: one more (a quarter, at least one)");
     }
 }
