@@ -546,7 +546,7 @@ final class CoreWorkers {
                 if (next != null && task.compareAndSet(next, null)) {
                     return next;
                 }
-                if (readSome() || releaseSome()) {
+                if (releaseSome() || readSome()) {
                     deadline = System.nanoTime() + IDLE_SPIN_NANOS;
                 } else if (System.nanoTime() < deadline) {
                     Thread.onSpinWait();
