@@ -218,7 +218,7 @@ final class CoreWorkers {
             task.compute(0, 1, 1);
             return;
         }
-        boolean balanced = pooled && FIXED_SHARES.get() == null;
+        boolean balanced = balanced(pooled);
         int block = balanced ? BLOCK_RUNS : 1;
         int pool = balanced ? POOL_RUNS : 0;
         int blocks = threads * block;
@@ -237,6 +237,16 @@ final class CoreWorkers {
         if (run(threads, claiming) == null) {
             task.compute(0, 1, 1);
         }
+    }
+
+    /**
+     * Whether {@link #share} cuts a computation into blocks and a pool of runs on this thread.
+     *
+     * @param pooled whether the computation's last runs may go to whichever thread is free
+     * @return whether they will: pooled, and not within {@link #withFixedShares}
+     */
+    static boolean balanced(boolean pooled) {
+        return pooled && FIXED_SHARES.get() == null;
     }
 
     /** Work on the items {@code [from, to)} of a computation. */

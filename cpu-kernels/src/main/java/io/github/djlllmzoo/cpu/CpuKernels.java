@@ -90,8 +90,11 @@ public final class CpuKernels implements Kernels {
     private final boolean preparedInput = NativeKernels.enabled(CompressedProduct.PREPARED_SWITCH);
     /** Whether a product's columns go to whichever core is free ({@link CoreWorkers#share}). */
     private final boolean dynamicSplit = NativeKernels.enabled(CoreWorkers.DYNAMIC_SPLIT_SWITCH);
-    /** Whether the workers read the next hand-over's weights ahead between hand-overs ({@link WeightReadAhead}). */
-    private final boolean readAhead = NativeKernels.enabled(WeightReadAhead.SWITCH);
+    /**
+     * The most bytes the workers read of the next hand-over's weights between hand-overs ({@link
+     * WeightReadAhead}, {@code -Dllmzoo.cpu.readAheadKib}); 0: none.
+     */
+    private final int readAheadBytes = NativeKernels.loaded() ? WeightReadAhead.configuredBytes() : 0;
 
     /** Where a compressed weight is widened for a product of many rows. */
     private final WideningBuffer widening = new WideningBuffer();
@@ -518,11 +521,11 @@ public final class CpuKernels implements Kernels {
     /**
      * Computes {@code products} with their columns shared as {@link #dynamicSplit} says: a pool for
      * whichever core is free, or one fixed share a core ({@link CoreWorkers#withFixedShares}); with
-     * the next hand-over's weights read ahead where {@link #readAhead} says so.
+     * the next hand-over's weights read ahead where {@link #readAheadBytes} says so.
      */
     private <T> T shared(Supplier<T> products) {
         Supplier<T> split = dynamicSplit ? products : () -> CoreWorkers.withFixedShares(products);
-        return readAhead ? split.get() : WeightReadAhead.without(split);
+        return WeightReadAhead.with(readAheadBytes, split);
     }
 
     private SplitProjection split(ProjectionWeight weight) {
@@ -551,7 +554,7 @@ public final class CpuKernels implements Kernels {
                 + ", attention writes cache " + (attentionWritesCache ? "on" : "off")
                 + ", prefill attention " + (prefillAttention ? "on" : "off")
                 + ", dynamic split " + (dynamicSplit ? "on" : "off")
-                + ", read ahead " + (readAhead ? "on" : "off")
+                + ", read ahead " + (readAheadBytes > 0 ? readAheadBytes / 1024 + " KiB" : "off")
                 + ", rotate in place " + (rotateInPlace ? "on" : "off")
                 + ", normed products " + (normedProducts ? "on" : "off")
                 + ", prepared input " + (preparedInput ? "on" : "off") + ")";

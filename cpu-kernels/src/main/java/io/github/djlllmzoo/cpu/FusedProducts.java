@@ -140,7 +140,7 @@ final class FusedProducts {
                     os, us, n, width, CoreWorkers.start(width, first, runs), CoreWorkers.start(width, last, runs), code);
         });
         if (gate.compressed() != null && up.compressed() != null) {
-            WeightReadAhead.handedOver(gate.compressed(), up.compressed());
+            WeightReadAhead.handedOver(gates.pooled() && ups.pooled(), gate.compressed(), up.compressed());
         }
         return out;
     }
@@ -193,7 +193,7 @@ final class FusedProducts {
             product.columns().compute(rs, rs, first, last, runs);
         });
         if (weight.compressed() != null) {
-            WeightReadAhead.handedOver(weight.compressed());
+            WeightReadAhead.handedOver(product.pooled(), weight.compressed());
         }
         return residual;
     }

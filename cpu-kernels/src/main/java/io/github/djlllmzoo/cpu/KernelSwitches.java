@@ -39,7 +39,6 @@ final class KernelSwitches {
             FusedProducts.RESIDUAL_SWITCH,
             FusedProducts.RESIDUAL_BIAS_SWITCH,
             CoreWorkers.DYNAMIC_SPLIT_SWITCH,
-            WeightReadAhead.SWITCH,
             CpuKernels.PROJECT_ALL_SWITCH);
 
     private KernelSwitches() {}

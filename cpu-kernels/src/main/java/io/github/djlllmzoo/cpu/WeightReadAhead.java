@@ -25,7 +25,9 @@ import java.util.function.Supplier;
  * that followed the previous hand-over on the same thread, and after it asks the workers to read
  * ahead the hand-over that followed it the last time (a decode step makes the same hand-overs in the
  * same order every step). The read-ahead only reads: products are bit for bit the same with it or
- * without it ({@code -Dllmzoo.cpu.off=cpu.readAhead}). A worker reads in chunks of {@link #CHUNK}
+ * without it. It is off unless {@code -Dllmzoo.cpu.readAheadKib} gives it a budget: measured so far it
+ * gained 0.9 % in a quiet minute and cost 1-3 % with the cores shared by other processes, whose loads
+ * evict what was read before the products read it (docs/PERFORMANCE.md). A worker reads in chunks of {@link #CHUNK}
  * bytes and takes a slice handed over before its next chunk; a new hand-over drops what is left.
  *
  * <p>The time between two hand-overs is shared with the freeing of the previous step's arrays
@@ -36,18 +38,13 @@ import java.util.function.Supplier;
 final class WeightReadAhead {
 
     /**
-     * The switch that turns the read-ahead off: {@code -Dllmzoo.cpu.off=cpu.readAhead}.
-     */
-    static final String SWITCH = "cpu.readAhead";
-
-    /**
-     * The most bytes read ahead for a hand-over, over all the cores' shares ({@code
-     * -Dllmzoo.cpu.readAheadKib}, default 4096): what two cores stream in the 100-200 microseconds
+     * The property of the most KiB read ahead for a hand-over, over all the cores' shares; 0 (the
+     * default) turns the read-ahead off. 4096 is what the memory streams in the 100-200 microseconds
      * between two decode steps (the sampling, the next token's embedding, mask and positions); a
      * layer's rotation and attention leave time for about a quarter of it, and the next hand-over
      * drops the rest. It stays within the L3 cache; a worker's L2 keeps the latest part.
      */
-    static final int BYTES = Math.max(0, Integer.getInteger("llmzoo.cpu.readAheadKib", 4096)) * 1024;
+    static final String PROPERTY = "llmzoo.cpu.readAheadKib";
 
     /**
      * Bytes a worker reads before it looks for a slice handed over again: a fraction of a
@@ -55,8 +52,8 @@ final class WeightReadAhead {
      */
     static final int CHUNK = 4 * 1024;
 
-    /** Set on a thread computing without read-ahead ({@link #without}). */
-    private static final ThreadLocal<Boolean> OFF = new ThreadLocal<>();
+    /** The budget in bytes on a thread computing with read-ahead ({@link #with}). */
+    private static final ThreadLocal<Integer> BUDGET = new ThreadLocal<>();
 
     /** The last hand-over of compressed weights on each thread: its first weight. */
     private static final ThreadLocal<CompressedWeight> LAST = new ThreadLocal<>();
@@ -76,18 +73,21 @@ final class WeightReadAhead {
      * Records that a hand-over of these weights' products has just ended and asks the workers to read
      * ahead the hand-over that followed it last time. Call it after {@link CoreWorkers#share} returns.
      *
+     * @param pooled whether {@link CoreWorkers#share} was asked to pool the hand-over's last runs
      * @param weights the weights of the hand-over's products, in the order each core's runs compute them
      */
-    static void handedOver(CompressedWeight... weights) {
-        if (CoreWorkers.PARALLELISM == 1 || BYTES == 0 || OFF.get() != null) {
+    static void handedOver(boolean pooled, CompressedWeight... weights) {
+        Integer bytes = BUDGET.get();
+        if (CoreWorkers.PARALLELISM == 1 || bytes == null) {
             return;
         }
         CompressedWeight first = weights[0];
         CompressedWeight last = LAST.get();
         if (last != null) {
             Plan known = NEXT.get(last);
-            if (known == null || known.first.get() != first) {
-                NEXT.put(last, Plan.of(weights));
+            boolean balanced = CoreWorkers.balanced(pooled);
+            if (known == null || known.first.get() != first || known.balanced != balanced || known.bytes != bytes) {
+                NEXT.put(last, Plan.of(weights, balanced, bytes));
             }
         }
         LAST.set(first);
@@ -98,21 +98,37 @@ final class WeightReadAhead {
     }
 
     /**
-     * Computes {@code computation} without read-ahead (and without recording its hand-overs), as the
-     * kernels of a model made with {@code -Dllmzoo.cpu.off=cpu.readAhead} compute.
+     * The budget {@link #PROPERTY} gives, as kernels made now read it.
      *
+     * @return bytes, 0 for none
+     */
+    static int configuredBytes() {
+        return (int) Math.min(Integer.MAX_VALUE / 2, Math.max(0L, Long.getLong(PROPERTY, 0L)) * 1024);
+    }
+
+    /**
+     * Computes {@code computation} with its hand-overs recorded and the next one read ahead, up to
+     * {@code bytes} a hand-over, as the kernels of a model made with {@code
+     * -Dllmzoo.cpu.readAheadKib} compute; without either where {@code bytes} is 0.
+     *
+     * @param bytes the most bytes read ahead for a hand-over
      * @param computation what to compute on the calling thread
      * @param <T> its result's type
      * @return its result
      */
-    static <T> T without(Supplier<T> computation) {
-        boolean outermost = OFF.get() == null;
-        OFF.set(Boolean.TRUE);
+    static <T> T with(int bytes, Supplier<T> computation) {
+        if (bytes <= 0) {
+            return computation.get();
+        }
+        Integer outer = BUDGET.get();
+        BUDGET.set(bytes);
         try {
             return computation.get();
         } finally {
-            if (outermost) {
-                OFF.remove();
+            if (outer == null) {
+                BUDGET.remove();
+            } else {
+                BUDGET.set(outer);
             }
         }
     }
@@ -139,14 +155,20 @@ final class WeightReadAhead {
     static final class Plan {
         /** The hand-over's first weight, held weakly: this plan is a value of {@link #NEXT}. */
         private final WeakReference<CompressedWeight> first;
+        /** Whether the hand-over's columns were cut into blocks and a pool ({@link CoreWorkers#balanced}). */
+        private final boolean balanced;
+        /** The budget it was made for. */
+        private final int bytes;
         private final ByteBuffer[] buffers;
         private final int[] from;
         private final int[] to;
         /** The chunks to read next time, fitted to the time the calling thread left (see the class). */
         private volatile int limit;
 
-        private Plan(CompressedWeight first, List<ByteBuffer> buffers, List<int[]> ranges) {
+        private Plan(CompressedWeight first, boolean balanced, int bytes, List<ByteBuffer> buffers, List<int[]> ranges) {
             this.first = new WeakReference<>(first);
+            this.balanced = balanced;
+            this.bytes = bytes;
             this.buffers = buffers.toArray(new ByteBuffer[0]);
             this.from = new int[ranges.size()];
             this.to = new int[ranges.size()];
@@ -172,14 +194,21 @@ final class WeightReadAhead {
             return limit;
         }
 
-        /** The read for {@code weights}' products as {@link CoreWorkers#share} cuts them one row at a time. */
-        static Plan of(CompressedWeight[] weights) {
+        /**
+         * The read for {@code weights}' products as {@link CoreWorkers#share} cuts them.
+         *
+         * @param weights the hand-over's weights
+         * @param balanced whether the columns are cut into blocks and a pool of runs, or one share a thread
+         * @param bytes the most bytes to read, over all the threads' shares
+         * @return the plan
+         */
+        static Plan of(CompressedWeight[] weights, boolean balanced, int bytes) {
             int threads = CoreWorkers.PARALLELISM;
-            int block = CoreWorkers.BLOCK_RUNS;
-            int runs = threads * block + CoreWorkers.POOL_RUNS;
+            int block = balanced ? CoreWorkers.BLOCK_RUNS : 1;
+            int runs = threads * block + (balanced ? CoreWorkers.POOL_RUNS : 0);
             List<List<int[]>> perThread = new ArrayList<>();
             List<List<ByteBuffer>> perThreadBuffers = new ArrayList<>();
-            int budget = BYTES / threads;
+            int budget = bytes / threads;
             for (int t = 0; t < threads; t++) {
                 List<int[]> ranges = new ArrayList<>();
                 List<ByteBuffer> buffers = new ArrayList<>();
@@ -224,7 +253,7 @@ final class WeightReadAhead {
                     break;
                 }
             }
-            return new Plan(weights[0], buffers, ranges);
+            return new Plan(weights[0], balanced, bytes, buffers, ranges);
         }
 
         /** @return the chunks' buffers and their byte ranges {@code [from, to)}, in the order they are read */

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The workers read the start of the next hand-over's weights while the calling thread works alone
  * ({@link WeightReadAhead}): learned from the order of a step's hand-overs, read from each core's
- * first run, and without any effect on the products.
+ * first run, and without any effect on the products; off unless {@code -Dllmzoo.cpu.readAheadKib}
+ * gives it a budget.
  */
 class WeightReadAheadTest extends CompressedWeightsTest {
 
@@ -45,7 +46,7 @@ class WeightReadAheadTest extends CompressedWeightsTest {
     }
 
     @Test
-    void decodeStepsReadTheNextHandOverAheadAndComputeWhatTheyComputeWithout() throws InterruptedException {
+    void withABudgetDecodeStepsReadTheNextHandOverAheadAndComputeWhatTheyComputeWithout() throws InterruptedException {
         assumeTrue(CoreWorkers.PARALLELISM > 1, "one core: no worker to read ahead");
         int in = 512;
         ProjectionWeight[] qkv = {projection(512, in), projection(128, in), projection(128, in)};
@@ -54,14 +55,20 @@ class WeightReadAheadTest extends CompressedWeightsTest {
         ProjectionWeight down = projection(in, 1408);
         NDArray x = manager.randomNormal(new Shape(1, 1, in));
         NDArray inner = manager.randomNormal(new Shape(1, 1, 1408));
-        CpuKernels on = new CpuKernels(true, true);
-        CpuKernels off = SwitchedKernels.without(WeightReadAhead.SWITCH);
-        assertTrue(on.toString().contains("read ahead on"), on.toString());
+        System.setProperty(WeightReadAhead.PROPERTY, "4096");
+        CpuKernels on;
+        try {
+            on = new CpuKernels(true, true);
+        } finally {
+            System.clearProperty(WeightReadAhead.PROPERTY);
+        }
+        CpuKernels off = new CpuKernels(true, true);
+        assertTrue(on.toString().contains("read ahead 4096 KiB"), on.toString());
         assertTrue(off.toString().contains("read ahead off"), off.toString());
 
         NDArray[] without = layer(off, x, inner, qkv, gate, up, down);
         layer(off, x, inner, qkv, gate, up, down);
-        assertFalse(WeightReadAhead.knowsNext(qkv[0].compressed()), "switched off: nothing learned");
+        assertFalse(WeightReadAhead.knowsNext(qkv[0].compressed()), "off by default: nothing learned");
 
         int before = WeightReadAhead.chunksRead();
         NDArray[] with = null;
@@ -86,7 +93,7 @@ class WeightReadAheadTest extends CompressedWeightsTest {
         assumeTrue(CoreWorkers.PARALLELISM == 2, "the order below is two cores'");
         CompressedWeight gate = compressed(1024, 256, WeightFormat.INT4); // a run: 32 rows of 128 bytes, one chunk
         CompressedWeight up = compressed(1024, 256, WeightFormat.INT4);
-        WeightReadAhead.Plan plan = WeightReadAhead.Plan.of(new CompressedWeight[] {gate, up});
+        WeightReadAhead.Plan plan = WeightReadAhead.Plan.of(new CompressedWeight[] {gate, up}, true, 4 << 20);
         List<Object[]> chunks = plan.chunks();
         int runs = 2 * CoreWorkers.BLOCK_RUNS + CoreWorkers.POOL_RUNS;
         int rowBytes = 256 / 2; // int4: half a byte an input
@@ -106,13 +113,23 @@ class WeightReadAheadTest extends CompressedWeightsTest {
             bytes += (int) chunk[2] - (int) chunk[1];
             assertTrue((int) chunk[2] - (int) chunk[1] <= WeightReadAhead.CHUNK);
         }
-        assertTrue(bytes <= WeightReadAhead.BYTES, bytes + " bytes read");
+        assertTrue(bytes <= 4 << 20, bytes + " bytes read");
+
+        int small = 0;
+        for (Object[] chunk : WeightReadAhead.Plan.of(new CompressedWeight[] {gate, up}, true, 16 << 10).chunks()) {
+            small += (int) chunk[2] - (int) chunk[1];
+        }
+        assertEquals(16 << 10, small, "a 16 KiB budget: 8 KiB a core");
+
+        List<Object[]> halves = WeightReadAhead.Plan.of(new CompressedWeight[] {gate, up}, false, 4 << 20).chunks();
+        assertEquals(0, halves.get(0)[1], "one share a core: the first from row 0");
+        assertEquals(512 * rowBytes, halves.get(1)[1], "the second from the middle row");
     }
 
     @Test
     void aReadDroppedByTheNextHandOverIsShortenedAndAWholeReadGrows() {
         CompressedWeight weight = compressed(1024, 256, WeightFormat.INT4);
-        WeightReadAhead.Plan plan = WeightReadAhead.Plan.of(new CompressedWeight[] {weight});
+        WeightReadAhead.Plan plan = WeightReadAhead.Plan.of(new CompressedWeight[] {weight}, true, 4 << 20);
         int all = plan.chunks().size();
         assertTrue(all >= 8, all + " chunks");
         assertEquals(all, plan.limit(), "at first: all of it");
