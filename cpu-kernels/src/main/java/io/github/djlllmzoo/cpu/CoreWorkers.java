@@ -30,9 +30,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>One caller at a time: a second caller finds the workers busy and computes alone.
  *
- * <p>Between slices a worker reads ahead the start of the next hand-over's weights ({@link
- * WeightReadAhead}) and frees the arrays of a finished decode step, a little at a time, so a slice
- * handed over waits microseconds at most.
+ * <p>Between slices a worker frees the arrays of a finished decode step and then, where the kernels
+ * ask for it, reads ahead the start of the next hand-over's weights ({@link WeightReadAhead}), a
+ * little at a time, so a slice handed over waits microseconds at most.
  */
 final class CoreWorkers {
 

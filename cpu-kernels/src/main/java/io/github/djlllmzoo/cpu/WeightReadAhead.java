@@ -1,13 +1,13 @@
 package io.github.djlllmzoo.cpu;
 
 import io.github.djlllmzoo.blocks.CompressedWeight;
+import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.WeakHashMap;
-import java.lang.ref.WeakReference;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
@@ -27,13 +27,14 @@ import java.util.function.Supplier;
  * same order every step). The read-ahead only reads: products are bit for bit the same with it or
  * without it. It is off unless {@code -Dllmzoo.cpu.readAheadKib} gives it a budget: measured so far it
  * gained 0.9 % in a quiet minute and cost 1-3 % with the cores shared by other processes, whose loads
- * evict what was read before the products read it (docs/PERFORMANCE.md). A worker reads in chunks of {@link #CHUNK}
- * bytes and takes a slice handed over before its next chunk; a new hand-over drops what is left.
+ * evict what was read before the products read it (docs/PERFORMANCE.md). A worker reads in chunks of
+ * {@link #CHUNK} bytes and takes a slice handed over before its next chunk; a new hand-over drops what is left.
  *
  * <p>The time between two hand-overs is shared with the freeing of the previous step's arrays
- * ({@link CoreWorkers#release}), which must be done within a step: so each hand-over's read is
+ * ({@link CoreWorkers#release}), which must be done within a step, so a worker frees those first
+ * (reads first starved it: the calling thread then freed them itself); and each hand-over's read is
  * limited to what fitted last time, three quarters of what was read where the next hand-over came
- * first, a quarter more where it was all read, and the worker frees arrays once it is done.
+ * first, a quarter more where it was all read.
  */
 final class WeightReadAhead {
 
