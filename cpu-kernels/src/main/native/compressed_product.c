@@ -55,8 +55,10 @@
 #include "simd.h"
 
 #define MAX_ROWS 8
-/* Bytes ahead of the current codes that the weight is prefetched. */
+/* Bytes ahead of the current codes that the weight is prefetched (a native bench may build with another). */
+#ifndef PREFETCH_BYTES
 #define PREFETCH_BYTES 4096
+#endif
 /* Bytes of the rows of x (in the form a kernel reads) that a pass over the weight keeps in L1. */
 #define X_TILE_BYTES 24576
 /* Outputs whose sums one pass over a tile of the inputs carries (tiled products only). */

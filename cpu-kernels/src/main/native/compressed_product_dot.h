@@ -225,6 +225,16 @@ static inline __attribute__((always_inline)) VNNI_TARGET void transpose_block(co
  * logic operations and 4 permutations, where unpacking chunk by chunk and transposing took 38. A ragged last
  * block (groups < 8) takes masked loads: its missing groups' codes read as 0.
  */
+/*
+ * Bytes ahead of a block that its int4 weight is prefetched: one core reads int4 at about the memory's rate (35-40
+ * GB/s on Zen 5), at which PREFETCH_BYTES' 4 KB is about 110 ns ahead, no more than a miss takes; 8 KB read a
+ * 5632 x 2048 weight from memory 13-20 % faster on one core and 8 rows 3-10 % (compressed_product_bench.c, one core,
+ * docs/PERFORMANCE.md "int4 one-row decode step (session 19)").
+ */
+#ifndef INT4_PREFETCH_BYTES
+#define INT4_PREFETCH_BYTES 8192
+#endif
+
 static inline __attribute__((always_inline)) VNNI_TARGET void transposed_int4_block(
         const uint8_t *packed, int groups, __m512i t[4]) {
     const __m512i nibble = _mm512_set1_epi8(0x0F);
@@ -239,8 +249,8 @@ static inline __attribute__((always_inline)) VNNI_TARGET void transposed_int4_bl
         a = _mm512_maskz_loadu_epi8(bytes >= 64 ? ~0ULL : (1ULL << bytes) - 1, packed);
         b = _mm512_maskz_loadu_epi8(bytes > 64 ? (1ULL << (bytes - 64)) - 1 : 0, packed + 64);
     }
-    _mm_prefetch((const char *)packed + PREFETCH_BYTES, _MM_HINT_T0);
-    _mm_prefetch((const char *)packed + PREFETCH_BYTES + 64, _MM_HINT_T0);
+    _mm_prefetch((const char *)packed + INT4_PREFETCH_BYTES, _MM_HINT_T0);
+    _mm_prefetch((const char *)packed + INT4_PREFETCH_BYTES + 64, _MM_HINT_T0);
     __m512i low_a = _mm512_and_si512(a, nibble), low_b = _mm512_and_si512(b, nibble);
     __m512i high_a = _mm512_and_si512(_mm512_srli_epi16(a, 4), nibble);
     __m512i high_b = _mm512_and_si512(_mm512_srli_epi16(b, 4), nibble);

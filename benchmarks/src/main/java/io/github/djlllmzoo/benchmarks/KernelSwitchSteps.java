@@ -26,7 +26,10 @@ import java.util.Locale;
  * written {@code name=value}, a system property set to that value: on a machine whose speed drifts by tens of percent between runs
  * (other virtual machines on the host), steps taken side by side still compare to about a percent.
  * Every step is at the same position (the cache is truncated back after it; a prefill starts from an
- * empty cache). Prints each variant's median, 25th and 10th percentile step time.
+ * empty cache). Prints each variant's median, 25th and 10th percentile step time. With {@code
+ * -Dllmzoo.switchSteps.run=N} each variant takes N steps in a row and only the last is timed, so a
+ * variant whose step prepares the next (the workers' read-ahead of the next step's first weights)
+ * is timed after a step of its own.
  *
  * <p>Usage: {@code java -cp "$(cat cli/target/llmzoo.classpath)"
  * io.github.djlllmzoo.benchmarks.KernelSwitchSteps SHAPE DTYPE STEPS VARIANT...} (batch 1, or {@code
@@ -49,6 +52,9 @@ public final class KernelSwitchSteps {
 
     /** Untimed rounds first (a prefill's round takes as long as a hundred decode steps). */
     private static final int WARMUP = PREFILL > 0 ? 5 : 50;
+
+    /** Steps a variant takes in a row, the last of them timed. */
+    private static final int RUN = Math.max(1, Integer.getInteger("llmzoo.switchSteps.run", 1));
 
     /** Sequences in each step. */
     private static final int BATCH = Integer.getInteger("llmzoo.switchSteps.batch", 1);
@@ -129,6 +135,15 @@ public final class KernelSwitchSteps {
                     for (int i = 0; i < variants.length; i++) {
                         int v = (i + Math.floorMod(round, variants.length)) % variants.length; // rotate the order
                         model.useKernels(kernels[v]);
+                        for (int untimed = 1; untimed < RUN && PREFILL == 0; untimed++) {
+                            NDManager step = manager.newSubManager();
+                            long[] ids = new long[BATCH];
+                            Arrays.fill(ids, 464);
+                            model.forward(null, step.create(ids, new Shape(BATCH, 1)), null, null, cache, true, false)
+                                    .argMax(-1).toLongArray();
+                            kernels[v].closeStep(step);
+                            cache.truncate(POSITION);
+                        }
                         NDManager step = manager.newSubManager();
                         if (PREFILL > 0) {
                             cache.truncate(0);

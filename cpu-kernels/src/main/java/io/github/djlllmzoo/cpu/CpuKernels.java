@@ -90,6 +90,11 @@ public final class CpuKernels implements Kernels {
     private final boolean preparedInput = NativeKernels.enabled(CompressedProduct.PREPARED_SWITCH);
     /** Whether a product's columns go to whichever core is free ({@link CoreWorkers#share}). */
     private final boolean dynamicSplit = NativeKernels.enabled(CoreWorkers.DYNAMIC_SPLIT_SWITCH);
+    /**
+     * The most bytes the workers read of the next hand-over's weights between hand-overs ({@link
+     * WeightReadAhead}, {@code -Dllmzoo.cpu.readAheadKib}); 0: none.
+     */
+    private final int readAheadBytes = NativeKernels.loaded() ? WeightReadAhead.configuredBytes() : 0;
 
     /** Where a compressed weight is widened for a product of many rows. */
     private final WideningBuffer widening = new WideningBuffer();
@@ -515,10 +520,12 @@ public final class CpuKernels implements Kernels {
 
     /**
      * Computes {@code products} with their columns shared as {@link #dynamicSplit} says: a pool for
-     * whichever core is free, or one fixed share a core ({@link CoreWorkers#withFixedShares}).
+     * whichever core is free, or one fixed share a core ({@link CoreWorkers#withFixedShares}); with
+     * the next hand-over's weights read ahead where {@link #readAheadBytes} says so.
      */
     private <T> T shared(Supplier<T> products) {
-        return dynamicSplit ? products.get() : CoreWorkers.withFixedShares(products);
+        Supplier<T> split = dynamicSplit ? products : () -> CoreWorkers.withFixedShares(products);
+        return WeightReadAhead.with(readAheadBytes, split);
     }
 
     private SplitProjection split(ProjectionWeight weight) {
@@ -547,6 +554,7 @@ public final class CpuKernels implements Kernels {
                 + ", attention writes cache " + (attentionWritesCache ? "on" : "off")
                 + ", prefill attention " + (prefillAttention ? "on" : "off")
                 + ", dynamic split " + (dynamicSplit ? "on" : "off")
+                + ", read ahead " + (readAheadBytes > 0 ? readAheadBytes / 1024 + " KiB" : "off")
                 + ", rotate in place " + (rotateInPlace ? "on" : "off")
                 + ", normed products " + (normedProducts ? "on" : "off")
                 + ", prepared input " + (preparedInput ? "on" : "off") + ")";
