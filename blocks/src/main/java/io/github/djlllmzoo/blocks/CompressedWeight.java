@@ -16,7 +16,11 @@ import java.util.stream.IntStream;
  * in} is not a multiple of it): llama.cpp's Q8_0 block of 34 bytes per 32 weights, its codes and
  * its scales each in a buffer of their own so that a kernel's loads of the codes stay aligned;
  * {@link WeightFormat#INT4} as llama.cpp's Q4_0 block (16 bytes of 4-bit codes per group of 32,
- * value {@code (q - 8) * scale}) with the same scales; {@link WeightFormat#Q4_K} as llama.cpp's Q4_K
+ * value {@code (q - 8) * scale}) with the same scales; {@link WeightFormat#INT6} in 24 bytes a group
+ * of 32 with the same scales (value {@code (u - 32) * scale}: the low 4 bits of each code {@code u}
+ * as Q4_0's nibbles in 16 bytes, then 8 bytes of high 2 bits, byte {@code k} holding those of
+ * elements {@code k, k + 8, k + 16, k + 24} from its low bits up, so a kernel unpacks a group with
+ * a few vector operations); {@link WeightFormat#Q4_K} as llama.cpp's Q4_K
  * super-blocks ({@link Q4KBlock}, each row in whole super-blocks of 256 inputs, its scales inside the
  * blocks: no scale buffer). The engine never sees these bits (DJL 0.35.1's PyTorch JNI aborts
  * on bfloat16 arrays); {@link #toFloat32} widens them for the engine's products.
@@ -117,7 +121,8 @@ public final class CompressedWeight {
                     }
                     break;
                 case INT4:
-                    quantize4(row, codes, scales);
+                case INT6:
+                    quantizePacked(row, codes, scales, format);
                     break;
                 default:
                     quantize(row, codes, scales);
@@ -197,14 +202,17 @@ public final class CompressedWeight {
     }
 
     /**
-     * Appends one row's int4 groups as llama.cpp's Q4_0 packs them (16 bytes a group: element k in
-     * the low nibble of byte k, element k + 16 in its high nibble; a short last group padded with
-     * zeros) and their float16 scales. As llama.cpp's Q4_0 the scale is the group's value of
-     * largest magnitude over -8, so that value is code 0 exactly; the codes divide by the scale as
-     * stored (rounded to float16), as int8's do.
+     * Appends one row's int4 or int6 groups, packed as {@link #pack} does, and their float16 scales.
+     * As llama.cpp's Q4_0 the scale is the group's value of largest magnitude over the most negative
+     * code ({@code -8}; int6: {@code -32}), so that value is that code exactly; each weight's code is
+     * {@code Math.round(w / scale)} (halves up) clamped to [{@code -8}, 7] (int6: [{@code -32}, 31]),
+     * the scale as stored (rounded to float16), as int8's do, and held as {@code u = q + 8} ({@code q
+     * + 32}). A short last group is padded with code 0.
      */
-    private static void quantize4(float[] row, ByteBuffer codes, ByteBuffer scales) {
-        byte[] packed = new byte[GROUP / 2];
+    private static void quantizePacked(float[] row, ByteBuffer codes, ByteBuffer scales, WeightFormat format) {
+        int offset = codeOffset(format);
+        byte[] packed = new byte[groupBytes(format)];
+        int[] group = new int[GROUP];
         for (int start = 0; start < row.length; start += GROUP) {
             int end = Math.min(row.length, start + GROUP);
             float extreme = 0;
@@ -213,19 +221,54 @@ public final class CompressedWeight {
                     extreme = row[k];
                 }
             }
-            short half = scaleOf(extreme, -8, "int4");
+            short half = scaleOf(extreme, -offset, format.dtypeName());
             float scale = HalfPrecision.float16ToFloat(half);
             float inverse = scale == 0 ? 0 : 1 / scale;
             scales.putShort(half);
-            java.util.Arrays.fill(packed, (byte) 0x88);
+            java.util.Arrays.fill(group, offset);
             for (int k = start; k < end; k++) {
-                int q = Math.max(0, Math.min(15, Math.round(row[k] * inverse) + 8));
-                int at = (k - start) % (GROUP / 2);
-                int shift = k - start < GROUP / 2 ? 0 : 4;
-                packed[at] = (byte) ((packed[at] & ~(0xF << shift)) | (q << shift));
+                group[k - start] = Math.max(0, Math.min(2 * offset - 1, Math.round(row[k] * inverse) + offset));
             }
+            pack(group, packed, format);
             codes.put(packed);
         }
+    }
+
+    /** What an int4 or int6 code holds its value {@code q} as: {@code u = q + offset}, unsigned. */
+    private static int codeOffset(WeightFormat format) {
+        return format == WeightFormat.INT6 ? 32 : 8;
+    }
+
+    /** Bytes of one int4 (llama.cpp's Q4_0: 16) or int6 (24) group's codes. */
+    private static int groupBytes(WeightFormat format) {
+        return format == WeightFormat.INT6 ? GROUP / 2 + GROUP / 4 : GROUP / 2;
+    }
+
+    /**
+     * One group's unsigned codes {@code u} packed: element {@code j}'s low 4 bits in the low nibble
+     * of byte {@code j} for {@code j < 16}, in the high nibble of byte {@code j - 16} for the others
+     * (llama.cpp's Q4_0); int6's high 2 bits in bytes 16 to 23, byte {@code 16 + k} holding those of
+     * elements {@code k, k + 8, k + 16, k + 24} in its bits 0-1, 2-3, 4-5, 6-7.
+     */
+    private static void pack(int[] group, byte[] packed, WeightFormat format) {
+        java.util.Arrays.fill(packed, (byte) 0);
+        for (int j = 0; j < GROUP; j++) {
+            packed[j % (GROUP / 2)] |= (byte) ((group[j] & 0xF) << (j < GROUP / 2 ? 0 : 4));
+            if (format == WeightFormat.INT6) {
+                packed[GROUP / 2 + j % 8] |= (byte) ((group[j] >> 4) << (2 * (j / 8)));
+            }
+        }
+    }
+
+    /** Element {@code j}'s value {@code q} in the int4 or int6 group whose codes start at byte {@code at}. */
+    private int packedCode(int at, int j) {
+        int b = codes.get(at + j % (GROUP / 2)) & 0xFF;
+        int low = j < GROUP / 2 ? b & 0xF : b >> 4;
+        if (format != WeightFormat.INT6) {
+            return low - 8;
+        }
+        int high = (codes.get(at + GROUP / 2 + j % 8) >> (2 * (j / 8))) & 3;
+        return (low | high << 4) - 32;
     }
 
     /**
@@ -234,13 +277,14 @@ public final class CompressedWeight {
      * @param format a compressed format
      * @param out output width
      * @param in input width
-     * @return {@code out * in} codes' bytes; int4's rows in whole groups of two codes a byte, q4_k's
-     *     in whole super-blocks (scales included)
+     * @return {@code out * in} codes' bytes; int4's rows in whole groups of two codes a byte, int6's
+     *     of 24 bytes, q4_k's in whole super-blocks (scales included)
      */
     public static long codeBytes(WeightFormat format, int out, int in) {
         switch (format) {
             case INT4:
-                return (long) out * groups(in) * (GROUP / 2);
+            case INT6:
+                return (long) out * groups(in) * groupBytes(format);
             case Q4_K:
                 return (long) out * Q4KBlock.blocks(in) * Q4KBlock.BYTES;
             default:
@@ -274,15 +318,15 @@ public final class CompressedWeight {
     }
 
     /**
-     * An int8 or int4 weight from its codes and scales as they are (a GGUF file's Q8_0 blocks, or
-     * Q4_0's: int8 with the 4-bit codes recentred, or int4 packed as they are), kept without
+     * An int8, int4 or int6 weight from its codes and scales as they are (a GGUF file's Q8_0 blocks,
+     * or Q4_0's: int8 with the 4-bit codes recentred, or int4 packed as they are), kept without
      * re-quantizing.
      *
-     * @param format {@link WeightFormat#INT8} or {@link WeightFormat#INT4}
+     * @param format {@link WeightFormat#INT8}, {@link WeightFormat#INT4} or {@link WeightFormat#INT6}
      * @param out output width
      * @param in input width, a multiple of {@link #GROUP}
      * @param codes a direct buffer of exactly {@link #codeBytes} bytes: int8's signed codes (out, in)
-     *     row major, or int4's groups packed as Q4_0 packs them
+     *     row major, or int4's groups packed as Q4_0 packs them (int6's as {@link #compress} packs them)
      * @param scales a direct buffer of {@code out * in / GROUP} float16 scales, native byte order
      * @return the compressed weight; it keeps both buffers
      * @throws IllegalArgumentException if the format is not grouped, {@code in} not a multiple of
@@ -328,7 +372,7 @@ public final class CompressedWeight {
     /**
      * The direct buffers themselves, for a native kernel that reads their addresses.
      *
-     * @return the codes and the scales ({@code null} unless int8 or int4)
+     * @return the codes and the scales ({@code null} unless int8, int4 or int6)
      */
     public ByteBuffer[] directBuffers() {
         return new ByteBuffer[] {codes, scales};
@@ -339,7 +383,7 @@ public final class CompressedWeight {
         return codes.capacity() + (scales == null ? 0 : scales.capacity());
     }
 
-    /** @return the bytes one row (output) is held in: its codes and, for int8 and int4, its scales */
+    /** @return the bytes one row (output) is held in: its codes and, for int8, int4 and int6, its scales */
     public long rowBytes() {
         return codeBytes(format, 1, in) + (scales == null ? 0 : (long) groups(in) * SCALE_BYTES);
     }
@@ -386,14 +430,13 @@ public final class CompressedWeight {
                 Q4KBlock.widenRow(codes, Math.toIntExact(codeBytes(format, row, in)), in, into, offset);
                 break;
             case INT4:
-                int groups4 = groups(in);
-                for (int g = 0; g < groups4; g++) {
-                    float scale = HalfPrecision.float16ToFloat(scales.getShort(SCALE_BYTES * (row * groups4 + g)));
-                    int packed = (row * groups4 + g) * (GROUP / 2);
+            case INT6:
+                int packedGroups = groups(in);
+                for (int g = 0; g < packedGroups; g++) {
+                    int at = row * packedGroups + g;
+                    float scale = HalfPrecision.float16ToFloat(scales.getShort(SCALE_BYTES * at));
                     for (int k = g * GROUP; k < Math.min(in, (g + 1) * GROUP); k++) {
-                        int j = k - g * GROUP;
-                        int b = codes.get(packed + j % (GROUP / 2)) & 0xFF;
-                        into[offset + k] = ((j < GROUP / 2 ? b & 0xF : b >> 4) - 8) * scale;
+                        into[offset + k] = packedCode(at * groupBytes(format), k - g * GROUP) * scale;
                     }
                 }
                 break;
@@ -421,7 +464,7 @@ public final class CompressedWeight {
 
     /**
      * @param in inputs per row
-     * @return int8 (and int4) scales per row
+     * @return int8 (int4, int6) scales per row
      */
     public static int groups(int in) {
         return (in + GROUP - 1) / GROUP;

@@ -95,6 +95,47 @@ class CompressedWeightTest {
     }
 
     @Test
+    void int6PacksGroupsOf24BytesWithinHalfAScaleOfTheWeightAndPadsAShortGroup() {
+        int out = 2;
+        int in = 40; // one whole group and one of 8
+        float[] w = new float[out * in];
+        Random random = new Random(6);
+        for (int i = 0; i < w.length; i++) {
+            w[i] = (float) random.nextGaussian();
+        }
+        CompressedWeight c = CompressedWeight.compress(w, out, in, WeightFormat.INT6);
+        assertEquals(out * 2 * (24 + Short.BYTES), c.bytes(), "24 bytes of codes and a float16 a group: 6.5 bits");
+        ByteBuffer codes = c.directBuffers()[0];
+        ByteBuffer scales = c.directBuffers()[1];
+        float[] back = c.toFloatArray();
+        for (int row = 0; row < out; row++) {
+            for (int group = 0; group < 2; group++) {
+                int at = (row * 2 + group) * 24;
+                float scale = HalfPrecision.float16ToFloat(scales.getShort(Short.BYTES * (row * 2 + group)));
+                float extreme = 0;
+                for (int k = group * 32; k < Math.min(in, group * 32 + 32); k++) {
+                    extreme = Math.abs(w[row * in + k]) > Math.abs(extreme) ? w[row * in + k] : extreme;
+                }
+                // as int4's: the extreme value is the lowest code, -32 scales
+                assertEquals(HalfPrecision.float16ToFloat(HalfPrecision.floatToFloat16(extreme / -32f)), scale);
+                for (int j = 0; j < 32; j++) {
+                    int b = codes.get(at + j % 16) & 0xFF;
+                    int u = (j < 16 ? b & 0xF : b >> 4) | ((codes.get(at + 16 + j % 8) >> (2 * (j / 8))) & 3) << 4;
+                    int k = group * 32 + j;
+                    if (k >= in) {
+                        assertEquals(32, u, "padding is code 0, element " + j + " of the short group");
+                        continue;
+                    }
+                    int i = row * in + k;
+                    float bound = Math.abs(w[i]) <= 31 * Math.abs(scale) ? Math.abs(scale) / 2 : Math.abs(scale);
+                    assertEquals(w[i], back[i], bound + Math.ulp(Math.abs(w[i]) + Math.abs(scale)), "element " + i);
+                    assertEquals(back[i], (u - 32) * scale, "the documented packing, element " + i);
+                }
+            }
+        }
+    }
+
+    @Test
     void int8RefusesAGroupWhoseScaleIsBeyondFloat16AndKeepsOneWithinIt() {
         float largest = 65504f * 127; // the largest weight whose scale is float16's largest
         float[] within = new float[32];

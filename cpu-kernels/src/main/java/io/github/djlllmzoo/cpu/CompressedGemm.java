@@ -57,7 +57,7 @@ final class CompressedGemm {
      * @return whether the kernel takes weights of that format here
      */
     static boolean takes(WeightFormat format) {
-        return format == WeightFormat.Q4_K && NativeKernels.loaded() || (format == WeightFormat.INT8 || format == WeightFormat.INT4) && (FEATURES & CompressedProduct.VNNI) != 0
+        return format == WeightFormat.Q4_K && NativeKernels.loaded() || format.isGrouped() && (FEATURES & CompressedProduct.VNNI) != 0
                 || (format == WeightFormat.BFLOAT16 || format == WeightFormat.FLOAT16) && NativeKernels.loaded();
     }
 

@@ -432,6 +432,8 @@ final class CompressedProduct {
                 return 2;
             case INT4:
                 return 3;
+            case INT6:
+                return 4;
             default:
                 throw new IllegalArgumentException(format + " is not a compressed format");
         }
