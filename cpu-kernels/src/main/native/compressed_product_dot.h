@@ -271,23 +271,45 @@ static inline __attribute__((always_inline)) VNNI_TARGET void transposed_int4_bl
 }
 
 /*
- * A block of int6 codes (block_groups of 8 groups, 24 packed bytes each) in transpose_block's form, each code as
- * its unsigned u = w + 32 (INT6_OFFSET): each pair of groups unpacked whole (unpack_int6_pair), then transposed.
- * A ragged last block's missing groups read as 0 and are not loaded.
+ * A block of int6 codes (8 groups, 192 packed bytes: 24 qwords, group g's low-nibble qwords 3g and 3g + 1 and its
+ * high-bit qword 3g + 2) straight into transpose_block's form, each code as its unsigned u = w + 32 (INT6_OFFSET),
+ * as transposed_int4_block does int4's: three loads; each group's qword 3g, 3g + 1, 3g + 2 gathered into lane g
+ * of a, b, c (a two-source permutation of the first two loads and a masked one of the third); then vector j is
+ * the nibbles of a (j = 0, 2: low, high) or b (j = 1, 3) with the high bits of c for codes 8j to 8j + 7 (bits 0-1,
+ * 2-3, 4-5, 6-7 of each byte of c) moved to bits 4-5. 3 loads, 6 permutations and 16 logic operations, where
+ * unpacking pair by pair and transposing took ~90. A ragged last block (groups < 8) takes masked loads: its
+ * missing groups' codes read as 0.
  */
 static inline __attribute__((always_inline)) VNNI_TARGET void transposed_int6_block(
-        const uint8_t *packed, int block_groups, __m512i t[4]) {
-    __m512i chunk[BLOCK_CHUNKS];
+        const uint8_t *packed, int groups, __m512i t[4]) {
+    __m512i l0, l1, l2; /* qwords 0-7, 8-15, 16-23 */
+    if (groups == 8) {
+        l0 = _mm512_loadu_si512(packed);
+        l1 = _mm512_loadu_si512(packed + 64);
+        l2 = _mm512_loadu_si512(packed + 128);
+    } else {
+        int bytes = groups * INT6_GROUP_BYTES; /* at most 168 */
+        l0 = _mm512_maskz_loadu_epi8(bytes >= 64 ? ~0ULL : (1ULL << bytes) - 1, packed);
+        l1 = _mm512_maskz_loadu_epi8(bytes >= 128 ? ~0ULL : bytes > 64 ? (1ULL << (bytes - 64)) - 1 : 0, packed + 64);
+        l2 = _mm512_maskz_loadu_epi8(bytes > 128 ? (1ULL << (bytes - 128)) - 1 : 0, packed + 128);
+    }
     for (int p = 0; p < 3; p++) {
         _mm_prefetch((const char *)packed + PREFETCH_BYTES + 64 * p, _MM_HINT_T0);
     }
-    for (int c = 0; c < BLOCK_CHUNKS; c++) {
-        const uint8_t *at = packed + (size_t)c * 2 * INT6_GROUP_BYTES;
-        chunk[c] = 2 * c + 2 <= block_groups ? unpack_int6_pair(at)
-                 : 2 * c < block_groups      ? _mm512_zextsi256_si512(unpack_int6_unsigned(at))
-                                             : _mm512_setzero_si512();
-    }
-    transpose_block(chunk, t);
+    /* lane g of a: qword 3g (g < 6 from l0 and l1, 18 and 21 from l2); of b: 3g + 1 (g >= 5 from l2); c: 3g + 2 */
+    __m512i a = _mm512_mask_permutexvar_epi64(_mm512_permutex2var_epi64(l0, _mm512_set_epi64(0, 0, 15, 12, 9, 6, 3, 0), l1),
+            0xC0, _mm512_set_epi64(5, 2, 0, 0, 0, 0, 0, 0), l2);
+    __m512i b = _mm512_mask_permutexvar_epi64(_mm512_permutex2var_epi64(l0, _mm512_set_epi64(0, 0, 0, 13, 10, 7, 4, 1), l1),
+            0xE0, _mm512_set_epi64(6, 3, 0, 0, 0, 0, 0, 0), l2);
+    __m512i c = _mm512_mask_permutexvar_epi64(_mm512_permutex2var_epi64(l0, _mm512_set_epi64(0, 0, 0, 14, 11, 8, 5, 2), l1),
+            0xE0, _mm512_set_epi64(7, 4, 1, 0, 0, 0, 0, 0), l2);
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    const __m512i top = _mm512_set1_epi8(0x30);
+    t[0] = _mm512_or_si512(_mm512_and_si512(a, nibble), _mm512_and_si512(_mm512_slli_epi64(c, 4), top));
+    t[1] = _mm512_or_si512(_mm512_and_si512(b, nibble), _mm512_and_si512(_mm512_slli_epi64(c, 2), top));
+    t[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), nibble), _mm512_and_si512(c, top));
+    t[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b, 4), nibble),
+            _mm512_and_si512(_mm512_srli_epi64(c, 2), top));
 }
 
 /* Lanes 2g and 2g+1 of the result hold lane g of values, g from 0 to 7 (a block's groups). */
