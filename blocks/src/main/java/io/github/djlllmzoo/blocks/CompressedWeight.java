@@ -207,7 +207,8 @@ public final class CompressedWeight {
      * code ({@code -8}; int6: {@code -32}), so that value is that code exactly; each weight's code is
      * {@code Math.round(w / scale)} (halves up) clamped to [{@code -8}, 7] (int6: [{@code -32}, 31]),
      * the scale as stored (rounded to float16), as int8's do, and held as {@code u = q + 8} ({@code q
-     * + 32}). A short last group is padded with code 0.
+     * + 32}). int6's scale is then fitted as llama.cpp fits Q6_K's ({@link #fittedScale}), which
+     * moved a model's log-probabilities less. A short last group is padded with code 0.
      */
     private static void quantizePacked(float[] row, ByteBuffer codes, ByteBuffer scales, WeightFormat format) {
         int offset = codeOffset(format);
@@ -222,6 +223,10 @@ public final class CompressedWeight {
                 }
             }
             short half = scaleOf(extreme, -offset, format.dtypeName());
+            if (format == WeightFormat.INT6) {
+                short fitted = HalfPrecision.floatToFloat16(fittedScale(row, start, end, extreme));
+                half = Float.isFinite(HalfPrecision.float16ToFloat(fitted)) ? fitted : half;
+            }
             float scale = HalfPrecision.float16ToFloat(half);
             float inverse = scale == 0 ? 0 : 1 / scale;
             scales.putShort(half);
@@ -232,6 +237,35 @@ public final class CompressedWeight {
             pack(group, packed, format);
             codes.put(packed);
         }
+    }
+
+    /**
+     * An int6 group's scale as llama.cpp fits Q6_K's sub-blocks ({@code make_qx_quants}, its
+     * weights {@code x^2}): for each of 19 grids {@code extreme / -(32 + 0.1 i)}, {@code i} in
+     * [-9, 9], the codes rounded and clamped to [-32, 31] and the scale that fits them best by least
+     * squares; the grid whose fit leaves the least weighted squared error wins. The fitted scale then
+     * takes the codes as any scale does (rounded again to it as stored).
+     */
+    private static float fittedScale(float[] row, int start, int end, float extreme) {
+        float best = extreme / -32;
+        double bestFit = 0;
+        for (int i = -9; i <= 9 && extreme != 0; i++) {
+            float inverse = -(32 + 0.1f * i) / extreme;
+            double sumLx = 0;
+            double sumL2 = 0;
+            for (int k = start; k < end; k++) {
+                double x = row[k];
+                int l = Math.max(-32, Math.min(31, Math.round(row[k] * inverse)));
+                sumLx += x * x * x * l;
+                sumL2 += x * x * l * l;
+            }
+            // the least-squares scale sumLx / sumL2 leaves the error sum(w x^2) - sumLx^2 / sumL2
+            if (sumL2 > 0 && sumLx * sumLx > bestFit * sumL2) {
+                bestFit = sumLx * sumLx / sumL2;
+                best = (float) (sumLx / sumL2);
+            }
+        }
+        return best;
     }
 
     /** What an int4 or int6 code holds its value {@code q} as: {@code u = q + offset}, unsigned. */
