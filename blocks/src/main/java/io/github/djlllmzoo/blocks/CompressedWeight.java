@@ -36,8 +36,8 @@ public final class CompressedWeight {
     /** The largest finite float16. */
     private static final float MAX_FLOAT16 = 65504f;
 
-    /** Q4_K rows read before they are fitted in parallel: enough to share out, few enough to stay in cache. */
-    private static final int Q4K_ROWS_AT_ONCE = 64;
+    /** Q4_K and int6 rows read before they are fitted in parallel: enough to share out, few enough to stay in cache. */
+    private static final int FITTED_ROWS_AT_ONCE = 64;
 
     private final WeightFormat format;
     private final int out;
@@ -102,10 +102,16 @@ public final class CompressedWeight {
         }
         ByteBuffer codes = direct(codeBytes(format, out, in));
         if (format == WeightFormat.Q4_K) {
-            compressQ4K(rows, out, in, codes);
+            compressFitted(rows, out, in, codes, null,
+                    (row, place, unused, scratch) -> Q4KBlock.quantizeRow(row, place, scratch));
             return new CompressedWeight(format, out, in, codes, null);
         }
         ByteBuffer scales = format.isGrouped() ? direct((long) out * groups(in) * SCALE_BYTES) : null;
+        if (format == WeightFormat.INT6) {
+            compressFitted(rows, out, in, codes, scales,
+                    (row, place, scalePlace, scratch) -> quantizePacked(row, place, scalePlace, format));
+            return new CompressedWeight(format, out, in, codes, scales);
+        }
         float[] row = new float[in];
         for (int r = 0; r < out; r++) {
             rows.read(r, row);
@@ -136,19 +142,28 @@ public final class CompressedWeight {
         return new CompressedWeight(format, out, in, codes, scales);
     }
 
+    /** Fits one row into views of the codes (and scales) positioned at the row's place. */
+    @FunctionalInterface
+    private interface RowFit {
+        void fit(float[] row, ByteBuffer codes, ByteBuffer scales, Q4KBlock.Scratch scratch);
+    }
+
     /**
-     * Q4_K's rows: read in order (a reader may share one staging buffer), fitted in parallel, each
-     * into its own place. A super-block's fit searches 21 grids a sub-block, ~40 times an int8 row's
-     * work, and set a 1B model's load time; rows are independent, so the bytes are those one thread
-     * writes.
+     * Q4_K's and int6's rows: read in order (a reader may share one staging buffer), fitted in
+     * parallel, each into its own place. A Q4_K super-block's fit searches 21 grids a sub-block, ~40
+     * times an int8 row's work, and an int6 group's 19 (llama.cpp's Q6_K fit), ~15 times: they set a
+     * 1B model's load time; rows are independent, so the bytes are those one thread writes.
      */
-    private static void compressQ4K(Rows rows, int out, int in, ByteBuffer codes) {
-        int rowBytes = Q4KBlock.blocks(in) * Q4KBlock.BYTES;
-        int batch = Math.min(out, Q4K_ROWS_AT_ONCE);
+    private static void compressFitted(Rows rows, int out, int in, ByteBuffer codes, ByteBuffer scales, RowFit fit) {
+        int rowBytes = Math.toIntExact(codes.capacity() / out);
+        int rowScaleBytes = groups(in) * SCALE_BYTES;
+        int batch = Math.min(out, FITTED_ROWS_AT_ONCE);
         float[][] read = new float[batch][in];
         ThreadLocal<Q4KBlock.Scratch> scratch = ThreadLocal.withInitial(Q4KBlock.Scratch::new);
         // a view of the codes per thread, not per row: 400,000 views were 20 MB of a 1B model's load garbage
         ThreadLocal<ByteBuffer> places = ThreadLocal.withInitial(() -> codes.duplicate().order(codes.order()));
+        ThreadLocal<ByteBuffer> scalePlaces = ThreadLocal.withInitial(
+                () -> scales == null ? null : scales.duplicate().order(scales.order()));
         for (int first = 0; first < out; first += batch) {
             int count = Math.min(batch, out - first);
             for (int i = 0; i < count; i++) {
@@ -158,10 +173,14 @@ public final class CompressedWeight {
             IntStream.range(0, count).parallel().forEach(i -> {
                 ByteBuffer place = places.get();
                 place.position(Math.multiplyExact(start + i, rowBytes));
-                Q4KBlock.quantizeRow(read[i], place, scratch.get());
+                ByteBuffer scalePlace = scalePlaces.get();
+                if (scalePlace != null) {
+                    scalePlace.position(Math.multiplyExact(start + i, rowScaleBytes));
+                }
+                fit.fit(read[i], place, scalePlace, scratch.get());
             });
         }
-        // codes stays at position 0 with its limit at the last row's end, as a flip leaves it
+        // codes and scales stay at position 0 with their limits at the last row's end, as a flip leaves them
     }
 
     /**
@@ -251,13 +270,14 @@ public final class CompressedWeight {
         double bestFit = 0;
         for (int i = -9; i <= 9 && extreme != 0; i++) {
             float inverse = -(32 + 0.1f * i) / extreme;
-            double sumLx = 0;
-            double sumL2 = 0;
+            float sumLx = 0;
+            float sumL2 = 0;
             for (int k = start; k < end; k++) {
-                double x = row[k];
-                int l = Math.max(-32, Math.min(31, Math.round(row[k] * inverse)));
-                sumLx += x * x * x * l;
-                sumL2 += x * x * l * l;
+                float x = row[k];
+                float l = Math.max(-32f, Math.min(31f, (float) Math.floor(x * inverse + 0.5f)));
+                float wl = x * x * l;
+                sumLx += wl * x;
+                sumL2 += wl * l;
             }
             // the least-squares scale sumLx / sumL2 leaves the error sum(w x^2) - sumLx^2 / sumL2
             if (sumL2 > 0 && sumLx * sumLx > bestFit * sumL2) {
