@@ -195,7 +195,7 @@ public final class CompressedWeight {
             for (int k = start; k < end; k++) {
                 max = Math.max(max, Math.abs(row[k]));
             }
-            short half = scaleOf(max, 127, "int8");
+            short half = scaleOf(max, 127, WeightFormat.INT8);
             float scale = HalfPrecision.float16ToFloat(half);
             float inverse = scale == 0 ? 0 : 1 / scale;
             scales.putShort(half);
@@ -211,10 +211,11 @@ public final class CompressedWeight {
      *
      * @throws IllegalArgumentException if the scale is beyond float16's range
      */
-    private static short scaleOf(float extreme, int code, String format) {
+    private static short scaleOf(float extreme, int code, WeightFormat format) {
         short half = HalfPrecision.floatToFloat16(extreme / code);
         if (Float.isInfinite(HalfPrecision.float16ToFloat(half)) && Float.isFinite(extreme)) {
-            throw new IllegalArgumentException("an " + format + " group's largest weight " + extreme
+            // the name only here: dtypeName() makes a string, per group it was 0.5 GB of a 1B model's load garbage
+            throw new IllegalArgumentException("an " + format.dtypeName() + " group's largest weight " + extreme
                     + " is beyond what a float16 scale holds (" + MAX_FLOAT16 * Math.abs(code) + ")");
         }
         return half;
@@ -241,7 +242,7 @@ public final class CompressedWeight {
                     extreme = row[k];
                 }
             }
-            short half = scaleOf(extreme, -offset, format.dtypeName());
+            short half = scaleOf(extreme, -offset, format);
             if (format == WeightFormat.INT6) {
                 short fitted = HalfPrecision.floatToFloat16(fittedScale(row, start, end, extreme));
                 half = Float.isFinite(HalfPrecision.float16ToFloat(fitted)) ? fitted : half;
