@@ -1,7 +1,7 @@
 /*
  * What the compressed-weight kernels share (compressed_product.c for decode steps, compressed_gemm.c for
  * prefills): the formats' numbers (CompressedProduct's constants), int8's group of 32 and its float16
- * scale, int4's codes unpacked to int8, how a group of the input is quantized for the int8 dot products
+ * scale, int4's and int6's codes unpacked to int8, how a group of the input is quantized for the int8 dot products
  * (both kernels must round x the same way), and their refusal.
  */
 #ifndef LLMZOO_COMPRESSED_FORMAT_H
@@ -14,7 +14,10 @@
 /* Inputs sharing one int8 scale, a float16 (llama.cpp's Q8_0 block). */
 #define GROUP 32
 
-enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2, INT4 = 3 };
+enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2, INT4 = 3, INT6 = 4 };
+
+/* Whether a format keeps a float16 scale per group of 32 inputs (int8, int4, int6): those multiply as int8's. */
+#define GROUPED(format) ((format) == INT8 || (format) == INT4 || (format) == INT6)
 
 /* Bytes of one int4 group's packed codes (llama.cpp's Q4_0: two codes a byte). */
 #define INT4_GROUP_BYTES (GROUP / 2)
@@ -37,6 +40,57 @@ static inline __attribute__((always_inline)) void unpack_int4(const uint8_t *pac
     memcpy(out, &low, sizeof low);
     memcpy(out + INT4_GROUP_BYTES, &high, sizeof high);
 }
+
+/* Bytes of one int6 group's packed codes: the low 4 bits as int4's 16 bytes, the high 2 bits in 8 more. */
+#define INT6_GROUP_BYTES (GROUP / 2 + GROUP / 4)
+
+/* What an int6 code adds to its value q in [-32, 31]: the stored code u = q + 32 is unsigned, in [0, 63]. */
+#define INT6_OFFSET 32
+
+/* Two 64-bit words in a 16-byte vector: an int6 group's 8 bytes of high bits, shifted per word. */
+typedef uint64_t int6_words __attribute__((vector_size(INT4_GROUP_BYTES)));
+
+/*
+ * One int6 group's 32 codes as the signed int8 codes q = u - 32 in [-32, 31] into out. The group is 24 bytes:
+ * bytes 0-15 hold the low 4 bits of u as Q4_0 holds its nibbles (element j in the low nibble of byte j, element
+ * j + 16 in its high nibble), and byte 16 + k holds the high 2 bits of elements k, k + 8, k + 16 and k + 24 in its
+ * bits 0-1, 2-3, 4-5 and 6-7. So each 16-byte half of the result takes its high bits from the 8 bytes read as one
+ * 64-bit word h, shifted per 8 lanes ({h << 4, h << 2} for elements 0-15, {h, h >> 2} for 16-31) and masked to
+ * bits 4-5 (a 64-bit shift moves another byte's bits only into the bits the mask drops): a few vector operations
+ * over unpack_int4's, stored whole as it stores.
+ */
+static inline __attribute__((always_inline)) void unpack_int6(const uint8_t *packed, int8_t *out) {
+    int4_bytes bytes;
+    uint64_t h;
+    memcpy(&bytes, packed, sizeof bytes);
+    memcpy(&h, packed + INT4_GROUP_BYTES, sizeof h);
+    int6_words first = {h << 4, h << 2};
+    int6_words second = {h, h >> 2};
+    int4_bytes low = ((bytes & 0x0F) | ((int4_bytes)first & 0x30)) - INT6_OFFSET;
+    int4_bytes high = ((bytes >> 4) | ((int4_bytes)second & 0x30)) - INT6_OFFSET;
+    memcpy(out, &low, sizeof low);
+    memcpy(out + INT4_GROUP_BYTES, &high, sizeof high);
+}
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+
+/*
+ * One int6 group's 32 codes as the unsigned u = q + 32 in [0, 63] (unpack_int6's order) in a register, for the
+ * AVX-512 and AVX2 dot kernels: the nibbles split as int4's, and the 8 high-bit bytes broadcast as one 64-bit
+ * word to the four 8-lane quarters, shifted right by 0, 2, 4, 6 (vpsrlvq), left by 4 and masked to bits 4-5.
+ */
+static inline __attribute__((always_inline)) __m256i unpack_int6_unsigned(const uint8_t *packed) {
+    const __m128i nibble = _mm_set1_epi8(0x0F);
+    __m128i bytes = _mm_loadu_si128((const __m128i *)packed);
+    __m256i low = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(bytes, nibble)),
+            _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble), 1);
+    long long h;
+    memcpy(&h, packed + INT4_GROUP_BYTES, sizeof h);
+    __m256i high = _mm256_srlv_epi64(_mm256_set1_epi64x(h), _mm256_set_epi64x(6, 4, 2, 0));
+    return _mm256_or_si256(low, _mm256_and_si256(_mm256_slli_epi64(high, 4), _mm256_set1_epi8(0x30)));
+}
+#endif
 
 /* Refuses a call's arguments: an IllegalArgumentException with the message, thrown when the native call returns. */
 static inline void fail(JNIEnv *env, const char *message) {

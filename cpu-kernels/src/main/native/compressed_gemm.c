@@ -14,7 +14,9 @@
  *   format 3: int4 codes, two a byte, with one float16 scale per 32 inputs (llama.cpp's Q4_0), taken as
  *     int8's: each panel's codes unpacked to the int8 codes q - 8 as it is repacked (unpack_int4), so
  *     the integer sums are as exact as int8's (llama.cpp's Q4_0 x Q8_0 product); a 4-bit code costs
- *     the same multiply as an 8-bit one, and the unpacking is paid once per panel, not per row of x.
+ *     the same multiply as an 8-bit one, and the unpacking is paid once per panel, not per row of x;
+ *   format 4: int6 codes, 24 bytes per 32 inputs, with one float16 scale (compressed_format.h), taken as
+ *     int4's are: each panel's codes unpacked to the int8 codes q in [-32, 31] (unpack_int6).
  * Called by io.github.djlllmzoo.cpu.CompressedGemm, each core with its own columns, on direct buffers
  * it has checked: x float32 (rows, in) contiguous, in a multiple of 32, from a multiple of 16.
  *
@@ -58,6 +60,15 @@
 #ifndef INLINE
 #define INLINE static inline __attribute__((always_inline))
 #endif
+
+/* Group g (counted from the weight's start) of an int4 or int6 weight unpacked to its 32 int8 codes into out. */
+INLINE void unpack_packed(const uint8_t *weight, int format, size_t g, int8_t *out) {
+    if (format == INT6) {
+        unpack_int6(weight + g * INT6_GROUP_BYTES, out);
+    } else {
+        unpack_int4(weight + g * INT4_GROUP_BYTES, out);
+    }
+}
 
 /* The 32-bit word at p (any alignment). */
 INLINE uint32_t word(const void *p) {
@@ -214,11 +225,12 @@ static int widened_multiply(const float *x, const uint16_t *weight, int format, 
 /* ---- int8 x int8 with AVX512_VNNI ---- */
 
 /*
- * As repack, for int4 codes (row_groups groups of INT4_GROUP_BYTES a row): groups [g0, g0 + groups) of columns
- * [n0, n0 + columns), unpacked to int8 codes, as [block of COLUMNS columns][word][COLUMNS columns] into panel.
+ * As repack, for int4 or int6 codes (format; row_groups groups of packed_bytes(format) a row): groups [g0, g0 +
+ * groups) of columns [n0, n0 + columns), unpacked to int8 codes, as [block of COLUMNS columns][word][COLUMNS
+ * columns] into panel.
  */
-static void repack_int4(const uint8_t *weight, int row_groups, int g0, int groups, int out_features, int n0,
-        int columns, uint32_t *panel) {
+static void repack_packed(const uint8_t *weight, int format, int row_groups, int g0, int groups, int out_features,
+        int n0, int columns, uint32_t *panel) {
     const int words = groups * GROUP / 4;
     for (int b = 0; b < (columns + COLUMNS - 1) / COLUMNS; b++) {
         uint32_t *block = panel + (size_t)b * words * COLUMNS;
@@ -228,7 +240,7 @@ static void repack_int4(const uint8_t *weight, int row_groups, int g0, int group
             for (int g = 0; g < groups; g++) {
                 int8_t codes[GROUP] = {0};
                 if (valid) {
-                    unpack_int4(weight + ((size_t)n * row_groups + g0 + g) * INT4_GROUP_BYTES, codes);
+                    unpack_packed(weight, format, (size_t)n * row_groups + g0 + g, codes);
                 }
                 for (int w = 0; w < GROUP / 4; w++) {
                     block[((size_t)g * (GROUP / 4) + w) * COLUMNS + j] = word(codes + 4 * w);
@@ -348,9 +360,9 @@ static VNNI_TARGET int vnni_multiply(const float *x, const void *weight, int for
             int columns = to - n0 < PANEL ? to - n0 : PANEL;
             for (int k0 = 0; k0 < in; k0 += SPAN) {
                 int span = in - k0 < SPAN ? in - k0 : SPAN;
-                if (format == INT4) {
-                    repack_int4((const uint8_t *)weight, groups, k0 / GROUP, span / GROUP, out_features, n0, columns,
-                            panel);
+                if (format == INT4 || format == INT6) {
+                    repack_packed((const uint8_t *)weight, format, groups, k0 / GROUP, span / GROUP, out_features, n0,
+                            columns, panel);
                 } else {
                     repack((const uint32_t *)weight, in / 4, k0 / 4, span / 4, out_features, n0, columns, panel);
                 }
@@ -423,15 +435,16 @@ INLINE void dot_tile(const int8_t *codes, const float *x_scales, const int8_t *w
 #define DOT_TILE(R, C) \
     dot_tile(codes, x_scales, panel_codes + (size_t)(n - n0) * in, w_scales, bias, out, in, out_features, m, n, R, C)
 
-/* Returns 0 where memory ran out. An int4 weight's panel of columns is unpacked to int8 codes first. */
+/* Returns 0 where memory ran out. An int4 or int6 weight's panel of columns is unpacked to int8 codes first. */
 static int dot_multiply(const float *x, const void *weight, int format, const uint16_t *weight_scales,
         const float *bias, float *out, int rows, int in, int out_features, int from, int to) {
     const int groups = in / GROUP;
     int8_t *codes = malloc((size_t)rows * in);
     float *x_scales = malloc((size_t)rows * groups * sizeof(float));
     float *scales = malloc((size_t)PANEL * groups * sizeof(float));
-    int8_t *unpacked = format == INT4 ? malloc((size_t)PANEL * in) : NULL;
-    int ok = codes != NULL && x_scales != NULL && scales != NULL && (format != INT4 || unpacked != NULL);
+    const int packed = format == INT4 || format == INT6;
+    int8_t *unpacked = packed ? malloc((size_t)PANEL * in) : NULL;
+    int ok = codes != NULL && x_scales != NULL && scales != NULL && (!packed || unpacked != NULL);
     if (ok) {
         for (size_t g = 0; g < (size_t)rows * groups; g++) {
             x_scales[g] = quantize_group32(x + g * GROUP, codes + g * GROUP);
@@ -439,10 +452,9 @@ static int dot_multiply(const float *x, const void *weight, int format, const ui
         for (int n0 = from; n0 < to; n0 += PANEL) {
             int n1 = to - n0 < PANEL ? to : n0 + PANEL;
             const int8_t *panel_codes = (const int8_t *)weight + (size_t)n0 * in;
-            if (format == INT4) {
+            if (packed) {
                 for (size_t g = 0; g < (size_t)(n1 - n0) * groups; g++) {
-                    unpack_int4((const uint8_t *)weight + ((size_t)n0 * groups + g) * INT4_GROUP_BYTES,
-                            unpacked + g * GROUP);
+                    unpack_packed((const uint8_t *)weight, format, (size_t)n0 * groups + g, unpacked + g * GROUP);
                 }
                 panel_codes = unpacked;
             }
@@ -496,7 +508,7 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(
     const float *bias = bias_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, bias_buffer);
     float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
     if (x == NULL || codes == NULL || out == NULL || (bias_buffer != NULL && bias == NULL)
-            || ((format == INT8 || format == INT4) && scales == NULL)) {
+            || (GROUPED(format) && scales == NULL)) {
         fail(env, "compressed GEMM: an array's memory is not reachable as a direct buffer");
         return;
     }
@@ -505,7 +517,7 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedGemm_multiply(
         return;
     }
     int ok;
-    if ((format == INT8 || format == INT4) && has_int8_dot()) {
+    if (GROUPED(format) && has_int8_dot()) {
         ok = dot_multiply(x, codes, format, scales, bias, out, rows, in, out_features, from, to);
     } else if (format == BFLOAT16 || format == FLOAT16) {
         ok = widened_multiply(x, (const uint16_t *)codes, format, bias, out, rows, in, out_features, from, to);

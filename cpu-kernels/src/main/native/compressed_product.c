@@ -6,6 +6,8 @@
  *   format 2: int8 codes with one float16 scale per 32 inputs of an output (llama.cpp's Q8_0),
  *   format 3: 4-bit codes, two a byte, with one float16 scale per 32 inputs (llama.cpp's Q4_0), each
  *     group unpacked to the int8 codes q - 8 in registers and then taken as int8's (unpack_int4),
+ *   format 4: 6-bit codes with one float16 scale per 32 inputs, 24 bytes a group (compressed_format.h's
+ *     unpack_int6), each group unpacked to the int8 codes q in [-32, 31] and taken as int8's as int4's are,
  * each VL codes widened to float32 in registers (int8 times its scale) and multiplied into float32
  * accumulators, so the product is that of the weight widened exactly to float32
  * (io.github.djlllmzoo.blocks.CompressedWeight#toFloatArray) up to the order of the sums.
@@ -42,7 +44,9 @@
  * int4 takes int8's kernels, each group of 16 packed bytes unpacked to 32 int8 codes in [-8, 7] just
  * before its dot product or widening, so each packed byte is read once (half int8's bytes) and the
  * integer sums are as exact as int8's: the dot-product result is the product of the weight with x on
- * its int8 grid, as for int8 (llama.cpp's Q4_0 x Q8_0 dot product).
+ * its int8 grid, as for int8 (llama.cpp's Q4_0 x Q8_0 dot product). int6 takes them the same way, each group
+ * of 24 packed bytes unpacked to 32 int8 codes in [-32, 31] (unpack_int6, and the dot kernels' own unpacking in
+ * registers), so its results are as exact as int8's and int4's.
  */
 #include <jni.h>
 #include <pthread.h>
@@ -172,13 +176,21 @@ static inline __attribute__((always_inline)) void weight_rows(
             for (int i = 0; i < GROUP / VL; i++) {
                 w[i] = widen_int8(unpacked + i * VL);
             }
+        } else if (format == INT6) {
+            const uint8_t *packed = (const uint8_t *)codes + ((size_t)n * groups + k / GROUP) * INT6_GROUP_BYTES;
+            __builtin_prefetch(packed + PREFETCH_BYTES);
+            int8_t unpacked[GROUP];
+            unpack_int6(packed, unpacked);
+            for (int i = 0; i < GROUP / VL; i++) {
+                w[i] = widen_int8(unpacked + i * VL);
+            }
         } else {
             __builtin_prefetch((const char *)codes + base * (format == INT8 ? 1 : 2) + PREFETCH_BYTES);
             for (int i = 0; i < GROUP / VL; i++) {
                 w[i] = widen8(codes, base + i * VL, format);
             }
         }
-        if (format == INT8 || format == INT4) {
+        if (GROUPED(format)) {
             float s = half_value(scales + (size_t)n * groups + k / GROUP);
             for (int i = 0; i < GROUP / VL; i++) {
                 w[i] = w[i] * s;
@@ -320,6 +332,9 @@ static int widening_multiply(const float *x, const void *codes, const uint16_t *
         case INT8:
             BY_ROWS(INT8)
             break;
+        case INT6:
+            BY_ROWS(INT6)
+            break;
         default:
             BY_ROWS(INT4)
             break;
@@ -341,7 +356,7 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(
     const float *bias = bias_buffer == NULL ? NULL : (const float *)(*env)->GetDirectBufferAddress(env, bias_buffer);
     float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
     if (x == NULL || codes == NULL || out == NULL || (bias_buffer != NULL && bias == NULL)
-            || ((format == INT8 || format == INT4) && scales == NULL)) {
+            || (GROUPED(format) && scales == NULL)) {
         fail(env, "compressed product: an array's memory is not reachable as a direct buffer");
         return;
     }
@@ -349,11 +364,11 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(
         fail(env, "compressed product: rows must be 1 to 8 and in a multiple of 32");
         return;
     }
-    if (format < BFLOAT16 || format > INT4) {
+    if (format < BFLOAT16 || format > INT6) {
         fail(env, "compressed product: unknown format");
         return;
     }
-    if (((format == INT8 || format == INT4) && (features & FEATURE_VNNI))
+    if ((GROUPED(format) && (features & FEATURE_VNNI))
             || (format == BFLOAT16 && (features & FEATURE_BF16) && rows <= BF16_DOT_ROWS)) {
         if (!dot_multiply(x, codes, scales, bias, out, format, rows, in, out_features, from, to,
                     dot_products & VNNI_BLOCKS)) {
@@ -434,8 +449,8 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiplyPr
         fail(env, "compressed product: an array's memory is not reachable as a direct buffer");
         return;
     }
-    if (rows < 1 || rows > MAX_ROWS || in < GROUP || in % GROUP != 0 || (format != INT8 && format != INT4)) {
-        fail(env, "compressed product: a prepared product takes int8 or int4, 1 to 8 rows, in a multiple of 32");
+    if (rows < 1 || rows > MAX_ROWS || in < GROUP || in % GROUP != 0 || !GROUPED(format)) {
+        fail(env, "compressed product: a prepared product takes int8, int4 or int6, 1 to 8 rows, in a multiple of 32");
         return;
     }
     void *buffers[PREPARED_ARRAYS];
@@ -453,11 +468,11 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_widen(
     const uint16_t *scales =
             scales_buffer == NULL ? NULL : (const uint16_t *)(*env)->GetDirectBufferAddress(env, scales_buffer);
     float *out = (float *)(*env)->GetDirectBufferAddress(env, out_buffer);
-    if (codes == NULL || out == NULL || ((format == INT8 || format == INT4) && scales == NULL)) {
+    if (codes == NULL || out == NULL || (GROUPED(format) && scales == NULL)) {
         fail(env, "compressed widening: an array's memory is not reachable as a direct buffer");
         return;
     }
-    if (in % GROUP != 0 || format < BFLOAT16 || format > INT4) {
+    if (in % GROUP != 0 || format < BFLOAT16 || format > INT6) {
         fail(env, "compressed widening: in must be a multiple of 32 and the format known");
         return;
     }

@@ -1,7 +1,8 @@
 /*
  * The decode product's kernels that multiply the codes themselves rather than widening them
  * (compressed_product.c's header says when each runs), included by compressed_product.c after its
- * widening kernel and the TILED loop they share: AVX512_VNNI's int8 (per chunk, and transposed blocks
+ * widening kernel and the TILED loop they share (int4's and int6's codes unpacked to int8's in registers):
+ * AVX512_VNNI's int8 (per chunk, and transposed blocks
  * in transposed blocks), AVX512_BF16's bfloat16, and the portable variant's int8 by AVX2's or NEON's dot
  * products. Each variant also gives cpu_features, dot_multiply and widen_row.
  */
@@ -36,7 +37,14 @@ static inline __attribute__((always_inline)) VNNI_TARGET __m512i unpack_int4_pai
     return _mm512_sub_epi8(lanes, _mm512_set1_epi8(8));
 }
 
-/* The int8 codes of output n's inputs [at, at + 64) (int8's as they are, int4's unpacked), zero past in,
+/* Two int6 groups' 48 packed bytes as their 64 unsigned codes u = q + 32 (each group in unpack_int6's order, the
+   first group in the low half). */
+static inline __attribute__((always_inline)) VNNI_TARGET __m512i unpack_int6_pair(const uint8_t *packed) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(unpack_int6_unsigned(packed)),
+            unpack_int6_unsigned(packed + INT6_GROUP_BYTES), 1);
+}
+
+/* The int8 codes of output n's inputs [at, at + 64) (int8's as they are, int4's and int6's unpacked), zero past in,
    with the weight prefetched ahead. */
 static inline __attribute__((always_inline)) VNNI_TARGET __m512i load_chunk(
         const void *codes, int format, int n, int in, int at) {
@@ -48,6 +56,12 @@ static inline __attribute__((always_inline)) VNNI_TARGET __m512i load_chunk(
         const uint8_t *packed = (const uint8_t *)codes + ((size_t)n * (in / GROUP) + at / GROUP) * INT4_GROUP_BYTES;
         _mm_prefetch((const char *)packed + PREFETCH_BYTES, _MM_HINT_T0);
         return whole ? unpack_int4_pair(packed) : _mm512_zextsi256_si512(unpack_int4_group(packed));
+    }
+    if (format == INT6) {
+        const uint8_t *packed = (const uint8_t *)codes + ((size_t)n * (in / GROUP) + at / GROUP) * INT6_GROUP_BYTES;
+        _mm_prefetch((const char *)packed + PREFETCH_BYTES, _MM_HINT_T0);
+        return whole ? _mm512_sub_epi8(unpack_int6_pair(packed), _mm512_set1_epi8(INT6_OFFSET))
+                     : _mm512_zextsi256_si512(_mm256_sub_epi8(unpack_int6_unsigned(packed), _mm256_set1_epi8(INT6_OFFSET)));
     }
     const int8_t *w_at = (const int8_t *)codes + (size_t)n * in + at;
     _mm_prefetch((const char *)w_at + PREFETCH_BYTES, _MM_HINT_T0);
@@ -159,8 +173,9 @@ static inline __attribute__((always_inline)) VNNI_TARGET void vnni_columns_rows(
 
 /* The kernel for each row count and format fixed, so its loops unroll and its format test folds. */
 #define VNNI_ROWS(R)                                                                              \
-    (format == INT4 ? vnni_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT4) \
-                    : vnni_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT8))
+    (format == INT4   ? vnni_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT4) \
+     : format == INT6 ? vnni_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT6) \
+                      : vnni_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT8))
 
 static VNNI_TARGET void vnni_columns(
         const QuantizedRows *q, const void *codes, const uint16_t *scales, const float *bias, float *out,
@@ -194,6 +209,11 @@ static VNNI_TARGET void vnni_columns(
    nibble is w + 8 already. */
 #define INT8_WEIGHT_OFFSET 128
 #define INT4_WEIGHT_OFFSET 8
+
+/* The offset the blocks' weight codes carry for a format: int6's stored u = q + 32 is unsigned already. */
+static inline int weight_offset(int format) {
+    return format == INT4 ? INT4_WEIGHT_OFFSET : format == INT6 ? INT6_OFFSET : INT8_WEIGHT_OFFSET;
+}
 
 typedef struct {
     int8_t *codes;         /* (blocks, rows, 4, 64): x's codes, each block transposed as the weight's */
@@ -258,6 +278,48 @@ static inline __attribute__((always_inline)) VNNI_TARGET void transposed_int4_bl
     t[1] = _mm512_permutex2var_epi64(low_a, odd, low_b);
     t[2] = _mm512_permutex2var_epi64(high_a, even, high_b);
     t[3] = _mm512_permutex2var_epi64(high_a, odd, high_b);
+}
+
+/*
+ * A block of int6 codes (8 groups, 192 packed bytes: 24 qwords, group g's low-nibble qwords 3g and 3g + 1 and its
+ * high-bit qword 3g + 2) straight into transpose_block's form, each code as its unsigned u = w + 32 (INT6_OFFSET),
+ * as transposed_int4_block does int4's: three loads; each group's qword 3g, 3g + 1, 3g + 2 gathered into lane g
+ * of a, b, c (a two-source permutation of the first two loads and a masked one of the third); then vector j is
+ * the nibbles of a (j = 0, 2: low, high) or b (j = 1, 3) with the high bits of c for codes 8j to 8j + 7 (bits 0-1,
+ * 2-3, 4-5, 6-7 of each byte of c) moved to bits 4-5. 3 loads, 6 permutations and 16 logic operations, where
+ * unpacking pair by pair and transposing took ~90. A ragged last block (groups < 8) takes masked loads: its
+ * missing groups' codes read as 0.
+ */
+static inline __attribute__((always_inline)) VNNI_TARGET void transposed_int6_block(
+        const uint8_t *packed, int groups, __m512i t[4]) {
+    __m512i l0, l1, l2; /* qwords 0-7, 8-15, 16-23 */
+    if (groups == 8) {
+        l0 = _mm512_loadu_si512(packed);
+        l1 = _mm512_loadu_si512(packed + 64);
+        l2 = _mm512_loadu_si512(packed + 128);
+    } else {
+        int bytes = groups * INT6_GROUP_BYTES; /* at most 168 */
+        l0 = _mm512_maskz_loadu_epi8(bytes >= 64 ? ~0ULL : (1ULL << bytes) - 1, packed);
+        l1 = _mm512_maskz_loadu_epi8(bytes >= 128 ? ~0ULL : bytes > 64 ? (1ULL << (bytes - 64)) - 1 : 0, packed + 64);
+        l2 = _mm512_maskz_loadu_epi8(bytes > 128 ? (1ULL << (bytes - 128)) - 1 : 0, packed + 128);
+    }
+    for (int p = 0; p < 3; p++) {
+        _mm_prefetch((const char *)packed + PREFETCH_BYTES + 64 * p, _MM_HINT_T0);
+    }
+    /* lane g of a: qword 3g (g < 6 from l0 and l1, 18 and 21 from l2); of b: 3g + 1 (g >= 5 from l2); c: 3g + 2 */
+    __m512i a = _mm512_mask_permutexvar_epi64(_mm512_permutex2var_epi64(l0, _mm512_set_epi64(0, 0, 15, 12, 9, 6, 3, 0), l1),
+            0xC0, _mm512_set_epi64(5, 2, 0, 0, 0, 0, 0, 0), l2);
+    __m512i b = _mm512_mask_permutexvar_epi64(_mm512_permutex2var_epi64(l0, _mm512_set_epi64(0, 0, 0, 13, 10, 7, 4, 1), l1),
+            0xE0, _mm512_set_epi64(6, 3, 0, 0, 0, 0, 0, 0), l2);
+    __m512i c = _mm512_mask_permutexvar_epi64(_mm512_permutex2var_epi64(l0, _mm512_set_epi64(0, 0, 0, 14, 11, 8, 5, 2), l1),
+            0xE0, _mm512_set_epi64(7, 4, 1, 0, 0, 0, 0, 0), l2);
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    const __m512i top = _mm512_set1_epi8(0x30);
+    t[0] = _mm512_or_si512(_mm512_and_si512(a, nibble), _mm512_and_si512(_mm512_slli_epi64(c, 4), top));
+    t[1] = _mm512_or_si512(_mm512_and_si512(b, nibble), _mm512_and_si512(_mm512_slli_epi64(c, 2), top));
+    t[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), nibble), _mm512_and_si512(c, top));
+    t[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b, 4), nibble),
+            _mm512_and_si512(_mm512_srli_epi64(c, 2), top));
 }
 
 /* Lanes 2g and 2g+1 of the result hold lane g of values, g from 0 to 7 (a block's groups). */
@@ -335,6 +397,8 @@ static inline __attribute__((always_inline)) VNNI_TARGET void blocked_step(
     __m512i t[4];
     if (format == INT4) {
         transposed_int4_block((const uint8_t *)codes + ((size_t)n * groups + k / GROUP) * INT4_GROUP_BYTES, block_groups, t);
+    } else if (format == INT6) {
+        transposed_int6_block((const uint8_t *)codes + ((size_t)n * groups + k / GROUP) * INT6_GROUP_BYTES, block_groups, t);
     } else {
         const __m512i offset = _mm512_set1_epi8((char)0x80);
         __m512i chunk[4];
@@ -405,8 +469,9 @@ static inline __attribute__((always_inline)) VNNI_TARGET void blocked_columns_ro
 }
 
 #define BLOCKED_ROWS(R)                                                                               \
-    (format == INT4 ? blocked_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT4) \
-                    : blocked_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT8))
+    (format == INT4   ? blocked_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT4) \
+     : format == INT6 ? blocked_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT6) \
+                      : blocked_columns_rows(q, codes, scales, bias, out, in, out_features, from, to, R, INT8))
 
 static VNNI_TARGET void blocked_columns(
         const BlockedRows *q, const void *codes, const uint16_t *scales, const float *bias, float *out,
@@ -496,7 +561,7 @@ static int dot_multiply(const float *x, const void *codes, const uint16_t *scale
         int format, int rows, int in, int out_features, int from, int to, int blocks) {
     if (format != BFLOAT16 && blocks) {
         BlockedRows q;
-        int ok = quantize_blocked(x, rows, in, format == INT4 ? INT4_WEIGHT_OFFSET : INT8_WEIGHT_OFFSET, &q);
+        int ok = quantize_blocked(x, rows, in, weight_offset(format), &q);
         if (ok) {
             blocked_columns(&q, codes, scales, bias, out, rows, in, out_features, from, to, format);
         }
@@ -529,7 +594,7 @@ static int dot_multiply(const float *x, const void *codes, const uint16_t *scale
 #define PREPARED_ARRAYS 3
 
 static int prepared_form(int format, int dot_products) {
-    return (format == INT8 || format == INT4) && (dot_products & cpu_features() & FEATURE_VNNI)
+    return GROUPED(format) && (dot_products & cpu_features() & FEATURE_VNNI)
             && (dot_products & VNNI_BLOCKS);
 }
 
@@ -540,7 +605,7 @@ static void prepared_sizes(int rows, int in, size_t sizes[PREPARED_ARRAYS]) {
 static void prepare_form(const float *x, void *const buffers[PREPARED_ARRAYS], int format, int rows, int in) {
     BlockedRows q;
     blocked_at(buffers, rows, in, &q);
-    fill_blocked(x, rows, in, format == INT4 ? INT4_WEIGHT_OFFSET : INT8_WEIGHT_OFFSET, &q);
+    fill_blocked(x, rows, in, weight_offset(format), &q);
 }
 
 static void prepared_multiply(void *const buffers[PREPARED_ARRAYS], const void *codes, const uint16_t *scales,
@@ -594,6 +659,25 @@ static int quantize_rows(const float *x, int rows, int in, QuantizedRows *q) {
     return 1;
 }
 
+/* One int6 group's 32 codes as int8 codes q in [-32, 31] (unpack_int6's order) in registers. */
+#if defined(__AVX2__)
+INLINE codes32 unpack6_codes32(const uint8_t *packed) {
+    return _mm256_sub_epi8(unpack_int6_unsigned(packed), _mm256_set1_epi8(INT6_OFFSET));
+}
+#else
+INLINE codes32 unpack6_codes32(const uint8_t *packed) {
+    uint8x16_t bytes = vld1q_u8(packed);
+    uint64x2_t h = vdupq_n_u64(vget_lane_u64(vreinterpret_u64_u8(vld1_u8(packed + INT4_GROUP_BYTES)), 0));
+    /* elements 0-15 take h << 4 and h << 2 in their two 8-lane halves, 16-31 h and h >> 2 (unpack_int6) */
+    uint8x16_t first = vreinterpretq_u8_u64(vshlq_u64(h, vcombine_s64(vcreate_s64(4), vcreate_s64(2))));
+    uint8x16_t second = vreinterpretq_u8_u64(vshlq_u64(h, vcombine_s64(vcreate_s64(0), vcreate_s64((uint64_t)-2))));
+    const uint8x16_t top = vdupq_n_u8(0x30);
+    const int8x16_t offset = vdupq_n_s8(INT6_OFFSET);
+    return (codes32){vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(bytes, vdupq_n_u8(0x0F)), vandq_u8(first, top))), offset),
+            vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(bytes, 4), vandq_u8(second, top))), offset)};
+}
+#endif
+
 static inline __attribute__((always_inline)) void dot_weight_rows(
         const QuantizedRows *q, const void *codes, const uint16_t *scales, const float *bias, float *out,
         int rows, int in, int out_features, int n, int k0, int k1, int first, int last, vf *carry, int format) {
@@ -608,6 +692,10 @@ static inline __attribute__((always_inline)) void dot_weight_rows(
             const uint8_t *packed = (const uint8_t *)codes + ((size_t)n * groups + g) * INT4_GROUP_BYTES;
             __builtin_prefetch(packed + PREFETCH_BYTES);
             w = unpack_codes32(packed);
+        } else if (format == INT6) {
+            const uint8_t *packed = (const uint8_t *)codes + ((size_t)n * groups + g) * INT6_GROUP_BYTES;
+            __builtin_prefetch(packed + PREFETCH_BYTES);
+            w = unpack6_codes32(packed);
         } else {
             const int8_t *at = (const int8_t *)codes + (size_t)n * in + (size_t)g * GROUP;
             __builtin_prefetch((const char *)at + PREFETCH_BYTES);
@@ -640,8 +728,9 @@ static inline __attribute__((always_inline)) void dot_columns_rows(
 
 /* The kernel for each row count and format fixed, so its loops unroll and its format test folds. */
 #define DOT_ROWS(R)                                                                                \
-    (format == INT4 ? dot_columns_rows(&q, codes, scales, bias, out, in, out_features, from, to, R, INT4) \
-                    : dot_columns_rows(&q, codes, scales, bias, out, in, out_features, from, to, R, INT8))
+    (format == INT4   ? dot_columns_rows(&q, codes, scales, bias, out, in, out_features, from, to, R, INT4) \
+     : format == INT6 ? dot_columns_rows(&q, codes, scales, bias, out, in, out_features, from, to, R, INT6) \
+                      : dot_columns_rows(&q, codes, scales, bias, out, in, out_features, from, to, R, INT8))
 
 /* The int8 dot product is on every CPU this variant runs on (AVX2; NEON, with sdot or without). */
 static int cpu_features(void) {
@@ -663,7 +752,7 @@ static int dot_multiply(const float *x, const void *codes, const uint16_t *scale
 #define PREPARED_ARRAYS 2
 
 static int prepared_form(int format, int dot_products) {
-    return (format == INT8 || format == INT4) && (dot_products & FEATURE_VNNI);
+    return GROUPED(format) && (dot_products & FEATURE_VNNI);
 }
 
 static void prepared_sizes(int rows, int in, size_t sizes[PREPARED_ARRAYS]) {
@@ -687,10 +776,14 @@ static void prepared_multiply(void *const buffers[PREPARED_ARRAYS], const void *
 /* Weight row n widened to float32 into out (in floats). */
 static void widen_row(const void *codes, const uint16_t *scales, int format, int in, int n, float *out) {
     const int groups = in / GROUP;
-    if (format == INT4) {
+    if (format == INT4 || format == INT6) {
         for (int g = 0; g < groups; g++) {
             int8_t unpacked[GROUP];
-            unpack_int4((const uint8_t *)codes + ((size_t)n * groups + g) * INT4_GROUP_BYTES, unpacked);
+            if (format == INT6) {
+                unpack_int6((const uint8_t *)codes + ((size_t)n * groups + g) * INT6_GROUP_BYTES, unpacked);
+            } else {
+                unpack_int4((const uint8_t *)codes + ((size_t)n * groups + g) * INT4_GROUP_BYTES, unpacked);
+            }
             float s = half_value(scales + (size_t)n * groups + g);
             for (int i = 0; i < GROUP / VL; i++) {
                 vstore(out + g * GROUP + i * VL, widen_int8(unpacked + i * VL) * s);

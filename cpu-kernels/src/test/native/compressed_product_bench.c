@@ -7,6 +7,10 @@
  *      -o /tmp/cpbench cpu-kernels/src/test/native/compressed_product_bench.c -lpthread && /tmp/cpbench 2048 768 1
  *   (arguments: out in rows [copies [threads]]; the weight out x in, repeated copies times (default 16)
  *   to pass the caches or once to stay in them; threads split the columns, a thread started per product)
+ * Each line gives the bytes read per second and the weights multiplied per second: formats of fewer bytes a
+ * weight (int6 against int8) compare by the latter, the product's speed. int8 against int6, 1 and 8 rows, a
+ * TinyLlama down_proj-shaped weight 16 times over (~130-190 MB, past L3):
+ *   /tmp/cpbench 2048 5632 1 && /tmp/cpbench 2048 5632 8
  */
 #include "../../main/native/compressed_product.c"
 
@@ -58,25 +62,25 @@ int main(int argc, char **argv) {
     for (int i = 0; i < rows * in; i++) {
         x[i] = (float)((i * 7919 % 1000) - 500) / 500.0f;
     }
-    void *codes[4];
+    void *codes[5];
     uint16_t *scales = malloc(sizeof(uint16_t) * copies * out_features * groups);
     for (int i = 0; i < copies * out_features * groups; i++) {
         scales[i] = 0x211f; /* 0.01 as float16, as CompressedWeight holds its scales */
     }
-    /* bytes a weight's codes take: int4 two codes a byte */
-    const double code_bytes[] = {2, 2, 1, 0.5};
-    for (int f = 0; f < 4; f++) {
+    /* bytes a weight's codes take: int4 two codes a byte, int6 four codes in three */
+    const double code_bytes[] = {2, 2, 1, 0.5, 0.75};
+    for (int f = 0; f < 5; f++) {
         size_t bytes = (size_t)(copies * elements * code_bytes[f]);
         codes[f] = malloc(bytes);
         for (size_t i = 0; i < bytes; i++) {
             ((unsigned char *)codes[f])[i] = (unsigned char)(i * 31 % 97 + 20);
         }
     }
-    const char *names[] = {"bfloat16", "float16", "int8", "int4"};
+    const char *names[] = {"bfloat16", "float16", "int8", "int4", "int6"};
     int features = cpu_features();
     printf("weight %d x %d, %d rows, %d threads; CPU features %d (1 VNNI, 2 BF16)\n", out_features, in, rows, threads,
             features);
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < 5; f++) {
         for (int dot = 0; dot <= 1; dot++) {
             if (dot && !((f >= INT8 && (features & FEATURE_VNNI)) || (f == BFLOAT16 && (features & FEATURE_BF16)))) {
                 continue;
@@ -109,7 +113,8 @@ int main(int argc, char **argv) {
                 double rate = (double)passes * copies * elements * (element + (f >= INT8 ? 2.0 / GROUP : 0)) / seconds / 1e9;
                 best = rate > best ? rate : best;
             }
-            printf("%-8s %-9s %6.1f GB/s\n", names[f], dot ? "dot" : "widening", best);
+            printf("%-8s %-9s %6.1f GB/s %6.1f G weights/s\n", names[f], dot ? "dot" : "widening", best,
+                    best / (element + (f >= INT8 ? 2.0 / GROUP : 0)));
         }
     }
     return 0;

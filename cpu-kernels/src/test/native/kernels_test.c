@@ -411,7 +411,7 @@ static uint16_t float_to_half(float f) {
     return (uint16_t)(((bits >> 16) & 0x8000) | (exponent << 10) | ((bits >> 13) & 1023));
 }
 
-enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2, INT4 = 3 };
+enum { BFLOAT16 = 0, FLOAT16 = 1, INT8 = 2, INT4 = 3, INT6 = 4 };
 
 /* A weight (out, in) in format with its scales, and its float32 values. */
 static void *compressed(int format, int out, int in, uint16_t **scales, float *values) {
@@ -427,6 +427,24 @@ static void *compressed(int format, int out, int in, uint16_t **scales, float *v
                     int q = (int)((uniform() + 1) * 8) & 15;
                     packed[(n * groups + g) * 16 + j % 16] |= (uint8_t)(q << (j < 16 ? 0 : 4));
                     values[n * in + g * 32 + j] = (q - 8) * half_to_float(s);
+                }
+            }
+        }
+        return packed;
+    }
+    if (format == INT6) { /* 24 bytes a group: u's low nibbles as Q4_0's, then byte 16 + k holds the high 2 bits of
+                             elements k, k + 8, k + 16, k + 24 in bits 0-1, 2-3, 4-5, 6-7; value (u - 32) * scale */
+        uint8_t *packed = calloc((size_t)out * groups, 24);
+        for (int n = 0; n < out; n++) {
+            for (int g = 0; g < groups; g++) {
+                uint16_t s = float_to_half(0.01f + 0.02f * (uniform() + 1));
+                (*scales)[n * groups + g] = s;
+                uint8_t *at = packed + (size_t)(n * groups + g) * 24;
+                for (int j = 0; j < 32; j++) {
+                    int u = (int)((uniform() + 1) * 32) & 63;
+                    at[j % 16] |= (uint8_t)((u & 15) << (j < 16 ? 0 : 4));
+                    at[16 + j % 8] |= (uint8_t)((u >> 4) << (2 * (j / 8)));
+                    values[n * in + g * 32 + j] = (u - 32) * half_to_float(s);
                 }
             }
         }
@@ -491,7 +509,7 @@ static void product_reference(const float *x, const float *w, const float *bias,
     }
 }
 
-/* A prefill's product: 5 rows by a weight (out, in) in format, the columns from 16 (int8 and int4 with x on its
+/* A prefill's product: 5 rows by a weight (out, in) in format, the columns from 16 (int8, int4, int6 with x on its
    int8 grid, as the kernel's integer dot products take it). */
 static void prefill_product(int format, int in, int out) {
     const int rows = 5;
@@ -551,7 +569,7 @@ static void prepared_product(const float *x, void *codes, uint16_t *scales, floa
 static void compressed_products(int in) {
     const int out = 19;
     char what[96];
-    for (int format = 0; format < 4; format++) {
+    for (int format = 0; format <= INT6; format++) {
         float *values = malloc(sizeof(float) * out * in), *widened = malloc(sizeof(float) * out * in);
         uint16_t *scales;
         void *codes = compressed(format, out, in, &scales, values);
@@ -567,7 +585,7 @@ static void compressed_products(int in) {
             float *x = randoms(rows * in), *grid = malloc(sizeof(float) * rows * in), *bias = randoms(out);
             float *o = randoms(rows * out);
             double *e = doubles(rows * out), *t = doubles(rows * out);
-            /* int8 and int4: the widening kernel, the int8 dot product, and (AVX-512) its transposed blocks */
+            /* int8, int4, int6: the widening kernel, the int8 dot product, and (AVX-512) its transposed blocks */
             int dots = format >= INT8 ? 3 : 1;
             for (int dot = 0; dot < dots; dot++) {
                 if (dot) {

@@ -26,6 +26,14 @@ public enum WeightFormat {
      */
     INT4(1),
     /**
+     * 6-bit codes per group of {@link CompressedWeight#GROUP} input elements with one float16 scale
+     * per group: 24 bytes a group (6.5 bits a weight with the scale), value {@code (u - 32) * scale}
+     * for the stored code {@code u} in [0, 63] ({@link CompressedWeight} gives the packing). As
+     * {@link #INT4}, the CPU kernels multiply the packed codes as int8's; llama.cpp's Q6_K's size
+     * in a plain group.
+     */
+    INT6(1),
+    /**
      * llama.cpp's Q4_K super-blocks ({@link Q4KBlock}: 256 inputs in 144 bytes, 4.5 bits a weight,
      * 8 sub-blocks of 32 with a 6-bit scale and min each), held packed in one buffer. More accurate
      * than {@link #INT4} at an eighth more memory; the CPU kernels multiply the packed codes
@@ -41,18 +49,18 @@ public enum WeightFormat {
 
     /**
      * @return bytes of one weight element's code (the scales not counted), rounded up: int4's two
-     *     codes share a byte ({@link CompressedWeight#codeBytes} gives a weight's exact size)
+     *     codes share a byte, int6's four share three ({@link CompressedWeight#codeBytes} gives a weight's exact size)
      */
     public int bytesPerElement() {
         return bytesPerElement;
     }
 
-    /** @return whether the format keeps a float16 scale per group of inputs (int8, int4) */
+    /** @return whether the format keeps a float16 scale per group of inputs (int8, int4, int6) */
     public boolean isGrouped() {
-        return this == INT8 || this == INT4;
+        return this == INT8 || this == INT4 || this == INT6;
     }
 
-    /** @return the name as {@code --dtype} spells it: float32, bfloat16, float16, int8, int4, q4_k */
+    /** @return the name as {@code --dtype} spells it: float32, bfloat16, float16, int8, int4, int6, q4_k */
     public String dtypeName() {
         return name().toLowerCase(Locale.ROOT);
     }
@@ -60,8 +68,8 @@ public enum WeightFormat {
     /**
      * The format a {@code dtype} name means.
      *
-     * @param name float32 (fp32), bfloat16 (bf16), float16 (fp16), int8 (q8_0), int4 (q4_0) or q4_k, any
-     *     case
+     * @param name float32 (fp32), bfloat16 (bf16), float16 (fp16), int8 (q8_0), int4 (q4_0), int6 or
+     *     q4_k, any case
      * @return the format
      * @throws IllegalArgumentException naming the value for any other name
      */
@@ -82,11 +90,13 @@ public enum WeightFormat {
             case "int4":
             case "q4_0":
                 return INT4;
+            case "int6":
+                return INT6;
             case "q4_k":
                 return Q4_K;
             default:
                 throw new IllegalArgumentException(
-                        "dtype must be float32, bfloat16, float16, int8, int4 or q4_k, not '" + name + "'");
+                        "dtype must be float32, bfloat16, float16, int8, int4, int6 or q4_k, not '" + name + "'");
         }
     }
 }

@@ -57,7 +57,7 @@ class CompressedEmbeddingTest {
      * widened: the same operations on the same values, so exactly.
      */
     @ParameterizedTest
-    @EnumSource(value = WeightFormat.class, names = {"INT8", "BFLOAT16", "FLOAT16"})
+    @EnumSource(value = WeightFormat.class, names = {"INT8", "BFLOAT16", "FLOAT16", "INT6"})
     void aTiedModelWithItsTableCompressedComputesTheLogitsOfItsWidenedWeights(WeightFormat format) throws Exception {
         long[] ids = {5, 17, 2, 44, 31, 8};
         try (NDManager manager = NDManager.newBaseManager()) {

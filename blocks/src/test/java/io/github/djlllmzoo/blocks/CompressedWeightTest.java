@@ -94,6 +94,80 @@ class CompressedWeightTest {
         }
     }
 
+    /**
+     * int6's packing, decoded independently of {@code CompressedWeight}: each code is the weight
+     * rounded to the group's stored scale (within half a scale, or clamped to [-32, 31]), and a short
+     * group is padded with code 0.
+     */
+    @Test
+    void int6PacksGroupsOf24BytesWithinHalfAScaleOfTheWeightAndPadsAShortGroup() {
+        int out = 2;
+        int in = 40; // one whole group and one of 8
+        float[] w = new float[out * in];
+        Random random = new Random(6);
+        for (int i = 0; i < w.length; i++) {
+            w[i] = (float) random.nextGaussian();
+        }
+        CompressedWeight c = CompressedWeight.compress(w, out, in, WeightFormat.INT6);
+        assertEquals(out * 2 * (24 + Short.BYTES), c.bytes(), "24 bytes of codes and a float16 a group: 6.5 bits");
+        ByteBuffer codes = c.directBuffers()[0];
+        ByteBuffer scales = c.directBuffers()[1];
+        float[] back = c.toFloatArray();
+        for (int row = 0; row < out; row++) {
+            for (int group = 0; group < 2; group++) {
+                int at = (row * 2 + group) * 24;
+                float scale = HalfPrecision.float16ToFloat(scales.getShort(Short.BYTES * (row * 2 + group)));
+                for (int j = 0; j < 32; j++) {
+                    int b = codes.get(at + j % 16) & 0xFF;
+                    int u = (j < 16 ? b & 0xF : b >> 4) | ((codes.get(at + 16 + j % 8) >> (2 * (j / 8))) & 3) << 4;
+                    int k = group * 32 + j;
+                    if (k >= in) {
+                        assertEquals(32, u, "padding is code 0, element " + j + " of the short group");
+                        continue;
+                    }
+                    int i = row * in + k;
+                    int nearest = Math.round(w[i] / scale);
+                    assertEquals(Math.max(-32, Math.min(31, nearest)), u - 32, "element " + i + "'s code");
+                    assertEquals(back[i], (u - 32) * scale, "the documented packing, element " + i);
+                }
+            }
+        }
+    }
+
+    /**
+     * int6's scale is fitted as llama.cpp fits Q6_K's (candidate grids around {@code extreme / -32},
+     * each with its least-squares scale, weighted by {@code x^2}): over many groups its weighted
+     * squared error is less than the plain grid's (the extreme value at code -32), each rounded to
+     * its float16 scale.
+     */
+    @Test
+    void int6sFittedScalesLeaveLessWeightedErrorThanTheExtremesGrid() {
+        int out = 64;
+        int in = 256;
+        float[] w = new float[out * in];
+        Random random = new Random(66);
+        for (int i = 0; i < w.length; i++) {
+            w[i] = (float) random.nextGaussian();
+        }
+        float[] back = CompressedWeight.compress(w, out, in, WeightFormat.INT6).toFloatArray();
+        double fitted = 0;
+        double plain = 0;
+        for (int g = 0; g < w.length; g += 32) {
+            float extreme = 0;
+            for (int i = g; i < g + 32; i++) {
+                extreme = Math.abs(w[i]) > Math.abs(extreme) ? w[i] : extreme;
+            }
+            float scale = HalfPrecision.float16ToFloat(HalfPrecision.floatToFloat16(extreme / -32f));
+            for (int i = g; i < g + 32; i++) {
+                double weight = (double) w[i] * w[i];
+                double grid = Math.max(-32, Math.min(31, Math.round(w[i] / scale))) * scale;
+                plain += weight * (w[i] - grid) * (w[i] - grid);
+                fitted += weight * (w[i] - back[i]) * (w[i] - back[i]);
+            }
+        }
+        assertTrue(fitted < plain, "fitted " + fitted + " against the plain grid's " + plain);
+    }
+
     @Test
     void int8RefusesAGroupWhoseScaleIsBeyondFloat16AndKeepsOneWithinIt() {
         float largest = 65504f * 127; // the largest weight whose scale is float16's largest

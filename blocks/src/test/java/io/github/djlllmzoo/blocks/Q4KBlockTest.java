@@ -72,9 +72,9 @@ class Q4KBlockTest {
 
     /** llama.cpp's use_more_bits: the first and last eighth of the layers and every third between. */
     @Test
-    void theQ4KMMixHoldsTheHeadAndTheChosenLayersValueAndDownProjectionsInInt8() {
+    void theQ4KMMixHoldsTheHeadAndTheChosenLayersValueAndDownProjectionsInInt6() {
         int layers = 24;
-        assertEquals(WeightFormat.INT8, Q4KMix.formatOf("lm_head.weight", true, layers));
+        assertEquals(WeightFormat.INT6, Q4KMix.formatOf("lm_head.weight", true, layers));
         assertEquals(WeightFormat.Q4_K, Q4KMix.formatOf("embed_tokens.weight", false, layers));
         int finer = 0;
         for (int layer = 0; layer < layers; layer++) {
@@ -82,8 +82,8 @@ class Q4KBlockTest {
             assertEquals(v, Q4KMix.formatOf("layers." + layer + ".mlp.down_proj.weight", false, layers));
             assertEquals(WeightFormat.Q4_K, Q4KMix.formatOf("layers." + layer + ".self_attn.q_proj.weight", false, layers));
             boolean edge = layer < layers / 8 || layer >= layers - layers / 8;
-            assertTrue(!edge || v == WeightFormat.INT8, "layer " + layer + " of the first or last eighth");
-            finer += v == WeightFormat.INT8 ? 1 : 0;
+            assertTrue(!edge || v == WeightFormat.INT6, "layer " + layer + " of the first or last eighth");
+            finer += v == WeightFormat.INT6 ? 1 : 0;
         }
         // the 6 edge layers and every third of the 18 between
         assertEquals(layers / 4 + (layers - layers / 4) / 3, finer);

@@ -24,12 +24,13 @@ final class ComputeOptions {
 
     @Option(
             names = "--dtype",
-            paramLabel = "float32|bfloat16|float16|int8|int4|q4_k",
+            paramLabel = "float32|bfloat16|float16|int8|int4|int6|q4_k",
             description = "Form of the weights (default: float32; a GGUF file's nearest: F16 float16, Q4_K q4_k,"
                     + " Q8_0/Q4_0/Q5_K/Q6_K int8). On the CPU bfloat16, float16 and int8"
                     + " (per 32 inputs, as llama.cpp's Q8_0) hold the projection weights compressed and compute in"
-                    + " float32, for inference only, as do int4 (Q4_0's layout, two codes a byte) and q4_k"
-                    + " (Q4_K super-blocks, 4.5 bits a weight, mixed as llama.cpp's Q4_K_M); with --device"
+                    + " float32, for inference only, as do int4 (Q4_0's layout, two codes a byte), int6 (6.5"
+                    + " bits a weight) and q4_k (Q4_K super-blocks, 4.5 bits a weight, its finer weights in int6 as"
+                    + " llama.cpp's Q4_K_M holds them in Q6_K); with --device"
                     + " gpu float16 computes in half precision.")
     String dtype;
 

@@ -136,7 +136,7 @@ final class ServeCommand implements Callable<Integer> {
             paramLabel = "N",
             description =
                     "Most whole --prefill-chunk chunks of a prompt one prefill pass takes where passes split"
-                            + " exactly (int8, int4, q4_k on the CPU kernels; elsewhere 1): fewer passes, the"
+                            + " exactly (int8, int4, int6, q4_k on the CPU kernels; elsewhere 1): fewer passes, the"
                             + " same outputs (default: ${DEFAULT-VALUE}).")
     int prefillPassChunks;
 

@@ -242,7 +242,7 @@ class BenchCommandTest {
     void anUnknownDtypeIsAUsageErrorNamingTheValue() {
         CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", "int3");
         assertEquals(2, run.exitCode);
-        assertTrue(run.err.contains("--dtype must be float32, bfloat16, float16, int8, int4 or q4_k, not 'int3'"), run.err);
+        assertTrue(run.err.contains("--dtype must be float32, bfloat16, float16, int8, int4, int6 or q4_k, not 'int3'"), run.err);
     }
 
     @Test

@@ -103,11 +103,11 @@ class CliFailureTest {
         for (String command : List.of("generate", "score", "serve", "bench")) {
             CliRunner help = CliRunner.run(command, "--help");
             assertEquals(0, help.exitCode, help.err);
-            assertTrue(help.out.contains("--dtype=float32|bfloat16|float16|int8|int4|q4_k"), help.out);
+            assertTrue(help.out.contains("--dtype=float32|bfloat16|float16|int8|int4|int6|q4_k"), help.out);
         }
         CliRunner refused = CliRunner.run(args(List.of("generate", "--model", "{gpt2}", "--prompt-ids", "1,2", "--dtype", "bf15"), temp.resolve("out")));
         assertEquals(2, refused.exitCode, refused.err);
-        assertTrue(refused.err.startsWith("error: --dtype must be float32, bfloat16, float16, int8, int4 or q4_k, not 'bf15'"),
+        assertTrue(refused.err.startsWith("error: --dtype must be float32, bfloat16, float16, int8, int4, int6 or q4_k, not 'bf15'"),
                 refused.err);
     }
 

@@ -11,14 +11,14 @@ import java.nio.ByteBuffer;
  * The product of many rows (a prefill) with a {@link CompressedWeight} by a native kernel ({@code
  * cpu-kernels/src/main/native/compressed_gemm.c}), compute-bound like a GEMM, instead of widening the
  * whole weight to float32 for the engine's: int8 codes by the input quantized per group of 32 to int8
- * with the CPU's int8 dot product (llama.cpp's Q8_0 product), int4 codes unpacked to int8 a panel at a
- * time and multiplied the same way (llama.cpp's Q4_0 product); bfloat16 and float16 codes widened to float32 a panel
+ * with the CPU's int8 dot product (llama.cpp's Q8_0 product), int4 and int6 codes unpacked to int8 a panel
+ * at a time and multiplied the same way (llama.cpp's Q4_0 product); bfloat16 and float16 codes widened to float32 a panel
  * at a time and multiplied by FMA (the float32 product of the widened weight, as the
  * reference's). Each core repacks its own columns of the weight a panel at a time and passes every
  * row over the panel while it stays in its L2. q4_k weights take {@link KQuantProduct}'s kernel in the
  * same way (tiles of 8 rows passed over panels of the packed weight, never widened).
  *
- * <p>It takes int8 and int4 weights where the CPU has an int8 dot product ({@link CompressedProduct#VNNI})
+ * <p>It takes int8, int4 and int6 weights where the CPU has an int8 dot product ({@link CompressedProduct#VNNI})
  * and 16-bit and q4_k ones wherever the kernels are
  * loaded; the rest keep {@link WideningBuffer}'s widened product, as does every product
  * with {@code -Dllmzoo.cpu.off=compressedGemm}.
@@ -57,7 +57,7 @@ final class CompressedGemm {
      * @return whether the kernel takes weights of that format here
      */
     static boolean takes(WeightFormat format) {
-        return format == WeightFormat.Q4_K && NativeKernels.loaded() || (format == WeightFormat.INT8 || format == WeightFormat.INT4) && (FEATURES & CompressedProduct.VNNI) != 0
+        return format == WeightFormat.Q4_K && NativeKernels.loaded() || format.isGrouped() && (FEATURES & CompressedProduct.VNNI) != 0
                 || (format == WeightFormat.BFLOAT16 || format == WeightFormat.FLOAT16) && NativeKernels.loaded();
     }
 

@@ -13,7 +13,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * The product of 1 to {@link #MAX_ROWS} rows (a decode step) with a {@link CompressedWeight} by a
  * native kernel ({@code cpu-kernels/src/main/native/compressed_product.c}) that reads each
  * weight code once for all rows and widens it to float32 in registers, so a decode step reads a half
- * (int4), 1 (int8) or 2 (bfloat16, float16) bytes per weight instead of float32's 4. Each core fills its own
+ * (int4), three quarters (int6), 1 (int8) or 2 (bfloat16, float16) bytes per weight instead of float32's 4. Each core fills its own
  * columns of one output.
  *
  * <p>It is used where {@link NativeKernels} are loaded, for inference on float32 CPU inputs with an
@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * them, by the input quantized per group of 32 to int8 (llama.cpp's Q8_0 dot product). int4 codes
  * (llama.cpp's Q4_0 blocks) take the int8 kernels, each group's 16 packed bytes unpacked to 32 int8
  * codes in [-8, 7] just before its dot product or widening (llama.cpp's Q4_0 x Q8_0 dot product), so
- * a decode step reads half a byte per weight plus its scale; q4_k's super-blocks take kernels of their
+ * a decode step reads half a byte per weight plus its scale; int6 codes (24 bytes a group) take them the
+ * same way, unpacked to codes in [-32, 31] (docs/cpu-kernels.md, "int6"); q4_k's super-blocks take kernels of their
  * own ({@link KQuantProduct}). bfloat16 codes
  * take the widening kernel (a 16-bit shift, exact); only a test multiplies those of 1 or 2 rows by the
  * input split into two bfloat16 halves with AVX512_BF16 ({@link #useDotProducts}): on AMD Zen 4 that
@@ -441,6 +442,8 @@ final class CompressedProduct {
                 return 2;
             case INT4:
                 return 3;
+            case INT6:
+                return 4;
             default:
                 throw new IllegalArgumentException(format + " is not a compressed format");
         }

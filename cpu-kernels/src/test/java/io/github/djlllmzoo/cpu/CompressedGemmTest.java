@@ -39,6 +39,7 @@ class CompressedGemmTest extends CompressedWeightsTest {
         "INT8, 13, 1056, 70",
         "INT4, 9, 64, 3", "INT4, 17, 96, 301", "INT4, 128, 768, 1000", "INT4, 130, 2048, 77", "INT4, 33, 4096, 40",
         "INT4, 13, 1056, 70",
+        "INT6, 9, 64, 3", "INT6, 17, 96, 301", "INT6, 130, 2048, 77", "INT6, 13, 1056, 70",
         "BFLOAT16, 9, 64, 3", "BFLOAT16, 17, 96, 301", "BFLOAT16, 128, 768, 1000", "BFLOAT16, 130, 2048, 77",
         "BFLOAT16, 33, 4096, 40", "BFLOAT16, 13, 1056, 70",
         "FLOAT16, 9, 64, 3", "FLOAT16, 17, 96, 301", "FLOAT16, 128, 768, 1000", "FLOAT16, 130, 2048, 77",
@@ -51,7 +52,7 @@ class CompressedGemmTest extends CompressedWeightsTest {
         CompressedWeight weight = compressed(out, in, format);
         NDArray widened = weight.toFloat32(manager); // (out, in)
         NDArray x = manager.randomNormal(new Shape(1, rows, in)); // a prefill: (B, T, in)
-        NDArray onGrid = format == WeightFormat.INT8 || format == WeightFormat.INT4
+        NDArray onGrid = format.isGrouped()
                 ? manager.create(CompressedProductTest.int8Grid(x.toFloatArray()), x.getShape())
                 : format == WeightFormat.Q4_K
                         ? manager.create(KQuantProductTest.superBlockGrid(x.toFloatArray(), in), x.getShape())
@@ -75,7 +76,7 @@ class CompressedGemmTest extends CompressedWeightsTest {
      */
     @ParameterizedTest
     @CsvSource({
-        "INT8, 13, 768, 300", "INT8, 64, 2048, 77", "INT4, 13, 768, 300", "INT4, 64, 2048, 77",
+        "INT8, 13, 768, 300", "INT8, 64, 2048, 77", "INT4, 13, 768, 300", "INT4, 64, 2048, 77", "INT6, 13, 768, 300",
         "BFLOAT16, 13, 768, 300", "FLOAT16, 13, 768, 300", "Q4_K, 13, 768, 300", "Q4_K, 64, 2048, 77"
     })
     void eachRowsProductDependsOnThatRowAlone(WeightFormat format, int rows, int in, int out) {
@@ -100,7 +101,7 @@ class CompressedGemmTest extends CompressedWeightsTest {
      * change the path).
      */
     @ParameterizedTest
-    @CsvSource({"INT8", "INT4", "BFLOAT16", "FLOAT16", "Q4_K"})
+    @CsvSource({"INT8", "INT4", "INT6", "BFLOAT16", "FLOAT16", "Q4_K"})
     void aPrefillsProjectionTakesTheKernelUnlessSwitchedOff(WeightFormat format) {
         assumeInstruction(format);
         ProjectionWeight projection = Projections.of(

@@ -167,7 +167,7 @@ class CompressedModelTest extends ManagedArraysTest {
      * GEMM, whose sums may be cut otherwise for more rows, and are left out).
      */
     @ParameterizedTest
-    @CsvSource({"INT8", "INT4", "Q4_K"})
+    @CsvSource({"INT8", "INT4", "INT6", "Q4_K"})
     void chunksStackedInOnePassGiveEachChunksLogitsAsItsOwnPassDoes(WeightFormat format) throws Exception {
         assumeTrue(CompressedGemm.takes(format), "no " + format + " product kernel on this CPU");
         CausalLmBlock model = llama();
@@ -203,7 +203,7 @@ class CompressedModelTest extends ManagedArraysTest {
      * in one pass and still reuse any block boundary of it exactly.
      */
     @ParameterizedTest
-    @EnumSource(value = WeightFormat.class, names = {"INT8", "INT4", "Q4_K"})
+    @EnumSource(value = WeightFormat.class, names = {"INT8", "INT4", "INT6", "Q4_K"})
     void aPromptPrefilledInChunksGivesTheLogitsOfOnePass(WeightFormat format) throws Exception {
         assumeTrue(CompressedGemm.takes(format), "no " + format + " product kernel on this CPU");
         CausalLmBlock model = llama();
@@ -272,7 +272,7 @@ class CompressedModelTest extends ManagedArraysTest {
      * kernels round the input too: their bound is the log-probability test's).
      */
     @ParameterizedTest
-    @EnumSource(value = WeightFormat.class, names = {"INT8", "BFLOAT16", "FLOAT16", "INT4"})
+    @EnumSource(value = WeightFormat.class, names = {"INT8", "BFLOAT16", "FLOAT16", "INT4", "INT6"})
     void decodeStepsThroughTheWideningKernelGiveTheReferencesLogits(WeightFormat format) throws Exception {
         NativeKernelsAssumption.assumeKernelsLoaded();
         CausalLmBlock model = llama();

@@ -34,6 +34,7 @@ class CompressedProductTest extends CompressedWeightsTest {
         "BFLOAT16, 1, 768, 1000", "BFLOAT16, 3, 64, 3", "BFLOAT16, 8, 96, 301",
         "FLOAT16, 1, 768, 1000", "FLOAT16, 4, 64, 3", "FLOAT16, 8, 96, 301",
         "INT4, 1, 768, 1000", "INT4, 2, 64, 3", "INT4, 5, 96, 301", "INT4, 8, 2048, 512", "INT4, 7, 4128, 33",
+        "INT6, 1, 768, 1000", "INT6, 5, 96, 301", "INT6, 7, 4128, 33",
         // rows of x past L1: the inputs taken a tile at a time, a ragged last tile and output run
         "FLOAT16, 8, 2080, 77", "BFLOAT16, 6, 1056, 40", "INT8, 7, 4128, 33"
     })
@@ -84,10 +85,10 @@ class CompressedProductTest extends CompressedWeightsTest {
     }
 
     /**
-     * With an int8 dot product (AVX512_VNNI, AVX2's, NEON's), an int8 or int4 product is the engine's
+     * With an int8 dot product (AVX512_VNNI, AVX2's, NEON's), an int8, int4 or int6 product is the engine's
      * product of the widened weight with the input rounded to its own int8 grid (per group of 32, scale
-     * max|x| / 127, ties to even, as the kernel quantizes): the integer sums are exact (int4's codes
-     * unpacked to int8 exactly), so only float32 rounding of the scaled sums is left, whether the
+     * max|x| / 127, ties to even, as the kernel quantizes): the integer sums are exact (int4's and
+     * int6's codes unpacked to int8 exactly), so only float32 rounding of the scaled sums is left, whether the
      * rows take the transposed-block kernel ({@link CompressedProduct#VNNI_BLOCKS}) or the per-chunk one.
      */
     @ParameterizedTest
@@ -95,7 +96,9 @@ class CompressedProductTest extends CompressedWeightsTest {
         "INT8, 3, 4096, 64", "INT8, 8, 1568, 45", "INT8, 6, 4128, 70", "INT8, 5, 32, 5", "INT8, 7, 288, 17",
         "INT8, 8, 768, 2048",
         "INT4, 1, 768, 1000", "INT4, 2, 64, 3", "INT4, 5, 96, 301", "INT4, 8, 2048, 512", "INT4, 3, 4096, 64",
-        "INT4, 6, 4128, 70", "INT4, 5, 32, 5", "INT4, 7, 288, 17", "INT4, 1, 32, 7"})
+        "INT4, 6, 4128, 70", "INT4, 5, 32, 5", "INT4, 7, 288, 17", "INT4, 1, 32, 7",
+        "INT6, 1, 768, 1000", "INT6, 2, 64, 3", "INT6, 5, 96, 301", "INT6, 8, 2048, 512", "INT6, 6, 4128, 70",
+        "INT6, 5, 32, 5", "INT6, 7, 288, 17", "INT6, 1, 32, 7"})
     void theDotProductKernelEqualsTheProductWithTheInputOnItsInt8Grid(WeightFormat format, int rows, int in, int out) {
         assumeTrue((CompressedProduct.features() & CompressedProduct.VNNI) != 0, "no int8 dot product on this CPU");
         CompressedWeight weight = compressed(out, in, format);
@@ -112,15 +115,17 @@ class CompressedProductTest extends CompressedWeightsTest {
     }
 
     /**
-     * An int4 product goes through int8's kernels on its codes unpacked to {@code q - 8}: it is bit
-     * for bit the product of the int8 weight holding those codes and the same scales (what a GGUF
-     * Q4_0 file loads as without {@code --dtype int4}), by the widening kernel, the dot product per
-     * chunk, and the transposed blocks.
+     * An int4 (int6) product goes through int8's kernels on its codes unpacked to {@code q - 8}
+     * ({@code u - 32}): it is bit for bit the product of the int8 weight holding those codes and the
+     * same scales (for int4, what a GGUF Q4_0 file loads as without {@code --dtype int4}), by the
+     * widening kernel, the dot product per chunk, and the transposed blocks.
      */
     @ParameterizedTest
-    @CsvSource({"1, 768, 100", "3, 96, 301", "5, 32, 9", "6, 4128, 70", "8, 2048, 64"})
-    void anInt4ProductIsBitForBitTheInt8ProductOfItsUnpackedCodes(int rows, int in, int out) {
-        CompressedWeight int4 = compressed(out, in, WeightFormat.INT4);
+    @CsvSource({"INT4, 1, 768, 100", "INT4, 3, 96, 301", "INT4, 5, 32, 9", "INT4, 6, 4128, 70", "INT4, 8, 2048, 64",
+        "INT6, 1, 768, 100", "INT6, 3, 96, 301", "INT6, 5, 32, 9", "INT6, 6, 4128, 70", "INT6, 8, 2048, 64",
+        "INT6, 2, 352, 33"})
+    void aPackedProductIsBitForBitTheInt8ProductOfItsUnpackedCodes(WeightFormat format, int rows, int in, int out) {
+        CompressedWeight int4 = compressed(out, in, format);
         CompressedWeight int8 = unpacked(int4);
         NDArray bias = manager.randomNormal(new Shape(out));
         NDArray x = manager.randomNormal(new Shape(rows, 1, in));
@@ -132,19 +137,26 @@ class CompressedProductTest extends CompressedWeightsTest {
         }
     }
 
-    /** The int8 weight of an int4 one's codes {@code q - 8} (Q4_0's packing undone) and its scales. */
+    /**
+     * The int8 weight of an int4 one's codes {@code q - 8} (Q4_0's packing undone), or an int6 one's
+     * {@code u - 32} (its low nibbles as Q4_0's, then 8 bytes of high 2-bit pairs), and its scales.
+     */
     private static CompressedWeight unpacked(CompressedWeight int4) {
         int out = int4.outFeatures();
         int in = int4.inFeatures();
         int half = CompressedWeight.GROUP / 2;
+        boolean six = int4.format() == WeightFormat.INT6;
+        int groupBytes = six ? half + CompressedWeight.GROUP / 4 : half;
         ByteBuffer packed = int4.codes();
         ByteBuffer codes = ByteBuffer.allocateDirect(out * in).order(ByteOrder.nativeOrder());
         for (int n = 0; n < out; n++) {
             for (int k = 0; k < in; k++) {
                 int group = n * (in / CompressedWeight.GROUP) + k / CompressedWeight.GROUP;
                 int j = k % CompressedWeight.GROUP;
-                int b = packed.get(group * half + j % half) & 0xFF;
-                codes.put(n * in + k, (byte) ((j < half ? b & 0xF : b >> 4) - 8));
+                int b = packed.get(group * groupBytes + j % half) & 0xFF;
+                int low = j < half ? b & 0xF : b >> 4;
+                int high = six ? (packed.get(group * groupBytes + half + j % 8) >> (2 * (j / 8))) & 3 : 0;
+                codes.put(n * in + k, (byte) (six ? (low | high << 4) - 32 : low - 8));
             }
         }
         ByteBuffer held = int4.directBuffers()[1].duplicate().clear();
@@ -203,7 +215,8 @@ class CompressedProductTest extends CompressedWeightsTest {
      * pair is split across the cores even where one of its weights alone would not be.
      */
     @ParameterizedTest
-    @CsvSource({"INT8, 1", "INT8, 3", "BFLOAT16, 1", "BFLOAT16, 8", "FLOAT16, 2", "INT4, 1", "INT4, 6"})
+    @CsvSource({"INT8, 1", "INT8, 3", "BFLOAT16, 1", "BFLOAT16, 8", "FLOAT16, 2", "INT4, 1", "INT4, 6", "INT6, 1",
+        "INT6, 6"})
     void weightsMultipliedTogetherGiveEachWeightsOwnProduct(WeightFormat format, int rows) {
         CompressedWeight large = compressed(1024, 256, format); // over SplitProjection.MIN_ELEMENTS
         CompressedWeight small = compressed(97, 256, format); // under it, an odd column count
@@ -223,7 +236,7 @@ class CompressedProductTest extends CompressedWeightsTest {
 
     /** The CPU kernels' pair of compressed projections is each projection's own product. */
     @ParameterizedTest
-    @CsvSource({"INT8", "BFLOAT16", "FLOAT16", "INT4"})
+    @CsvSource({"INT8", "BFLOAT16", "FLOAT16", "INT4", "INT6"})
     void aPairOfCompressedProjectionsEqualsEachProjection(WeightFormat format) {
         ProjectionWeight first = Projections.of(
                 Layout.OUT_IN, manager.randomNormal(0, 0.02f, new Shape(512, 256), DataType.FLOAT32),
@@ -284,7 +297,7 @@ class CompressedProductTest extends CompressedWeightsTest {
     /** A prefill's weight, widened natively, holds exactly the values the reference widens to. */
     @ParameterizedTest
     @CsvSource({"INT8, 64, 3", "INT8, 768, 1001", "BFLOAT16, 96, 301", "FLOAT16, 2048, 5", "INT4, 96, 301",
-        "INT4, 768, 1001"})
+        "INT4, 768, 1001", "INT6, 96, 301", "INT6, 768, 1001"})
     void theNativeWideningIsTheReferencesExactly(WeightFormat format, int in, int out) {
         CompressedWeight weight = compressed(out, in, format);
         assertTrue(CompressedProduct.widens(weight));

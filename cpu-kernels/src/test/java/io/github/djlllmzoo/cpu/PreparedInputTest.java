@@ -50,6 +50,7 @@ class PreparedInputTest extends CompressedWeightsTest {
     @ParameterizedTest(name = "{0} rows={1} in={2}")
     @CsvSource({
         "INT4, 1, 2048", "INT4, 1, 896", "INT4, 3, 896", "INT4, 8, 2048", "INT4, 7, 4128",
+        "INT6, 1, 2048", "INT6, 1, 896", "INT6, 4, 896", "INT6, 8, 4128",
         "INT8, 1, 2048", "INT8, 1, 896", "INT8, 5, 768", "INT8, 8, 4128",
         "Q4_K, 1, 2048", "Q4_K, 3, 896", "Q4_K, 8, 5632", "Q4_K, 6, 4128"
     })
