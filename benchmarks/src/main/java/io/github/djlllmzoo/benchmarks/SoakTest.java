@@ -74,11 +74,14 @@ public final class SoakTest {
      * request, so it grows the resident size in proportion to the requests served: over the whole
      * run twice what it grew over the first half. A process that has settled moves, in the second
      * half, within the range it already moved in the first (the collector's and the allocator's
-     * ups and downs). So the bound on the growth (last minus first) is the first half's range (max
-     * minus min), plus what the gauges explain: the KV pool's bytes growing, bounded by its budget.
-     * The prefix cache's positions explain nothing: its store is made whole at its first prompt,
-     * long before the warm-up ends, and the prompts it keeps come and go within it. A leak of L MiB
-     * per 1,000 requests over R requests fails once L R / 2,000 exceeds the jitter of the resident size.
+     * ups and downs). So the resident size less what the gauges explain (the KV pool's bytes
+     * growing, bounded by its budget) is fitted by least squares over requests, and its fitted
+     * growth over the run must stay within that series' range over the first half. The fit, not the
+     * last sample less the first, so that one sample caught low or high at either end (a collection,
+     * a trim) does not decide. The prefix cache's positions explain nothing: its store is made whole
+     * at its first prompt, long before the warm-up ends, and the prompts it keeps come and go within
+     * it. A leak of L MiB per 1,000 requests over R requests fails once L R / 2,000 exceeds the
+     * jitter of the resident size.
      *
      * @param samples the samples after the warm-up, in order (at least 3)
      * @return the verdict line, starting with {@code ok} or {@code FAILED}
@@ -89,21 +92,26 @@ public final class SoakTest {
         }
         Sample first = samples.get(0);
         Sample last = samples.get(samples.size() - 1);
+        List<Sample> unexplained = new ArrayList<>();
+        for (Sample s : samples) {
+            double rss = s.rssMib() - Math.max(0, explainedMib(first, s));
+            unexplained.add(new Sample(s.requests(), rss, s.anonMib(), s.metrics()));
+        }
         double low = Double.MAX_VALUE;
         double high = -Double.MAX_VALUE;
-        for (Sample s : samples.subList(0, samples.size() / 2 + 1)) {
+        for (Sample s : unexplained.subList(0, unexplained.size() / 2 + 1)) {
             low = Math.min(low, s.rssMib());
             high = Math.max(high, s.rssMib());
         }
         double jitter = high - low;
-        double explained = Math.max(0, explainedMib(first, last));
-        double growth = last.rssMib() - first.rssMib();
-        double bound = jitter + explained;
+        long span = last.requests() - first.requests();
+        double perRequest = slope(unexplained);
+        double growth = perRequest * span;
         return String.format(Locale.ROOT,
-                "%s: resident memory grew %.1f MiB over %d requests (%.2f MiB per 1,000 by least squares);"
-                        + " bound %.1f MiB = the first half's range %.1f + the KV pool's growth %.1f",
-                growth <= bound ? "ok" : "FAILED", growth, last.requests() - first.requests(),
-                1000 * slope(samples), bound, jitter, explained);
+                "%s: resident memory grew %.1f MiB over %d requests by least squares (%.2f MiB per 1,000; last less"
+                        + " first %.1f), the KV pool's growth %.1f MiB set apart; bound %.1f MiB = the first half's range",
+                growth <= jitter ? "ok" : "FAILED", growth, span, 1000 * perRequest,
+                last.rssMib() - first.rssMib(), Math.max(0, explainedMib(first, last)), jitter);
     }
 
     /** @return MiB the KV pool's gauge grew by between two samples */
