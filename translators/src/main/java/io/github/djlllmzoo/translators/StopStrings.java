@@ -6,10 +6,13 @@ import java.util.List;
 final class StopStrings {
 
     private final List<String> stops;
+    /** The longest stop string's length: only that many last characters of a text can start one. */
+    private final int longest;
 
     /** @param stops the stop strings (none empty) */
     StopStrings(List<String> stops) {
         this.stops = List.copyOf(stops);
+        this.longest = this.stops.stream().mapToInt(String::length).max().orElse(0);
     }
 
     /** @return whether there are no stop strings */
@@ -45,11 +48,6 @@ final class StopStrings {
      *     string
      */
     int partialMatch(CharSequence text) {
-        int longest = 0;
-        for (String stop : stops) {
-            longest = Math.max(longest, stop.length());
-        }
-        // only the last characters can start a stop string
         String tail = text.subSequence(text.length() - Math.min(text.length(), longest), text.length()).toString();
         int best = 0;
         for (String stop : stops) {
