@@ -21,11 +21,15 @@ if [ $# -lt 1 ]; then
 fi
 "$root/bin/llmzoo" --version >/dev/null # builds the project on first use
 classpath="$(cat "$root/cli/target/llmzoo.classpath")"
-# the runtime bin/llmzoo serve runs with: one PyTorch thread, the allocator settings, MKL's CPU fix
+# the runtime bin/llmzoo serve runs with: its JVM options, one PyTorch thread, the allocator settings, MKL's CPU fix
 source "$root/bin/lib/launch.sh"
 export_runtime_settings
 mkl_cpu_fix
 echo "machine: $(grep -c ^processor /proc/cpuinfo) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-java ${LLMZOO_JAVA_OPTS:--Xmx8g} -Dai.djl.pytorch.num_threads="${LLMZOO_TORCH_THREADS:-1}" \
+# the JVM settings bin/llmzoo serve runs with
+java_opts=(${LLMZOO_JAVA_OPTS:--Xmx8g})
+add_serving_java_opts
+echo "JVM options: ${java_opts[*]}"
+java "${java_opts[@]}" -Dai.djl.pytorch.num_threads="${LLMZOO_TORCH_THREADS:-1}" \
   -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$classpath" "${LLMZOO_LATENCY_MAIN:-io.github.djlllmzoo.benchmarks.JoinLatency}" "$@"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,74 @@
+package io.github.djlllmzoo.integration;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.HashMap;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The JVM options {@code bin/llmzoo serve} adds for a serving process (bin/lib/launch.sh's {@code
+ * add_serving_java_opts}): the CPU workers' short idle spin and the quick JIT compiler alone, each
+ * unless {@code LLMZOO_JAVA_OPTS} already sets it, and neither for other commands.
+ */
+class LauncherServingOptionsTest {
+
+    private static final String SPIN = "-Dllmzoo.cpu.idleSpinNanos=50000";
+    private static final String C1 = "-XX:TieredStopAtLevel=1";
+
+    @TempDir
+    Path copy;
+
+    private LauncherCopy launchers;
+
+    @BeforeEach
+    void copyTheLaunchers() throws IOException {
+        assumeTrue("Linux".equals(System.getProperty("os.name")), "the launchers are bash scripts for Linux");
+        launchers = new LauncherCopy(copy, "for a in \"$@\"; do echo \"$a\"; done");
+    }
+
+    @Test
+    void serveRunsTheQuickCompilerAloneAndParksWorkersSoon() throws Exception {
+        List<String> options = javaOptions(null, "serve");
+        assertTrue(options.contains(SPIN), options.toString());
+        assertTrue(options.contains(C1), options.toString());
+        assertTrue(options.contains("-Xmx8g"), options.toString());
+    }
+
+    @Test
+    void optionsTheUserSetAreKept() throws Exception {
+        List<String> options = javaOptions("-Xmx4g -XX:TieredStopAtLevel=4 -Dllmzoo.cpu.idleSpinNanos=7", "serve");
+        assertEquals(List.of("-Xmx4g", "-XX:TieredStopAtLevel=4", "-Dllmzoo.cpu.idleSpinNanos=7"),
+                options.subList(0, 3));
+        assertFalse(options.contains(SPIN), options.toString());
+        assertFalse(options.contains(C1), options.toString());
+        assertFalse(javaOptions("-XX:-TieredCompilation", "serve").contains(C1));
+    }
+
+    @Test
+    void otherCommandsKeepTheJvmDefaults() throws Exception {
+        List<String> options = javaOptions(null, "generate");
+        assertFalse(options.contains(SPIN), options.toString());
+        assertFalse(options.contains(C1), options.toString());
+    }
+
+    private List<String> javaOptions(String userOptions, String command) throws IOException, InterruptedException {
+        HashMap<String, String> environment = new HashMap<>();
+        environment.put("LLMZOO_JAVA_OPTS", userOptions);
+        environment.put("LLMZOO_MKL_CPU_FIX", "off");
+        LauncherCopy.Result r = launchers.launch("llmzoo", environment, command, "--help");
+        assertEquals(0, r.code(), r.err());
+        List<String> args = Arrays.asList(r.out().strip().split("\n"));
+        int main = args.indexOf("io.github.djlllmzoo.cli.LlmZoo");
+        assertTrue(main > 0, args.toString());
+        return args.subList(0, args.indexOf("-cp"));
+    }
+}
