@@ -15,9 +15,8 @@
  *      -lpthread && /tmp/stepbench 1 0 60 && /tmp/stepbench 3 2 60 tinyllama
  *   (arguments: format (0 bfloat16, 1 float16, 2 int8, 3 int4), dot (1: the dot-product kernel, int8 VNNI or
  *   bfloat16 vdpbf16ps; 2, 3: the prepared transposed blocks as above; 0: widening), steps, shape (llama-110m
- *   or tinyllama), the caller's work alone after each hand-over in microseconds (a busy wait, 0), and the KiB of
- *   the next hand-over's first weight the worker reads meanwhile (0), as WeightReadAhead does:
- *   `/tmp/stepbench 3 2 60 tinyllama 20 0` against `/tmp/stepbench 3 2 60 tinyllama 20 1024`)
+ *   or tinyllama), and the caller's work alone after each hand-over in microseconds (a busy wait, 0):
+ *   `/tmp/stepbench 3 2 60 tinyllama 20`)
  */
 #define _GNU_SOURCE
 #include "../../main/native/compressed_product.c"
@@ -49,12 +48,8 @@ static float out[256][32000];
 static void *form[PREPARED_ARRAYS];
 static int format, dot;
 static atomic_int posted, finished;
-/* The caller's work alone between hand-overs (microseconds), and the bytes the worker reads of the next hand-over's
-   weights meanwhile (each half's start, 16 KB at a time), as WeightReadAhead does. */
+/* The caller's work alone between hand-overs (microseconds). */
 static double gap_us;
-static long read_ahead;
-static atomic_int reading; /* the hand-over (1-based) to read ahead, 0 for none */
-static volatile long read_sink;
 
 static double now(void) {
     struct timespec t;
@@ -83,42 +78,12 @@ static double code_bytes(void) {
     return format == INT8 ? 1 : format == INT4 ? 0.5 : 2;
 }
 
-/* Reads the next chunk of hand-over h's read-ahead; 0 once read_ahead bytes are read. */
-static int read_chunk(int h, long *done) {
-    const HandOver *next = &hand_overs[h % hand_over_count];
-    const Weight *w = &weights[next->first];
-    size_t row = (size_t)(w->in * code_bytes());
-    size_t half = (size_t)(w->out / 2) * row, total = (size_t)w->out * row;
-    long chunk = *done / 2 / 16384 * 16384; /* the halves' chunks in turn */
-    if (*done >= read_ahead || (size_t)chunk + 16384 > half) {
-        return 0;
-    }
-    const char *at = (const char *)w->codes + ((*done / 16384) % 2 ? half : 0) + chunk;
-    long sum = 0;
-    for (int i = 0; i < 16384 && at + i < (const char *)w->codes + total; i += 64) {
-        sum += at[i];
-    }
-    read_sink = sum;
-    *done += 16384;
-    return 1;
-}
-
 static void *worker(void *arg) {
     (void)arg;
     int seen = 0;
     for (;;) {
         int p;
-        long done = 0;
-        int ahead = 0;
         while ((p = atomic_load(&posted)) == seen) {
-            int r = atomic_load(&reading);
-            if (r != ahead) {
-                ahead = r;
-                done = 0;
-            }
-            if (ahead > 0) {
-                read_chunk(ahead, &done);
-            }
         }
         if (p < 0) {
             return NULL;
@@ -171,7 +136,6 @@ int main(int argc, char **argv) {
     int steps = argc > 3 ? atoi(argv[3]) : 60;
     int tiny = argc > 4 && strcmp(argv[4], "tinyllama") == 0;
     gap_us = argc > 5 ? atof(argv[5]) : 0;
-    read_ahead = argc > 6 ? atol(argv[6]) * 1024 : 0;
     if (format < BFLOAT16 || format > INT4 || dot < 0 || dot > 3 || steps < 3
             || (dot >= 2 && !prepared_form(format, FEATURE_VNNI | VNNI_BLOCKS))) {
         fprintf(stderr, "usage: stepbench FORMAT(0-3) DOT(0-3; 2, 3: int8 or int4 with AVX512_VNNI) STEPS(>=3) "
@@ -231,13 +195,9 @@ int main(int argc, char **argv) {
             while (atomic_load(&finished) == done) {
             }
             if (gap_us > 0) {
-                if (read_ahead > 0) {
-                    atomic_store(&reading, i + 2); /* hand-over i + 1, 1-based */
-                }
                 double until = now() + gap_us * 1e-6;
                 while (now() < until) {
                 }
-                atomic_store(&reading, 0);
             }
         }
         double seconds = now() - start;
@@ -248,7 +208,7 @@ int main(int argc, char **argv) {
     }
     atomic_store(&posted, -1);
     pthread_join(thread, NULL);
-    printf("gap %.0f us, read-ahead %ld KiB: ", gap_us, read_ahead / 1024);
+    printf("gap %.0f us: ", gap_us);
     printf("format %d dot %d %s: %d hand-overs, %.1f MB a step, mean %.2f ms, best %.2f ms (%.1f GB/s; mean %.1f)\n",
             format, dot, tiny ? "tinyllama" : "llama-110m", hand_over_count, bytes / 1e6, sum / (steps - 2) * 1e3,
             best * 1e3, bytes / best / 1e9, bytes / (sum / (steps - 2)) / 1e9);

@@ -54,39 +54,34 @@ public final class JoinLatency {
      * @throws Exception if the model cannot be loaded or the run fails
      */
     public static void main(String[] args) throws Exception {
-        Path dir = null;
-        WeightFormat weights = WeightFormat.FLOAT32;
-        int streams = 4;
-        int promptTokens = 1000;
-        int[] chunks = {64};
-        int[] stepTokens = {WHOLE_CHUNK};
-        int[] passChunks = {ContinuousBatchBuilder.PREFILL_PASS_CHUNKS};
-        int tokens = 200;
-        int warmup = 20;
-        int repeat = 1;
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            switch (args[i]) {
-                case "--model" -> dir = Path.of(args[i + 1]);
-                case "--weights" -> weights = WeightFormat.parse(args[i + 1]);
-                case "--streams" -> streams = Integer.parseInt(args[i + 1]);
-                case "--prompt" -> promptTokens = Integer.parseInt(args[i + 1]);
-                case "--chunk" -> chunks = list(args[i + 1]);
-                case "--step-tokens" -> stepTokens = list(args[i + 1]);
-                case "--pass-chunks" -> passChunks = list(args[i + 1]);
-                case "--tokens" -> tokens = Integer.parseInt(args[i + 1]);
-                case "--warmup" -> warmup = Integer.parseInt(args[i + 1]);
-                case "--repeat" -> repeat = Integer.parseInt(args[i + 1]);
-                default -> usage("unknown option " + args[i]);
-            }
-        }
-        if (dir == null || args.length % 2 != 0) {
-            usage("--model DIR is required, and every option takes a value");
-        }
+        BenchmarkArgs options = BenchmarkArgs.command("JoinLatency")
+                .localModel("float32")
+                .option("--streams", "N", "4")
+                .option("--prompt", "T", "1000")
+                .option("--chunk", "C[,C...]", "64")
+                .option("--step-tokens", "B|decode[,...]", null) // none: each chunk's own size
+                .option("--pass-chunks", "P[,...]", String.valueOf(ContinuousBatchBuilder.PREFILL_PASS_CHUNKS))
+                .option("--tokens", "K", "200")
+                .option("--warmup", "W", "20")
+                .option("--repeat", "R", "1")
+                .parseOrExit(args);
+        Path dir = options.modelDir();
+        WeightFormat weights = options.weights();
+        int streams = options.integer("--streams");
+        int promptTokens = options.integer("--prompt");
+        int[] chunks = options.integers("--chunk");
+        int[] stepTokens = options.has("--step-tokens")
+                ? options.integers("--step-tokens", JoinLatency::stepTokens)
+                : new int[] {WHOLE_CHUNK};
+        int[] passChunks = options.integers("--pass-chunks");
+        int tokens = options.integer("--tokens");
+        int warmup = options.integer("--warmup");
+        int repeat = options.integer("--repeat");
         try (LocalModel model = LocalModel.load(dir, weights);
                 NDManager manager = model.model().getNDManager().newSubManager()) {
             int window = model.config().maxPositions();
             if (promptTokens + 1 > window || 8 + tokens > window) {
-                usage("the prompt (" + promptTokens + ") and each stream's 8 + " + tokens
+                throw options.fail("the prompt (" + promptTokens + ") and each stream's 8 + " + tokens
                         + " tokens must fit the context window of " + window);
             }
             System.out.printf(Locale.ROOT, "%s (%s): %d streams of %d tokens; a %d-token prompt joins after %d%n",
@@ -104,11 +99,9 @@ public final class JoinLatency {
         }
     }
 
-    /** A comma-separated list of numbers; {@code decode} is {@link ContinuousBatch#PREFILL_AS_LONG_AS_DECODE}. */
-    private static int[] list(String values) {
-        return Arrays.stream(values.split(","))
-                .mapToInt(v -> v.equals("decode") ? ContinuousBatch.PREFILL_AS_LONG_AS_DECODE : Integer.parseInt(v))
-                .toArray();
+    /** A step's prompt tokens: a number, or {@code decode} ({@link ContinuousBatch#PREFILL_AS_LONG_AS_DECODE}). */
+    private static int stepTokens(String value) {
+        return value.equals("decode") ? ContinuousBatch.PREFILL_AS_LONG_AS_DECODE : Integer.parseInt(value);
     }
 
     /**
@@ -237,12 +230,5 @@ public final class JoinLatency {
         Arrays.sort(sorted);
         int rank = (int) Math.ceil(q * sorted.length);
         return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))];
-    }
-
-    private static void usage(String problem) {
-        System.err.println("error: " + problem);
-        System.err.println("usage: JoinLatency --model DIR [--weights float32|int8] [--streams N] [--prompt T]"
-                + " [--chunk C[,C...]] [--step-tokens B|decode[,...]] [--pass-chunks P[,...]] [--tokens K] [--warmup W] [--repeat R]");
-        System.exit(2);
     }
 }

@@ -28,8 +28,8 @@ import java.util.Locale;
  * Every step is at the same position (the cache is truncated back after it; a prefill starts from an
  * empty cache). Prints each variant's median, 25th and 10th percentile step time. With {@code
  * -Dllmzoo.switchSteps.run=N} each variant takes N steps in a row and only the last is timed, so a
- * variant whose step prepares the next (the workers' read-ahead of the next step's first weights)
- * is timed after a step of its own.
+ * variant whose step leaves work for the next (the workers free a finished step's arrays during the
+ * next one) is timed after a step of its own.
  *
  * <p>Usage: {@code java -cp "$(cat cli/target/llmzoo.classpath)"
  * io.github.djlllmzoo.benchmarks.KernelSwitchSteps SHAPE DTYPE STEPS VARIANT...} (batch 1, or {@code

@@ -9,7 +9,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.ExecutorService;
@@ -205,39 +204,19 @@ public final class LoadTest {
      * @throws Exception if the server cannot be reached or a request fails
      */
     public static void main(String[] args) throws Exception {
-        if (args.length < 1 || args.length % 2 != 1) {
-            System.err.println(
-                    "usage: LoadTest URL [--clients 1,8,32] [--requests-per-client K] [--max-tokens"
-                        + " T] [--wait-seconds S]");
-            System.exit(2);
-        }
-        int[] levels = {1, 8, 32};
-        int perClient = 2;
-        int maxTokens = 32;
-        int wait = 120;
-        for (int i = 1; i < args.length; i += 2) {
-            switch (args[i]) {
-                case "--clients":
-                    levels =
-                            Arrays.stream(args[i + 1].split(","))
-                                    .mapToInt(s -> Integer.parseInt(s.trim()))
-                                    .toArray();
-                    break;
-                case "--requests-per-client":
-                    perClient = Integer.parseInt(args[i + 1]);
-                    break;
-                case "--max-tokens":
-                    maxTokens = Integer.parseInt(args[i + 1]);
-                    break;
-                case "--wait-seconds":
-                    wait = Integer.parseInt(args[i + 1]);
-                    break;
-                default:
-                    System.err.println("unknown option " + args[i]);
-                    System.exit(2);
-            }
-        }
-        LoadTest test = new LoadTest(URI.create(args[0]), maxTokens);
+        BenchmarkArgs options =
+                BenchmarkArgs.command("LoadTest")
+                        .positional("URL")
+                        .option("--clients", "N[,N...]", "1,8,32")
+                        .option("--requests-per-client", "K", "2")
+                        .option("--max-tokens", "T", "32")
+                        .option("--wait-seconds", "S", "120")
+                        .parseOrExit(args);
+        int[] levels = options.integers("--clients");
+        int perClient = options.integer("--requests-per-client");
+        int maxTokens = options.integer("--max-tokens");
+        int wait = options.integer("--wait-seconds");
+        LoadTest test = new LoadTest(options.value("URL", URI::create), maxTokens);
         test.awaitServer(wait);
         test.run(1, 1); // warm-up, not reported
         System.out.printf(

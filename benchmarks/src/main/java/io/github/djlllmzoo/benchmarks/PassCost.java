@@ -54,28 +54,21 @@ public final class PassCost {
      * @throws Exception if the model cannot be loaded or a pass fails
      */
     public static void main(String[] args) throws Exception {
-        Path dir = null;
-        WeightFormat weights = WeightFormat.INT8;
-        int rows = 8;
-        int chunk = 64;
-        int stack = 4;
-        int rounds = 30;
-        int pauseMs = 2;
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            switch (args[i]) {
-                case "--model" -> dir = Path.of(args[i + 1]);
-                case "--weights" -> weights = WeightFormat.parse(args[i + 1]);
-                case "--rows" -> rows = Integer.parseInt(args[i + 1]);
-                case "--chunk" -> chunk = Integer.parseInt(args[i + 1]);
-                case "--stack" -> stack = Integer.parseInt(args[i + 1]);
-                case "--rounds" -> rounds = Integer.parseInt(args[i + 1]);
-                case "--pause-ms" -> pauseMs = Integer.parseInt(args[i + 1]);
-                default -> throw new IllegalArgumentException("unknown option " + args[i]);
-            }
-        }
-        if (dir == null || args.length % 2 != 0) {
-            throw new IllegalArgumentException("--model DIR is required, and every option takes a value");
-        }
+        BenchmarkArgs options = BenchmarkArgs.command("PassCost")
+                .localModel("int8")
+                .option("--rows", "N", "8")
+                .option("--chunk", "T", "64")
+                .option("--stack", "S", "4")
+                .option("--rounds", "R", "30")
+                .option("--pause-ms", "MS", "2")
+                .parseOrExit(args);
+        Path dir = options.modelDir();
+        WeightFormat weights = options.weights();
+        int rows = options.integer("--rows");
+        int chunk = options.integer("--chunk");
+        int stack = options.integer("--stack");
+        int rounds = options.integer("--rounds");
+        int pauseMs = options.integer("--pause-ms");
         try (LocalModel local = LocalModel.load(dir, weights);
                 NDManager manager = local.model().getNDManager().newSubManager()) {
             CausalLmBlock model = local.block();

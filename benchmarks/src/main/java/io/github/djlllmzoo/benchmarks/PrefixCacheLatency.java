@@ -35,35 +35,32 @@ public final class PrefixCacheLatency {
      * @throws Exception if the model cannot be loaded or the run fails
      */
     public static void main(String[] args) throws Exception {
-        Path dir = null;
-        WeightFormat weights = WeightFormat.FLOAT32;
-        int prefix = 500;
-        int suffix = 20;
-        int chunk = 64;
-        int tokens = 16;
-        int runs = 5;
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            switch (args[i]) {
-                case "--model" -> dir = Path.of(args[i + 1]);
-                case "--weights" -> weights = WeightFormat.parse(args[i + 1]);
-                case "--prefix" -> prefix = Integer.parseInt(args[i + 1]);
-                case "--suffix" -> suffix = Integer.parseInt(args[i + 1]);
-                case "--chunk" -> chunk = Integer.parseInt(args[i + 1]);
-                case "--tokens" -> tokens = Integer.parseInt(args[i + 1]);
-                case "--runs" -> runs = Integer.parseInt(args[i + 1]);
-                default -> usage("unknown option " + args[i]);
-            }
-        }
-        if (dir == null || args.length % 2 != 0 || prefix < 1 || suffix < 1 || runs < 1 || tokens < 1) {
-            usage("--model DIR is required, every option takes a value, and the sizes are at least 1");
+        BenchmarkArgs options = BenchmarkArgs.command("PrefixCacheLatency")
+                .localModel("float32")
+                .option("--prefix", "P", "500")
+                .option("--suffix", "S", "20")
+                .option("--chunk", "C", "64")
+                .option("--tokens", "K", "16")
+                .option("--runs", "N", "5")
+                .parseOrExit(args);
+        Path dir = options.modelDir();
+        WeightFormat weights = options.weights();
+        int prefix = options.integer("--prefix");
+        int suffix = options.integer("--suffix");
+        int chunk = options.integer("--chunk");
+        int tokens = options.integer("--tokens");
+        int runs = options.integer("--runs");
+        if (prefix < 1 || suffix < 1 || runs < 1 || tokens < 1) {
+            throw options.fail("the sizes (--prefix " + prefix + ", --suffix " + suffix + ", --tokens " + tokens
+                    + ", --runs " + runs + ") must be at least 1");
         }
         try (LocalModel model = LocalModel.load(dir, weights);
                 NDManager manager = model.model().getNDManager().newSubManager()) {
             int window = model.config().maxPositions();
             int length = prefix + suffix;
             if (length + tokens > window) {
-                usage("the prefix, suffix and tokens (" + (length + tokens) + ") must fit the context window of "
-                        + window);
+                throw options.fail("the prefix, suffix and tokens (" + (length + tokens)
+                        + ") must fit the context window of " + window);
             }
             Random random = new Random(1);
             long[] shared = randomTokens(random, prefix, model.config().vocabSize());
@@ -145,12 +142,5 @@ public final class PrefixCacheLatency {
         System.out.printf(Locale.ROOT, "time to first token, %s: median %.1f ms, min %.1f ms, max %.1f ms%n",
                 what, JoinLatency.quantile(millis, 0.5), JoinLatency.quantile(millis, 0.0),
                 JoinLatency.quantile(millis, 1.0));
-    }
-
-    private static void usage(String problem) {
-        System.err.println("error: " + problem);
-        System.err.println("usage: PrefixCacheLatency --model DIR [--weights float32|int8] [--prefix P] [--suffix S]"
-                + " [--chunk C] [--tokens K] [--runs N]");
-        System.exit(2);
     }
 }

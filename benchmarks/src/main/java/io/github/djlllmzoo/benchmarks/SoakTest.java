@@ -201,45 +201,27 @@ public final class SoakTest {
      * @throws Exception if the run fails
      */
     public static void main(String[] args) throws Exception {
-        if (args.length == 0 || args[0].startsWith("-") || args.length % 2 == 0) {
-            System.err.println("usage: SoakTest URL --pid PID [--requests N] [--clients C] [--every K] [--warmup W]"
-                    + " [--max-tokens T] [--disconnect P] [--seed S] [--model NAME] [--api-key KEY]");
-            System.exit(2);
-        }
-        URI base = URI.create(args[0]);
-        long pid = -1;
-        int requests = 5000;
-        int clients = 8;
-        int every = 250;
-        int warmup = -1;
-        int maxTokens = StreamingLoadTest.MAX_TOKENS;
-        double disconnect = 0;
-        long seed = 1;
-        String model = null;
-        String apiKey = System.getenv("LLMZOO_API_KEY");
-        for (int i = 1; i + 1 < args.length; i += 2) {
-            String value = args[i + 1];
-            switch (args[i]) {
-                case "--pid" -> pid = Long.parseLong(value);
-                case "--requests" -> requests = Integer.parseInt(value);
-                case "--clients" -> clients = Integer.parseInt(value);
-                case "--every" -> every = Integer.parseInt(value);
-                case "--warmup" -> warmup = Integer.parseInt(value);
-                case "--max-tokens" -> maxTokens = Integer.parseInt(value);
-                case "--disconnect" -> disconnect = Double.parseDouble(value);
-                case "--seed" -> seed = Long.parseLong(value);
-                case "--model" -> model = value;
-                case "--api-key" -> apiKey = value;
-                default -> {
-                    System.err.println("unknown option " + args[i]);
-                    System.exit(2);
-                }
-            }
-        }
+        BenchmarkArgs options = StreamingLoadTest.clientOptions(BenchmarkArgs.command("SoakTest")
+                        .positional("URL")
+                        .required("--pid", "PID")
+                        .option("--requests", "N", "5000")
+                        .option("--clients", "C", "8")
+                        .option("--every", "K", "250")
+                        .option("--warmup", "W", null) // none: a tenth of the requests, at least one sample's
+                        .option("--max-tokens", "T", String.valueOf(StreamingLoadTest.MAX_TOKENS)))
+                .parseOrExit(args);
+        URI base = options.value("URL", URI::create);
+        long pid = options.longInteger("--pid");
+        int requests = options.integer("--requests");
+        int clients = options.integer("--clients");
+        int every = options.integer("--every");
+        int maxTokens = options.integer("--max-tokens");
+        double disconnect = options.decimal("--disconnect");
+        long seed = options.longInteger("--seed");
         if (pid <= 0 || ProcessMemory.rssMib(pid) < 0) {
-            System.err.println("error: --pid must name the server's process (no /proc/" + pid + "/status)");
-            System.exit(2);
+            throw options.fail("--pid must name the server's process (no /proc/" + pid + "/status)");
         }
+        int warmup = options.has("--warmup") ? options.integer("--warmup") : -1;
         if (warmup < 0) {
             warmup = Math.max(every, requests / 10);
         }
@@ -248,13 +230,13 @@ public final class SoakTest {
                 base, pid, requests, clients, seed, StreamingLoadTest.MIN_WORDS, StreamingLoadTest.MAX_WORDS,
                 StreamingLoadTest.MIN_TOKENS, StreamingLoadTest.MAX_TOKENS, maxTokens,
                 disconnect > 0 ? String.format(Locale.ROOT, ", %.0f%% left early", 100 * disconnect) : "", every, warmup);
-        int code = run(base, pid, model, apiKey, requests, clients, every, warmup, maxTokens, disconnect, seed);
+        int code = run(StreamingLoadTest.client(base, options), base, pid, requests, clients, every, warmup, maxTokens,
+                disconnect, seed);
         System.exit(code);
     }
 
-    private static int run(URI base, long pid, String model, String apiKey, int requests, int clients, int every,
+    private static int run(StreamingLoadTest load, URI base, long pid, int requests, int clients, int every,
             int warmup, int maxTokens, double disconnect, long seed) throws Exception {
-        StreamingLoadTest load = new StreamingLoadTest(base, model, apiKey);
         HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
         AtomicInteger next = new AtomicInteger();
         AtomicInteger done = new AtomicInteger();

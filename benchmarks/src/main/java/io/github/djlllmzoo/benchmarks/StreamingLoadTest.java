@@ -302,6 +302,31 @@ public final class StreamingLoadTest {
     }
 
     /**
+     * Declares the options of a client drawing this mix (this one's, {@link SoakTest}'s): {@code
+     * --disconnect P} (the share of requests that leave early), {@code --seed S} (the draws'), {@code
+     * --model NAME} and {@code --api-key KEY} (the server's; none: {@code LLMZOO_API_KEY}'s).
+     *
+     * @param command the benchmark's other arguments
+     * @return {@code command}, these declared too
+     */
+    static BenchmarkArgs clientOptions(BenchmarkArgs command) {
+        return command.option("--disconnect", "P", "0")
+                .option("--seed", "S", "1")
+                .option("--model", "NAME", null)
+                .option("--api-key", "KEY", null);
+    }
+
+    /**
+     * @param base the server's base URL
+     * @param options a command line with {@link #clientOptions}
+     * @return the client of the server they name
+     */
+    static StreamingLoadTest client(URI base, BenchmarkArgs options) {
+        String apiKey = options.text("--api-key", System.getenv("LLMZOO_API_KEY"));
+        return new StreamingLoadTest(base, options.text("--model"), apiKey);
+    }
+
+    /**
      * Runs it from the command line and prints the report.
      *
      * @param args {@code URL [--clients N] [--requests-per-client K] [--seed S] [--model NAME]
@@ -309,41 +334,21 @@ public final class StreamingLoadTest {
      * @throws Exception if the run fails
      */
     public static void main(String[] args) throws Exception {
-        if (args.length == 0 || args[0].startsWith("-")) {
-            System.err.println("usage: StreamingLoadTest URL [--clients N] [--requests-per-client K] [--seed S]"
-                    + " [--model NAME] [--api-key KEY] [--disconnect P]");
-            System.exit(2);
-        }
-        URI base = URI.create(args[0]);
-        int clients = 4;
-        int perClient = 3;
-        long seed = 1;
-        String model = null;
-        String apiKey = System.getenv("LLMZOO_API_KEY");
-        double disconnect = 0;
-        for (int i = 1; i + 1 < args.length; i += 2) {
-            switch (args[i]) {
-                case "--clients" -> clients = Integer.parseInt(args[i + 1]);
-                case "--requests-per-client" -> perClient = Integer.parseInt(args[i + 1]);
-                case "--seed" -> seed = Long.parseLong(args[i + 1]);
-                case "--model" -> model = args[i + 1];
-                case "--api-key" -> apiKey = args[i + 1];
-                case "--disconnect" -> disconnect = Double.parseDouble(args[i + 1]);
-                default -> {
-                    System.err.println("unknown option " + args[i]);
-                    System.exit(2);
-                }
-            }
-        }
-        if (args.length % 2 == 0) {
-            System.err.println("option " + args[args.length - 1] + " has no value");
-            System.exit(2);
-        }
+        BenchmarkArgs options = clientOptions(BenchmarkArgs.command("StreamingLoadTest")
+                        .positional("URL")
+                        .option("--clients", "N", "4")
+                        .option("--requests-per-client", "K", "3"))
+                .parseOrExit(args);
+        URI base = options.value("URL", URI::create);
+        int clients = options.integer("--clients");
+        int perClient = options.integer("--requests-per-client");
+        long seed = options.longInteger("--seed");
+        double disconnect = options.decimal("--disconnect");
         System.out.printf(Locale.ROOT, "%s: %d clients x %d streamed requests, seed %d, prompts %d-%d words,"
                         + " max_tokens %d-%d%s%n",
                 base, clients, perClient, seed, MIN_WORDS, MAX_WORDS, MIN_TOKENS, MAX_TOKENS,
                 disconnect > 0 ? String.format(Locale.ROOT, ", %.0f%% left early", 100 * disconnect) : "");
-        Report report = new StreamingLoadTest(base, model, apiKey).run(clients, perClient, seed, disconnect);
+        Report report = client(base, options).run(clients, perClient, seed, disconnect);
         System.out.print(report.describe());
         System.exit(report.clean() ? 0 : 1);
     }

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
-import java.util.Random;
 import org.junit.jupiter.api.Test;
 
 class CompressedWeightTest {
@@ -15,18 +14,14 @@ class CompressedWeightTest {
     void int8CodesAreWithinHalfAFloat16ScaleOfTheWeightPerGroupOfThirtyTwoInputs() {
         int out = 3;
         int in = 70; // two whole groups and one of 6
-        float[] w = new float[out * in];
-        Random random = new Random(3);
-        for (int i = 0; i < w.length; i++) {
-            w[i] = (float) random.nextGaussian() * (1 + i / 32); // each group of another scale
-        }
+        float[] w = RandomWeights.shaped(out, in, 3, (i, g) -> (float) g * (1 + i / 32)); // each group of another scale
         CompressedWeight c = CompressedWeight.compress(w, out, in, WeightFormat.INT8);
         assertEquals(out * in + out * 3 * Short.BYTES, c.bytes(), "one byte a weight, one float16 a group");
         ByteBuffer scales = c.directBuffers()[1];
         float[] back = c.toFloatArray();
         for (int row = 0; row < out; row++) {
             for (int group = 0; group < 3; group++) {
-                float scale = HalfPrecision.float16ToFloat(scales.getShort(Short.BYTES * (row * 3 + group)));
+                float scale = RandomWeights.groupScale(scales, row * 3 + group);
                 float largest = 0;
                 for (int k = group * 32; k < Math.min(in, group * 32 + 32); k++) {
                     int i = row * in + k;
@@ -53,11 +48,7 @@ class CompressedWeightTest {
     void int4PacksQ4_0BlocksWithinHalfAScaleOfTheWeightAndPadsAShortGroup() {
         int out = 2;
         int in = 40; // one whole group and one of 8
-        float[] w = new float[out * in];
-        Random random = new Random(4);
-        for (int i = 0; i < w.length; i++) {
-            w[i] = (float) random.nextGaussian();
-        }
+        float[] w = RandomWeights.gaussian(out, in, 4);
         CompressedWeight c = CompressedWeight.compress(w, out, in, WeightFormat.INT4);
         assertEquals(out * 2 * (16 + Short.BYTES), c.bytes(), "16 bytes of codes and a float16 a group");
         assertEquals(2 * (16 + Short.BYTES), c.rowBytes());
@@ -66,7 +57,7 @@ class CompressedWeightTest {
         float[] back = c.toFloatArray();
         for (int row = 0; row < out; row++) {
             for (int group = 0; group < 2; group++) {
-                float scale = HalfPrecision.float16ToFloat(scales.getShort(Short.BYTES * (row * 2 + group)));
+                float scale = RandomWeights.groupScale(scales, row * 2 + group);
                 float extreme = 0;
                 for (int k = group * 32; k < Math.min(in, group * 32 + 32); k++) {
                     extreme = Math.abs(w[row * in + k]) > Math.abs(extreme) ? w[row * in + k] : extreme;
@@ -103,11 +94,7 @@ class CompressedWeightTest {
     void int6PacksGroupsOf24BytesWithinHalfAScaleOfTheWeightAndPadsAShortGroup() {
         int out = 2;
         int in = 40; // one whole group and one of 8
-        float[] w = new float[out * in];
-        Random random = new Random(6);
-        for (int i = 0; i < w.length; i++) {
-            w[i] = (float) random.nextGaussian();
-        }
+        float[] w = RandomWeights.gaussian(out, in, 6);
         CompressedWeight c = CompressedWeight.compress(w, out, in, WeightFormat.INT6);
         assertEquals(out * 2 * (24 + Short.BYTES), c.bytes(), "24 bytes of codes and a float16 a group: 6.5 bits");
         ByteBuffer codes = c.directBuffers()[0];
@@ -116,7 +103,7 @@ class CompressedWeightTest {
         for (int row = 0; row < out; row++) {
             for (int group = 0; group < 2; group++) {
                 int at = (row * 2 + group) * 24;
-                float scale = HalfPrecision.float16ToFloat(scales.getShort(Short.BYTES * (row * 2 + group)));
+                float scale = RandomWeights.groupScale(scales, row * 2 + group);
                 for (int j = 0; j < 32; j++) {
                     int b = codes.get(at + j % 16) & 0xFF;
                     int u = (j < 16 ? b & 0xF : b >> 4) | ((codes.get(at + 16 + j % 8) >> (2 * (j / 8))) & 3) << 4;
@@ -144,11 +131,7 @@ class CompressedWeightTest {
     void int6sFittedScalesLeaveLessWeightedErrorThanTheExtremesGrid() {
         int out = 64;
         int in = 256;
-        float[] w = new float[out * in];
-        Random random = new Random(66);
-        for (int i = 0; i < w.length; i++) {
-            w[i] = (float) random.nextGaussian();
-        }
+        float[] w = RandomWeights.gaussian(out, in, 66);
         float[] back = CompressedWeight.compress(w, out, in, WeightFormat.INT6).toFloatArray();
         double fitted = 0;
         double plain = 0;

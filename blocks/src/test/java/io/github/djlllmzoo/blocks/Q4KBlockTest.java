@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.Random;
 import org.junit.jupiter.api.Test;
 
 class Q4KBlockTest {
@@ -20,11 +19,8 @@ class Q4KBlockTest {
     void eachWeightWidensToTheNearestLevelOfItsSubBlockAndRowsAreWholeSuperBlocks() {
         int out = 3;
         int in = 256 + 96; // one whole super-block, and three sub-blocks of the next
-        float[] w = new float[out * in];
-        Random random = new Random(5);
-        for (int i = 0; i < w.length; i++) {
-            w[i] = (float) (random.nextGaussian() * 0.02 * (1 + (i % in) / 64)); // sub-blocks of other scales
-        }
+        // sub-blocks of other scales
+        float[] w = RandomWeights.shaped(out, in, 5, (i, g) -> (float) (g * 0.02 * (1 + (i % in) / 64)));
         CompressedWeight c = CompressedWeight.compress(w, out, in, WeightFormat.Q4_K);
         assertEquals(out * 2 * Q4KBlock.BYTES, c.bytes(), "two super-blocks a row, scales inside");
         assertEquals(2 * Q4KBlock.BYTES, c.rowBytes());
@@ -58,11 +54,7 @@ class Q4KBlockTest {
     void superBlocksGivenAsTheyAreWidenAsTheyWereCompressed() {
         int out = 2;
         int in = 512;
-        float[] w = new float[out * in];
-        Random random = new Random(6);
-        for (int i = 0; i < w.length; i++) {
-            w[i] = (float) random.nextGaussian();
-        }
+        float[] w = RandomWeights.gaussian(out, in, 6);
         CompressedWeight c = CompressedWeight.compress(w, out, in, WeightFormat.Q4_K);
         ByteBuffer copy = ByteBuffer.allocateDirect(Math.toIntExact(c.bytes())).order(ByteOrder.nativeOrder());
         copy.put(c.codes());

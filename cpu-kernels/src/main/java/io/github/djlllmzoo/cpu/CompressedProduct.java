@@ -269,7 +269,6 @@ final class CompressedProduct {
                 columns(xs, form, weights[i], bs[i], os[i], n, first, last, runs, dotProducts);
             }
         });
-        WeightReadAhead.handedOver(pooled, weights);
         return outs;
     }
 

@@ -30,9 +30,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>One caller at a time: a second caller finds the workers busy and computes alone.
  *
- * <p>Between slices a worker frees the arrays of a finished decode step and then, where the kernels
- * ask for it, reads ahead the start of the next hand-over's weights ({@link WeightReadAhead}), a
- * little at a time, so a slice handed over waits microseconds at most.
+ * <p>Between slices a worker frees the arrays of a finished decode step a few at a time, so a slice
+ * handed over waits microseconds at most.
  */
 final class CoreWorkers {
 
@@ -90,8 +89,6 @@ final class CoreWorkers {
     private final Worker[] workers;
     /** A finished step's manager no worker has taken yet. */
     private final AtomicReference<NDManager> toRelease = new AtomicReference<>();
-    /** The weights to read ahead before the next hand-over ({@link #readAhead}), until it starts. */
-    private final AtomicReference<WeightReadAhead.Reading> reading = new AtomicReference<>();
     private final ReentrantLock owner = new ReentrantLock();
     /** Hand-overs to the workers so far (written under {@link #owner}). */
     private volatile long handOvers;
@@ -100,7 +97,7 @@ final class CoreWorkers {
         workers = new Worker[threads];
         int torchThreads = torchThreads();
         for (int i = 0; i < threads; i++) {
-            workers[i] = new Worker("llmzoo-cpu-worker-" + (i + 1), torchThreads, toRelease, reading);
+            workers[i] = new Worker("llmzoo-cpu-worker-" + (i + 1), torchThreads, toRelease);
             workers[i].start();
         }
     }
@@ -221,7 +218,7 @@ final class CoreWorkers {
             task.compute(0, 1, 1);
             return;
         }
-        boolean balanced = balanced(pooled);
+        boolean balanced = pooled && FIXED_SHARES.get() == null;
         int block = balanced ? BLOCK_RUNS : 1;
         int pool = balanced ? POOL_RUNS : 0;
         int blocks = threads * block;
@@ -240,16 +237,6 @@ final class CoreWorkers {
         if (run(threads, claiming) == null) {
             task.compute(0, 1, 1);
         }
-    }
-
-    /**
-     * Whether {@link #share} cuts a computation into blocks and a pool of runs on this thread.
-     *
-     * @param pooled whether the computation's last runs may go to whichever thread is free
-     * @return whether they will: pooled, and not within {@link #withFixedShares}
-     */
-    static boolean balanced(boolean pooled) {
-        return pooled && FIXED_SHARES.get() == null;
     }
 
     /** Work on the items {@code [from, to)} of a computation. */
@@ -347,23 +334,6 @@ final class CoreWorkers {
     }
 
     /**
-     * Has the workers read {@code next} while they wait for the next hand-over, which drops what
-     * they have not read by then. Nothing where there are no workers.
-     *
-     * @param next the weights' bytes to read
-     */
-    static void readAhead(WeightReadAhead.Reading next) {
-        CoreWorkers pool = shared;
-        if (pool == null) {
-            return;
-        }
-        pool.reading.set(next);
-        for (Worker worker : pool.workers) {
-            LockSupport.unpark(worker);
-        }
-    }
-
-    /**
      * Runs {@code tasks[0]} on the calling thread and the others on the workers, concurrently;
      * tasks a worker has not started by the time the caller is done with its own run on the caller.
      *
@@ -376,10 +346,6 @@ final class CoreWorkers {
         }
         try {
             handOvers++;
-            WeightReadAhead.Reading dropped = reading.getAndSet(null); // the hand-over reads its weights itself now
-            if (dropped != null) {
-                dropped.drop();
-            }
             for (int i = 1; i < tasks.length; i++) {
                 workers[i - 1].hand(tasks[i]);
             }
@@ -429,18 +395,15 @@ final class CoreWorkers {
 
         private final int torchThreads;
         private final AtomicReference<NDManager> toRelease;
-        private final AtomicReference<WeightReadAhead.Reading> reading;
         /** The step manager this worker is freeing, its arrays, and how many are freed. */
         private NDManager releasing;
         private NDArray[] releasingArrays;
         private int released;
 
-        Worker(String name, int torchThreads, AtomicReference<NDManager> toRelease,
-                AtomicReference<WeightReadAhead.Reading> reading) {
+        Worker(String name, int torchThreads, AtomicReference<NDManager> toRelease) {
             super(name);
             this.torchThreads = torchThreads;
             this.toRelease = toRelease;
-            this.reading = reading;
             setDaemon(true);
         }
 
@@ -531,27 +494,6 @@ final class CoreWorkers {
             return true;
         }
 
-        /**
-         * Reads a chunk of the weights to read ahead, dropping the read once it is done.
-         *
-         * @return whether there was a chunk to read
-         */
-        private boolean readSome() {
-            WeightReadAhead.Reading next = reading.get();
-            if (next == null) {
-                return false;
-            }
-            try {
-                if (next.readChunk()) {
-                    return true;
-                }
-            } catch (RuntimeException e) { // a worker must survive it: the caller waits on it
-                LOG.warn("could not read a weight ahead", e);
-            }
-            reading.compareAndSet(next, null);
-            return false;
-        }
-
         private Supplier<?> claim() {
             long deadline = System.nanoTime() + IDLE_SPIN_NANOS;
             while (true) {
@@ -559,7 +501,7 @@ final class CoreWorkers {
                 if (next != null && task.compareAndSet(next, null)) {
                     return next;
                 }
-                if (releaseSome() || readSome()) {
+                if (releaseSome()) {
                     deadline = System.nanoTime() + IDLE_SPIN_NANOS;
                 } else if (System.nanoTime() < deadline) {
                     Thread.onSpinWait();

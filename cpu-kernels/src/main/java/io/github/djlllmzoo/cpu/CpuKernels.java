@@ -90,11 +90,6 @@ public final class CpuKernels implements Kernels {
     private final boolean preparedInput = NativeKernels.enabled(CompressedProduct.PREPARED_SWITCH);
     /** Whether a product's columns go to whichever core is free ({@link CoreWorkers#share}). */
     private final boolean dynamicSplit = NativeKernels.enabled(CoreWorkers.DYNAMIC_SPLIT_SWITCH);
-    /**
-     * The most bytes the workers read of the next hand-over's weights between hand-overs ({@link
-     * WeightReadAhead}, {@code -Dllmzoo.cpu.readAheadKib}); 0: none.
-     */
-    private final int readAheadBytes = NativeKernels.loaded() ? WeightReadAhead.configuredBytes() : 0;
 
     /** Where a compressed weight is widened for a product of many rows. */
     private final WideningBuffer widening = new WideningBuffer();
@@ -520,12 +515,10 @@ public final class CpuKernels implements Kernels {
 
     /**
      * Computes {@code products} with their columns shared as {@link #dynamicSplit} says: a pool for
-     * whichever core is free, or one fixed share a core ({@link CoreWorkers#withFixedShares}); with
-     * the next hand-over's weights read ahead where {@link #readAheadBytes} says so.
+     * whichever core is free, or one fixed share a core ({@link CoreWorkers#withFixedShares}).
      */
     private <T> T shared(Supplier<T> products) {
-        Supplier<T> split = dynamicSplit ? products : () -> CoreWorkers.withFixedShares(products);
-        return WeightReadAhead.with(readAheadBytes, split);
+        return dynamicSplit ? products.get() : CoreWorkers.withFixedShares(products);
     }
 
     private SplitProjection split(ProjectionWeight weight) {
@@ -554,7 +547,6 @@ public final class CpuKernels implements Kernels {
                 + ", attention writes cache " + (attentionWritesCache ? "on" : "off")
                 + ", prefill attention " + (prefillAttention ? "on" : "off")
                 + ", dynamic split " + (dynamicSplit ? "on" : "off")
-                + ", read ahead " + (readAheadBytes > 0 ? readAheadBytes / 1024 + " KiB" : "off")
                 + ", rotate in place " + (rotateInPlace ? "on" : "off")
                 + ", normed products " + (normedProducts ? "on" : "off")
                 + ", prepared input " + (preparedInput ? "on" : "off") + ")";

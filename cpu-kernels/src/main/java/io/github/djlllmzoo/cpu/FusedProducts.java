@@ -143,9 +143,6 @@ final class FusedProducts {
             activateColumns(
                     os, us, n, width, CoreWorkers.start(width, first, runs), CoreWorkers.start(width, last, runs), code);
         });
-        if (gate.compressed() != null && up.compressed() != null) {
-            WeightReadAhead.handedOver(gates.pooled() && ups.pooled(), gate.compressed(), up.compressed());
-        }
         return out;
     }
 
@@ -209,9 +206,6 @@ final class FusedProducts {
             }
             product.columns().compute(rs, rs, first, last, runs);
         });
-        if (weight.compressed() != null) {
-            WeightReadAhead.handedOver(product.pooled(), weight.compressed());
-        }
         return residual;
     }
 

@@ -4,11 +4,8 @@ import static io.github.djlllmzoo.zoo.ContinuousBatchGoldenTest.greedy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import ai.djl.ndarray.NDManager;
-import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.translators.ContinuousBatch;
 import io.github.djlllmzoo.translators.PassTimer;
-import io.github.djlllmzoo.translators.SequenceState;
 import io.github.djlllmzoo.translators.StepCounters;
 import java.util.ArrayList;
 import java.util.List;
@@ -42,26 +39,23 @@ class ContinuousBatchPassTimerTest {
 
     @Test
     void everyPassIsTimedOnceAndADecodePassAfterPrefillLayersIsMarked() throws Exception {
-        GoldenCase golden = GoldenCase.load("llama-gqa");
-        try (LocalModel model = LocalModel.load(golden.dir());
-                NDManager manager = model.model().getNDManager().newSubManager()) {
-            CausalLmBlock block = model.block();
-            int layers = block.config().numLayers();
+        try (GoldenBatchFixture fixture = GoldenBatchFixture.load("llama-gqa")) {
+            int layers = fixture.block().config().numLayers();
             assertTrue(layers >= 2, "the test spreads a chunk's layers over steps");
             Recorded timer = new Recorded();
-            try (ContinuousBatch batch = ContinuousBatch.builder(block, manager)
+            try (ContinuousBatch batch = fixture.batch()
                     .maxRows(2)
                     .tokenBudget(256)
                     .prefillChunk(CHUNK)
                     .prefillStepTokens(1) // one layer a step while a sequence decodes
                     .passTimer(timer)
                     .build()) {
-                long[] first = prompt(golden.promptIds(), CHUNK);
-                long[] second = prompt(golden.promptIds(), 2 * CHUNK); // joins while the first decodes
-                batch.join(state(block, first, 30));
+                long[] first = fixture.prompt(CHUNK, 0);
+                long[] second = fixture.prompt(2 * CHUNK, 0); // joins while the first decodes
+                batch.join(fixture.state(first, greedy(30)));
                 for (timer.step = 0; batch.sequences() > 0; timer.step++) {
                     if (timer.step == 2) {
-                        batch.join(state(block, second, 4));
+                        batch.join(fixture.state(second, greedy(4)));
                     }
                     batch.step();
                 }
@@ -91,20 +85,5 @@ class ContinuousBatchPassTimerTest {
                         && timer.decodes.stream().anyMatch(d -> d[2] == 0));
             }
         }
-    }
-
-    private static long[] prompt(long[] golden, int length) {
-        long[] prompt = new long[length];
-        for (int t = 0; t < length; t++) {
-            prompt[t] = golden[t % golden.length];
-        }
-        return prompt;
-    }
-
-    private static SequenceState state(CausalLmBlock block, long[] prompt, int tokens) {
-        return SequenceState.builder(prompt, greedy(tokens))
-                .contextWindow(block.config().maxPositions())
-                .build()
-                .get(0);
     }
 }

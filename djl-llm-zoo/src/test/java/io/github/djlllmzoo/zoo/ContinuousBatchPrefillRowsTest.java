@@ -7,8 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import ai.djl.ndarray.NDManager;
-import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.translators.BatchGenerator;
 import io.github.djlllmzoo.translators.ContinuousBatch;
 import io.github.djlllmzoo.translators.GenerationConfig;
@@ -37,21 +35,18 @@ class ContinuousBatchPrefillRowsTest {
     @CsvSource({"llama-gqa, 4", "llama-gqa, 1", "gemma2-softcap-window, 2"})
     void sequencesPrefilledBesideFullDecodeRowsEachGenerateWhatTheyGenerateAlone(String name, int stepTokens)
             throws Exception {
-        GoldenCase golden = GoldenCase.load(name);
-        try (LocalModel model = LocalModel.load(golden.dir());
-                NDManager manager = model.model().getNDManager().newSubManager()) {
-            CausalLmBlock block = model.block();
-            List<long[]> prompts = prompts(golden.promptIds(), 8);
+        try (GoldenBatchFixture fixture = GoldenBatchFixture.load(name)) {
+            List<long[]> prompts = prompts(fixture, 8);
             List<GenerationConfig> configs = new ArrayList<>();
             for (int i = 0; i < prompts.size(); i++) {
                 configs.add(i % 3 == 1 ? sampled(5 + i, 100L + i) : greedy(4 + 2 * i));
             }
-            List<SequenceState> states = states(block, prompts, configs);
-            try (ContinuousBatch batch = batch(block, manager, 2, stepTokens, 512)) {
+            List<SequenceState> states = states(fixture, prompts, configs);
+            try (ContinuousBatch batch = batch(fixture, 2, stepTokens, 512)) {
                 runAll(batch, states);
             }
             for (int i = 0; i < prompts.size(); i++) {
-                long[] alone = new BatchGenerator(block, manager, null)
+                long[] alone = new BatchGenerator(fixture.block(), fixture.manager(), null)
                         .generate(List.of(GenerationRequest.ofIds(prompts.get(i), configs.get(i))), null)
                         .get(0)
                         .tokenIds();
@@ -68,22 +63,19 @@ class ContinuousBatchPrefillRowsTest {
      */
     @Test
     void withPrefillRowsARowWhoseSequenceEndedDecodesTheNextSequenceAtTheNextStep() throws Exception {
-        GoldenCase golden = GoldenCase.load("llama-gqa");
-        try (LocalModel model = LocalModel.load(golden.dir());
-                NDManager manager = model.model().getNDManager().newSubManager()) {
-            CausalLmBlock block = model.block();
-            List<long[]> prompts = prompts(golden.promptIds(), 12);
+        try (GoldenBatchFixture fixture = GoldenBatchFixture.load("llama-gqa")) {
+            List<long[]> prompts = prompts(fixture, 12);
             List<GenerationConfig> configs = new ArrayList<>();
             for (int i = 0; i < prompts.size(); i++) {
                 configs.add(greedy(12));
             }
             int[] withRows;
-            try (ContinuousBatch batch = batch(block, manager, 2, CHUNK, 512)) {
-                withRows = runAll(batch, states(block, prompts, configs));
+            try (ContinuousBatch batch = batch(fixture, 2, CHUNK, 512)) {
+                withRows = runAll(batch, states(fixture, prompts, configs));
             }
             int[] without;
-            try (ContinuousBatch batch = batch(block, manager, 0, CHUNK, 512)) {
-                without = runAll(batch, states(block, prompts, configs));
+            try (ContinuousBatch batch = batch(fixture, 0, CHUNK, 512)) {
+                without = runAll(batch, states(fixture, prompts, configs));
             }
             assertEquals(0, withRows[0], "steps with an empty decode row while prompts were waiting, prefill rows");
             assertTrue(without[0] > 0, "without prefill rows a row waits for the next prompt's prefill");
@@ -97,14 +89,11 @@ class ContinuousBatchPrefillRowsTest {
      */
     @Test
     void admissionBoundsRowsAndBudgetWithPrefillRows() throws Exception {
-        GoldenCase golden = GoldenCase.load("llama-gqa");
-        try (LocalModel model = LocalModel.load(golden.dir());
-                NDManager manager = model.model().getNDManager().newSubManager()) {
-            CausalLmBlock block = model.block();
-            long[] prompt = prompts(golden.promptIds(), 1).get(0);
+        try (GoldenBatchFixture fixture = GoldenBatchFixture.load("llama-gqa")) {
+            long[] prompt = prompts(fixture, 1).get(0);
             int need = prompt.length + 6;
-            try (ContinuousBatch rowsBound = batch(block, manager, 2, CHUNK, 64L * (DECODE_ROWS + 2))) {
-                assertEquals(DECODE_ROWS + 2, joinWhileRoom(block, rowsBound, prompt));
+            try (ContinuousBatch rowsBound = batch(fixture, 2, CHUNK, 64L * (DECODE_ROWS + 2))) {
+                assertEquals(DECODE_ROWS + 2, joinWhileRoom(fixture, rowsBound, prompt));
                 assertFalse(rowsBound.canJoin(1, need));
                 while (rowsBound.sequences() > 0) {
                     rowsBound.step();
@@ -112,8 +101,8 @@ class ContinuousBatchPrefillRowsTest {
                 }
             }
             long budget = 4L * need; // room for 4 reservations, rows for 5
-            try (ContinuousBatch budgetBound = batch(block, manager, 2, CHUNK, budget)) {
-                assertEquals(4, joinWhileRoom(block, budgetBound, prompt));
+            try (ContinuousBatch budgetBound = batch(fixture, 2, CHUNK, budget)) {
+                assertEquals(4, joinWhileRoom(fixture, budgetBound, prompt));
                 for (int step = 0; budgetBound.sequences() > 0; step++) {
                     budgetBound.step();
                     assertTrue(budgetBound.allocatedTokens() <= budget,
@@ -124,10 +113,10 @@ class ContinuousBatchPrefillRowsTest {
         }
     }
 
-    private static int joinWhileRoom(CausalLmBlock block, ContinuousBatch batch, long[] prompt) {
+    private static int joinWhileRoom(GoldenBatchFixture fixture, ContinuousBatch batch, long[] prompt) {
         int joined = 0;
         while (true) {
-            SequenceState state = states(block, List.of(prompt), List.of(greedy(6))).get(0);
+            SequenceState state = fixture.state(prompt, greedy(6));
             if (!batch.canJoin(1, batch.need(state.promptLength(), state.budget()))) {
                 return joined;
             }
@@ -137,9 +126,8 @@ class ContinuousBatchPrefillRowsTest {
         }
     }
 
-    private static ContinuousBatch batch(
-            CausalLmBlock block, NDManager manager, int prefillRows, int stepTokens, long budget) {
-        return ContinuousBatch.builder(block, manager)
+    private static ContinuousBatch batch(GoldenBatchFixture fixture, int prefillRows, int stepTokens, long budget) {
+        return fixture.batch()
                 .maxRows(DECODE_ROWS)
                 .prefillRows(prefillRows)
                 .tokenBudget(budget)
@@ -149,25 +137,19 @@ class ContinuousBatchPrefillRowsTest {
     }
 
     /** {@code count} prompts of 8 to 12 tokens cut from the golden prompt, repeated where short. */
-    private static List<long[]> prompts(long[] golden, int count) {
+    private static List<long[]> prompts(GoldenBatchFixture fixture, int count) {
         List<long[]> prompts = new ArrayList<>();
         for (int i = 0; i < count; i++) {
-            long[] prompt = new long[2 * CHUNK + i % (CHUNK + 1)];
-            for (int t = 0; t < prompt.length; t++) {
-                prompt[t] = golden[(t + i) % golden.length];
-            }
-            prompts.add(prompt);
+            prompts.add(fixture.prompt(2 * CHUNK + i % (CHUNK + 1), i));
         }
         return prompts;
     }
 
-    private static List<SequenceState> states(CausalLmBlock block, List<long[]> prompts, List<GenerationConfig> configs) {
+    private static List<SequenceState> states(
+            GoldenBatchFixture fixture, List<long[]> prompts, List<GenerationConfig> configs) {
         List<SequenceState> states = new ArrayList<>();
         for (int i = 0; i < prompts.size(); i++) {
-            states.add(SequenceState.builder(prompts.get(i), configs.get(i))
-                    .contextWindow(block.config().maxPositions())
-                    .build()
-                    .get(0));
+            states.add(fixture.state(prompts.get(i), configs.get(i)));
         }
         return states;
     }
