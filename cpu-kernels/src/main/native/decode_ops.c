@@ -97,6 +97,57 @@ static void rotate(const float *x, const float *cos, const float *sin, float *ou
     }
 }
 
+/* Rotates query heads q (B, Hq, T, D) and key heads k (B, Hk, T, D), both dense, in place: rotate() over each. */
+static void rotate_pair(float *q, float *k, const float *cos, const float *sin, int batch, int q_heads, int k_heads,
+        int positions, int d, int per_sequence) {
+    rotate(q, cos, sin, q, q_heads, positions, d, per_sequence, 0, 0, batch * q_heads);
+    rotate(k, cos, sin, k, k_heads, positions, d, per_sequence, 0, 0, batch * k_heads);
+}
+
+/* Rows of arg max written to Java at once. */
+#define ARG_MAX_ROWS 64
+
+/* Lanes of arg_max's first pass: independent maxima the compiler keeps in one vector register. */
+#define ARG_MAX_LANES 16
+
+/*
+ * The index of the largest of x[0, n), the first on ties, or of the first NaN where there is one: the
+ * engine's argmax. One pass for the maximum (NaN never wins a > comparison, so it is flagged apart), one
+ * for its first index.
+ */
+static long arg_max(const float *x, long n) {
+    float lane[ARG_MAX_LANES];
+    int unordered[ARG_MAX_LANES];
+    for (int j = 0; j < ARG_MAX_LANES; j++) {
+        lane[j] = -__builtin_inff();
+        unordered[j] = 0;
+    }
+    long k = 0;
+    for (; k + ARG_MAX_LANES <= n; k += ARG_MAX_LANES) {
+        for (int j = 0; j < ARG_MAX_LANES; j++) {
+            float v = x[k + j];
+            lane[j] = v > lane[j] ? v : lane[j];
+            unordered[j] |= v != v;
+        }
+    }
+    float max = -__builtin_inff();
+    int nan = 0;
+    for (int j = 0; j < ARG_MAX_LANES; j++) {
+        max = lane[j] > max ? lane[j] : max;
+        nan |= unordered[j];
+    }
+    for (; k < n; k++) {
+        max = x[k] > max ? x[k] : max;
+        nan |= x[k] != x[k];
+    }
+    for (long i = 0; i < n; i++) {
+        if (nan ? x[i] != x[i] : x[i] == max) {
+            return i;
+        }
+    }
+    return 0;
+}
+
 static void activate(const float *gate, const float *up, float *out, long n, int activation) {
     const float cubic = (float)(2 * 0.7978845608028654 * 0.044715);
     const float linear = (float)(2 * 0.7978845608028654);
@@ -194,6 +245,40 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rotate(JNIEnv *env
         return;
     }
     rotate(x, cos, sin, out, heads, positions, head_dim, per_sequence, positions_major, from, to);
+}
+
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rotatePair(JNIEnv *env, jclass cls,
+        jobject q_buffer, jobject k_buffer, jobject cos_buffer, jobject sin_buffer, jint batch, jint q_heads,
+        jint k_heads, jint positions, jint head_dim, jboolean per_sequence) {
+    (void)cls;
+    float *q = address(env, q_buffer);
+    float *k = address(env, k_buffer);
+    const float *cos = address(env, cos_buffer);
+    const float *sin = address(env, sin_buffer);
+    if (q == NULL || k == NULL || cos == NULL || sin == NULL || batch < 0 || q_heads < 0 || k_heads < 0
+            || positions < 0 || head_dim < 2 || head_dim % 2 != 0) {
+        refuse(env, "rotate pair: an array's memory is not reachable, head_dim is not even, or a size is negative");
+        return;
+    }
+    rotate_pair(q, k, cos, sin, batch, q_heads, k_heads, positions, head_dim, per_sequence);
+}
+
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_argMax(JNIEnv *env, jclass cls,
+        jobject x_buffer, jint rows, jint width, jlongArray out) {
+    (void)cls;
+    const float *x = address(env, x_buffer);
+    if (x == NULL || rows < 0 || width < 1 || out == NULL || (*env)->GetArrayLength(env, out) < rows) {
+        refuse(env, "arg max: the array's memory is not reachable, a row is empty, or the output is short");
+        return;
+    }
+    jlong picked[ARG_MAX_ROWS];
+    for (int first = 0; first < rows; first += ARG_MAX_ROWS) {
+        int count = rows - first < ARG_MAX_ROWS ? rows - first : ARG_MAX_ROWS;
+        for (int r = 0; r < count; r++) {
+            picked[r] = arg_max(x + (size_t)(first + r) * width, width);
+        }
+        (*env)->SetLongArrayRegion(env, out, first, count, picked);
+    }
 }
 
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_activate(JNIEnv *env, jclass cls,

@@ -139,8 +139,8 @@ public final class KernelSwitchSteps {
                             NDManager step = manager.newSubManager();
                             long[] ids = new long[BATCH];
                             Arrays.fill(ids, 464);
-                            model.forward(null, step.create(ids, new Shape(BATCH, 1)), null, null, cache, true, false)
-                                    .argMax(-1).toLongArray();
+                            kernels[v].argMax(model.forward(
+                                    null, step.create(ids, new Shape(BATCH, 1)), null, null, cache, true, false));
                             kernels[v].closeStep(step);
                             cache.truncate(POSITION);
                         }
@@ -154,7 +154,7 @@ public final class KernelSwitchSteps {
                         NDArray input = PREFILL > 0
                                 ? step.create(prompt, new Shape(BATCH, PREFILL))
                                 : step.create(next, new Shape(BATCH, 1));
-                        model.forward(null, input, null, null, cache, true, false).argMax(-1).toLongArray();
+                        kernels[v].argMax(model.forward(null, input, null, null, cache, true, false));
                         long time = System.nanoTime() - start;
                         kernels[v].closeStep(step);
                         cache.truncate(POSITION);

@@ -81,6 +81,10 @@ public final class CpuKernels implements Kernels {
     private final boolean prefillAttention = NativeKernels.enabled(PrefillAttention.SWITCH);
     /** Whether dense query and key heads are rotated in place ({@link DecodeOps#rotateInPlace}). */
     private final boolean rotateInPlace = NativeKernels.enabled(DecodeOps.ROTATE_IN_PLACE_SWITCH);
+    /** Whether a decode step's query and key heads are rotated in place in one call ({@link DecodeOps#rotatePairInPlace}). */
+    private final boolean rotatePair = rotateInPlace && NativeKernels.enabled(DecodeOps.ROTATE_PAIR_SWITCH);
+    /** Whether a step's greedy pick scans the logits in place ({@link DecodeOps#argMax}). */
+    private final boolean argMax = NativeKernels.enabled(DecodeOps.ARG_MAX_SWITCH);
     /** Whether a norm before a decode step's products is computed into their input ({@link DecodeOps#rmsNormed}). */
     private final boolean normedProducts = NativeKernels.enabled(DecodeOps.NORMED_PRODUCTS_SWITCH);
     /**
@@ -353,6 +357,12 @@ public final class CpuKernels implements Kernels {
 
     @Override
     public NDArray[] rotate(NDArray q, NDArray k, NDList cosSin, boolean training) {
+        if (decodeOps && rotatePair && CoreWorkers.inferenceOnCpu(q, training) && !k.hasGradient()) {
+            NDArray[] rotated = DecodeOps.rotatePairInPlace(q, k, cosSin);
+            if (rotated != null) {
+                return rotated;
+            }
+        }
         if (decodeOps
                 && CoreWorkers.inferenceOnCpu(q, training)
                 && !k.hasGradient()
@@ -361,6 +371,14 @@ public final class CpuKernels implements Kernels {
             return new NDArray[] {rotated(q, cosSin), rotated(k, cosSin)};
         }
         return EngineKernels.INSTANCE.rotate(q, k, cosSin, training);
+    }
+
+    @Override
+    public long[] argMax(NDArray logits) {
+        if (argMax && DecodeOps.takesArgMax(logits)) {
+            return DecodeOps.argMax(logits);
+        }
+        return Kernels.super.argMax(logits);
     }
 
     /** Heads rotated in place where they are dense and the switch allows, else into a new array. */
@@ -556,6 +574,8 @@ public final class CpuKernels implements Kernels {
                 + ", dynamic split " + (dynamicSplit ? "on" : "off")
                 + ", read ahead " + (readAheadBytes > 0 ? readAheadBytes / 1024 + " KiB" : "off")
                 + ", rotate in place " + (rotateInPlace ? "on" : "off")
+                + ", rotate pair " + (rotatePair ? "on" : "off")
+                + ", arg max " + (argMax ? "on" : "off")
                 + ", normed products " + (normedProducts ? "on" : "off")
                 + ", prepared input " + (preparedInput ? "on" : "off") + ")";
     }
