@@ -14,6 +14,7 @@
  * once per target (build.sh).
  */
 #include <jni.h>
+#include <math.h>
 #include <stddef.h>
 
 #include "simd.h"
@@ -107,42 +108,51 @@ static void rotate_pair(float *q, float *k, const float *cos, const float *sin, 
 /* Rows of arg max written to Java at once. */
 #define ARG_MAX_ROWS 64
 
-/* Lanes of arg_max's first pass: independent maxima the compiler keeps in one vector register. */
-#define ARG_MAX_LANES 16
-
 /*
  * The index of the largest of x[0, n), the first on ties, or of the first NaN where there is one: the
- * engine's argmax. One pass for the maximum (NaN never wins a > comparison, so it is flagged apart), one
- * for its first index.
+ * engine's argmax. One vector pass for the maximum (vmax keeps the running maximum where an element is
+ * NaN, so NaNs are flagged apart), one for the first vector holding it: an element above the float
+ * just below the maximum equals it.
  */
 static long arg_max(const float *x, long n) {
-    float lane[ARG_MAX_LANES];
-    int unordered[ARG_MAX_LANES];
-    for (int j = 0; j < ARG_MAX_LANES; j++) {
-        lane[j] = -__builtin_inff();
-        unordered[j] = 0;
-    }
+    vf running = vset1(-__builtin_inff());
+    vi unordered = (vi)vzero();
     long k = 0;
-    for (; k + ARG_MAX_LANES <= n; k += ARG_MAX_LANES) {
-        for (int j = 0; j < ARG_MAX_LANES; j++) {
-            float v = x[k + j];
-            lane[j] = v > lane[j] ? v : lane[j];
-            unordered[j] |= v != v;
-        }
+    for (; k + VL <= n; k += VL) {
+        vf v = vload(x + k);
+        running = vmax(v, running);
+        unordered |= v != v;
     }
     float max = -__builtin_inff();
     int nan = 0;
-    for (int j = 0; j < ARG_MAX_LANES; j++) {
-        max = lane[j] > max ? lane[j] : max;
-        nan |= unordered[j];
+    for (int l = 0; l < VL; l++) {
+        max = running[l] > max ? running[l] : max;
+        nan |= unordered[l] != 0;
     }
     for (; k < n; k++) {
         max = x[k] > max ? x[k] : max;
         nan |= x[k] != x[k];
     }
-    for (long i = 0; i < n; i++) {
-        if (nan ? x[i] != x[i] : x[i] == max) {
-            return i;
+    if (nan) {
+        for (long i = 0; i < n; i++) {
+            if (x[i] != x[i]) {
+                return i;
+            }
+        }
+    }
+    if (max == -__builtin_inff()) {
+        return 0; /* every element is -infinity: the first */
+    }
+    float below = nextafterf(max, -__builtin_inff());
+    for (k = 0; k + VL <= n; k += VL) {
+        unsigned hits = vabove(vload(x + k), below);
+        if (hits != 0) {
+            return k + __builtin_ctz(hits);
+        }
+    }
+    for (; k < n; k++) {
+        if (x[k] == max) {
+            return k;
         }
     }
     return 0;
