@@ -62,7 +62,7 @@ public final class RotaryEmbedding {
      * {@code -Dllmzoo.rope.decodeRows=false} has a decode step gather its factors as a pass does
      * (read at each pass, so that a benchmark may alternate the two in one process).
      */
-    static final String DECODE_ROWS_PROPERTY = "llmzoo.rope.decodeRows";
+    public static final String DECODE_ROWS_PROPERTY = "llmzoo.rope.decodeRows";
 
     private volatile Rows rows;
 
