@@ -1,7 +1,8 @@
 /*
  * The elementwise operations of a decode step or a prefill, each one vectorized pass (simd.h): RMSNorm
- * (Llama's and Gemma's 1 + w form), LayerNorm (GPT-2's), the rotary embedding of query or key heads, and the MLP's
- * activation (SiLU or GELU-tanh, times the up projection where there is one).
+ * (Llama's and Gemma's 1 + w form), LayerNorm (GPT-2's), the rotary embedding of query or key heads (a decode
+ * step's both in one call), the MLP's activation (SiLU or GELU-tanh, times the up projection where there is one),
+ * and a step's greedy pick (each row's argmax of the logits).
  *
  * PyTorch computes each as a chain of engine calls (an RMSNorm is six, a rotation five, GELU-tanh
  * six), each a JNI call with an output array of its own; at a decode step's few rows that fixed

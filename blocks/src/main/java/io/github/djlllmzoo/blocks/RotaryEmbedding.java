@@ -262,12 +262,13 @@ public final class RotaryEmbedding {
      * arithmetic's cost at a step's start (docs/PERFORMANCE.md, "A decode step's serial calls"). The
      * rows are the tables' own values, so the factors equal the gathered ones bit for bit.
      *
-     * @return the factors, or {@code null} where the positions are not one position on the CPU or
-     *     the type not float32 (the caller gathers)
+     * @return the factors, or {@code null} where the positions are not one int64 position on the CPU
+     *     or the type not float32 (the caller gathers)
      */
     private NDList decodeRows(NDArray positionIds, NDArray[] table, DataType dataType) {
         Shape shape = positionIds.getShape();
         if (dataType != DataType.FLOAT32 || shape.dimension() != 2 || shape.size() != 1
+                || positionIds.getDataType() != DataType.INT64
                 || "false".equals(System.getProperty(DECODE_ROWS_PROPERTY))
                 || !Device.Type.CPU.equals(positionIds.getDevice().getDeviceType())) {
             return null;

@@ -46,7 +46,9 @@ import java.util.function.Supplier;
  * residualBias}: a projection with a bias, GPT-2's {@code c_proj}, not added into the residual by the
  * kernel, {@code fewRowProduct.fourRows}: one row's product by a wide (in, out) weight one weight row at
  * a time, {@code cpu.dynamicSplit}: one fixed share of a product's columns a core, {@code
- * rotateInPlace}: query and key heads rotated into new arrays, {@code normedProducts}: a decode step's
+ * rotateInPlace}: query and key heads rotated into new arrays, {@code rotatePair}: a decode step's query
+ * and key heads rotated in a call each, the rotary factors checked for each, {@code argMax}: a step's
+ * greedy pick by the engine's {@code argMax}, {@code normedProducts}: a decode step's
  * norm before its products into an array of its own, {@code compressedProduct.prepared}: an int8 or int4
  * decode product's input quantized again by every core's call, each core one fixed share of the columns).
  * Each call then takes a kernel where it can read the arrays (inference on the CPU, float32 and dense for the native ones,

@@ -11,7 +11,8 @@ import java.nio.ByteOrder;
 /**
  * The elementwise operations of a decode step or a prefill, each one call of a native
  * kernel ({@code cpu-kernels/src/main/native/decode_ops.c}) writing one output: RMSNorm, LayerNorm,
- * the rotary embedding of query or key heads, and the MLP's activation (times the up projection). The engine
+ * the rotary embedding of query or key heads (a decode step's both in one call), the MLP's activation
+ * (times the up projection), and a step's greedy pick ({@link #argMax}). The engine
  * computes each as a chain of five or six calls with an array each, whose fixed cost, not the
  * arithmetic, is their time at a decode step's few rows (docs/PERFORMANCE.md, "A decode step's
  * elementwise operations"); at a prefill's rows they are passes over memory on one core
