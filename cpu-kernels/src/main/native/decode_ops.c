@@ -1,7 +1,8 @@
 /*
  * The elementwise operations of a decode step or a prefill, each one vectorized pass (simd.h): RMSNorm
- * (Llama's and Gemma's 1 + w form), LayerNorm (GPT-2's), the rotary embedding of query or key heads, and the MLP's
- * activation (SiLU or GELU-tanh, times the up projection where there is one).
+ * (Llama's and Gemma's 1 + w form), LayerNorm (GPT-2's), the rotary embedding of query or key heads (a decode
+ * step's both in one call), the MLP's activation (SiLU or GELU-tanh, times the up projection where there is one),
+ * and a step's greedy pick (each row's argmax of the logits).
  *
  * PyTorch computes each as a chain of engine calls (an RMSNorm is six, a rotation five, GELU-tanh
  * six), each a JNI call with an output array of its own; at a decode step's few rows that fixed
@@ -14,6 +15,7 @@
  * once per target (build.sh).
  */
 #include <jni.h>
+#include <math.h>
 #include <stddef.h>
 
 #include "simd.h"
@@ -95,6 +97,66 @@ static void rotate(const float *x, const float *cos, const float *sin, float *ou
             }
         }
     }
+}
+
+/* Rotates query heads q (B, Hq, T, D) and key heads k (B, Hk, T, D), both dense, in place: rotate() over each. */
+static void rotate_pair(float *q, float *k, const float *cos, const float *sin, int batch, int q_heads, int k_heads,
+        int positions, int d, int per_sequence) {
+    rotate(q, cos, sin, q, q_heads, positions, d, per_sequence, 0, 0, batch * q_heads);
+    rotate(k, cos, sin, k, k_heads, positions, d, per_sequence, 0, 0, batch * k_heads);
+}
+
+/* Rows of arg max written to Java at once. */
+#define ARG_MAX_ROWS 64
+
+/*
+ * The index of the largest of x[0, n), the first on ties, or of the first NaN where there is one: the
+ * engine's argmax. One vector pass for the maximum (vmax keeps the running maximum where an element is
+ * NaN, so NaNs are flagged apart), one for the first vector holding it: an element above the float
+ * just below the maximum equals it.
+ */
+static long arg_max(const float *x, long n) {
+    vf running = vset1(-__builtin_inff());
+    vi unordered = (vi)vzero();
+    long k = 0;
+    for (; k + VL <= n; k += VL) {
+        vf v = vload(x + k);
+        running = vmax(v, running);
+        unordered |= v != v;
+    }
+    float max = -__builtin_inff();
+    int nan = 0;
+    for (int l = 0; l < VL; l++) {
+        max = running[l] > max ? running[l] : max;
+        nan |= unordered[l] != 0;
+    }
+    for (; k < n; k++) {
+        max = x[k] > max ? x[k] : max;
+        nan |= x[k] != x[k];
+    }
+    if (nan) {
+        for (long i = 0; i < n; i++) {
+            if (x[i] != x[i]) {
+                return i;
+            }
+        }
+    }
+    if (max == -__builtin_inff()) {
+        return 0; /* every element is -infinity: the first */
+    }
+    float below = nextafterf(max, -__builtin_inff());
+    for (k = 0; k + VL <= n; k += VL) {
+        unsigned hits = vabove(vload(x + k), below);
+        if (hits != 0) {
+            return k + __builtin_ctz(hits);
+        }
+    }
+    for (; k < n; k++) {
+        if (x[k] == max) {
+            return k;
+        }
+    }
+    return 0;
 }
 
 static void activate(const float *gate, const float *up, float *out, long n, int activation) {
@@ -194,6 +256,40 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rotate(JNIEnv *env
         return;
     }
     rotate(x, cos, sin, out, heads, positions, head_dim, per_sequence, positions_major, from, to);
+}
+
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_rotatePair(JNIEnv *env, jclass cls,
+        jobject q_buffer, jobject k_buffer, jobject cos_buffer, jobject sin_buffer, jint batch, jint q_heads,
+        jint k_heads, jint positions, jint head_dim, jboolean per_sequence) {
+    (void)cls;
+    float *q = address(env, q_buffer);
+    float *k = address(env, k_buffer);
+    const float *cos = address(env, cos_buffer);
+    const float *sin = address(env, sin_buffer);
+    if (q == NULL || k == NULL || cos == NULL || sin == NULL || batch < 0 || q_heads < 0 || k_heads < 0
+            || positions < 0 || head_dim < 2 || head_dim % 2 != 0) {
+        refuse(env, "rotate pair: an array's memory is not reachable, head_dim is not even, or a size is negative");
+        return;
+    }
+    rotate_pair(q, k, cos, sin, batch, q_heads, k_heads, positions, head_dim, per_sequence);
+}
+
+JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_argMax(JNIEnv *env, jclass cls,
+        jobject x_buffer, jint rows, jint width, jlongArray out) {
+    (void)cls;
+    const float *x = address(env, x_buffer);
+    if (x == NULL || rows < 0 || width < 1 || out == NULL || (*env)->GetArrayLength(env, out) < rows) {
+        refuse(env, "arg max: the array's memory is not reachable, a row is empty, or the output is short");
+        return;
+    }
+    jlong picked[ARG_MAX_ROWS];
+    for (int first = 0; first < rows; first += ARG_MAX_ROWS) {
+        int count = rows - first < ARG_MAX_ROWS ? rows - first : ARG_MAX_ROWS;
+        for (int r = 0; r < count; r++) {
+            picked[r] = arg_max(x + (size_t)(first + r) * width, width);
+        }
+        (*env)->SetLongArrayRegion(env, out, first, count, picked);
+    }
 }
 
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeOps_activate(JNIEnv *env, jclass cls,

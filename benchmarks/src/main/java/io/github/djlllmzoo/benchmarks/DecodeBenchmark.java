@@ -80,7 +80,7 @@ public final class DecodeBenchmark {
         try {
             NDArray input = step.create(ids, shape);
             NDArray logits = model.forward(null, input, null, null, cache, true, false); // (B, 1, V)
-            return logits.argMax(-1).toLongArray(); // (B, 1)
+            return model.kernels().argMax(logits); // B
         } finally {
             model.kernels().closeStep(step);
         }

@@ -66,7 +66,7 @@ public class DecodeStepBenchmark {
             long[] ids = new long[batch];
             java.util.Arrays.fill(ids, 464);
             NDArray input = step.create(ids, new Shape(batch, 1));
-            long[] next = model.forward(null, input, null, null, cache, true, false).argMax(-1).toLongArray();
+            long[] next = model.kernels().argMax(model.forward(null, input, null, null, cache, true, false));
             cache.truncate(position);
             return next;
         }

@@ -165,6 +165,11 @@ public final class KernelCallProfile {
         }
 
         @Override
+        public long[] argMax(NDArray logits) {
+            return time("argMax", () -> inner.argMax(logits));
+        }
+
+        @Override
         public void closeStep(NDManager step) {
             inner.closeStep(step);
         }
@@ -223,7 +228,7 @@ public final class KernelCallProfile {
                     long[] next = new long[rows];
                     Arrays.fill(next, 464);
                     NDArray input = step.create(next, new Shape(rows, 1));
-                    model.forward(null, input, null, null, cache, true, false).argMax(-1).toLongArray();
+                    kernels.argMax(model.forward(null, input, null, null, cache, true, false));
                     kernels.end();
                     long time = System.nanoTime() - start;
                     kernels.closeStep(step);

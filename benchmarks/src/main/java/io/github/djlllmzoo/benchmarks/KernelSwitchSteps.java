@@ -23,7 +23,8 @@ import java.util.Locale;
  * Decode steps (or, with {@code -Dllmzoo.switchSteps.prefill=T}, prefills of T tokens) of a model
  * shape with random weights, alternating step by step between kernel variants in one process, each
  * variant the CPU kernels made with some kernels turned off (names of {@code -Dllmzoo.cpu.off}) or,
- * written {@code name=value}, a system property set to that value: on a machine whose speed drifts by tens of percent between runs
+ * written {@code name=value}, a system property set to that value (when its kernels are made and around each
+ * of its steps, for the blocks that read one at each pass: {@code llmzoo.rope.decodeRows=false}): on a machine whose speed drifts by tens of percent between runs
  * (other virtual machines on the host), steps taken side by side still compare to about a percent.
  * Every step is at the same position (the cache is truncated back after it; a prefill starts from an
  * empty cache). Prints each variant's median, 25th and 10th percentile step time. With {@code
@@ -100,7 +101,9 @@ public final class KernelSwitchSteps {
         try (NDManager manager = NDManager.newBaseManager(Device.cpu(), "PyTorch")) {
             CausalLmBlock model = randomModel(shape, format, dir, manager);
             Kernels[] kernels = new Kernels[variants.length];
+            List<List<String[]>> properties = new ArrayList<>(); // each variant's name=value entries
             for (int v = 0; v < variants.length; v++) {
+                properties.add(new ArrayList<>());
                 String[] entries = variants[v].equals("-") ? new String[0] : variants[v].split(",");
                 List<String> off = new ArrayList<>();
                 for (String entry : entries) {
@@ -109,6 +112,7 @@ public final class KernelSwitchSteps {
                         off.add(entry);
                     } else {
                         System.setProperty(entry.substring(0, is), entry.substring(is + 1));
+                        properties.get(v).add(new String[] {entry.substring(0, is), entry.substring(is + 1)});
                     }
                 }
                 System.setProperty(OFF, String.join(",", off));
@@ -135,12 +139,14 @@ public final class KernelSwitchSteps {
                     for (int i = 0; i < variants.length; i++) {
                         int v = (i + Math.floorMod(round, variants.length)) % variants.length; // rotate the order
                         model.useKernels(kernels[v]);
+                        // set again for the variant's steps: the model's own blocks read some at each pass
+                        properties.get(v).forEach(p -> System.setProperty(p[0], p[1]));
                         for (int untimed = 1; untimed < RUN && PREFILL == 0; untimed++) {
                             NDManager step = manager.newSubManager();
                             long[] ids = new long[BATCH];
                             Arrays.fill(ids, 464);
-                            model.forward(null, step.create(ids, new Shape(BATCH, 1)), null, null, cache, true, false)
-                                    .argMax(-1).toLongArray();
+                            kernels[v].argMax(model.forward(
+                                    null, step.create(ids, new Shape(BATCH, 1)), null, null, cache, true, false));
                             kernels[v].closeStep(step);
                             cache.truncate(POSITION);
                         }
@@ -154,10 +160,11 @@ public final class KernelSwitchSteps {
                         NDArray input = PREFILL > 0
                                 ? step.create(prompt, new Shape(BATCH, PREFILL))
                                 : step.create(next, new Shape(BATCH, 1));
-                        model.forward(null, input, null, null, cache, true, false).argMax(-1).toLongArray();
+                        kernels[v].argMax(model.forward(null, input, null, null, cache, true, false));
                         long time = System.nanoTime() - start;
                         kernels[v].closeStep(step);
                         cache.truncate(POSITION);
+                        properties.get(v).forEach(p -> System.clearProperty(p[0]));
                         if (round >= 0) {
                             nanos[v][round] = time;
                         }

@@ -384,10 +384,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
                             + " tokens exceeds the model's context window of "
                             + config.maxPositions());
         }
-        NDArray positions =
-                positionIds != null
-                        ? positionIds
-                        : manager.arange(past, past + t, 1, DataType.INT64).expandDims(0); // (1, T)
+        NDArray positions = positionIds != null ? positionIds : positions(manager, past, t); // (1, T)
         NDArray h = embed(store, inputIds, positions, training); // (B, T, E)
         NDArray mask = AttentionMask.build(manager, t, past, attentionMask, h.getDataType());
         // One mask per distinct window: layers with the same window share it, global ones the causal mask.
@@ -422,6 +419,18 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
             h = h.get(new NDIndex(":, -1:, :")); // (B, 1, E)
         }
         return finalNorm.forward(store, h, training);
+    }
+
+    /**
+     * Positions {@code past .. past+t-1} as (1, T) int64, made from Java values in one engine call
+     * (an {@code arange} and its {@code expandDims} are two, a decode step's fixed cost).
+     */
+    private static NDArray positions(NDManager manager, int past, int t) {
+        long[] values = new long[t];
+        for (int i = 0; i < t; i++) {
+            values[i] = past + i;
+        }
+        return manager.create(values, new Shape(1, t));
     }
 
     /** The layers over the residual stream h (B, T, E). */

@@ -313,6 +313,21 @@ public interface Kernels {
     }
 
     /**
+     * The greedy pick of a step: each row's index of its largest logit, the first on ties, a NaN
+     * counting as the largest (the engine's {@code argMax}), read out to Java. An implementation may
+     * scan the logits' memory in place, with no index array between; the reference is the engine's
+     * {@code argMax(-1)} and its copy out.
+     *
+     * @param logits (..., V), e.g. a decode step's (B, 1, V)
+     * @return each row's index, in row-major order of the leading axes
+     */
+    default long[] argMax(NDArray logits) {
+        try (NDArray picked = logits.argMax(-1)) {
+            return picked.toLongArray();
+        }
+    }
+
+    /**
      * Ends a decode step: closes its manager, now or off the calling thread. Use it in place of
      * {@code close()} once everything the step produced has been copied out.
      *

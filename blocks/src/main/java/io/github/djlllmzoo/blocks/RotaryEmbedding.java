@@ -4,11 +4,14 @@ import ai.djl.Device;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.internal.NDArrayEx;
 import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
 import ai.djl.ndarray.types.SparseFormat;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
 import io.github.djlllmzoo.blocks.config.RopeScaling;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -49,8 +52,25 @@ public final class RotaryEmbedding {
 
     private record TableKey(Device device, DataType dataType) {}
 
+    /**
+     * Positions whose float32 CPU rows a decode step copies from Java ({@link #decodeRows}): one
+     * gather of this many rows serves as many steps.
+     */
+    private static final int ROW_RUN = 64;
+
+    /**
+     * {@code -Dllmzoo.rope.decodeRows=false} has a decode step gather its factors as a pass does
+     * (read at each pass, so that a benchmark may alternate the two in one process).
+     */
+    public static final String DECODE_ROWS_PROPERTY = "llmzoo.rope.decodeRows";
+
+    private volatile Rows rows;
+
     /** The rows gathered for one forward pass's positions, which every layer of the pass reuses. */
     private record Gathered(NDArray positionIds, DataType dataType, NDList cosSin) {}
+
+    /** A run of the float32 tables' rows on the CPU, positions {@code [first, first + count)}, in Java. */
+    private record Rows(NDArray cosTable, long first, int count, float[] cos, float[] sin) {}
 
     /**
      * @param headDim the head width D (even)
@@ -219,14 +239,60 @@ public final class RotaryEmbedding {
             }
         }
         NDArray[] table = tables(owner, dataType);
+        NDList cosSin = decodeRows(positionIds, table, dataType);
+        if (cosSin != null) {
+            synchronized (this) {
+                lastGathered = new Gathered(positionIds, dataType, cosSin);
+            }
+            return cosSin;
+        }
         NDArrayEx ex = positionIds.getNDArrayInternal();
         NDArray cos = ex.embedding(positionIds, table[0], SparseFormat.DENSE).singletonOrThrow();
         NDArray sin = ex.embedding(positionIds, table[1], SparseFormat.DENSE).singletonOrThrow();
-        NDList cosSin = new NDList(cos.expandDims(1), sin.expandDims(1)); // (B, 1, T, D)
+        cosSin = new NDList(cos.expandDims(1), sin.expandDims(1)); // (B, 1, T, D)
         synchronized (this) {
             lastGathered = new Gathered(positionIds, dataType, cosSin);
         }
         return cosSin;
+    }
+
+    /**
+     * A decode step's factors, (1, 1, 1, D) each, made from Java copies of the float32 tables' rows
+     * on the CPU: two engine calls where the gather and its views take four, each several times its
+     * arithmetic's cost at a step's start (docs/PERFORMANCE.md, "A decode step's serial calls"). The
+     * rows are the tables' own values, so the factors equal the gathered ones bit for bit.
+     *
+     * @return the factors, or {@code null} where the positions are not one int64 position on the CPU
+     *     or the type not float32 (the caller gathers)
+     */
+    private NDList decodeRows(NDArray positionIds, NDArray[] table, DataType dataType) {
+        Shape shape = positionIds.getShape();
+        if (dataType != DataType.FLOAT32 || shape.dimension() != 2 || shape.size() != 1
+                || positionIds.getDataType() != DataType.INT64
+                || "false".equals(System.getProperty(DECODE_ROWS_PROPERTY))
+                || !Device.Type.CPU.equals(positionIds.getDevice().getDeviceType())) {
+            return null;
+        }
+        long position = positionIds.toLongArray()[0];
+        if (position < 0 || position >= maxPositions) {
+            return null; // the gather names the bad position
+        }
+        Rows run = rows;
+        if (run == null || run.cosTable() != table[0] || table[0].isReleased()
+                || position < run.first() || position >= run.first() + run.count()) {
+            int count = (int) Math.min(ROW_RUN, maxPositions - position);
+            NDIndex span = new NDIndex("{}:{}", position, position + count);
+            try (NDArray cos = table[0].get(span); NDArray sin = table[1].get(span)) {
+                run = new Rows(table[0], position, count, cos.toFloatArray(), sin.toFloatArray());
+            }
+            rows = run;
+        }
+        int from = (int) (position - run.first()) * headDim;
+        NDManager manager = positionIds.getManager();
+        Shape factor = new Shape(1, 1, 1, headDim);
+        return new NDList(
+                manager.create(Arrays.copyOfRange(run.cos(), from, from + headDim), factor),
+                manager.create(Arrays.copyOfRange(run.sin(), from, from + headDim), factor));
     }
 
     /**

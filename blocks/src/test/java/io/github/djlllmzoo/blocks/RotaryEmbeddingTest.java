@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.blocks;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -12,6 +13,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.github.djlllmzoo.blocks.config.RopeScaling;
 import org.junit.jupiter.api.Test;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 
@@ -31,6 +33,36 @@ class RotaryEmbeddingTest {
     private static final int SMOOTHED_ULPS = 16;
     /** float32's unit roundoff 2^-24: the relative error of one rounded operation. */
     private static final double UNIT_ROUNDOFF = Math.ulp(1f) / 2;
+
+    /**
+     * A decode step's one position takes its factors from Java copies of the tables' rows, read a
+     * run of positions at a time: they equal the rows the engine gathers for a pass of two positions
+     * bit for bit, at the ends of runs, at the context window's last position (a run cut short there)
+     * and back at an earlier position, under a first owner of the tables and a second.
+     */
+    @Test
+    void aDecodeStepsFactorsEqualTheGatheredRowsBitForBit() {
+        int d = 10;
+        int window = 130;
+        RotaryEmbedding rope = new RotaryEmbedding(d, window, 10000, RopeScaling.linear(2));
+        for (int owners = 0; owners < 2; owners++) {
+            try (NDManager owner = NDManager.newBaseManager()) {
+                for (long position : new long[] {0, 1, 63, 64, 65, 127, 128, 129, 5, 70}) {
+                    try (NDManager pass = owner.newSubManager()) {
+                        NDList one = rope.cosSin(pass.create(new long[] {position}, new Shape(1, 1)), owner,
+                                DataType.FLOAT32);
+                        NDList two = rope.cosSin(pass.create(new long[] {position, position}, new Shape(1, 2)),
+                                owner, DataType.FLOAT32);
+                        for (int f = 0; f < 2; f++) {
+                            assertEquals(new Shape(1, 1, 1, d), one.get(f).getShape());
+                            float[] gathered = Arrays.copyOf(two.get(f).toFloatArray(), d);
+                            assertArrayEquals(gathered, one.get(f).toFloatArray(), "position " + position);
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     @Test
     void defaultFrequenciesAreThetaToTheMinusTwoIOverD() {

@@ -46,7 +46,9 @@ import java.util.function.Supplier;
  * residualBias}: a projection with a bias, GPT-2's {@code c_proj}, not added into the residual by the
  * kernel, {@code fewRowProduct.fourRows}: one row's product by a wide (in, out) weight one weight row at
  * a time, {@code cpu.dynamicSplit}: one fixed share of a product's columns a core, {@code
- * rotateInPlace}: query and key heads rotated into new arrays, {@code normedProducts}: a decode step's
+ * rotateInPlace}: query and key heads rotated into new arrays, {@code rotatePair}: a decode step's query
+ * and key heads rotated in a call each, the rotary factors checked for each, {@code argMax}: a step's
+ * greedy pick by the engine's {@code argMax}, {@code normedProducts}: a decode step's
  * norm before its products into an array of its own, {@code compressedProduct.prepared}: an int8 or int4
  * decode product's input quantized again by every core's call, each core one fixed share of the columns).
  * Each call then takes a kernel where it can read the arrays (inference on the CPU, float32 and dense for the native ones,
@@ -81,6 +83,10 @@ public final class CpuKernels implements Kernels {
     private final boolean prefillAttention = NativeKernels.enabled(PrefillAttention.SWITCH);
     /** Whether dense query and key heads are rotated in place ({@link DecodeOps#rotateInPlace}). */
     private final boolean rotateInPlace = NativeKernels.enabled(DecodeOps.ROTATE_IN_PLACE_SWITCH);
+    /** Whether a decode step's query and key heads are rotated in place in one call ({@link DecodeOps#rotatePairInPlace}). */
+    private final boolean rotatePair = rotateInPlace && NativeKernels.enabled(DecodeOps.ROTATE_PAIR_SWITCH);
+    /** Whether a step's greedy pick scans the logits in place ({@link DecodeOps#argMax}). */
+    private final boolean argMax = NativeKernels.enabled(DecodeOps.ARG_MAX_SWITCH);
     /** Whether a norm before a decode step's products is computed into their input ({@link DecodeOps#rmsNormed}). */
     private final boolean normedProducts = NativeKernels.enabled(DecodeOps.NORMED_PRODUCTS_SWITCH);
     /**
@@ -348,6 +354,12 @@ public final class CpuKernels implements Kernels {
 
     @Override
     public NDArray[] rotate(NDArray q, NDArray k, NDList cosSin, boolean training) {
+        if (decodeOps && rotatePair && CoreWorkers.inferenceOnCpu(q, training) && !k.hasGradient()) {
+            NDArray[] rotated = DecodeOps.rotatePairInPlace(q, k, cosSin);
+            if (rotated != null) {
+                return rotated;
+            }
+        }
         if (decodeOps
                 && CoreWorkers.inferenceOnCpu(q, training)
                 && !k.hasGradient()
@@ -356,6 +368,14 @@ public final class CpuKernels implements Kernels {
             return new NDArray[] {rotated(q, cosSin), rotated(k, cosSin)};
         }
         return EngineKernels.INSTANCE.rotate(q, k, cosSin, training);
+    }
+
+    @Override
+    public long[] argMax(NDArray logits) {
+        if (argMax && DecodeOps.takesArgMax(logits)) {
+            return DecodeOps.argMax(logits);
+        }
+        return Kernels.super.argMax(logits);
     }
 
     /** Heads rotated in place where they are dense and the switch allows, else into a new array. */
@@ -548,6 +568,8 @@ public final class CpuKernels implements Kernels {
                 + ", prefill attention " + (prefillAttention ? "on" : "off")
                 + ", dynamic split " + (dynamicSplit ? "on" : "off")
                 + ", rotate in place " + (rotateInPlace ? "on" : "off")
+                + ", rotate pair " + (rotatePair ? "on" : "off")
+                + ", arg max " + (argMax ? "on" : "off")
                 + ", normed products " + (normedProducts ? "on" : "off")
                 + ", prepared input " + (preparedInput ? "on" : "off") + ")";
     }

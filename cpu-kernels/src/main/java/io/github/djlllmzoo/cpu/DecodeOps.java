@@ -11,7 +11,8 @@ import java.nio.ByteOrder;
 /**
  * The elementwise operations of a decode step or a prefill, each one call of a native
  * kernel ({@code cpu-kernels/src/main/native/decode_ops.c}) writing one output: RMSNorm, LayerNorm,
- * the rotary embedding of query or key heads, and the MLP's activation (times the up projection). The engine
+ * the rotary embedding of query or key heads (a decode step's both in one call), the MLP's activation
+ * (times the up projection), and a step's greedy pick ({@link #argMax}). The engine
  * computes each as a chain of five or six calls with an array each, whose fixed cost, not the
  * arithmetic, is their time at a decode step's few rows (docs/PERFORMANCE.md, "A decode step's
  * elementwise operations"); at a prefill's rows they are passes over memory on one core
@@ -53,6 +54,20 @@ final class DecodeOps {
      * -Dllmzoo.cpu.off=normedProducts}.
      */
     static final String NORMED_PRODUCTS_SWITCH = "normedProducts";
+
+    /**
+     * The switch that rotates a decode step's query and key heads in two calls, each checking and
+     * reading the rotary factors again ({@link #rotateInPlace}), instead of both in one ({@link
+     * #rotatePairInPlace}): {@code -Dllmzoo.cpu.off=rotatePair}.
+     */
+    static final String ROTATE_PAIR_SWITCH = "rotatePair";
+
+    /**
+     * The switch that leaves a step's greedy pick to the engine's {@code argMax} and its copy out
+     * ({@code Kernels.argMax}) instead of {@link #argMax}'s scan of the logits in place: {@code
+     * -Dllmzoo.cpu.off=argMax}.
+     */
+    static final String ARG_MAX_SWITCH = "argMax";
 
     /** The largest input the kernels take: what a direct buffer's int offsets reach. */
     static final long MAX_ELEMENTS = Integer.MAX_VALUE / Float.BYTES;
@@ -320,6 +335,104 @@ final class DecodeOps {
     }
 
     /**
+     * {@link #rotateInPlace} of a decode step's query and key heads in one native call, the rotary
+     * factors' checks and memory taken once a forward pass ({@link Factors}) rather than once a head
+     * array and layer: the same arithmetic in the same order, so the result is two {@link
+     * #rotateInPlace} calls' bit for bit.
+     *
+     * @param q query heads (B, Hq, T, D); the result replaces them
+     * @param k key heads (B, Hk, T, D); the result replaces them
+     * @param cosSin {@code cat(cos, cos)} and {@code cat(-sin, sin)}, (B or 1, 1, T, D)
+     * @return {@code q} and {@code k} rotated, or {@code null} where the heads are not both dense
+     *     float32 of one batch, position count and head width, the factors do not fit, or the heads are
+     *     as many elements as a split across the cores is for ({@link #SPLIT_MIN_ELEMENTS}): the caller
+     *     then rotates each
+     */
+    static NDArray[] rotatePairInPlace(NDArray q, NDArray k, NDList cosSin) {
+        Shape qs = q.getShape();
+        Shape ks = k.getShape();
+        if (!NativeKernels.loaded() || cosSin.size() != 2 || qs.dimension() != 4 || ks.dimension() != 4
+                || qs.get(0) != ks.get(0) || qs.get(2) != ks.get(2) || qs.get(3) != ks.get(3)
+                || qs.get(3) % 2 != 0 || qs.size() + ks.size() >= SPLIT_MIN_ELEMENTS
+                || !NativeKernels.denseFloat32OnCpu(q) || !NativeKernels.denseFloat32OnCpu(k)) {
+            return null;
+        }
+        Factors factors = Factors.of(cosSin, qs);
+        if (factors == null) {
+            return null;
+        }
+        rotatePair(NativeKernels.buffer(q), NativeKernels.buffer(k), factors.cos(), factors.sin(),
+                Math.toIntExact(qs.get(0)), Math.toIntExact(qs.get(1)), Math.toIntExact(ks.get(1)),
+                Math.toIntExact(qs.get(2)), Math.toIntExact(qs.get(3)), factors.perSequence());
+        return new NDArray[] {q, k};
+    }
+
+    /**
+     * A forward pass's rotary factors, checked and with their memory taken once: every layer of a
+     * decode step rotates by the same {@link NDList} ({@code RotaryEmbedding.cosSin} gathers it once a
+     * pass), so the last one checked is kept, for any thread, and its arrays' release checked at each
+     * use.
+     */
+    private record Factors(NDList list, NDArray cosArray, NDArray sinArray, Shape shape, ByteBuffer cos,
+            ByteBuffer sin, boolean perSequence) {
+
+        private static volatile Factors last;
+
+        /** The factors of {@code cosSin} for heads of this shape, or {@code null} where they do not fit. */
+        static Factors of(NDList cosSin, Shape heads) {
+            Factors f = last;
+            if (f == null || f.list != cosSin || f.cosArray != cosSin.get(0) || f.sinArray != cosSin.get(1)
+                    || f.cosArray.isReleased() || f.sinArray.isReleased()) {
+                f = null;
+                NDArray cos = cosSin.get(0);
+                NDArray sin = cosSin.get(1);
+                if (fits(cos.getShape(), heads) && cos.getShape().equals(sin.getShape())
+                        && NativeKernels.denseFloat32OnCpu(cos) && NativeKernels.denseFloat32OnCpu(sin)) {
+                    f = new Factors(cosSin, cos, sin, cos.getShape(), NativeKernels.buffer(cos),
+                            NativeKernels.buffer(sin), cos.getShape().get(0) != 1);
+                    last = f;
+                }
+            }
+            return f != null && fits(f.shape, heads) ? f : null;
+        }
+
+        /** Whether factors (B or 1, 1, T, D) fit heads (B, H, T, D). */
+        private static boolean fits(Shape factor, Shape heads) {
+            return factor.dimension() == 4 && (factor.get(0) == 1 || factor.get(0) == heads.get(0))
+                    && factor.get(1) == 1 && factor.get(2) == heads.get(2) && factor.get(3) == heads.get(3);
+        }
+    }
+
+    /**
+     * Whether {@link #argMax} takes these logits: float32, dense, on the CPU, rows of at least one
+     * element, no more than {@link #MAX_ELEMENTS}.
+     *
+     * @param logits (..., V)
+     * @return whether the kernel picks
+     */
+    static boolean takesArgMax(NDArray logits) {
+        Shape shape = logits.getShape();
+        return NativeKernels.loaded() && shape.dimension() >= 1 && shape.get(shape.dimension() - 1) >= 1
+                && shape.size() <= MAX_ELEMENTS && NativeKernels.denseFloat32OnCpu(logits);
+    }
+
+    /**
+     * Each row's index of its largest logit, the first on ties, the first NaN where a row has one: the
+     * engine's {@code argMax(-1)}, scanned in the logits' memory and written straight into the result.
+     *
+     * @param logits (..., V) that {@link #takesArgMax} accepts
+     * @return each row's index, in row-major order of the leading axes
+     */
+    static long[] argMax(NDArray logits) {
+        Shape shape = logits.getShape();
+        int width = Math.toIntExact(shape.get(shape.dimension() - 1));
+        int rows = Math.toIntExact(shape.size() / width);
+        long[] picked = new long[rows];
+        argMax(NativeKernels.buffer(logits), rows, width, picked);
+        return picked;
+    }
+
+    /**
      * Whether {@link #activate} takes these arrays: float32, dense, on the CPU, of one shape, no
      * more than {@link #MAX_ELEMENTS}.
      *
@@ -381,6 +494,12 @@ final class DecodeOps {
     private static native void rotate(
             ByteBuffer x, ByteBuffer cos, ByteBuffer sin, ByteBuffer out, int batch, int heads, int positions,
             int headDim, boolean perSequence, boolean positionsMajor, int from, int to);
+
+    private static native void rotatePair(
+            ByteBuffer q, ByteBuffer k, ByteBuffer cos, ByteBuffer sin, int batch, int queryHeads, int keyHeads,
+            int positions, int headDim, boolean perSequence);
+
+    private static native void argMax(ByteBuffer logits, int rows, int width, long[] picked);
 
     private static native void activate(ByteBuffer gate, ByteBuffer up, ByteBuffer out, long size, int activation);
 }

@@ -34,6 +34,8 @@ final class KernelSwitches {
             DecodeOps.LAYER_NORM_SWITCH,
             DecodeOps.COLUMNS_SWITCH,
             DecodeOps.ROTATE_IN_PLACE_SWITCH,
+            DecodeOps.ROTATE_PAIR_SWITCH,
+            DecodeOps.ARG_MAX_SWITCH,
             DecodeOps.NORMED_PRODUCTS_SWITCH,
             FusedProducts.GATED_SWITCH,
             FusedProducts.RESIDUAL_SWITCH,

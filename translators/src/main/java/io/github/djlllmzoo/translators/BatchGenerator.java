@@ -182,7 +182,11 @@ public final class BatchGenerator {
                 for (int r = 0; r < b; r++) {
                     SequenceState row = rows.get(r);
                     if (!row.endIfDue()) {
-                        active |= !row.advance(Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab));
+                        // one row's logits are the whole array: no copy (advance only reads them)
+                        float[] own = b == 1 && logits.length == vocab
+                                ? logits
+                                : Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab);
+                        active |= !row.advance(own);
                     }
                 }
                 if (!active) {
