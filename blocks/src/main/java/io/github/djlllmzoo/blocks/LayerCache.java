@@ -51,6 +51,19 @@ class LayerCache {
         values = manager.zeros(shape, types.stored());
     }
 
+    /**
+     * @param x new keys or values in the compute type
+     * @return them as the cache holds them: rounded to the stored type and widened back where the
+     *     two differ (attention over new positions that are not read back from the buffers), else
+     *     {@code x}
+     */
+    NDArray asStored(NDArray x) {
+        if (types.stored() == types.compute()) {
+            return x;
+        }
+        return x.toType(types.stored(), false).toType(types.compute(), false);
+    }
+
     /** @return the type attention reads the keys and values as (the model's compute type) */
     DataType computeType() {
         return types.compute();

@@ -116,8 +116,8 @@ final class WindowLayerCache extends LayerCache {
             return kv;
         }
         int kept = Math.min(length, window);
-        NDArray attendedKeys = withOld(keys, kept, k); // (B, H_kv, kept + T, D)
-        NDArray attendedValues = withOld(values, kept, v);
+        NDArray attendedKeys = withOld(keys, kept, asStored(k)); // (B, H_kv, kept + T, D)
+        NDArray attendedValues = withOld(values, kept, asStored(v));
         ensureCapacity(window, window, kept);
         int first = Math.max(length, end - window);
         int slot = first % window;
