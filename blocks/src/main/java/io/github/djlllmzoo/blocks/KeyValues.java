@@ -284,7 +284,7 @@ public final class KeyValues {
     }
 
     /** @return whether the cache's buffers hold another element type than attention computes in */
-    public boolean storedNarrower() {
+    public boolean storesOtherType() {
         return keyBuffer != null && keyBuffer.getDataType() != readType;
     }
 }

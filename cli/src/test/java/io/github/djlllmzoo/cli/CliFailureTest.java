@@ -126,7 +126,7 @@ class CliFailureTest {
                     refused.err);
         }
         CliRunner generated = CliRunner.run(args(List.of("generate", "--model", "{gpt2}", "--prompt-ids", "1,2",
-                "--max-new-tokens", "3", "--kv-cache-dtype", "float16"), temp.resolve("out")));
+                "--max-new-tokens", "3", "--output", "ids", "--kv-cache-dtype", "float16"), temp.resolve("out")));
         assertEquals(0, generated.exitCode, generated.err);
     }
 
