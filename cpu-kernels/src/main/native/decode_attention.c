@@ -10,9 +10,10 @@
  * of positions at a time for all G query heads, so a tile is read from memory once), the scores
  * stay in a small buffer, and the values are read once into accumulators held in registers.
  *
- * A float16 cache (--kv-cache-dtype float16) is read as IEEE halves widened to float32 as they are loaded
- * (vcvtph2ps on x86-64, fcvtl on ARM64), half the bytes of a float32 cache, and the step's new key and
- * value are rounded to halves as they are written (vcvtps2ph, fcvtn: to nearest, ties to even).
+ * A float16 cache (--kv-cache-dtype float16) is read as IEEE halves, half the bytes of a float32 cache,
+ * widened to float32 a tile at a time (vcvtph2ps on x86-64, fcvtl on ARM64) into a scratch the group's
+ * query heads then read, and the step's new key and value are rounded to halves as they are written
+ * (vcvtps2ph, fcvtn: to nearest, ties to even).
  *
  * Called by io.github.djlllmzoo.cpu.DecodeAttention with direct buffers over PyTorch tensors
  * that Java has checked: float32 (the cache float32 or float16), contiguous, the sizes below. One source for every instruction set,
@@ -67,16 +68,34 @@ static float softmax_numerators(float *scores, int s) {
     return vsum(sum);
 }
 
+/* Rows [from, to) of a unit's float16 keys or values (d halves each) widened into dst, row t at
+   (t - from) * d: each element is converted once a tile, however many query heads of the group then read
+   it (converting it per head cost G conversions an element, more than the halved reads saved). */
+static inline __attribute__((always_inline)) void widen_rows(
+        const uint16_t *src, float *dst, int from, int to, int d) {
+    for (int t = from; t < to; t++) {
+        const uint16_t *row = src + (size_t)t * d;
+        __builtin_prefetch((const char *)row + PREFETCH_BYTES);
+        for (int c = 0; c < d; c += VL) {
+            vstore_n(dst + (size_t)(t - from) * d + c, widen_f16_n(row + c, d - c), d - c);
+        }
+    }
+}
+
 /* k and v: a unit's rows of keys and values, float32, or IEEE halves where half is set (a float16
-   cache), widened as they are read. */
+   cache), widened a tile at a time into widened (TILE * d floats) before the group's heads read them. */
 static inline __attribute__((always_inline)) void attend_group(
         const float *q, const void *k, const void *v, const float *mask, float *out, int groups,
-        int d, int s, float scale, float cap, float *scores, int half) {
-    const size_t bytes = half ? sizeof(uint16_t) : sizeof(float);
+        int d, int s, float scale, float cap, float *scores, float *widened, int half) {
     const float *inline_mask = cap > 0.0f ? NULL : mask;
     int chunks = (d + VL - 1) / VL;
     for (int tile = 0; tile < s; tile += TILE) {
         int end = tile + TILE < s ? tile + TILE : s;
+        const float *keys = (const float *)k + (size_t)tile * d; /* the tile's row t at (t - tile) * d */
+        if (half) {
+            widen_rows((const uint16_t *)k, widened, tile, end, d);
+            keys = widened;
+        }
         for (int g = 0; g < groups; g++) {
             float *row = scores + (size_t)g * s;
             vf qv[MAX_HEAD_DIM / VL];
@@ -84,11 +103,13 @@ static inline __attribute__((always_inline)) void attend_group(
                 qv[c] = vload_n(q + (size_t)g * d + c * VL, d - c * VL);
             }
             for (int t = tile; t < end; t++) {
-                const char *kt = (const char *)k + (size_t)t * d * bytes;
-                __builtin_prefetch(kt + PREFETCH_BYTES);
-                vf acc = qv[0] * vload_kv(kt, d, half);
+                const float *kt = keys + (size_t)(t - tile) * d;
+                if (!half) {
+                    __builtin_prefetch((const char *)kt + PREFETCH_BYTES);
+                }
+                vf acc = qv[0] * vload_n(kt, d);
                 for (int c = 1; c < chunks; c++) {
-                    acc = qv[c] * vload_kv(kt + c * VL * bytes, d - c * VL, half) + acc;
+                    acc = qv[c] * vload_n(kt + c * VL, d - c * VL) + acc;
                 }
                 row[t] = vsum(acc) * scale + (inline_mask == NULL ? 0.0f : inline_mask[t]);
             }
@@ -104,6 +125,11 @@ static inline __attribute__((always_inline)) void attend_group(
     }
     for (int tile = 0; tile < s; tile += TILE) {
         int end = tile + TILE < s ? tile + TILE : s;
+        const float *values = (const float *)v + (size_t)tile * d; /* the tile's row t at (t - tile) * d */
+        if (half) {
+            widen_rows((const uint16_t *)v, widened, tile, end, d);
+            values = widened;
+        }
         for (int g = 0; g < groups; g++) {
             vf acc[MAX_HEAD_DIM / VL];
             float *o = out + (size_t)g * d;
@@ -112,10 +138,12 @@ static inline __attribute__((always_inline)) void attend_group(
             }
             const float *p = scores + (size_t)g * s;
             for (int t = tile; t < end; t++) {
-                const char *vt = (const char *)v + (size_t)t * d * bytes;
-                __builtin_prefetch(vt + PREFETCH_BYTES);
+                const float *vt = values + (size_t)(t - tile) * d;
+                if (!half) {
+                    __builtin_prefetch((const char *)vt + PREFETCH_BYTES);
+                }
                 for (int c = 0; c < chunks; c++) {
-                    acc[c] = vload_kv(vt + c * VL * bytes, d - c * VL, half) * p[t] + acc[c];
+                    acc[c] = vload_n(vt + c * VL, d - c * VL) * p[t] + acc[c];
                 }
             }
             for (int c = 0; c < chunks; c++) {
@@ -139,16 +167,17 @@ static void store_row(void *dst, const float *src, int d, int half) {
 
 /* One unit's attention, its head width a constant where it is a common one. */
 static inline __attribute__((always_inline)) void attend_unit(const float *q, const void *k, const void *v,
-        const float *mask, float *out, int groups, int d, int s, float scale, float cap, float *scores, int half) {
+        const float *mask, float *out, int groups, int d, int s, float scale, float cap, float *scores,
+        float *widened, int half) {
     switch (d) {
         case 64:
-            attend_group(q, k, v, mask, out, groups, 64, s, scale, cap, scores, half);
+            attend_group(q, k, v, mask, out, groups, 64, s, scale, cap, scores, widened, half);
             break;
         case 128:
-            attend_group(q, k, v, mask, out, groups, 128, s, scale, cap, scores, half);
+            attend_group(q, k, v, mask, out, groups, 128, s, scale, cap, scores, widened, half);
             break;
         default:
-            attend_group(q, k, v, mask, out, groups, d, s, scale, cap, scores, half);
+            attend_group(q, k, v, mask, out, groups, d, s, scale, cap, scores, widened, half);
             break;
     }
 }
@@ -172,10 +201,12 @@ static int attend_units(const float *q, void *keys, void *values, const float *f
         float cap, int half, int from, int to) {
     int groups = heads / kv_heads;
     const size_t bytes = half ? sizeof(uint16_t) : sizeof(float);
-    float *scores = malloc(sizeof(float) * (size_t)groups * length);
+    /* the scores of the group's heads, then (a float16 cache) a tile of widened keys or values */
+    float *scores = malloc(sizeof(float) * ((size_t)groups * length + (half ? (size_t)TILE * d : 0)));
     if (scores == NULL) {
         return 0;
     }
+    float *widened = half ? scores + (size_t)groups * length : NULL;
     for (int u = from; u < to; u++) {
         int b = u / kv_heads;
         size_t rows = (size_t)u * groups * d; /* the group's first query row: b * H + h * G */
@@ -189,9 +220,9 @@ static int attend_units(const float *q, void *keys, void *values, const float *f
             store_row(v + (size_t)at * d * bytes, fresh_values + (size_t)u * d, d, half);
         }
         if (half) {
-            attend_unit(q + rows, k, v, m, out + rows, groups, d, s, scale, cap, scores, 1);
+            attend_unit(q + rows, k, v, m, out + rows, groups, d, s, scale, cap, scores, widened, 1);
         } else {
-            attend_unit(q + rows, k, v, m, out + rows, groups, d, s, scale, cap, scores, 0);
+            attend_unit(q + rows, k, v, m, out + rows, groups, d, s, scale, cap, scores, NULL, 0);
         }
     }
     free(scores);

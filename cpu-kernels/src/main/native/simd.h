@@ -290,13 +290,6 @@ INLINE void narrow_f16_n(uint16_t *p, vf v, int n) {
     memcpy(p, codes, sizeof(uint16_t) * (n >= VL ? VL : (n > 0 ? n : 0)));
 }
 
-/* The first n elements (all VL from n = VL on) of a KV cache row at p widened to float32: IEEE halves
-   where half is set (a float16 cache), else floats. Callers pass half as a constant, so each inlined
-   copy reads one type. */
-INLINE vf vload_kv(const void *p, int n, int half) {
-    return half ? widen_f16_n((const uint16_t *)p, n) : vload_n((const float *)p, n);
-}
-
 /* The IEEE half codes in the low 16 bits of each lane of words widened to float32 (exact). */
 INLINE vf widen_f16_low(vu words) {
 #if defined(__AVX512F__)
