@@ -10,8 +10,13 @@
  * of positions at a time for all G query heads, so a tile is read from memory once), the scores
  * stay in a small buffer, and the values are read once into accumulators held in registers.
  *
+ * A float16 cache (--kv-cache-dtype float16) is read as IEEE halves, half the bytes of a float32 cache,
+ * widened to float32 a tile at a time (vcvtph2ps on x86-64, fcvtl on ARM64) into a scratch the group's
+ * query heads then read, and the step's new key and value are rounded to halves as they are written
+ * (vcvtps2ph, fcvtn: to nearest, ties to even).
+ *
  * Called by io.github.djlllmzoo.cpu.DecodeAttention with direct buffers over PyTorch tensors
- * that Java has checked: float32, contiguous, the sizes below. One source for every instruction set,
+ * that Java has checked: float32 (the cache float32 or float16), contiguous, the sizes below. One source for every instruction set,
  * compiled once per target (build.sh).
  */
 #include <jni.h>
@@ -63,13 +68,34 @@ static float softmax_numerators(float *scores, int s) {
     return vsum(sum);
 }
 
+/* Rows [from, to) of a unit's float16 keys or values (d halves each) widened into dst, row t at
+   (t - from) * d: each element is converted once a tile, however many query heads of the group then read
+   it (converting it per head cost G conversions an element, more than the halved reads saved). */
+static inline __attribute__((always_inline)) void widen_rows(
+        const uint16_t *src, float *dst, int from, int to, int d) {
+    for (int t = from; t < to; t++) {
+        const uint16_t *row = src + (size_t)t * d;
+        __builtin_prefetch((const char *)row + PREFETCH_BYTES);
+        for (int c = 0; c < d; c += VL) {
+            vstore_n(dst + (size_t)(t - from) * d + c, widen_f16_n(row + c, d - c), d - c);
+        }
+    }
+}
+
+/* k and v: a unit's rows of keys and values, float32, or IEEE halves where half is set (a float16
+   cache), widened a tile at a time into widened (TILE * d floats) before the group's heads read them. */
 static inline __attribute__((always_inline)) void attend_group(
-        const float *q, const float *k, const float *v, const float *mask, float *out, int groups,
-        int d, int s, float scale, float cap, float *scores) {
+        const float *q, const void *k, const void *v, const float *mask, float *out, int groups,
+        int d, int s, float scale, float cap, float *scores, float *widened, int half) {
     const float *inline_mask = cap > 0.0f ? NULL : mask;
     int chunks = (d + VL - 1) / VL;
     for (int tile = 0; tile < s; tile += TILE) {
         int end = tile + TILE < s ? tile + TILE : s;
+        const float *keys = (const float *)k + (size_t)tile * d; /* the tile's row t at (t - tile) * d */
+        if (half) {
+            widen_rows((const uint16_t *)k, widened, tile, end, d);
+            keys = widened;
+        }
         for (int g = 0; g < groups; g++) {
             float *row = scores + (size_t)g * s;
             vf qv[MAX_HEAD_DIM / VL];
@@ -77,8 +103,10 @@ static inline __attribute__((always_inline)) void attend_group(
                 qv[c] = vload_n(q + (size_t)g * d + c * VL, d - c * VL);
             }
             for (int t = tile; t < end; t++) {
-                const float *kt = k + (size_t)t * d;
-                __builtin_prefetch((const char *)kt + PREFETCH_BYTES);
+                const float *kt = keys + (size_t)(t - tile) * d;
+                if (!half) {
+                    __builtin_prefetch((const char *)kt + PREFETCH_BYTES);
+                }
                 vf acc = qv[0] * vload_n(kt, d);
                 for (int c = 1; c < chunks; c++) {
                     acc = qv[c] * vload_n(kt + c * VL, d - c * VL) + acc;
@@ -97,6 +125,11 @@ static inline __attribute__((always_inline)) void attend_group(
     }
     for (int tile = 0; tile < s; tile += TILE) {
         int end = tile + TILE < s ? tile + TILE : s;
+        const float *values = (const float *)v + (size_t)tile * d; /* the tile's row t at (t - tile) * d */
+        if (half) {
+            widen_rows((const uint16_t *)v, widened, tile, end, d);
+            values = widened;
+        }
         for (int g = 0; g < groups; g++) {
             vf acc[MAX_HEAD_DIM / VL];
             float *o = out + (size_t)g * d;
@@ -105,8 +138,10 @@ static inline __attribute__((always_inline)) void attend_group(
             }
             const float *p = scores + (size_t)g * s;
             for (int t = tile; t < end; t++) {
-                const float *vt = v + (size_t)t * d;
-                __builtin_prefetch((const char *)vt + PREFETCH_BYTES);
+                const float *vt = values + (size_t)(t - tile) * d;
+                if (!half) {
+                    __builtin_prefetch((const char *)vt + PREFETCH_BYTES);
+                }
                 for (int c = 0; c < chunks; c++) {
                     acc[c] = vload_n(vt + c * VL, d - c * VL) * p[t] + acc[c];
                 }
@@ -115,6 +150,35 @@ static inline __attribute__((always_inline)) void attend_group(
                 vstore_n(o + c * VL, end == s ? acc[c] * inverse[g] : acc[c], d - c * VL);
             }
         }
+    }
+}
+
+/* Writes one new key or value row of d floats at dst: copied into a float32 cache, rounded to halves
+   into a float16 one (half set). */
+static void store_row(void *dst, const float *src, int d, int half) {
+    if (!half) {
+        memcpy(dst, src, sizeof(float) * d);
+        return;
+    }
+    for (int c = 0; c < d; c += VL) {
+        narrow_f16_n((uint16_t *)dst + c, vload_n(src + c, d - c), d - c);
+    }
+}
+
+/* One unit's attention, its head width a constant where it is a common one. */
+static inline __attribute__((always_inline)) void attend_unit(const float *q, const void *k, const void *v,
+        const float *mask, float *out, int groups, int d, int s, float scale, float cap, float *scores,
+        float *widened, int half) {
+    switch (d) {
+        case 64:
+            attend_group(q, k, v, mask, out, groups, 64, s, scale, cap, scores, widened, half);
+            break;
+        case 128:
+            attend_group(q, k, v, mask, out, groups, 128, s, scale, cap, scores, widened, half);
+            break;
+        default:
+            attend_group(q, k, v, mask, out, groups, d, s, scale, cap, scores, widened, half);
+            break;
     }
 }
 
@@ -127,42 +191,38 @@ static inline __attribute__((always_inline)) void attend_group(
  * the position its new key and value go to and the positions it attends over, in place of slot and
  * length;
  * mask: NULL or the additive mask rows, sequence b's at b * mask_stride (0: one row for all);
- * cap: the soft cap of the scores, 0 for none.
+ * cap: the soft cap of the scores, 0 for none; half: whether keys and values hold IEEE halves (a float16
+ * cache: the new ones rounded as they are written, every one widened as it is read), else floats.
  * Returns 0 when the scratch could not be allocated.
  */
-static int attend_units(const float *q, float *keys, float *values, const float *fresh_keys,
+static int attend_units(const float *q, void *keys, void *values, const float *fresh_keys,
         const float *fresh_values, int slot, const jint *row_slots, const jint *row_lengths, const float *mask,
         float *out, int heads, int kv_heads, int d, int capacity, int length, int mask_stride, float scale,
-        float cap, int from, int to) {
+        float cap, int half, int from, int to) {
     int groups = heads / kv_heads;
-    float *scores = malloc(sizeof(float) * (size_t)groups * length);
+    const size_t bytes = half ? sizeof(uint16_t) : sizeof(float);
+    /* the scores of the group's heads, then (a float16 cache) a tile of widened keys or values */
+    float *scores = malloc(sizeof(float) * ((size_t)groups * length + (half ? (size_t)TILE * d : 0)));
     if (scores == NULL) {
         return 0;
     }
+    float *widened = half ? scores + (size_t)groups * length : NULL;
     for (int u = from; u < to; u++) {
         int b = u / kv_heads;
         size_t rows = (size_t)u * groups * d; /* the group's first query row: b * H + h * G */
-        size_t cached = (size_t)u * capacity * d;
+        char *k = (char *)keys + (size_t)u * capacity * d * bytes;
+        char *v = (char *)values + (size_t)u * capacity * d * bytes;
         const float *m = mask == NULL ? NULL : mask + (size_t)b * mask_stride;
         int at = row_slots == NULL ? slot : row_slots[b];
         int s = row_lengths == NULL ? length : row_lengths[b];
         if (fresh_keys != NULL) {
-            memcpy(keys + cached + (size_t)at * d, fresh_keys + (size_t)u * d, sizeof(float) * d);
-            memcpy(values + cached + (size_t)at * d, fresh_values + (size_t)u * d, sizeof(float) * d);
+            store_row(k + (size_t)at * d * bytes, fresh_keys + (size_t)u * d, d, half);
+            store_row(v + (size_t)at * d * bytes, fresh_values + (size_t)u * d, d, half);
         }
-        switch (d) {
-            case 64:
-                attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, 64, s,
-                        scale, cap, scores);
-                break;
-            case 128:
-                attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, 128, s,
-                        scale, cap, scores);
-                break;
-            default:
-                attend_group(q + rows, keys + cached, values + cached, m, out + rows, groups, d, s,
-                        scale, cap, scores);
-                break;
+        if (half) {
+            attend_unit(q + rows, k, v, m, out + rows, groups, d, s, scale, cap, scores, widened, 1);
+        } else {
+            attend_unit(q + rows, k, v, m, out + rows, groups, d, s, scale, cap, scores, NULL, 0);
         }
     }
     free(scores);
@@ -177,11 +237,12 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(JNIEn
         jobject q_buffer, jobject keys_buffer, jobject values_buffer, jobject mask_buffer,
         jobject out_buffer, jobject fresh_keys_buffer, jobject fresh_values_buffer, jint slot,
         jintArray row_slots_array, jintArray row_lengths_array, jint heads, jint kv_heads, jint head_dim,
-        jint capacity, jint length, jint mask_stride, jfloat scale, jfloat softcap, jint from, jint to) {
+        jint capacity, jint length, jint mask_stride, jfloat scale, jfloat softcap, jboolean half_cache, jint from,
+        jint to) {
     (void)cls;
     const float *q = address(env, q_buffer);
-    float *keys = address(env, keys_buffer);
-    float *values = address(env, values_buffer);
+    void *keys = address(env, keys_buffer);
+    void *values = address(env, values_buffer);
     const float *mask = address(env, mask_buffer);
     float *out = address(env, out_buffer);
     const float *fresh_keys = address(env, fresh_keys_buffer);
@@ -230,7 +291,7 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(JNIEn
         }
     }
     int done = attend_units(q, keys, values, fresh_keys, fresh_values, slot, row_slots, row_lengths, mask, out,
-            heads, kv_heads, head_dim, capacity, length, mask_stride, scale, softcap, from, to);
+            heads, kv_heads, head_dim, capacity, length, mask_stride, scale, softcap, half_cache != JNI_FALSE, from, to);
     free(row_slots);
     if (!done) {
         (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/OutOfMemoryError"),

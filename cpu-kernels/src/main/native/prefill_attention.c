@@ -13,8 +13,11 @@
  * scores of a vector of keys for 4 query rows are 4 * D fused multiply-adds, the scores of a row stay in a
  * scratch row, and the values are read once per 4 rows into accumulators held in registers.
  *
+ * A float16 cache (--kv-cache-dtype float16) is read as IEEE halves, widened to float32 as the keys are
+ * transposed and as the values are loaded.
+ *
  * Called by io.github.djlllmzoo.cpu.PrefillAttention with direct buffers over PyTorch tensors that
- * Java has checked: float32, contiguous, the sizes below. One source for every instruction set,
+ * Java has checked: float32 (a cache's buffers float32 or float16), contiguous, the sizes below. One source for every instruction set,
  * compiled once per target (build.sh).
  */
 #include <float.h>
@@ -31,12 +34,19 @@
 /* The transposed keys' rows are padded to a multiple of this many keys: two vectors (STEP) on every target. */
 #define KEYS 32
 
-/* kt[c * stride + j] = k[j * d + c] for j < s, zero for s <= j < stride (stride: s rounded up to KEYS). */
-static void transpose_keys(const float *k, float *kt, int s, int d, int stride) {
+/* kt[c * stride + j] = k[j * d + c] for j < s, zero for s <= j < stride (stride: s rounded up to KEYS);
+   k holds IEEE halves where half is set (a float16 cache), widened as they are transposed. */
+static void transpose_keys(const void *k, float *kt, int s, int d, int stride, int half) {
     for (int c = 0; c < d; c++) {
         float *row = kt + (size_t)c * stride;
-        for (int j = 0; j < s; j++) {
-            row[j] = k[(size_t)j * d + c];
+        if (half) {
+            for (int j = 0; j < s; j++) {
+                row[j] = half_value((const uint16_t *)k + (size_t)j * d + c);
+            }
+        } else {
+            for (int j = 0; j < s; j++) {
+                row[j] = ((const float *)k)[(size_t)j * d + c];
+            }
         }
         for (int j = s; j < stride; j++) {
             row[j] = 0.0f;
@@ -82,9 +92,10 @@ static void visible(const float *mask_row, int s, int *start, int *end) {
     *end = last + 1;
 }
 
-static inline __attribute__((always_inline)) void attend_rows(const float *q, const float *kt, const float *v,
+/* v: the unit's values, float32, or IEEE halves where half is set, widened as they are read. */
+static inline __attribute__((always_inline)) void attend_rows(const float *q, const float *kt, const void *v,
         const float *mask, float *out, size_t out_stride, int i0, int rows, int s, int d, int stride, float scale,
-        float cap, float *scores) {
+        float cap, float *scores, int half) {
     int start[ROWS];
     int end[ROWS];
     int lo = s;
@@ -185,11 +196,13 @@ static inline __attribute__((always_inline)) void attend_rows(const float *q, co
         }
         const int whole = width >= VALUE_VECTORS * VL; /* unmasked loads: no tail in this chunk */
         for (int j = lo; j < hi; j++) {
-            const float *vj = v + (size_t)j * d + c0;
+            const float *vj = (const float *)v + (size_t)j * d + c0;
+            const uint16_t *hj = (const uint16_t *)v + (size_t)j * d + c0;
             vf values[VALUE_VECTORS];
 #pragma GCC unroll 4
             for (int c = 0; c < VALUE_VECTORS; c++) {
-                values[c] = whole ? vload(vj + c * VL) : vload_n(vj + c * VL, width - c * VL);
+                values[c] = half ? widen_f16_n(hj + c * VL, width - c * VL)
+                                 : whole ? vload(vj + c * VL) : vload_n(vj + c * VL, width - c * VL);
             }
 #pragma GCC unroll 4
             for (int r = 0; r < ROWS; r++) {
@@ -209,33 +222,45 @@ static inline __attribute__((always_inline)) void attend_rows(const float *q, co
     }
 }
 
-static void attend_head(const float *q, const float *kt, const float *v, const float *mask, float *out,
-        size_t out_stride, int t, int s, int d, int stride, float scale, float cap, float *scores) {
+static inline __attribute__((always_inline)) void attend_head_as(const float *q, const float *kt, const void *v,
+        const float *mask, float *out, size_t out_stride, int t, int s, int d, int stride, float scale, float cap,
+        float *scores, int half) {
     for (int i0 = 0; i0 < t; i0 += ROWS) {
         int rows = t - i0 < ROWS ? t - i0 : ROWS;
         switch (d) {
             case 64:
-                attend_rows(q, kt, v, mask, out, out_stride, i0, rows, s, 64, stride, scale, cap, scores);
+                attend_rows(q, kt, v, mask, out, out_stride, i0, rows, s, 64, stride, scale, cap, scores, half);
                 break;
             case 128:
-                attend_rows(q, kt, v, mask, out, out_stride, i0, rows, s, 128, stride, scale, cap, scores);
+                attend_rows(q, kt, v, mask, out, out_stride, i0, rows, s, 128, stride, scale, cap, scores, half);
                 break;
             default:
-                attend_rows(q, kt, v, mask, out, out_stride, i0, rows, s, d, stride, scale, cap, scores);
+                attend_rows(q, kt, v, mask, out, out_stride, i0, rows, s, d, stride, scale, cap, scores, half);
                 break;
         }
+    }
+}
+
+/* One query head's rows, its values float32 or (half set) IEEE halves: one inlined copy for each. */
+static void attend_head(const float *q, const float *kt, const void *v, const float *mask, float *out,
+        size_t out_stride, int t, int s, int d, int stride, float scale, float cap, float *scores, int half) {
+    if (half) {
+        attend_head_as(q, kt, v, mask, out, out_stride, t, s, d, stride, scale, cap, scores, 1);
+    } else {
+        attend_head_as(q, kt, v, mask, out, out_stride, t, s, d, stride, scale, cap, scores, 0);
     }
 }
 
 /*
  * Query heads [from, to) of (sequence, head), unit u = b * heads + h. q: (B, heads, t, d); keys and
  * values: (B, kv_heads, capacity, d) of which the first s positions are read; mask: NULL or (B or 1,
- * 1, t, s), sequence b's at b * mask_stride; out: (B, t, heads, d). Returns 0 when the scratch could
- * not be allocated.
+ * 1, t, s), sequence b's at b * mask_stride; out: (B, t, heads, d); half: whether keys and values hold
+ * IEEE halves (a float16 cache), else floats. Returns 0 when the scratch could not be allocated.
  */
-static int attend_units(const float *q, const float *keys, const float *values, const float *mask, float *out,
+static int attend_units(const float *q, const void *keys, const void *values, const float *mask, float *out,
         int heads, int kv_heads, int t, int s, int d, int capacity, long mask_stride, float scale, float cap,
-        int from, int to) {
+        int half, int from, int to) {
+    const size_t bytes = half ? sizeof(uint16_t) : sizeof(float);
     int groups = heads / kv_heads;
     int stride = (s + KEYS - 1) & ~(KEYS - 1);
     float *kt = malloc(sizeof(float) * ((size_t)d * stride + (size_t)ROWS * stride));
@@ -248,15 +273,15 @@ static int attend_units(const float *q, const float *keys, const float *values, 
         int b = u / heads;
         int h = u % heads;
         int kv = b * kv_heads + h / groups;
-        const float *k = keys + (size_t)kv * capacity * d;
-        const float *v = values + (size_t)kv * capacity * d;
+        const char *k = (const char *)keys + (size_t)kv * capacity * d * bytes;
+        const char *v = (const char *)values + (size_t)kv * capacity * d * bytes;
         if (kv != transposed) {
-            transpose_keys(k, kt, s, d, stride);
+            transpose_keys(k, kt, s, d, stride, half);
             transposed = kv;
         }
         const float *m = mask == NULL ? NULL : mask + (size_t)b * mask_stride;
         attend_head(q + (size_t)u * t * d, kt, v, m, out + ((size_t)b * t * heads + h) * d, (size_t)heads * d, t,
-                s, d, stride, scale, cap, scores);
+                s, d, stride, scale, cap, scores, half);
     }
     free(kt);
     return 1;
@@ -269,11 +294,11 @@ static void *address(JNIEnv *env, jobject buffer) {
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_PrefillAttention_attend(JNIEnv *env, jclass cls,
         jobject q_buffer, jobject keys_buffer, jobject values_buffer, jobject mask_buffer, jobject out_buffer,
         jint heads, jint kv_heads, jint positions, jint length, jint head_dim, jint capacity, jlong mask_stride,
-        jfloat scale, jfloat softcap, jint from, jint to) {
+        jfloat scale, jfloat softcap, jboolean half_cache, jint from, jint to) {
     (void)cls;
     const float *q = address(env, q_buffer);
-    const float *keys = address(env, keys_buffer);
-    const float *values = address(env, values_buffer);
+    const void *keys = address(env, keys_buffer);
+    const void *values = address(env, values_buffer);
     const float *mask = address(env, mask_buffer);
     float *out = address(env, out_buffer);
     if (q == NULL || keys == NULL || values == NULL || out == NULL || (mask_buffer != NULL && mask == NULL)) {
@@ -289,7 +314,7 @@ JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_PrefillAttention_attend(JNIE
         return;
     }
     if (!attend_units(q, keys, values, mask, out, heads, kv_heads, positions, length, head_dim, capacity,
-                mask_stride, scale, softcap, from, to)) {
+                mask_stride, scale, softcap, half_cache != JNI_FALSE, from, to)) {
         (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/OutOfMemoryError"),
                 "prefill attention: no memory for the scratch");
     }

@@ -262,6 +262,34 @@ INLINE vf widen_f16(const uint16_t *p) {
 #endif
 }
 
+/* The first n IEEE half codes at p (all VL from n = VL on) widened to float32, the other lanes 0. */
+INLINE vf widen_f16_n(const uint16_t *p, int n) {
+    if (n >= VL) {
+        return widen_f16(p);
+    }
+    uint16_t part[VL] = {0};
+    memcpy(part, p, sizeof(uint16_t) * (n > 0 ? n : 0));
+    return widen_f16(part);
+}
+
+/* The first n lanes of v (all from n = VL on) rounded to IEEE half codes at p: to nearest, ties to even
+   (vcvtps2ph with imm 0, NEON's fcvtn in the default rounding mode), as PyTorch's float-to-half is. */
+INLINE void narrow_f16_n(uint16_t *p, vf v, int n) {
+    uint16_t codes[VL];
+#if defined(__AVX512F__)
+    _mm256_storeu_si256((__m256i *)codes, _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT));
+#elif defined(__AVX2__)
+    _mm_storeu_si128((__m128i *)codes, _mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT));
+#else
+    float32x4_t lo, hi;
+    memcpy(&lo, &v, sizeof lo);
+    memcpy(&hi, (const char *)&v + sizeof lo, sizeof hi);
+    vst1_u16(codes, vreinterpret_u16_f16(vcvt_f16_f32(lo)));
+    vst1_u16(codes + 4, vreinterpret_u16_f16(vcvt_f16_f32(hi)));
+#endif
+    memcpy(p, codes, sizeof(uint16_t) * (n >= VL ? VL : (n > 0 ? n : 0)));
+}
+
 /* The IEEE half codes in the low 16 bits of each lane of words widened to float32 (exact). */
 INLINE vf widen_f16_low(vu words) {
 #if defined(__AVX512F__)

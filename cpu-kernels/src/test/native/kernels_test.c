@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "simd.h" /* the float16 rounding checked on its own */
+
 /* ---- a JNIEnv for direct buffers ---- */
 
 typedef struct {
@@ -87,9 +89,9 @@ ENTRY(FewRowProduct, multiplyInOut)(JNIEnv *, jclass, jobject, jobject, jobject,
 ENTRY(FewRowProduct, multiplyInOutRows)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint,
         jboolean);
 ENTRY(DecodeAttention, attend)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jobject, jobject, jint,
-        jintArray, jintArray, jint, jint, jint, jint, jint, jint, jfloat, jfloat, jint, jint);
+        jintArray, jintArray, jint, jint, jint, jint, jint, jint, jfloat, jfloat, jboolean, jint, jint);
 ENTRY(PrefillAttention, attend)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jint, jint, jint, jint,
-        jint, jint, jlong, jfloat, jfloat, jint, jint);
+        jint, jint, jlong, jfloat, jfloat, jboolean, jint, jint);
 ENTRY(DecodeOps, norm)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jfloat, jint);
 ENTRY(DecodeOps, rotate)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jboolean,
         jboolean, jint, jint);
@@ -254,8 +256,8 @@ static void decode_attention(void) {
             memset(values + ((size_t)u * capacity + slot) * d, 0, sizeof(float) * d);
         }
         Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(env, NULL, B(q), B(keys), B(values), B(mask), B(o),
-                B(fresh_k), B(fresh_v), slot, NULL, NULL, heads, kv_heads, d, capacity, length, length, 0.125f, cap, 0,
-                batch * kv_heads);
+                B(fresh_k), B(fresh_v), slot, NULL, NULL, heads, kv_heads, d, capacity, length, length, 0.125f, cap,
+                JNI_FALSE, 0, batch * kv_heads);
         check(capped ? "decode attention, soft-capped" : "decode attention", o, e, t, batch * heads * d);
         free(q), free(keys), free(values), free(mask), free(fresh_k), free(fresh_v), free(o), free(e), free(t);
     }
@@ -295,7 +297,7 @@ static void decode_attention_rows(void) {
     IntArray slot_array = {batch, slots}, length_array = {batch, lengths};
     Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(env, NULL, B(q), B(keys), B(values), B(mask), B(o),
             B(fresh_k), B(fresh_v), -1, (jintArray)&slot_array, (jintArray)&length_array, heads, kv_heads, d,
-            capacity, length, length, 0.125f, 0.0f, 0, batch * kv_heads);
+            capacity, length, length, 0.125f, 0.0f, JNI_FALSE, 0, batch * kv_heads);
     check("decode attention, rows of their own lengths", o, e, t, batch * heads * d);
     free(q), free(keys), free(values), free(mask), free(fresh_k), free(fresh_v), free(o), free(e), free(t);
 }
@@ -317,9 +319,144 @@ static void prefill_attention(void) {
         }
     }
     Java_io_github_djlllmzoo_cpu_PrefillAttention_attend(env, NULL, B(q), B(keys), B(values), B(mask), B(o), heads,
-            kv_heads, positions, positions, d, capacity, 0, 0.2f, 0.0f, 0, heads);
+            kv_heads, positions, positions, d, capacity, 0, 0.2f, 0.0f, JNI_FALSE, 0, heads);
     check("prefill attention, causal", o, e, t, positions * heads * d);
     free(q), free(keys), free(values), free(mask), free(o), free(e), free(t);
+}
+
+/* ---- a float16 KV cache ---- */
+
+/* f as an IEEE half, rounded to nearest with ties to even, bit by bit (no instruction of the kernels'). */
+static uint16_t half_of(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u, magnitude = x & 0x7fffffffu;
+    if (magnitude >= 0x7f800000u) { /* infinity, NaN (quiet) */
+        return (uint16_t)(sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u : 0));
+    }
+    if (magnitude >= 0x477ff000u) { /* 65520 and above round to infinity */
+        return (uint16_t)(sign | 0x7c00u);
+    }
+    if (magnitude < 0x38800000u) { /* below 2^-14: a subnormal half, in units of 2^-24 */
+        float a;
+        memcpy(&a, &magnitude, sizeof a);
+        double units = (double)a * 16777216.0, whole = floor(units), rest = units - whole;
+        uint32_t h = (uint32_t)whole + (rest > 0.5 || (rest == 0.5 && ((uint32_t)whole & 1)) ? 1 : 0);
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((((magnitude >> 23) - 112u)) << 10) | ((magnitude & 0x7fffffu) >> 13), rest = magnitude & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) {
+        h++; /* a carry into the exponent is the next power of two, as it should be */
+    }
+    return (uint16_t)(sign | h);
+}
+
+static float float_of(uint16_t h) {
+    int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    double magnitude = exponent == 0 ? ldexp(mantissa, -24) : ldexp(1024 + mantissa, exponent - 25);
+    return (float)((h & 0x8000) ? -magnitude : magnitude);
+}
+
+/* n random floats rounded to halves: the codes into codes, their values (exact in float) returned. */
+static float *half_randoms(int n, uint16_t **codes) {
+    float *x = randoms(n);
+    *codes = malloc(sizeof(uint16_t) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        (*codes)[i] = half_of(x[i]);
+        x[i] = float_of((*codes)[i]);
+    }
+    return x;
+}
+
+/* The rounding itself: ties, subnormals, overflow and the largest half, through the kernels' narrowing. */
+static void half_rounding(void) {
+    const float cases[] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, -1.0f - 0x1p-11f, 0x1p-25f, 0x1.8p-24f, 3e-8f,
+            65504.0f, 65519.0f, 65520.0f, -1e6f, 0.1f, 1.0f / 3.0f, 0.0f, -0.0f, 6.1e-5f};
+    const int n = (int)(sizeof cases / sizeof cases[0]);
+    uint16_t *codes = calloc(64, sizeof(uint16_t));
+    float *rows = calloc(64, sizeof(float));
+    memcpy(rows, cases, sizeof cases);
+    for (int c = 0; c < n; c += VL) {
+        narrow_f16_n(codes + c, vload_n(rows + c, n - c), n - c);
+    }
+    checked++;
+    for (int i = 0; i < n; i++) {
+        if (codes[i] != half_of(cases[i])) {
+            printf("FAIL float16 rounding of %.9g: 0x%04x, expected 0x%04x\n", cases[i], codes[i], half_of(cases[i]));
+            failures++;
+        }
+    }
+    free(codes), free(rows);
+}
+
+/* A decode step over a float16 cache: its new keys and values rounded to halves as the kernel writes them
+   (bit for bit the reference rounding), every key and value widened exactly, rows at lengths of their own. */
+static void decode_attention_half(void) {
+    const int batch = 2, heads = 4, kv_heads = 2, d = 40, capacity = 20, length = 13;
+    const jint slots[] = {12, 6}, lengths[] = {13, 7};
+    const int groups = heads / kv_heads, cached = batch * kv_heads * capacity * d;
+    uint16_t *keys, *values;
+    float *k = half_randoms(cached, &keys), *v = half_randoms(cached, &values);
+    float *q = randoms(batch * heads * d), *mask = calloc((size_t)batch * length, sizeof(float));
+    float *fresh_k = randoms(batch * kv_heads * d), *fresh_v = randoms(batch * kv_heads * d);
+    float *o = randoms(batch * heads * d);
+    double *e = doubles(batch * heads * d), *t = doubles(batch * heads * d);
+    for (int u = 0; u < batch * kv_heads; u++) {
+        for (int c = 0; c < d; c++) {
+            size_t at = ((size_t)u * capacity + slots[u / kv_heads]) * d + c;
+            k[at] = float_of(half_of(fresh_k[u * d + c]));
+            v[at] = float_of(half_of(fresh_v[u * d + c]));
+            keys[at] = values[at] = 0;
+        }
+    }
+    for (int b = 0; b < batch; b++) {
+        for (int h = 0; h < heads; h++) {
+            int u = b * kv_heads + h / groups;
+            attend_reference(q + (b * heads + h) * d, k + (size_t)u * capacity * d, v + (size_t)u * capacity * d,
+                    mask + b * length, lengths[b], d, 0.125f, 0.0f, e + (b * heads + h) * d, t + (b * heads + h) * d);
+        }
+    }
+    IntArray slot_array = {batch, slots}, length_array = {batch, lengths};
+    Java_io_github_djlllmzoo_cpu_DecodeAttention_attend(env, NULL, B(q), B(keys), B(values), B(mask), B(o),
+            B(fresh_k), B(fresh_v), -1, (jintArray)&slot_array, (jintArray)&length_array, heads, kv_heads, d,
+            capacity, length, length, 0.125f, 0.0f, JNI_TRUE, 0, batch * kv_heads);
+    check("decode attention over a float16 cache", o, e, t, batch * heads * d);
+    checked++;
+    for (int i = 0; i < cached; i++) {
+        if (keys[i] != half_of(k[i]) || values[i] != half_of(v[i])) {
+            printf("FAIL decode attention over a float16 cache: the cache's element %d is 0x%04x/0x%04x, expected"
+                    " 0x%04x/0x%04x\n", i, keys[i], values[i], half_of(k[i]), half_of(v[i]));
+            failures++;
+            break;
+        }
+    }
+    free(k), free(v), free(keys), free(values), free(q), free(mask), free(fresh_k), free(fresh_v), free(o), free(e),
+            free(t);
+}
+
+/* A prefill over a float16 cache: keys and values widened exactly as they are read. */
+static void prefill_attention_half(void) {
+    const int heads = 2, kv_heads = 1, positions = 7, d = 24, capacity = 9;
+    uint16_t *keys, *values;
+    float *k = half_randoms(capacity * d, &keys), *v = half_randoms(capacity * d, &values);
+    float *q = randoms(heads * positions * d);
+    float *mask = malloc(sizeof(float) * positions * positions), *o = randoms(positions * heads * d);
+    double *e = doubles(positions * heads * d), *t = doubles(positions * heads * d);
+    for (int i = 0; i < positions; i++) {
+        for (int j = 0; j < positions; j++) {
+            mask[i * positions + j] = j <= i ? 0.0f : -3.4028235e38f;
+        }
+    }
+    for (int h = 0; h < heads; h++) {
+        for (int i = 0; i < positions; i++) {
+            attend_reference(q + (h * positions + i) * d, k, v, mask + i * positions, positions, d, 0.2f, 0,
+                    e + (i * heads + h) * d, t + (i * heads + h) * d);
+        }
+    }
+    Java_io_github_djlllmzoo_cpu_PrefillAttention_attend(env, NULL, B(q), B(keys), B(values), B(mask), B(o), heads,
+            kv_heads, positions, positions, d, capacity, 0, 0.2f, 0.0f, JNI_TRUE, 0, heads);
+    check("prefill attention over a float16 cache", o, e, t, positions * heads * d);
+    free(k), free(v), free(keys), free(values), free(q), free(mask), free(o), free(e), free(t);
 }
 
 /* ---- elementwise operations ---- */
@@ -623,6 +760,9 @@ int main(void) {
     decode_attention();
     decode_attention_rows();
     prefill_attention();
+    half_rounding();
+    decode_attention_half();
+    prefill_attention_half();
     decode_ops();
     if (Java_io_github_djlllmzoo_cpu_CompressedProduct_features(env, NULL) & 1) {
         compressed_products(96);

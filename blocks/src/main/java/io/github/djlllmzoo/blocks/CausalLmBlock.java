@@ -47,6 +47,7 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
     private ProjectionWeight tiedHead;
     private Kernels chosenKernels;
     private volatile Placement placement;
+    private volatile KvCacheDtype kvCacheDtype;
 
     /** Where the model runs: the manager holding its parameters, and its kernels. */
     private record Placement(NDManager manager, Kernels kernels) {}
@@ -265,6 +266,26 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
         return block instanceof Conv1D ? ((Conv1D) block).projection() : null;
     }
 
+    /**
+     * Stores the keys and values of this model's caches ({@link #newCache}, {@link
+     * SlotPasses#newCache}) in {@code dtype}, whatever type it computes in; caches allocated
+     * before keep theirs.
+     *
+     * @param dtype the cache's element type, or {@code null} for the compute type (the default)
+     */
+    public void setKvCacheDtype(KvCacheDtype dtype) {
+        kvCacheDtype = dtype;
+    }
+
+    /**
+     * @return the element type this model's caches store keys and values in: {@link
+     *     #setKvCacheDtype}'s, else the compute type ({@link #dataType()})
+     */
+    public DataType kvCacheDataType() {
+        KvCacheDtype dtype = kvCacheDtype;
+        return dtype == null ? dataType() : dtype.dataType();
+    }
+
     /** @return the element type of the parameters (the compute type) */
     public DataType dataType() {
         NDArray w = heldArray();
@@ -321,7 +342,8 @@ public abstract class CausalLmBlock extends ConfiguredBlock {
                 config.headDim(),
                 Math.max(1, Math.min(capacity, max)),
                 max,
-                dataType());
+                dataType(),
+                kvCacheDataType());
     }
 
     /**

@@ -225,7 +225,7 @@ public final class EngineKernels implements Kernels {
     public NDArray attend(
             NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
         KeyValues.Pending pending = kv.pending();
-        if (pending != null && pending.rowSlots() == null && forms(training)
+        if (pending != null && pending.rowSlots() == null && forms(training) && !kv.storesOtherType()
                 && write(pending.keyBuffer(), pending.keys(), pending.slot())
                 && write(pending.valueBuffer(), pending.values(), pending.slot())) {
             kv.pendingWritten();

@@ -4,6 +4,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
+import ai.djl.ndarray.types.DataType;
 
 /**
  * The keys and values one attention layer attends over, (B, H_kv, S, D) each: what {@link
@@ -67,16 +68,16 @@ public final class KeyValues {
             long t = keys.getShape().get(2);
             if (rowSlots == null) {
                 NDIndex target = new NDIndex().addAllDim(2).addSliceDim(slot, slot + t); // [:, :, slot:slot+T]
-                keyBuffer.set(target, keys);
-                valueBuffer.set(target, values);
+                store(keyBuffer, target, keys);
+                store(valueBuffer, target, values);
                 return;
             }
             for (int b = 0; b < rowSlots.length; b++) {
                 NDIndex target = new NDIndex("{}, :, {}:{}", b, rowSlots[b], rowSlots[b] + t); // [b, :, s:s+T]
                 try (NDArray k = keys.get(b);
                         NDArray v = values.get(b)) {
-                    keyBuffer.set(target, k);
-                    valueBuffer.set(target, v);
+                    store(keyBuffer, target, k);
+                    store(valueBuffer, target, v);
                 }
             }
         }
@@ -87,16 +88,19 @@ public final class KeyValues {
     private final int length;
     private int[] rowLengths;
     private final NDManager viewManager;
+    /** The type {@link #keys()} and {@link #values()} are read as: the model's compute type. */
+    private final DataType readType;
     private NDArray keys;
     private NDArray values;
     private Pending pending;
 
-    private KeyValues(
-            NDArray keyBuffer, NDArray valueBuffer, int length, NDManager viewManager, NDArray keys, NDArray values) {
+    private KeyValues(NDArray keyBuffer, NDArray valueBuffer, int length, NDManager viewManager, DataType readType,
+            NDArray keys, NDArray values) {
         this.keyBuffer = keyBuffer;
         this.valueBuffer = valueBuffer;
         this.length = length;
         this.viewManager = viewManager;
+        this.readType = readType;
         this.keys = keys;
         this.values = values;
     }
@@ -110,7 +114,7 @@ public final class KeyValues {
      */
     public static KeyValues of(NDArray keys, NDArray values) {
         int length = Math.toIntExact(keys.getShape().get(2));
-        return new KeyValues(null, null, length, keys.getManager(), keys, values);
+        return new KeyValues(null, null, length, keys.getManager(), keys.getDataType(), keys, values);
     }
 
     /**
@@ -120,10 +124,32 @@ public final class KeyValues {
      * @param valueBuffer (B, H_kv, capacity, D), owned by the cache
      * @param length the positions filled
      * @param viewManager the manager that gets the views of {@link #keys()} and {@link #values()}
+     * @param readType the type {@link #keys()} and {@link #values()} are read as (the buffers'
+     *     widened to it where it differs)
      * @return the filled part
      */
-    static KeyValues inBuffers(NDArray keyBuffer, NDArray valueBuffer, int length, NDManager viewManager) {
-        return new KeyValues(keyBuffer, valueBuffer, length, viewManager, null, null);
+    static KeyValues inBuffers(
+            NDArray keyBuffer, NDArray valueBuffer, int length, NDManager viewManager, DataType readType) {
+        return new KeyValues(keyBuffer, valueBuffer, length, viewManager, readType, null, null);
+    }
+
+    /**
+     * Writes {@code rows} into {@code buffer}'s {@code target} positions, rounded to the buffer's
+     * element type where theirs differs (a float16 cache of a float32 model: round to nearest, ties
+     * to even, as the engine converts and as the kernels' vcvtps2ph does).
+     *
+     * @param buffer a cache's buffer
+     * @param target the positions written
+     * @param rows the keys or values, of the target's shape
+     */
+    static void store(NDArray buffer, NDIndex target, NDArray rows) {
+        if (rows.getDataType() == buffer.getDataType()) {
+            buffer.set(target, rows);
+            return;
+        }
+        try (NDArray rounded = rows.toType(buffer.getDataType(), false)) {
+            buffer.set(target, rounded);
+        }
     }
 
     /**
@@ -136,7 +162,8 @@ public final class KeyValues {
      * @return the filled part
      */
     static KeyValues withPending(Pending pending, int length, NDManager viewManager) {
-        KeyValues kv = new KeyValues(pending.keyBuffer(), pending.valueBuffer(), length, viewManager, null, null);
+        KeyValues kv = new KeyValues(pending.keyBuffer(), pending.valueBuffer(), length, viewManager,
+                pending.keys().getDataType(), null, null);
         kv.pending = pending;
         return kv;
     }
@@ -191,7 +218,11 @@ public final class KeyValues {
         }
     }
 
-    /** @return the keys (B, H_kv, S, D); from a cache, a view of its buffer */
+    /**
+     * @return the keys (B, H_kv, S, D); from a cache, a view of its buffer, or where the cache
+     *     stores another type than the model computes in (a float16 cache), a copy widened to the
+     *     compute type
+     */
     public NDArray keys() {
         if (keys == null) {
             settle();
@@ -200,7 +231,7 @@ public final class KeyValues {
         return keys;
     }
 
-    /** @return the values (B, H_kv, S, D); from a cache, a view of its buffer */
+    /** @return the values (B, H_kv, S, D), as {@link #keys()} are the keys */
     public NDArray values() {
         if (values == null) {
             settle();
@@ -235,12 +266,25 @@ public final class KeyValues {
         return keyBuffer != null;
     }
 
-    /** A view of the first {@code length} positions; a split makes it in one engine call where an index takes several. */
+    /**
+     * A view of the first {@code length} positions, widened to {@link #readType} where the buffer
+     * holds another type; a split makes it in one engine call where an index takes several.
+     */
     private NDArray filled(NDArray buffer) {
         NDList parts = buffer.split(new long[] {length}, 2); // [:, :, :length], [:, :, length:]
         parts.get(1).close();
         NDArray view = parts.get(0);
+        if (view.getDataType() != readType) {
+            NDArray widened = view.toType(readType, false);
+            view.close();
+            view = widened;
+        }
         view.attach(viewManager);
         return view;
+    }
+
+    /** @return whether the cache's buffers hold another element type than attention computes in */
+    public boolean storesOtherType() {
+        return keyBuffer != null && keyBuffer.getDataType() != readType;
     }
 }

@@ -46,6 +46,34 @@ public final class KvCache implements KeyValueStore, AutoCloseable {
             int capacity,
             int maxCapacity,
             DataType dataType) {
+        this(parent, windows, batchSize, numKvHeads, headDim, capacity, maxCapacity, dataType, dataType);
+    }
+
+    /**
+     * Allocates an empty cache that stores keys and values in a type of its own ({@link
+     * KvCacheDtype}): they are rounded to it as they are stored, and read back as {@code
+     * dataType}.
+     *
+     * @param parent the manager whose device holds the cache; the cache makes a sub-manager
+     * @param windows per layer, the positions its queries see (itself included), or 0 to keep all
+     * @param batchSize sequences in the batch
+     * @param numKvHeads key/value heads per layer
+     * @param headDim width of one head
+     * @param capacity positions to allocate up front
+     * @param maxCapacity the most positions it may ever hold (the context window)
+     * @param dataType the model's compute type, which {@link #update} and {@link #read} return
+     * @param storedType the element type of the buffers
+     */
+    public KvCache(
+            NDManager parent,
+            int[] windows,
+            int batchSize,
+            int numKvHeads,
+            int headDim,
+            int capacity,
+            int maxCapacity,
+            DataType dataType,
+            DataType storedType) {
         int numLayers = windows.length;
         if (numLayers < 1) {
             throw new IllegalArgumentException("a KV cache needs at least one layer, got " + numLayers);
@@ -59,11 +87,12 @@ public final class KvCache implements KeyValueStore, AutoCloseable {
         this.maxCapacity = maxCapacity;
         this.layers = new LayerCache[numLayers];
         Shape shape = new Shape(batchSize, numKvHeads, capacity, headDim);
+        LayerCache.Types types = new LayerCache.Types(dataType, storedType);
         for (int i = 0; i < numLayers; i++) {
             layers[i] =
                     windows[i] > 0
-                            ? new WindowLayerCache(manager, shape, windows[i], maxCapacity, dataType)
-                            : new LayerCache(manager, shape, maxCapacity, dataType);
+                            ? new WindowLayerCache(manager, shape, windows[i], maxCapacity, types)
+                            : new LayerCache(manager, shape, maxCapacity, types);
         }
     }
 

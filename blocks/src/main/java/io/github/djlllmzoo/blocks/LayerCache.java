@@ -20,9 +20,17 @@ import ai.djl.ndarray.types.Shape;
  */
 class LayerCache {
 
+    /**
+     * The element types of a layer's cache.
+     *
+     * @param compute the model's compute type, the one attention reads keys and values as
+     * @param stored the buffers' type, which new keys and values are rounded to
+     */
+    record Types(DataType compute, DataType stored) {}
+
     private final NDManager manager;
     private final int maxCapacity;
-    private final DataType dataType;
+    private final Types types;
     NDArray keys;
     NDArray values;
     private int length;
@@ -33,14 +41,32 @@ class LayerCache {
      * @param manager the cache's manager, which owns the buffers
      * @param shape (B, H_kv, capacity, D) of the buffers to allocate
      * @param maxCapacity the most positions it may ever hold (the context window)
-     * @param dataType the element type
+     * @param types the compute and stored element types
      */
-    LayerCache(NDManager manager, Shape shape, int maxCapacity, DataType dataType) {
+    LayerCache(NDManager manager, Shape shape, int maxCapacity, Types types) {
         this.manager = manager;
         this.maxCapacity = maxCapacity;
-        this.dataType = dataType;
-        keys = manager.zeros(shape, dataType);
-        values = manager.zeros(shape, dataType);
+        this.types = types;
+        keys = manager.zeros(shape, types.stored());
+        values = manager.zeros(shape, types.stored());
+    }
+
+    /**
+     * @param x new keys or values in the compute type
+     * @return them as the cache holds them: rounded to the stored type and widened back where the
+     *     two differ (attention over new positions that are not read back from the buffers), else
+     *     {@code x}
+     */
+    NDArray asStored(NDArray x) {
+        if (types.stored() == types.compute()) {
+            return x;
+        }
+        return x.toType(types.stored(), false).toType(types.compute(), false);
+    }
+
+    /** @return the type attention reads the keys and values as (the model's compute type) */
+    DataType computeType() {
+        return types.compute();
     }
 
     /** @return positions stored */
@@ -72,10 +98,10 @@ class LayerCache {
             return kv;
         }
         NDIndex write = new NDIndex().addAllDim(2).addSliceDim(length, end); // [:, :, length:end]
-        keys.set(write, k);
-        values.set(write, v);
+        KeyValues.store(keys, write, k);
+        KeyValues.store(values, write, v);
         length = end;
-        return KeyValues.inBuffers(keys, values, end, k.getManager());
+        return KeyValues.inBuffers(keys, values, end, k.getManager(), types.compute());
     }
 
     /**
@@ -84,7 +110,7 @@ class LayerCache {
      */
     KeyValues read(NDManager viewManager) {
         settle();
-        return KeyValues.inBuffers(keys, values, length, viewManager);
+        return KeyValues.inBuffers(keys, values, length, viewManager, types.compute());
     }
 
     /**
@@ -159,7 +185,7 @@ class LayerCache {
     }
 
     private NDArray regrow(NDArray previous, Shape shape, int filled) {
-        NDArray bigger = manager.zeros(shape, dataType);
+        NDArray bigger = manager.zeros(shape, types.stored());
         if (filled > 0) {
             NDIndex kept = new NDIndex(":, :, :{}", filled);
             try (NDArray part = previous.get(kept)) {

@@ -33,6 +33,7 @@ public final class SlotKvCache implements AutoCloseable {
     private final int headDim;
     private final int maxCapacity;
     private final DataType dataType;
+    private final DataType storedType;
     private final NDArray[] keys;
     private final NDArray[] values;
     /** Each layer's last decode step, whose new keys and values a kernel may not have written yet. */
@@ -62,6 +63,23 @@ public final class SlotKvCache implements AutoCloseable {
      */
     public SlotKvCache(
             NDManager parent, int numLayers, int numKvHeads, int headDim, int maxCapacity, DataType dataType) {
+        this(parent, numLayers, numKvHeads, headDim, maxCapacity, dataType, dataType);
+    }
+
+    /**
+     * Makes an empty cache that stores keys and values in a type of its own ({@link KvCacheDtype}):
+     * they are rounded to it as they are stored, and attention reads them as {@code dataType}.
+     *
+     * @param parent the manager whose device holds the cache; the cache makes a sub-manager
+     * @param numLayers layers of the model
+     * @param numKvHeads key/value heads per layer
+     * @param headDim width of one head
+     * @param maxCapacity the most positions a row may ever hold (the context window)
+     * @param dataType the model's compute type
+     * @param storedType the element type of the buffers (and of {@link #newPositionStore}'s arrays)
+     */
+    public SlotKvCache(NDManager parent, int numLayers, int numKvHeads, int headDim, int maxCapacity,
+            DataType dataType, DataType storedType) {
         if (numLayers < 1 || numKvHeads < 1 || headDim < 1 || maxCapacity < 1) {
             throw new IllegalArgumentException("a slot cache needs layers, heads, a head width and a capacity, got "
                     + numLayers + ", " + numKvHeads + ", " + headDim + ", " + maxCapacity);
@@ -72,6 +90,7 @@ public final class SlotKvCache implements AutoCloseable {
         this.headDim = headDim;
         this.maxCapacity = maxCapacity;
         this.dataType = dataType;
+        this.storedType = storedType;
         this.keys = new NDArray[numLayers];
         this.values = new NDArray[numLayers];
         this.unsettled = new KeyValues[numLayers];
@@ -104,7 +123,7 @@ public final class SlotKvCache implements AutoCloseable {
 
     /** @return bytes one position of one row takes over all layers (keys and values) */
     public long bytesPerPosition() {
-        return 2L * numLayers * numKvHeads * headDim * dataType.getNumOfBytes();
+        return 2L * numLayers * numKvHeads * headDim * storedType.getNumOfBytes();
     }
 
     /**
@@ -137,7 +156,7 @@ public final class SlotKvCache implements AutoCloseable {
     }
 
     private NDArray regrow(NDArray previous, Shape shape) {
-        NDArray bigger = manager.zeros(shape, dataType);
+        NDArray bigger = manager.zeros(shape, storedType);
         if (previous != null) {
             NDIndex kept = new NDIndex(":{}, :, :{}", this.rows, this.capacity);
             bigger.set(kept, previous);
@@ -214,7 +233,7 @@ public final class SlotKvCache implements AutoCloseable {
 
     /**
      * A store of positions outside the rows, for what is kept between sequences (a prefix cache):
-     * each layer's keys then values, (H_kv, positions, D) in the cache's element type, written by
+     * each layer's keys then values, (H_kv, positions, D) in the cache's stored element type, written by
      * {@link #copyOut} and read back by {@link #appendFrom}. Made once and reused, what it keeps
      * comes and goes without allocating: arrays made and freed per kept prompt, of every prompt's
      * size and freed in another order than made, left holes in the allocator's heap that it kept
@@ -231,7 +250,7 @@ public final class SlotKvCache implements AutoCloseable {
         NDArray[] store = new NDArray[2 * numLayers];
         Shape shape = new Shape(numKvHeads, positions, headDim);
         for (int i = 0; i < store.length; i++) {
-            store[i] = target.zeros(shape, dataType);
+            store[i] = target.zeros(shape, storedType);
         }
         return store;
     }
@@ -336,9 +355,9 @@ public final class SlotKvCache implements AutoCloseable {
             NDArray keyRow = oneRow(keys[layer], row, k.getManager()); // (1, H_kv, capacity, D)
             NDArray valueRow = oneRow(values[layer], row, k.getManager());
             NDIndex write = new NDIndex().addAllDim(2).addSliceDim(past, end); // [:, :, past:end]
-            keyRow.set(write, k);
-            valueRow.set(write, v);
-            return KeyValues.inBuffers(keyRow, valueRow, end, k.getManager());
+            KeyValues.store(keyRow, write, k);
+            KeyValues.store(valueRow, write, v);
+            return KeyValues.inBuffers(keyRow, valueRow, end, k.getManager(), dataType);
         };
     }
 

@@ -34,7 +34,7 @@ public final class SlotPasses {
     public SlotKvCache newCache(NDManager manager) {
         DecoderConfig config = model.config();
         return new SlotKvCache(manager, config.numLayers(), config.numKvHeads(), config.headDim(),
-                config.maxPositions(), model.dataType());
+                config.maxPositions(), model.dataType(), model.kvCacheDataType());
     }
 
     /**

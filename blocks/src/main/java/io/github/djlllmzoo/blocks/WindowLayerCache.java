@@ -28,14 +28,14 @@ final class WindowLayerCache extends LayerCache {
      * @param shape (B, H_kv, capacity, D) of the buffers to allocate (capped at the window)
      * @param window the positions a query sees, itself included
      * @param maxCapacity the most positions the sequence may ever reach (the context window)
-     * @param dataType the element type
+     * @param types the compute and stored element types
      */
-    WindowLayerCache(NDManager manager, Shape shape, int window, int maxCapacity, DataType dataType) {
+    WindowLayerCache(NDManager manager, Shape shape, int window, int maxCapacity, Types types) {
         super(
                 manager,
                 new Shape(shape.get(0), shape.get(1), Math.min(shape.get(2), window), shape.get(3)),
                 maxCapacity,
-                dataType);
+                types);
         this.window = window;
     }
 
@@ -108,7 +108,7 @@ final class WindowLayerCache extends LayerCache {
             }
             write(k, v, 0, length, t);
             length = end;
-            return KeyValues.inBuffers(keys, values, end, viewManager);
+            return KeyValues.inBuffers(keys, values, end, viewManager, computeType());
         }
         if (t == 1) {
             KeyValues kv = deferred(k, v, length % window, window);
@@ -116,8 +116,8 @@ final class WindowLayerCache extends LayerCache {
             return kv;
         }
         int kept = Math.min(length, window);
-        NDArray attendedKeys = withOld(keys, kept, k); // (B, H_kv, kept + T, D)
-        NDArray attendedValues = withOld(values, kept, v);
+        NDArray attendedKeys = withOld(keys, kept, asStored(k)); // (B, H_kv, kept + T, D)
+        NDArray attendedValues = withOld(values, kept, asStored(v));
         ensureCapacity(window, window, kept);
         int first = Math.max(length, end - window);
         int slot = first % window;
@@ -128,13 +128,19 @@ final class WindowLayerCache extends LayerCache {
         return KeyValues.of(attendedKeys, attendedValues);
     }
 
-    /** The first {@code kept} slots of {@code buffer} followed by {@code fresh}, on fresh's manager. */
+    /**
+     * The first {@code kept} slots of {@code buffer} (widened to fresh's type) followed by {@code
+     * fresh}, on fresh's manager.
+     */
     private static NDArray withOld(NDArray buffer, int kept, NDArray fresh) {
         if (kept == 0) {
             return fresh;
         }
         NDArray old = buffer.get(new NDIndex(":, :, :{}", kept)); // (B, H_kv, kept, D)
         old.attach(fresh.getManager());
+        if (old.getDataType() != fresh.getDataType()) {
+            old = old.toType(fresh.getDataType(), false);
+        }
         return old.concat(fresh, 2);
     }
 
@@ -146,22 +152,22 @@ final class WindowLayerCache extends LayerCache {
         int t = Math.toIntExact(k.getShape().get(2));
         NDIndex target = new NDIndex().addAllDim(2).addSliceDim(slot, slot + count);
         if (from == 0 && count == t) {
-            keys.set(target, k);
-            values.set(target, v);
+            KeyValues.store(keys, target, k);
+            KeyValues.store(values, target, v);
             return;
         }
         NDIndex source = new NDIndex().addAllDim(2).addSliceDim(from, from + count);
         try (NDArray kPart = k.get(source);
                 NDArray vPart = v.get(source)) {
-            keys.set(target, kPart);
-            values.set(target, vPart);
+            KeyValues.store(keys, target, kPart);
+            KeyValues.store(values, target, vPart);
         }
     }
 
     @Override
     KeyValues read(NDManager viewManager) {
         settle();
-        return KeyValues.inBuffers(keys, values, Math.min(length, window), viewManager);
+        return KeyValues.inBuffers(keys, values, Math.min(length, window), viewManager, computeType());
     }
 
     @Override

@@ -157,6 +157,8 @@ final class BenchCommand implements Callable<Integer> {
         try (BenchModel model = BenchModel.open(source, compute, seed)) {
             dataType = model.dataType;
             result.addProperty("model", model.label);
+            // the KV cache's element type (--kv-cache-dtype): float16 halves what a decode step reads of it
+            result.addProperty("kv_cache_dtype", model.block.kvCacheDataType().toString().toLowerCase(Locale.ROOT));
             measure(model.block, model.manager, dataType, result);
         }
         result.addProperty("device", device.toString());
@@ -416,8 +418,10 @@ final class BenchCommand implements Callable<Integer> {
 
     private static void printText(PrintWriter out, JsonObject r) {
         int batch = r.get("batch").getAsInt();
-        out.printf(Locale.ROOT, "model          %s on %s, %s, batch %d; PyTorch threads: intra-op %d, inter-op %d%n",
-                r.get("model").getAsString(), r.get("device").getAsString(), r.get("dtype").getAsString(), batch,
+        out.printf(Locale.ROOT,
+                "model          %s on %s, %s, %s KV cache, batch %d; PyTorch threads: intra-op %d, inter-op %d%n",
+                r.get("model").getAsString(), r.get("device").getAsString(), r.get("dtype").getAsString(),
+                r.get("kv_cache_dtype").getAsString(), batch,
                 r.get("intra_op_threads").getAsInt(), r.get("inter_op_threads").getAsInt());
         out.printf(Locale.ROOT, "cpu            %s%n", r.get("blas").getAsString());
         out.printf(Locale.ROOT, "prefill        %.1f tokens/s (%d-token prompt, median of %d runs)%n",

@@ -44,10 +44,11 @@ final class BenchModel implements AutoCloseable {
 
     static BenchModel open(BenchCommand.Source source, ComputeOptions compute, long seed)
             throws IOException, InvalidCheckpointException {
+        compute.kvCacheDtype(); // a bad value refused before the model loads
         if (source.model != null) {
             LocalModel model = LocalModel.load(
                     source.model, compute.device(), compute.dataType(), compute.weightFormat(), compute.float16Overflow());
-            return new BenchModel(model.block(), model.model().getNDManager(), model.model().getDataType(),
+            return new BenchModel(compute.applyKvCacheDtype(model.block()), model.model().getNDManager(), model.model().getDataType(),
                     model.eosTokenIds(), source.model.toString(), model);
         }
         ModelShape shape = ModelShape.of(source.shape);
@@ -55,7 +56,8 @@ final class BenchModel implements AutoCloseable {
         DataType dataType = compute.float16Overflow().computeType(config, compute.dataType());
         NDManager manager = NDManager.newBaseManager(compute.device(), "PyTorch");
         try {
-            CausalLmBlock block = RandomCheckpoint.create(config, manager, dataType, seed, compute.weightFormat());
+            CausalLmBlock block = compute.applyKvCacheDtype(
+                    RandomCheckpoint.create(config, manager, dataType, seed, compute.weightFormat()));
             return new BenchModel(
                     block, manager, dataType, config.eosTokenIds(), shape.label() + " (random weights)", manager);
         } catch (RuntimeException e) {

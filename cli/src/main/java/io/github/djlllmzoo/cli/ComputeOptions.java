@@ -3,7 +3,9 @@ package io.github.djlllmzoo.cli;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.types.DataType;
+import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.Float16Overflow;
+import io.github.djlllmzoo.blocks.KvCacheDtype;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -11,8 +13,8 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * Where a model runs and the form of its weights: {@code --device}, {@code --dtype}, {@code
- * --allow-float16-overflow}.
+ * Where a model runs, the form of its weights and of its KV cache: {@code --device}, {@code --dtype},
+ * {@code --kv-cache-dtype}, {@code --allow-float16-overflow}.
  */
 final class ComputeOptions {
 
@@ -33,6 +35,15 @@ final class ComputeOptions {
                     + " llama.cpp's Q4_K_M holds them in Q6_K); with --device"
                     + " gpu float16 computes in half precision.")
     String dtype;
+
+    @Option(
+            names = KvCacheDtype.OPTION,
+            paramLabel = "float32|float16",
+            description = "Element type of the KV cache's keys and values (default: the compute type, float32 on"
+                    + " the CPU). float16 rounds each key and value to the nearest half as it is stored (llama.cpp's"
+                    + " --cache-type-k/v f16, vLLM's kv_cache_dtype): half the bytes a decode step reads from the"
+                    + " cache, twice the tokens in serve's KV pool for the same memory.")
+    String kvCacheDtype;
 
     @Option(
             names = "--allow-float16-overflow",
@@ -142,6 +153,29 @@ final class ComputeOptions {
     WeightFormat weightFormat(Device target) {
         WeightFormat format = requestedFormat();
         return target.isGpu() ? WeightFormat.FLOAT32 : format;
+    }
+
+    /**
+     * @return {@code --kv-cache-dtype}, or {@code null} where not given (the compute type)
+     * @throws ParameterException naming the option for a value other than float32 or float16
+     */
+    KvCacheDtype kvCacheDtype() {
+        try {
+            return kvCacheDtype == null ? null : KvCacheDtype.parse(kvCacheDtype, KvCacheDtype.OPTION);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+    }
+
+    /**
+     * Makes a loaded model's caches store keys and values as {@code --kv-cache-dtype} says.
+     *
+     * @param block the model
+     * @return the model
+     */
+    CausalLmBlock applyKvCacheDtype(CausalLmBlock block) {
+        block.setKvCacheDtype(kvCacheDtype());
+        return block;
     }
 
     /** @return whether Gemma 2 and 3 may compute in float16 ({@code --allow-float16-overflow}) */

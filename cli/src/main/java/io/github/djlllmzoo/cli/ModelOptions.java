@@ -125,13 +125,17 @@ final class ModelOptions {
     /** Loads {@code --model} alone. */
     LocalModel loadBase() throws Exception {
         Path source = directory();
+        compute.kvCacheDtype(); // a bad value refused before the model loads
         WeightFormat weights = compute.weightFormat();
         if (GgufFile.isGguf(source) && !compute.dtypeGiven() && !compute.device().isGpu()) {
             try (GgufFile gguf = GgufFile.open(source)) {
                 weights = GgufCheckpoint.nativeFormat(gguf);
             }
         }
-        return LocalModel.load(source, compute.device(), compute.dataType(), weights, compute.float16Overflow());
+        LocalModel model =
+                LocalModel.load(source, compute.device(), compute.dataType(), weights, compute.float16Overflow());
+        compute.applyKvCacheDtype(model.block());
+        return model;
     }
 
     /**

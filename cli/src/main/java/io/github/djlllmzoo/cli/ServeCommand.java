@@ -1,5 +1,6 @@
 package io.github.djlllmzoo.cli;
 
+import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.server.GenerationScheduler;
 import io.github.djlllmzoo.server.OpenAiServer;
 import io.github.djlllmzoo.server.ServerOptions;
@@ -10,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -199,10 +201,13 @@ final class ServeCommand implements Callable<Integer> {
         return Arrays.stream(environment.split(",")).map(String::strip).filter(k -> !k.isEmpty()).toList();
     }
 
-    /** The KV pool's budget as the startup line says it: the default is sized by the memory available. */
-    private static String kvPool(GenerationScheduler.Stats stats) {
+    /**
+     * The KV pool's budget as the startup line says it: the default is sized by the memory available,
+     * a position's bytes by {@code --kv-cache-dtype}.
+     */
+    private static String kvPool(GenerationScheduler.Stats stats, CausalLmBlock block) {
         return "KV pool " + stats.kvPoolBudget() + " positions, " + (stats.kvPoolBudget() * stats.kvBytesPerToken() >> 20)
-                + " MiB";
+                + " MiB of " + block.kvCacheDataType().toString().toLowerCase(Locale.ROOT) + " keys and values";
     }
 
     /** {@code --prefill-step}: "decode", or a positive number of tokens. */
@@ -291,7 +296,7 @@ final class ServeCommand implements Callable<Integer> {
                         + server.uri()
                         + (adapters.isEmpty() ? "" : ", adapters '" + String.join("', '", adapters.keySet()) + "'")
                         + " (Ctrl-C stops; "
-                        + kvPool(server.stats())
+                        + kvPool(server.stats(), model.block())
                         + (options.apiKeys().isEmpty() ? "" : "; " + options.apiKeys().size() + " API key(s)")
                         + ")");
         err.flush();

@@ -238,6 +238,19 @@ class BenchCommandTest {
         return r;
     }
 
+    /** {@code bench --kv-cache-dtype float16} runs the int4 weights over a float16 cache and says so. */
+    @Test
+    void aFloat16KvCacheBenchesAndIsNamedInTheResult() {
+        assertEquals("float32", tinyBench("int4").get("kv_cache_dtype").getAsString(), "the default: the compute type");
+        CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", "int4", "--kv-cache-dtype", "float16",
+                "--runs", "1", "--prompt-tokens", "8", "--new-tokens", "2", "--long-positions", "0", "--bandwidth-mib",
+                "0", "--compute-size", "0", "--output", "json");
+        assertEquals(0, run.exitCode, run.err);
+        JsonObject r = JsonParser.parseString(run.out).getAsJsonObject();
+        assertEquals("float16", r.get("kv_cache_dtype").getAsString());
+        assertTrue(r.get("decode_tokens_per_s").getAsDouble() > 0, run.out);
+    }
+
     @Test
     void anUnknownDtypeIsAUsageErrorNamingTheValue() {
         CliRunner run = CliRunner.run("bench", "--shape", "gpt2-tiny", "--dtype", "int3");

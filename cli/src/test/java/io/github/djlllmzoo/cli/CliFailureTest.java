@@ -98,17 +98,36 @@ class CliFailureTest {
         }
     }
 
-    @Test
-    void helpOffersEveryDtypeAndAnUnknownOneIsRefusedByValue() {
+    private static void assertEveryModelCommandsHelpOffers(String option) {
         for (String command : List.of("generate", "score", "serve", "bench")) {
             CliRunner help = CliRunner.run(command, "--help");
             assertEquals(0, help.exitCode, help.err);
-            assertTrue(help.out.contains("--dtype=float32|bfloat16|float16|int8|int4|int6|q4_k"), help.out);
+            assertTrue(help.out.contains(option), help.out);
         }
+    }
+
+    @Test
+    void helpOffersEveryDtypeAndAnUnknownOneIsRefusedByValue() {
+        assertEveryModelCommandsHelpOffers("--dtype=float32|bfloat16|float16|int8|int4|int6|q4_k");
         CliRunner refused = CliRunner.run(args(List.of("generate", "--model", "{gpt2}", "--prompt-ids", "1,2", "--dtype", "bf15"), temp.resolve("out")));
         assertEquals(2, refused.exitCode, refused.err);
         assertTrue(refused.err.startsWith("error: --dtype must be float32, bfloat16, float16, int8, int4, int6 or q4_k, not 'bf15'"),
                 refused.err);
+    }
+
+    @Test
+    void everyModelCommandTakesAKvCacheDtypeAndAnUnknownOneIsRefusedByName() {
+        assertEveryModelCommandsHelpOffers("--kv-cache-dtype=float32|float16");
+        for (List<String> command : List.of(List.of("generate", "--prompt-ids"), List.of("score", "--ids"))) {
+            CliRunner refused = CliRunner.run(args(List.of(command.get(0), "--model", "{gpt2}", command.get(1), "1,2",
+                    "--kv-cache-dtype", "bfloat16"), temp.resolve("out")));
+            assertEquals(2, refused.exitCode, refused.err);
+            assertTrue(refused.err.startsWith("error: --kv-cache-dtype must be float32 or float16, not 'bfloat16'"),
+                    refused.err);
+        }
+        CliRunner generated = CliRunner.run(args(List.of("generate", "--model", "{gpt2}", "--prompt-ids", "1,2",
+                "--max-new-tokens", "3", "--output", "ids", "--kv-cache-dtype", "float16"), temp.resolve("out")));
+        assertEquals(0, generated.exitCode, generated.err);
     }
 
     @Test

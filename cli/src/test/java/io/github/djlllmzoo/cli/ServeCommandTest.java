@@ -145,7 +145,7 @@ class ServeCommandTest {
         Process serve = builder.start();
         try {
             Matcher started = awaitStartLine(serve);
-            assertTrue(started.group(0).matches(".*; KV pool 3000 positions, \\d+ MiB; 2 API key\\(s\\)\\)"),
+            assertTrue(started.group(0).matches(".*; KV pool 3000 positions, \\d+ MiB of float32 keys and values; 2 API key\\(s\\)\\)"),
                     started.group(0));
             URI base = URI.create(started.group(2));
             HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();

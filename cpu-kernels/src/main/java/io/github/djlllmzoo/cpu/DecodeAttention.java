@@ -48,7 +48,7 @@ final class DecodeAttention {
 
     /**
      * Whether {@link #attend} computes this attention: the library loaded, one query per sequence,
-     * float32 on the CPU, cache buffers held densely, heads of at most {@link #MAX_HEAD_DIM}, and no
+     * float32 on the CPU, cache buffers held densely (float32, or float16 widened as they are read), heads of at most {@link #MAX_HEAD_DIM}, and no
      * mask or an additive one of shape (B or 1, 1, 1, length). Inference and the switch are the
      * caller's to check.
      *
@@ -82,8 +82,9 @@ final class DecodeAttention {
                 && (mask == null || maskFits(mask, b, length));
         return shapes
                 && q.getDataType() == DataType.FLOAT32 // any layout: a view is copied dense
-                && NativeKernels.denseFloat32OnCpu(keys)
-                && NativeKernels.denseFloat32OnCpu(values)
+                && NativeKernels.denseCacheOnCpu(keys)
+                && values.getDataType() == keys.getDataType()
+                && NativeKernels.denseCacheOnCpu(values)
                 && (mask == null || NativeKernels.denseFloat32OnCpu(mask));
     }
 
@@ -127,7 +128,10 @@ final class DecodeAttention {
         return out;
     }
 
-    /** Whether the kernel can write these new keys and values: one dense float32 position each. */
+    /**
+     * Whether the kernel can write these new keys and values: one dense float32 position each (into
+     * a float16 cache rounded to nearest even, as the engine's conversion rounds).
+     */
     static boolean writes(KeyValues.Pending pending) {
         Shape buffer = pending.keyBuffer().getShape();
         Shape fresh = new Shape(buffer.get(0), buffer.get(1), 1, buffer.get(3));
@@ -220,15 +224,16 @@ final class DecodeAttention {
         int maskStride = mask == null || mask.getShape().get(0) == 1 ? 0 : length;
         int units = Math.toIntExact(qs.get(0) * kvHeads);
         int parts = Math.min(CoreWorkers.PARALLELISM, units);
-        boolean split = parts > 1 && 2L * Float.BYTES * units * length * d >= SPLIT_MIN_BYTES;
+        boolean half = keys.getDataType() == DataType.FLOAT16;
+        boolean split = parts > 1 && 2L * keys.getDataType().getNumOfBytes() * units * length * d >= SPLIT_MIN_BYTES;
         if (split
                 && CoreWorkers.inRanges(units, parts, (from, to) ->
                         attend(qb, kb, vb, mb, ob, fk, fv, slot, rowSlots, rowLengths, heads, kvHeads, d, capacity,
-                                length, maskStride, scale, softcap, from, to))) {
+                                length, maskStride, scale, softcap, half, from, to))) {
             return out;
         }
         attend(qb, kb, vb, mb, ob, fk, fv, slot, rowSlots, rowLengths, heads, kvHeads, d, capacity, length,
-                maskStride, scale, softcap, 0, units);
+                maskStride, scale, softcap, half, 0, units);
         return out;
     }
 
@@ -247,5 +252,5 @@ final class DecodeAttention {
     private static native void attend(
             ByteBuffer q, ByteBuffer keys, ByteBuffer values, ByteBuffer mask, ByteBuffer out, ByteBuffer freshKeys,
             ByteBuffer freshValues, int slot, int[] rowSlots, int[] rowLengths, int heads, int kvHeads, int headDim,
-            int capacity, int length, int maskStride, float scale, float softcap, int from, int to);
+            int capacity, int length, int maskStride, float scale, float softcap, boolean halfCache, int from, int to);
 }

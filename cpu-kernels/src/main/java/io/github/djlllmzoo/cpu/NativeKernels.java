@@ -164,8 +164,23 @@ final class NativeKernels {
     }
 
     /**
+     * Whether an attention kernel reads a KV cache buffer where it lies: dense on the CPU, in
+     * float32 or float16 (a {@code --kv-cache-dtype float16} cache, widened as it is read).
+     *
+     * @param array a cache's key or value buffer
+     * @return whether it is such a buffer
+     */
+    static boolean denseCacheOnCpu(NDArray array) {
+        DataType type = array.getDataType();
+        return array instanceof PtNDArray
+                && (type == DataType.FLOAT32 || type == DataType.FLOAT16)
+                && Device.Type.CPU.equals(array.getDevice().getDeviceType())
+                && contiguous((PtNDArray) array);
+    }
+
+    /**
      * A direct buffer over an array's memory (no copy), for an array {@link #denseFloat32OnCpu}
-     * accepts.
+     * or {@link #denseCacheOnCpu} accepts.
      *
      * @param array the array
      * @return its memory

@@ -39,7 +39,8 @@ final class PrefillAttention {
     /**
      * Whether {@link #attend} computes this attention: the library loaded, more than one query
      * per sequence, float32 on the CPU, heads of at most {@link #MAX_HEAD_DIM}, keys and values of
-     * one shape (a cache's buffers held densely, else any layout, copied dense), and no mask or an
+     * one shape (a cache's buffers held densely, float32 or float16 widened as they are read, else
+     * float32 of any layout, copied dense), and no mask or an
      * additive float32 one of shape (B or 1, 1, T, S).
      *
      * @param q queries (B, H, T, D)
@@ -77,7 +78,8 @@ final class PrefillAttention {
         boolean cached = kv.keyBuffer() != null;
         return shapes
                 && (cached
-                        ? NativeKernels.denseFloat32OnCpu(keys) && NativeKernels.denseFloat32OnCpu(values)
+                        ? NativeKernels.denseCacheOnCpu(keys) && NativeKernels.denseCacheOnCpu(values)
+                                && keys.getDataType() == values.getDataType()
                         : onCpuAsFloat32(keys) && onCpuAsFloat32(values))
                 && (mask == null || NativeKernels.denseFloat32OnCpu(mask));
     }
@@ -128,15 +130,17 @@ final class PrefillAttention {
         ByteBuffer vb = NativeKernels.buffer(values);
         ByteBuffer mb = mask == null ? null : NativeKernels.buffer(mask);
         ByteBuffer ob = NativeKernels.buffer(out);
+        boolean half = keys.getDataType() == DataType.FLOAT16;
         int units = b * heads;
         int parts = Math.min(CoreWorkers.PARALLELISM, units);
         boolean split = parts > 1 && q.size() * s >= SPLIT_MIN_WORK;
         boolean done = split
                 && CoreWorkers.inRanges(units, parts, (from, to) ->
                         attend(qb, kb, vb, mb, ob, heads, kvHeads, t, s, d, capacity, maskStride, scale, softcap,
-                                from, to));
+                                half, from, to));
         if (!done) {
-            attend(qb, kb, vb, mb, ob, heads, kvHeads, t, s, d, capacity, maskStride, scale, softcap, 0, units);
+            attend(qb, kb, vb, mb, ob, heads, kvHeads, t, s, d, capacity, maskStride, scale, softcap, half, 0,
+                    units);
         }
         return out.transpose(0, 2, 1, 3); // (B, H, T, D)
     }
@@ -144,5 +148,5 @@ final class PrefillAttention {
     private static native void attend(
             ByteBuffer q, ByteBuffer keys, ByteBuffer values, ByteBuffer mask, ByteBuffer out, int heads,
             int kvHeads, int positions, int length, int headDim, int capacity, long maskStride, float scale,
-            float softcap, int from, int to);
+            float softcap, boolean halfCache, int from, int to);
 }

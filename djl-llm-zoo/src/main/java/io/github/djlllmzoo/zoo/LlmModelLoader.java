@@ -15,6 +15,7 @@ import ai.djl.translate.TranslateException;
 import ai.djl.translate.Translator;
 import ai.djl.translate.TranslatorFactory;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
+import io.github.djlllmzoo.blocks.KvCacheDtype;
 import io.github.djlllmzoo.blocks.LoraAdapter;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.translators.GenerationTranslatorFactory;
@@ -88,6 +89,7 @@ public final class LlmModelLoader implements ModelLoader {
         Path dir = resolve(arguments, false);
         Device device = criteria.getDevice() != null ? criteria.getDevice() : Engine.getEngine("PyTorch").defaultDevice();
         WeightFormat weights = ZooArguments.weightFormat(arguments, device);
+        KvCacheDtype kvCacheDtype = ZooArguments.kvCacheDtype(arguments); // refused before the model loads
         if (GgufFile.isGguf(dir) && ZooArguments.string(arguments, "dtype") == null && !device.isGpu()) {
             try (GgufFile gguf = GgufFile.open(dir)) {
                 weights = GgufCheckpoint.nativeFormat(gguf);
@@ -96,6 +98,7 @@ public final class LlmModelLoader implements ModelLoader {
         Model model = LocalModel.loadModel(dir, device, ZooArguments.dataType(arguments, device), weights,
                 ZooArguments.float16Overflow(arguments));
         try {
+            ((CausalLmBlock) model.getBlock()).setKvCacheDtype(kvCacheDtype);
             String adapter = ZooArguments.string(arguments, "adapter");
             if (adapter != null) {
                 PeftAdapter.load((CausalLmBlock) model.getBlock(), Path.of(adapter), model.getNDManager(), false)

@@ -4,6 +4,7 @@ import ai.djl.Device;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.repository.zoo.Criteria;
 import io.github.djlllmzoo.blocks.Float16Overflow;
+import io.github.djlllmzoo.blocks.KvCacheDtype;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.zoo.hub.HubClient;
 import io.github.djlllmzoo.zoo.hub.HubConfig;
@@ -14,7 +15,7 @@ import java.util.Map;
 /**
  * The arguments this zoo's loaders read, whichever way DJL hands them over (Criteria options and
  * arguments, or the query of a model URL): {@code model}, {@code revision}, {@code dtype}, {@code
- * allowFloat16Overflow} and the
+ * kvCacheDtype}, {@code allowFloat16Overflow} and the
  * Hugging Face hub variables ({@code HF_ENDPOINT}, {@code HF_HUB_CACHE}, {@code HF_TOKEN}, {@code
  * HF_HUB_OFFLINE}, ...), which override the process environment for one load.
  */
@@ -106,6 +107,17 @@ final class ZooArguments {
             return Float16Overflow.ALLOW;
         }
         throw new IllegalArgumentException(ALLOW_FLOAT16_OVERFLOW + " must be true or false, not '" + allow + "'");
+    }
+
+    /**
+     * The element type of the KV cache: the {@code kvCacheDtype} argument (float32 or float16), or
+     * {@code null} for the compute type.
+     *
+     * @throws IllegalArgumentException naming the argument for another value
+     */
+    static KvCacheDtype kvCacheDtype(Map<String, ?> arguments) {
+        String dtype = string(arguments, KvCacheDtype.ARGUMENT);
+        return dtype == null ? null : KvCacheDtype.parse(dtype, KvCacheDtype.ARGUMENT);
     }
 
     private static WeightFormat parsed(Map<String, ?> arguments) {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.ndarray.NDManager;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.EngineKernels;
+import io.github.djlllmzoo.blocks.KvCacheDtype;
 import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.translators.BatchGenerator;
 import io.github.djlllmzoo.translators.ContinuousBatch;
@@ -32,25 +33,32 @@ class ContinuousBatchGoldenTest {
     /** A sequence to run: its prompt, its config, and the step at which it joins. */
     private record Entry(long[] prompt, GenerationConfig config, int joinStep) {}
 
-    @ParameterizedTest(name = "{0}, chunk {1}, {2} prefill tokens a step, reference kernels {3}")
+    @ParameterizedTest(name = "{0}, chunk {1}, {2} prefill tokens a step, reference kernels {3}, {4} KV cache")
     @CsvSource({
-        "llama-gqa, 3, 3, false",
-        "llama-gqa, 5, 5, true",
-        "llama-gqa, 4, 1, false", // each chunk's layers spread over steps
-        "llama-gqa, 5, 2, true",
-        "mistral-sliding-window, 3, 3, false",
-        "mistral-sliding-window, 4, 4, true",
-        "mistral-sliding-window, 4, 1, true",
-        "gemma2-softcap-window, 3, 3, false",
-        "gemma2-softcap-window, 3, 1, false",
+        "llama-gqa, 3, 3, false, float32",
+        "llama-gqa, 5, 5, true, float32",
+        "llama-gqa, 4, 1, false, float32", // each chunk's layers spread over steps
+        "llama-gqa, 5, 2, true, float32",
+        "mistral-sliding-window, 3, 3, false, float32",
+        "mistral-sliding-window, 4, 4, true, float32",
+        "mistral-sliding-window, 4, 1, true, float32",
+        "gemma2-softcap-window, 3, 3, false, float32",
+        "gemma2-softcap-window, 3, 1, false, float32",
+        // a float16 cache (--kv-cache-dtype float16): every row rounds its keys and values alike, in a
+        // batch's slot cache as in a cache of its own, by the kernels as by the engine
+        "llama-gqa, 3, 3, false, float16",
+        "llama-gqa, 5, 2, true, float16",
+        "mistral-sliding-window, 4, 1, false, float16",
+        "gemma2-softcap-window, 3, 3, false, float16",
     })
     void sequencesJoiningAndLeavingAtDifferentStepsEachGenerateWhatTheyGenerateAlone(
-            String name, int chunk, int stepTokens, boolean reference) throws Exception {
+            String name, int chunk, int stepTokens, boolean reference, String kvCacheDtype) throws Exception {
         GoldenCase golden = GoldenCase.load(name);
         List<Entry> entries = entries(golden.promptIds());
         try (LocalModel model = LocalModel.load(golden.dir());
                 NDManager manager = model.model().getNDManager().newSubManager()) {
             CausalLmBlock block = model.block();
+            block.setKvCacheDtype(KvCacheDtype.parse(kvCacheDtype, KvCacheDtype.ARGUMENT));
             if (reference) {
                 block.useKernels(EngineKernels.INSTANCE);
             }

@@ -16,6 +16,7 @@ import io.github.djlllmzoo.zoo.LocalModel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -142,7 +143,7 @@ public final class GenerationScheduler implements AutoCloseable {
         this.queue = new LinkedBlockingDeque<>(maxConcurrency);
         this.tokenizer = tokenizer;
         this.contextWindow = block.config().maxPositions();
-        long budget = options.kvCacheTokens() > 0 ? options.kvCacheTokens() : defaultBudget(block, manager);
+        long budget = poolBudget(options.kvCacheTokens(), block, manager);
         // by default a joining prompt's chunk runs as long as a decode pass a step: the running
         // streams' time between tokens stays about twice a plain step's (docs/serving-production.md)
         this.batch = ContinuousBatch.builder(block, manager)
@@ -162,18 +163,31 @@ public final class GenerationScheduler implements AutoCloseable {
         loop.start();
     }
 
-    /** {@link KvPoolBudget#defaultTokens}, said in the log: the pool is allocated at it. */
-    private long defaultBudget(CausalLmBlock block, NDManager manager) {
+    /**
+     * The KV pool's budget in positions, said in the log with its bytes and element type ({@code
+     * --kv-cache-dtype}: a float16 pool holds twice the positions of a float32 one in the same
+     * bytes): {@code --kv-cache-tokens} where given, else {@link KvPoolBudget#defaultTokens}.
+     */
+    private long poolBudget(long requested, CausalLmBlock block, NDManager manager) {
         long bytesPerToken;
         try (SlotKvCache shape = new SlotPasses(block).newCache(manager)) { // holds no buffers until reserved
             bytesPerToken = shape.bytesPerPosition();
         }
+        String type = block.kvCacheDataType().toString().toLowerCase(Locale.ROOT);
+        if (requested > 0) {
+            LOG.info("KV pool: {} positions ({} MiB of {} keys and values, {} bytes a position) = --kv-cache-tokens",
+                    requested, requested * bytesPerToken >> 20, type, bytesPerToken);
+            return requested;
+        }
         long available = KvPoolBudget.availableBytes();
         long budget = KvPoolBudget.defaultTokens(maxBatch, contextWindow, bytesPerToken, available);
         LOG.info(
-                "KV pool: {} positions ({} MiB) = {} (--max-batch {} x context window {}{}); --kv-cache-tokens sets it",
+                "KV pool: {} positions ({} MiB of {} keys and values, {} bytes a position) = {} (--max-batch {} x"
+                        + " context window {}{}); --kv-cache-tokens sets it",
                 budget,
                 budget * bytesPerToken >> 20,
+                type,
+                bytesPerToken,
                 budget < (long) maxBatch * contextWindow ? "half the memory available" : "every row a context window",
                 maxBatch,
                 contextWindow,
