@@ -6,7 +6,7 @@
 #
 #   scripts/bench-llamacpp.sh [--shape gpt2-small|gpt2-tiny|llama-110m|tinyllama-1.1b|qwen2-0.5b] [--runs 3] [--threads 2]
 #                             [--prompt-tokens 128] [--new-tokens 128] [--dir DIR] [--formats f32,f16,bf16,q8_0]
-#                             (also q4_0) [--warmup 1] [--rounds 1] [--isa avx2]
+#                             (also q4_0) [--warmup 1] [--rounds 1] [--isa avx2] [--kv-cache-dtype float16]
 #
 # --isa avx2: both engines on their AVX2 paths on an AVX-512 machine: llama.cpp built for AVX2 only
 # (scripts/llamacpp-build.sh --avx2) and llmzoo with -Dllmzoo.cpu.isa=avx2 (docs/cpu-kernels.md); the JSON's
@@ -22,18 +22,19 @@
 # one float16 scale per 32 weights), Q4_K_M ~ q4_k (both Q4_K super-blocks with the same tensors finer: Q6_K
 # there, int8 here). The formats alternate engine by engine
 # so a change of load hits both. llama-bench decodes tg from an empty context with its default F16 KV cache;
-# llmzoo decodes after the prompt with a float32 cache. llama.cpp is built once into LLAMACPP_HOME (default
+# llmzoo decodes after the prompt with a float32 cache (--kv-cache-dtype float16: a float16 one, as llama-bench's;
+# `llmzoo bench --kv-cache-dtype`). llama.cpp is built once into LLAMACPP_HOME (default
 # /tmp/llamacpp-peer, outside the repository) and the checkpoint and GGUF files are kept under --dir.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 shape=llama-110m runs=3 threads=2 prompt_tokens=128 new_tokens=128 dir="" formats=f32,f16,bf16,q8_0 warmup=1 rounds=1
-isa=""
+isa="" kv_cache_dtype=""
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { echo "error: $1 needs a value" >&2; exit 2; }
   case "$1" in
     --shape) shape="$2";; --runs) runs="$2";; --threads) threads="$2";; --dir) dir="$2";;
     --prompt-tokens) prompt_tokens="$2";; --new-tokens) new_tokens="$2";; --formats) formats="$2";;
-    --warmup) warmup="$2";; --rounds) rounds="$2";; --isa) isa="$2";;
+    --warmup) warmup="$2";; --rounds) rounds="$2";; --isa) isa="$2";; --kv-cache-dtype) kv_cache_dtype="$2";;
     *) echo "error: unknown option $1" >&2; exit 2;;
   esac
   shift 2
@@ -41,6 +42,8 @@ done
 [[ "$warmup" =~ ^[0-9]+$ ]] || { echo "error: --warmup takes a count of runs (0 or more), not '$warmup'" >&2; exit 2; }
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "error: --rounds takes a count of rounds (1 or more), not '$rounds'" >&2; exit 2; }
 [[ -z "$isa" || "$isa" == avx2 ]] || { echo "error: --isa takes avx2 (or is left out), not '$isa'" >&2; exit 2; }
+[[ -z "$kv_cache_dtype" || "$kv_cache_dtype" =~ ^(float32|float16)$ ]] || {
+  echo "error: --kv-cache-dtype takes float32 or float16 (or is left out), not '$kv_cache_dtype'" >&2; exit 2; }
 kit="${LLAMACPP_KIT:-$root/../shared/peers/llamacpp}"
 fixtures="${LLMZOO_FIXTURES:-$root/../shared/fixtures}"
 [ -x "$kit/build.sh" ] || { echo "error: no llama.cpp kit at $kit (set LLAMACPP_KIT)" >&2; exit 2; }
@@ -115,7 +118,7 @@ run_llmzoo() {
   local d; d="$(dtype_of "$1")"
   echo "round $2: llmzoo $d ..." >&2
   peak_rss "$out/llmzoo-$d-$2.rss" "$root/bin/llmzoo" bench --model "$dir" --dtype "$d" --prompt-tokens "$prompt_tokens" --new-tokens "$new_tokens" \
-    --runs "$runs" --warmup "$warmup" --long-positions 0 --bandwidth-mib 0 --compute-size 0 --output json \
+    ${kv_cache_dtype:+--kv-cache-dtype "$kv_cache_dtype"} --runs "$runs" --warmup "$warmup" --long-positions 0 --bandwidth-mib 0 --compute-size 0 --output json \
     > "$out/llmzoo-$d-$2.json" 2> "$out/llmzoo-$d-$2.log"
 }
 for ((round = 1; round <= rounds; round++)); do
