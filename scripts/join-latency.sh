@@ -28,7 +28,7 @@ mkl_cpu_fix
 echo "machine: $(grep -c ^processor /proc/cpuinfo) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 # the JVM settings bin/llmzoo serve runs with
 java_opts=(${LLMZOO_JAVA_OPTS:--Xmx8g})
-add_serving_java_opts
+add_decoding_java_opts serve
 echo "JVM options: ${java_opts[*]}"
 java "${java_opts[@]}" -Dai.djl.pytorch.num_threads="${LLMZOO_TORCH_THREADS:-1}" \
   -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$classpath" "${LLMZOO_LATENCY_MAIN:-io.github.djlllmzoo.benchmarks.JoinLatency}" "$@"

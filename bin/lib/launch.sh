@@ -42,22 +42,28 @@ export_runtime_settings() {
   export OMP_NUM_THREADS="${OMP_NUM_THREADS-${LLMZOO_TORCH_THREADS:-1}}"
 }
 
-# add_serving_java_opts: appends to the caller's array java_opts what a serving JVM runs with, each unless
-# java_opts already sets it (docs/serving-production.md, "The CPU workers between steps" and "The JIT
-# compiler and the cores"):
-# - A server's decode loop spends part of each step on its HTTP threads (a streamed token each row): a
-#   CPU worker that spins a millisecond for the next slice after a step holds the core they need.
-#   Parking after 50 us instead gave 4-8 % more throughput under 32 clients.
-# - The JIT's optimizing compiler (C2) takes a core for milliseconds at a time while a new process
-#   warms up, and the decode loop uses every core: a decode pass whose worker it preempted waits for
-#   it. With the quick compiler alone (C1) a decode pass's p99 stayed about 1.5x its median where
-#   with C2 it reached 3x; the decode loop's own work runs in native kernels either way.
-add_serving_java_opts() {
-  if [[ " ${java_opts[*]} " != *" -Dllmzoo.cpu.idleSpinNanos="* ]]; then
-    java_opts+=(-Dllmzoo.cpu.idleSpinNanos=50000)
+# add_decoding_java_opts COMMAND: appends to the caller's array java_opts what a JVM that decodes runs with,
+# each unless java_opts already sets it (docs/serving-production.md, "The CPU workers between steps" and "The
+# JIT compiler and the cores"):
+# - Every command but finetune: the JIT's quick compiler alone (C1, -XX:TieredStopAtLevel=1). A decode step
+#   keeps every core busy (the calling thread and a CPU worker a core), and the optimizing compiler (C2)
+#   compiles for tens of seconds after start-up, a few milliseconds of a core each time, preempting one of
+#   them: a product's other half then waits. The decoding itself runs in native kernels either way. With C1,
+#   quiet, under 32 clients the server gave 596 / 605 against 530 / 513 tokens/s and `bench` decoded int4
+#   TinyLlama at 64-81 against 54-59 tokens/s. Fine-tuning keeps C2: its steps are the engine's, and it was
+#   not measured.
+# - serve: CPU workers that park 50 us after a slice instead of a millisecond. A server's decode loop
+#   spends part of each step on its HTTP threads (a streamed token each row), and a worker spinning after the
+#   step holds the core they need: 4-8 % more throughput under 32 clients.
+add_decoding_java_opts() {
+  if [ "${1:-}" = finetune ]; then
+    return
   fi
   if [[ " ${java_opts[*]} " != *" -XX:TieredStopAtLevel="* && " ${java_opts[*]} " != *"TieredCompilation "* ]]; then
     java_opts+=(-XX:TieredStopAtLevel=1)
+  fi
+  if [ "${1:-}" = serve ] && [[ " ${java_opts[*]} " != *" -Dllmzoo.cpu.idleSpinNanos="* ]]; then
+    java_opts+=(-Dllmzoo.cpu.idleSpinNanos=50000)
   fi
 }
 

@@ -15,11 +15,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The JVM options {@code bin/llmzoo serve} adds for a serving process (bin/lib/launch.sh's {@code
- * add_serving_java_opts}): the CPU workers' short idle spin and the quick JIT compiler alone, each
- * unless {@code LLMZOO_JAVA_OPTS} already sets it, and neither for other commands.
+ * The JVM options {@code bin/llmzoo} adds for a process that decodes (bin/lib/launch.sh's {@code
+ * add_decoding_java_opts}): the quick JIT compiler alone for every command but {@code finetune}, and
+ * for {@code serve} the CPU workers' short idle spin too, each unless {@code LLMZOO_JAVA_OPTS}
+ * already sets it.
  */
-class LauncherServingOptionsTest {
+class LauncherDecodingOptionsTest {
 
     private static final String SPIN = "-Dllmzoo.cpu.idleSpinNanos=50000";
     private static final String C1 = "-XX:TieredStopAtLevel=1";
@@ -54,10 +55,19 @@ class LauncherServingOptionsTest {
     }
 
     @Test
-    void otherCommandsKeepTheJvmDefaults() throws Exception {
-        List<String> options = javaOptions(null, "generate");
-        assertFalse(options.contains(SPIN), options.toString());
+    void otherDecodingCommandsRunTheQuickCompilerAloneWithTheDefaultSpin() throws Exception {
+        for (String command : List.of("generate", "bench", "score")) {
+            List<String> options = javaOptions(null, command);
+            assertTrue(options.contains(C1), command + ": " + options);
+            assertFalse(options.contains(SPIN), command + ": " + options);
+        }
+    }
+
+    @Test
+    void fineTuningKeepsTheJvmDefaults() throws Exception {
+        List<String> options = javaOptions(null, "finetune");
         assertFalse(options.contains(C1), options.toString());
+        assertFalse(options.contains(SPIN), options.toString());
     }
 
     private List<String> javaOptions(String userOptions, String command) throws IOException, InterruptedException {
