@@ -302,27 +302,6 @@ static void decode_attention_rows(void) {
     free(q), free(keys), free(values), free(mask), free(fresh_k), free(fresh_v), free(o), free(e), free(t);
 }
 
-static void prefill_attention(void) {
-    const int heads = 2, kv_heads = 1, positions = 7, d = 24, capacity = 9;
-    float *q = randoms(heads * positions * d), *keys = randoms(capacity * d), *values = randoms(capacity * d);
-    float *mask = malloc(sizeof(float) * positions * positions), *o = randoms(positions * heads * d);
-    double *e = doubles(positions * heads * d), *t = doubles(positions * heads * d);
-    for (int i = 0; i < positions; i++) {
-        for (int j = 0; j < positions; j++) {
-            mask[i * positions + j] = j <= i ? 0.0f : -3.4028235e38f;
-        }
-    }
-    for (int h = 0; h < heads; h++) {
-        for (int i = 0; i < positions; i++) {
-            attend_reference(q + (h * positions + i) * d, keys, values, mask + i * positions, positions, d, 0.2f, 0,
-                    e + (i * heads + h) * d, t + (i * heads + h) * d);
-        }
-    }
-    Java_io_github_djlllmzoo_cpu_PrefillAttention_attend(env, NULL, B(q), B(keys), B(values), B(mask), B(o), heads,
-            kv_heads, positions, positions, d, capacity, 0, 0.2f, 0.0f, JNI_FALSE, 0, heads);
-    check("prefill attention, causal", o, e, t, positions * heads * d);
-    free(q), free(keys), free(values), free(mask), free(o), free(e), free(t);
-}
 
 /* ---- a float16 KV cache ---- */
 
@@ -434,11 +413,13 @@ static void decode_attention_half(void) {
             free(t);
 }
 
-/* A prefill over a float16 cache: keys and values widened exactly as they are read. */
-static void prefill_attention_half(void) {
+/* A causal prefill over a float32 cache, or (half) a float16 one whose keys and values are widened exactly as
+   they are read. */
+static void prefill_attention(int half) {
     const int heads = 2, kv_heads = 1, positions = 7, d = 24, capacity = 9;
-    uint16_t *keys, *values;
-    float *k = half_randoms(capacity * d, &keys), *v = half_randoms(capacity * d, &values);
+    uint16_t *half_keys = NULL, *half_values = NULL;
+    float *k = half ? half_randoms(capacity * d, &half_keys) : randoms(capacity * d);
+    float *v = half ? half_randoms(capacity * d, &half_values) : randoms(capacity * d);
     float *q = randoms(heads * positions * d);
     float *mask = malloc(sizeof(float) * positions * positions), *o = randoms(positions * heads * d);
     double *e = doubles(positions * heads * d), *t = doubles(positions * heads * d);
@@ -453,10 +434,12 @@ static void prefill_attention_half(void) {
                     e + (i * heads + h) * d, t + (i * heads + h) * d);
         }
     }
+    void *keys = half ? (void *)half_keys : (void *)k, *values = half ? (void *)half_values : (void *)v;
     Java_io_github_djlllmzoo_cpu_PrefillAttention_attend(env, NULL, B(q), B(keys), B(values), B(mask), B(o), heads,
-            kv_heads, positions, positions, d, capacity, 0, 0.2f, 0.0f, JNI_TRUE, 0, heads);
-    check("prefill attention over a float16 cache", o, e, t, positions * heads * d);
-    free(k), free(v), free(keys), free(values), free(q), free(mask), free(o), free(e), free(t);
+            kv_heads, positions, positions, d, capacity, 0, 0.2f, 0.0f, half ? JNI_TRUE : JNI_FALSE, 0, heads);
+    check(half ? "prefill attention over a float16 cache" : "prefill attention, causal", o, e, t,
+            positions * heads * d);
+    free(k), free(v), free(half_keys), free(half_values), free(q), free(mask), free(o), free(e), free(t);
 }
 
 /* ---- elementwise operations ---- */
@@ -759,10 +742,10 @@ int main(void) {
     few_row_products();
     decode_attention();
     decode_attention_rows();
-    prefill_attention();
+    prefill_attention(0);
     half_rounding();
     decode_attention_half();
-    prefill_attention_half();
+    prefill_attention(1);
     decode_ops();
     if (Java_io_github_djlllmzoo_cpu_CompressedProduct_features(env, NULL) & 1) {
         compressed_products(96);
