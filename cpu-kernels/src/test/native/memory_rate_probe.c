@@ -6,8 +6,8 @@
  *   /tmp/rate probe        one line: the two-core read rate of a 256 MB buffer now (about 0.3 s), in GB/s
  *   /tmp/rate buffers N    N heap buffers of 600 MB and one in /dev/shm (tmpfs), each read by two threads and
  *                          by one, twice over: does the rate follow the buffer (its pages) or the time?
- *   /tmp/rate cores        a compute-bound loop on two threads against one (2.0: two cores; about 1.2: two
- *                          hyperthreads of one), then the two-core read rate
+ *   /tmp/rate cores        a compute-bound loop on two threads against one (2.0: two cores; well under 2: two
+ *                          hyperthreads sharing one core's units), then the two-core read rate
  * Each thread is pinned to its CPU (0 and 1) and reads its half of a buffer with 64-byte loads.
  */
 #define _GNU_SOURCE
