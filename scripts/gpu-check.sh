@@ -21,6 +21,10 @@ for b in 1 8; do
   python3 scripts/hf_bench.py --batch "$b" --prompt-tokens "$PROMPT" --new-tokens "$NEW" --runs "$RUNS" \
       > "$OUT/hf-b$b.json" || status=1
 done
+echo "=== generate on the default model, float16, RUST_FLAVOR unset (EngineDefaults must keep the tokenizers on the CPU)" >&2
+(unset RUST_FLAVOR; llmzoo generate --device gpu --dtype float16 --prompt "Once upon a time" --max-new-tokens 24) \
+    > "$OUT/generate-gpu.txt" 2>&1 || status=1
+tail -3 "$OUT/generate-gpu.txt" >&2
 python3 - "$OUT" <<'PY' || status=1
 import json, sys
 out = sys.argv[1]
