@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Hugging Face transformers beside `llmzoo bench` on the same GPU: a Llama of a ModelShape's config with
 random weights, eager attention, float16; prefill of a PROMPT-token random prompt and greedy decode of NEW
-tokens at batch B, timed with CUDA synchronisation, median of RUNS after one warm-up. Prints one JSON object.
+tokens at batch B, timed with CUDA synchronisation, median of RUNS after WARMUP untimed runs. Prints one JSON object.
 
-Usage: python3 scripts/hf_bench.py --batch 1 --prompt-tokens 128 --new-tokens 128 --runs 3
+Usage: python3 scripts/hf_bench.py --batch 1 --prompt-tokens 128 --new-tokens 128 --runs 3 --warmup 1
 """
 import argparse
 import json
@@ -26,6 +26,7 @@ def main():
     p.add_argument("--prompt-tokens", type=int, default=128)
     p.add_argument("--new-tokens", type=int, default=128)
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
     a = p.parse_args()
     torch.manual_seed(42)
     config = LlamaConfig(**TINYLLAMA)
@@ -50,8 +51,9 @@ def main():
         torch.cuda.synchronize()
         return time.perf_counter() - start
 
-    timed(prefill)
-    timed(generate)
+    for _ in range(a.warmup):
+        timed(prefill)
+        timed(generate)
     prefills, decodes = [], []
     for _ in range(a.runs):
         t_prefill = timed(prefill)
@@ -62,7 +64,7 @@ def main():
     print(json.dumps({
         "model": "tinyllama-1.1b shape (random weights), transformers %s eager float16" % transformers.__version__,
         "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "batch": a.batch,
-        "prompt_tokens": a.prompt_tokens, "new_tokens": a.new_tokens, "runs": a.runs,
+        "prompt_tokens": a.prompt_tokens, "new_tokens": a.new_tokens, "runs": a.runs, "warmup": a.warmup,
         "prefill_tokens_per_s": statistics.median(prefills), "decode_tokens_per_s": statistics.median(decodes),
         "prefill_tokens_per_s_runs": prefills, "decode_tokens_per_s_runs": decodes,
         "peak_gpu_mb": torch.cuda.max_memory_reserved() / 2**20}))

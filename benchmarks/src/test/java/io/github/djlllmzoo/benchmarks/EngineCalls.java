@@ -25,8 +25,14 @@ import java.util.TreeMap;
  * @param total the top-level operations
  * @param byName their count by operation name
  * @param sequence their names in order (by thread)
+ * @param microsByName the host time they took by operation name, in microseconds (the profiler's
+ *     durations: the dispatcher's and the operation's own work on the calling thread, a kernel's
+ *     launch on a GPU, not its run there)
+ * @param gapMicros the host time between consecutive top-level operations of a thread: what the
+ *     caller does between them (Java, DJL's wrapping of each result, JNI, freeing tensors)
  */
-record EngineCalls(int total, Map<String, Integer> byName, List<String> sequence) {
+record EngineCalls(
+        int total, Map<String, Integer> byName, List<String> sequence, Map<String, Double> microsByName, double gapMicros) {
 
     /**
      * Runs {@code work} under the profiler and counts its top-level operations.
@@ -61,8 +67,10 @@ record EngineCalls(int total, Map<String, Integer> byName, List<String> sequence
                 .thenComparingDouble(o -> o.get("ts").getAsDouble())
                 .thenComparingDouble(o -> -o.get("dur").getAsDouble()));
         Map<String, Integer> byName = new TreeMap<>();
+        Map<String, Double> microsByName = new TreeMap<>();
         List<String> sequence = new ArrayList<>();
         int total = 0;
+        double gaps = 0;
         String thread = null;
         double openUntil = Double.NEGATIVE_INFINITY;
         for (JsonObject o : spans) {
@@ -70,13 +78,18 @@ record EngineCalls(int total, Map<String, Integer> byName, List<String> sequence
             double start = o.get("ts").getAsDouble();
             double end = start + o.get("dur").getAsDouble();
             if (!tid.equals(thread) || start >= openUntil) {
+                if (tid.equals(thread)) {
+                    gaps += start - openUntil;
+                }
                 thread = tid;
                 openUntil = end;
                 total++;
-                byName.merge(o.get("name").getAsString(), 1, Integer::sum);
-                sequence.add(o.get("name").getAsString().replace("aten::", ""));
+                String name = o.get("name").getAsString();
+                byName.merge(name, 1, Integer::sum);
+                microsByName.merge(name, end - start, Double::sum);
+                sequence.add(name.replace("aten::", ""));
             }
         }
-        return new EngineCalls(total, byName, sequence);
+        return new EngineCalls(total, byName, sequence, microsByName, gaps);
     }
 }

@@ -35,24 +35,50 @@ final class EngineForms {
     private static final AtomicLong GENERATION = new AtomicLong();
 
     /** The masks of unfilled cache slots of the passes under way, by pass manager, capacity, fill and type. */
-    private static final Map<String, NDArray> MASKS =
+    private static final Map<MaskKey, PassMask> MASKS =
             new java.util.LinkedHashMap<>(16, 0.75f, true) {
                 @Override
-                protected boolean removeEldestEntry(Map.Entry<String, NDArray> eldest) {
+                protected boolean removeEldestEntry(Map.Entry<MaskKey, PassMask> eldest) {
                     return size() > 16;
                 }
             };
 
+    /** A pass's mask and the manager it was made for (identity hashes can repeat once a manager is gone). */
+    private record PassMask(NDManager manager, NDArray mask) {}
+
+    private record MaskKey(int manager, long capacity, int length, DataType dataType, Device device) {}
+
+    /** IEEE half precision's -inf. */
+    private static final short FLOAT16_NEGATIVE_INFINITY = (short) 0xFC00;
+
+    /** Batched views of cache buffers ({@link #batchedView}), by buffer identity and kind. */
+    private static final Map<ViewKey, BufferView> BATCHED_VIEWS = new HashMap<>();
+
+    private record BufferView(WeakReference<NDArray> buffer, NDArray view) {}
+
+    private record ViewKey(int buffer, boolean transposed) {}
+
+    /** The identity and the half-rotation permutation of a head width, by device and type, made once. */
+    private static final Map<RotationBasisKey, NDArray[]> ROTATION_BASES = new HashMap<>();
+
+    private record RotationBasisKey(String engine, Device device, DataType dataType, int headDim) {}
+
+    /** The process-long managers of {@link #ROTATION_BASES}, by engine and device (type and width left out). */
+    private static final Map<RotationBasisKey, NDManager> BASIS_MANAGERS = new HashMap<>();
+
     /** The rotations of the passes under way, by their factors' identity and head counts. */
-    private static final Map<String, Rotation> ROTATIONS =
+    private static final Map<RotationKey, Rotation> ROTATIONS =
             new java.util.LinkedHashMap<>(16, 0.75f, true) {
                 @Override
-                protected boolean removeEldestEntry(Map.Entry<String, Rotation> eldest) {
+                protected boolean removeEldestEntry(Map.Entry<RotationKey, Rotation> eldest) {
                     return size() > 16;
                 }
             };
 
     private record Rotation(WeakReference<NDArray> cos, NDArray perHead) {}
+
+    /** A rotation's factors (by identity), rows and head counts: a record, as it is looked up at every layer. */
+    private record RotationKey(int cos, long rows, long rotated, long heads) {}
 
     /** Cache buffers autograd records (written in grad mode), by identity, held weakly. */
     private static final Map<Integer, WeakReference<NDArray>> RECORDED_BUFFERS = new HashMap<>();
@@ -278,23 +304,71 @@ final class EngineForms {
      * @param like the pass's queries
      * @param capacity the buffers' slots
      * @param length the filled slots
-     * @return (1, 1, 1, capacity)
+     * @return (1, capacity), which broadcasts over scores of any rank
      */
     static NDArray unfilledMask(NDArray like, long capacity, int length) {
         NDManager manager = like.getManager();
-        String key = System.identityHashCode(manager) + "/" + capacity + "/" + length + "/" + like.getDataType()
-                + "/" + like.getDevice();
+        DataType type = like.getDataType();
+        MaskKey key = new MaskKey(System.identityHashCode(manager), capacity, length, type, like.getDevice());
         synchronized (MASKS) {
-            NDArray mask = MASKS.get(key);
-            if (mask != null && !mask.isReleased() && mask.getManager() == manager) {
-                return mask;
+            PassMask kept = MASKS.get(key);
+            if (kept != null && kept.manager() == manager && !kept.mask().isReleased()) {
+                return kept.mask();
             }
-            float[] values = new float[Math.toIntExact(capacity)];
-            java.util.Arrays.fill(values, length, values.length, Float.NEGATIVE_INFINITY);
-            NDArray host = manager.create(values, new Shape(1, 1, 1, capacity));
-            mask = host.toType(like.getDataType(), false).toDevice(like.getDevice(), false);
-            MASKS.put(key, mask);
+            int slots = Math.toIntExact(capacity);
+            Shape shape = new Shape(1, capacity);
+            NDArray mask;
+            if (type == DataType.FLOAT16) { // made in its type: one copy to the device, no conversion after
+                java.nio.ShortBuffer bits = java.nio.ShortBuffer.allocate(slots);
+                for (int i = length; i < slots; i++) {
+                    bits.put(i, FLOAT16_NEGATIVE_INFINITY);
+                }
+                mask = manager.create(bits, shape, DataType.FLOAT16).toDevice(like.getDevice(), false);
+            } else {
+                float[] values = new float[slots];
+                java.util.Arrays.fill(values, length, slots, Float.NEGATIVE_INFINITY);
+                mask = manager.create(values, shape).toType(type, false).toDevice(like.getDevice(), false);
+            }
+            MASKS.put(key, new PassMask(manager, mask));
             return mask;
+        }
+    }
+
+    /**
+     * A cache buffer (B, H_kv, C, D) as the operand of a decode step's batched product, (B·H_kv, D, C)
+     * transposed for keys or (B·H_kv, C, D) for values: a view, made once per buffer and kept in the
+     * buffer's manager (a step's writes go into the buffer in place, so the view stays current).
+     * Views of buffers that have been closed are closed when another is made.
+     *
+     * @param buffer the buffer
+     * @param transposed whether to swap its last two axes (keys)
+     * @return the view
+     */
+    static NDArray batchedView(NDArray buffer, boolean transposed) {
+        ViewKey key = new ViewKey(System.identityHashCode(buffer), transposed);
+        synchronized (BATCHED_VIEWS) {
+            BufferView kept = BATCHED_VIEWS.get(key);
+            if (kept != null && kept.buffer().get() == buffer && !kept.view().isReleased()) {
+                return kept.view();
+            }
+            Iterator<BufferView> views = BATCHED_VIEWS.values().iterator();
+            while (views.hasNext()) {
+                BufferView view = views.next();
+                NDArray owner = view.buffer().get();
+                if (owner == null || owner.isReleased() || view.view().isReleased()) {
+                    view.view().close(); // a view keeps its buffer's memory alive
+                    views.remove();
+                }
+            }
+            Shape shape = buffer.getShape(); // (B, H_kv, C, D)
+            NDArray flat = buffer.reshape(shape.get(0) * shape.get(1), shape.get(2), shape.get(3)); // (B·H_kv, C, D)
+            NDArray view = transposed ? flat.transpose(0, 2, 1) : flat;
+            if (view != flat) {
+                flat.close();
+            }
+            view.attach(buffer.getManager());
+            BATCHED_VIEWS.put(key, new BufferView(new WeakReference<>(buffer), view));
+            return view;
         }
     }
 
@@ -303,38 +377,63 @@ final class EngineForms {
      * {@code R[i][j] = cos[j]} where {@code i = j}, {@code sin[j]} (signed as {@link
      * RotaryEmbedding}'s table) where {@code i = (j + D/2) mod D}, else 0; the identity for the heads
      * past {@code rotated} (values, and the zero row's heads). Made once per pass (its layers share
-     * the factors), in the factors' manager, and kept beside them.
+     * the factors), in the factors' manager, and kept beside them; the identity and the permutation
+     * it is made of are made once per device, type and width.
      *
-     * @param cosSin the factors of one position per sequence, (B, 1, 1, D) each
+     * @param cosSin the factors of one position per sequence, (B or 1, 1, 1, D) each (1 where the
+     *     rows share their positions)
+     * @param rows the rows B of the heads to rotate
      * @param rotated the heads to rotate (queries and keys)
      * @param heads all heads
-     * @return (B, heads, D, D)
+     * @return (B·heads, D, D), the batched operand of the heads as (B·heads, 1, D)
      */
-    static NDArray rotationPerHead(NDList cosSin, long rotated, long heads) {
-        NDArray cos = cosSin.get(0); // (B, 1, 1, D)
-        String key = System.identityHashCode(cos) + "/" + rotated + "/" + heads;
+    static NDArray rotationPerHead(NDList cosSin, long rows, long rotated, long heads) {
+        NDArray cos = cosSin.get(0); // (B or 1, 1, 1, D)
+        RotationKey key = new RotationKey(System.identityHashCode(cos), rows, rotated, heads);
         synchronized (ROTATIONS) {
             Rotation kept = ROTATIONS.get(key);
             if (kept != null && kept.cos().get() == cos && !kept.perHead().isReleased()) {
                 return kept.perHead();
             }
             NDArray sin = cosSin.get(1);
-            long b = cos.getShape().get(0);
+            long b = rows;
             int d = Math.toIntExact(cos.getShape().get(3));
-            float[] swap = new float[d * d];
-            for (int j = 0; j < d; j++) {
-                swap[((j + d / 2) % d) * d + j] = 1; // row i = (j + D/2) mod D feeds column j
-            }
-            NDManager manager = cos.getManager();
-            NDArray eye = manager.eye(d).toType(cos.getDataType(), false).toDevice(cos.getDevice(), false);
-            NDArray perm = manager.create(swap, new Shape(d, d)).toType(cos.getDataType(), false).toDevice(cos.getDevice(), false);
-            NDArray r = eye.mul(cos).addi(perm.mul(sin)); // (B, 1, D, D): a row of factors scales each column
+            NDArray[] basis = rotationBasis(cos.getManager().getEngine().getEngineName(), cos.getDevice(), cos.getDataType(), d);
+            NDArray eye = basis[0];
+            NDArray r = eye.mul(cos).addi(basis[1].mul(sin)); // (B or 1, 1, D, D): a row of factors scales each column
             NDArray perHead =
                     NDArrays.concat(
-                            new NDList(r.broadcast(new Shape(b, rotated, d, d)), eye.broadcast(new Shape(b, heads - rotated, d, d))),
-                            1); // (B, heads, D, D)
+                                    new NDList(r.broadcast(new Shape(b, rotated, d, d)), eye.broadcast(new Shape(b, heads - rotated, d, d))),
+                                    1) // (B, heads, D, D)
+                            .reshape(b * heads, d, d);
             ROTATIONS.put(key, new Rotation(new WeakReference<>(cos), perHead));
             return perHead;
         }
+    }
+
+    /** The identity and the permutation {@code P[(j + D/2) mod D][j] = 1}, (D, D) each, kept for the process. */
+    private static NDArray[] rotationBasis(String engine, Device device, DataType dataType, int d) {
+        synchronized (ROTATION_BASES) {
+            return ROTATION_BASES.computeIfAbsent(new RotationBasisKey(engine, device, dataType, d), k -> {
+                NDManager manager = BASIS_MANAGERS.computeIfAbsent(
+                        new RotationBasisKey(engine, device, null, 0), home -> NDManager.newBaseManager(device, engine));
+                float[] eye = new float[d * d];
+                float[] swap = new float[d * d];
+                for (int j = 0; j < d; j++) {
+                    eye[j * d + j] = 1;
+                    swap[((j + d / 2) % d) * d + j] = 1; // row i = (j + D/2) mod D feeds column j
+                }
+                return new NDArray[] {typed(manager.create(eye, new Shape(d, d)), dataType), typed(manager.create(swap, new Shape(d, d)), dataType)};
+            });
+        }
+    }
+
+    /** {@code array} as {@code type}, the float32 original closed where a copy was made. */
+    private static NDArray typed(NDArray array, DataType type) {
+        NDArray typed = array.toType(type, false);
+        if (typed != array) {
+            array.close();
+        }
+        return typed;
     }
 }

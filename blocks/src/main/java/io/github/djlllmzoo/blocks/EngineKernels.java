@@ -171,8 +171,11 @@ public final class EngineKernels implements Kernels {
         long keys = shapes[1].get(1);
         long total = queries + keys + shapes[2].get(1);
         NDArray all = fusedProduct(normedPair(x, normWeight, eps, unitOffset), fused); // (B, 2, Σ h_i·D)
-        NDArray heads = all.reshape(shapes[0].get(0), 2 * total, 1, headDim); // (B, 2·Σh, 1, D)
-        NDArray rotated = heads.matMul(EngineForms.rotationPerHead(cosSin, queries + keys, 2 * total));
+        long b = shapes[0].get(0);
+        NDArray heads = all.reshape(b * 2 * total, 1, headDim); // (B·2Σh, 1, D)
+        // bmm, not matmul: matmul's own reshapes and expands of 4-d operands are host work of their own
+        NDArray rotated = heads.batchMatMul(EngineForms.rotationPerHead(cosSin, b, queries + keys, 2 * total))
+                .reshape(b, 2 * total, 1, headDim); // (B, 2·Σh, 1, D)
         return rotated.split(new long[] {queries, queries + keys, total}, 1).subNDList(0, 3).toArray(new NDArray[0]);
     }
 
@@ -191,9 +194,22 @@ public final class EngineKernels implements Kernels {
             return Kernels.super.normedGatedProject(
                     x, normWeight, eps, unitOffset, gate, up, activation, store, training);
         }
-        // the norm in three calls where its operations take six
-        NDArray normed = normedPair(x, normWeight, eps, unitOffset).split(2, x.getShape().dimension() - 2).get(0);
-        return gatedProject(normed, gate, up, activation, store, training); // (..., 1, I)
+        NDArray pair = normedPair(x, normWeight, eps, unitOffset); // (..., 2, E): the norm in two calls where it takes six
+        EngineForms.Fused fused = up == null ? null : EngineForms.fused(new ProjectionWeight[] {gate, up}, store, x.getDevice());
+        if (fused == null) {
+            NDArray normed = pair.split(2, x.getShape().dimension() - 2).get(0);
+            return gatedProject(normed, gate, up, activation, store, training); // (..., 1, I)
+        }
+        // Both rows of the pair through the fused product (the zero row's products are zeros, and
+        // free at a decode step's few rows), then x's gate and up split out of the rows laid end to
+        // end: one split where dropping the zero row first takes one more
+        NDArray all = fusedProduct(pair, fused); // (..., 2, 2I)
+        Shape shape = all.getShape();
+        int last = shape.dimension() - 1;
+        long width = fused.outs()[0];
+        NDArray rows = all.reshape(shape.slice(0, last - 1).add(1, 2 * shape.get(last))); // (..., 1, 4I)
+        NDList parts = rows.split(new long[] {width, width + fused.outs()[1]}, last);
+        return activate(parts.get(0), parts.get(1), activation, false); // (..., 1, I)
     }
 
     /**
@@ -238,7 +254,10 @@ public final class EngineKernels implements Kernels {
 
     /**
      * A decode step's attention over a cache's whole buffers, the slots past the filled ones masked
-     * out, rather than over views of the filled part (two engine calls fewer, one mask added).
+     * out, rather than over views of the filled part (two engine calls fewer, one mask added). The
+     * products are batched products ({@code bmm}) over (B·H_kv) of the query groups and the buffers'
+     * kept views ({@link EngineForms#batchedView}): {@code matmul} of the 4-d arrays would reshape and
+     * expand them at every call, and the keys' transposition would be a call of its own.
      *
      * @param q queries (B, H, 1, D)
      * @param keyBuffer (B, H_kv, capacity, D), its first {@code length} slots filled
@@ -252,14 +271,14 @@ public final class EngineKernels implements Kernels {
         long d = q.getShape().get(3);
         long hKv = keyBuffer.getShape().get(1);
         long capacity = keyBuffer.getShape().get(2);
-        long groups = h / hKv;
-        NDArray grouped = groups == 1 ? q : q.reshape(b, hKv, groups, d); // (B, Hkv, G, D)
-        NDArray scores = ScaledDotProductAttention.scores(grouped, keyBuffer, rule); // (B, Hkv, G, C)
+        NDArray grouped = q.reshape(b * hKv, h / hKv, d); // (B·Hkv, G, D)
+        NDArray scores = ScaledDotProductAttention.scaled(
+                grouped.batchMatMul(EngineForms.batchedView(keyBuffer, true)), rule, q); // (B·Hkv, G, C)
         if (length < capacity) {
-            scores.addi(EngineForms.unfilledMask(q, capacity, length)); // (1, 1, 1, C)
+            scores.addi(EngineForms.unfilledMask(q, capacity, length)); // (1, C)
         }
-        NDArray out = scores.softmax(-1).matMul(valueBuffer); // (B, Hkv, G, D)
-        return groups == 1 ? out : out.reshape(b, h, 1, d);
+        NDArray out = scores.softmax(-1).batchMatMul(EngineForms.batchedView(valueBuffer, false)); // (B·Hkv, G, D)
+        return out.reshape(b, h, 1, d);
     }
 
     /**
@@ -350,7 +369,7 @@ public final class EngineKernels implements Kernels {
 
     @Override
     public void closeStep(NDManager step) {
-        step.close();
+        StepCloser.close(step);
     }
 
     @Override

@@ -84,10 +84,22 @@ public final class ScaledDotProductAttention {
      * @return (B, H_kv, G*T, S)
      */
     static NDArray scores(NDArray grouped, NDArray k, AttentionScores rule) {
-        NDArray scores = grouped.matMul(k.transpose(0, 1, 3, 2)).muli(Scalars.of(rule.scale(), grouped));
+        return scaled(grouped.matMul(k.transpose(0, 1, 3, 2)), rule, grouped);
+    }
+
+    /**
+     * Products of queries and keys made scores: {@code cap(products * scale)}.
+     *
+     * @param products {@code q k^T}, a fresh array (scaled in place)
+     * @param rule how the products become scores
+     * @param like an array of the queries' device and type (for the scalars)
+     * @return the scores, of the products' shape
+     */
+    static NDArray scaled(NDArray products, AttentionScores rule, NDArray like) {
+        NDArray scores = products.muli(Scalars.of(rule.scale(), like));
         if (rule.capped()) {
             // tanh(s / C) * C before the mask, as Gemma 2's eager attention (tanh's output kept for autograd)
-            scores = scores.div(Scalars.of(rule.softcap(), grouped)).tanh().mul(Scalars.of(rule.softcap(), grouped));
+            scores = scores.div(Scalars.of(rule.softcap(), like)).tanh().mul(Scalars.of(rule.softcap(), like));
         }
         return scores;
     }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import ai.djl.ndarray.NDManager;
+import io.github.djlllmzoo.blocks.EngineKernels;
 import io.github.djlllmzoo.translators.BatchGenerator;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.GenerationRequest;
@@ -45,6 +46,37 @@ class BatchedGoldenGenerationTest {
             throws Exception {
         Path dir = GoldenCase.withWindow(name, WINDOW, temp.resolve(name));
         generateBatchAndAlone(name + " window " + WINDOW, dir, GoldenCase.load(name));
+    }
+
+    /**
+     * Prompts of one length share their positions, so a decode step gathers one row of rotation
+     * factors for the whole batch: with the engine's operations (what computes on a GPU, whose decode
+     * step rotates every row's heads with that one row's matrices) each row still generates what it
+     * generates alone.
+     */
+    @ParameterizedTest
+    @MethodSource("io.github.djlllmzoo.zoo.GoldenCase#llamaShaped")
+    void equalLengthBatchWithTheEnginesOperationsGeneratesWhatEachPromptGeneratesAlone(String name)
+            throws Exception {
+        GoldenCase golden = GoldenCase.load(name);
+        long[] full = golden.promptIds();
+        long[] reversed = new long[full.length];
+        for (int i = 0; i < full.length; i++) {
+            reversed[i] = full[full.length - 1 - i];
+        }
+        GenerationConfig config =
+                GenerationConfig.builder().maxNewTokens(golden.greedyIds().length).eosTokenIds(List.of()).build();
+        try (LocalModel model = LocalModel.load(golden.dir());
+                NDManager manager = model.model().getNDManager().newSubManager()) {
+            model.block().useKernels(EngineKernels.INSTANCE);
+            List<GenerationResult> batch = new BatchGenerator(model.block(), manager, null)
+                    .generate(List.of(GenerationRequest.ofIds(full, config), GenerationRequest.ofIds(reversed, config)), null);
+            assertArrayEquals(golden.greedyIds(), batch.get(0).tokenIds(), name + ": golden prompt in the batch");
+            assertArrayEquals(
+                    model.generator().generateGreedy(reversed, config).tokenIds(),
+                    batch.get(1).tokenIds(),
+                    name + ": reversed prompt in the batch");
+        }
     }
 
     /**
