@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compiles the CPU kernels (few_row_product.c, decode_attention.c, compressed_product.c, compressed_gemm.c,
-# decode_ops.c, prefill_attention.c) once per instruction set, each into a library of its own that
-# NativeKernels loads by the ISA chosen at start (docs/cpu-kernels.md):
+# decode_ops.c, prefill_attention.c, kquant_product.c, lora_update.c) once per instruction set, each into a
+# library of its own that NativeKernels loads by the ISA chosen at start (docs/cpu-kernels.md):
 #   OUTPUT/linux-x86_64/libllmzoo-kernels-avx512.so   -mavx512f -mfma -mf16c (VNNI/BF16 kernels by target attributes)
 #   OUTPUT/linux-x86_64/libllmzoo-kernels-avx2.so     -mavx2 -mfma -mf16c (simd.h's portable variant)
 #   OUTPUT/linux-aarch64/libllmzoo-kernels-neon.so    -march=armv8-a (the portable variant on NEON)

@@ -64,6 +64,17 @@ static void JNICALL int_array_region(JNIEnv *env, jintArray array, jsize start, 
     memcpy(into, ((IntArray *)array)->elements + start, sizeof(jint) * (size_t)length);
 }
 
+/* A float[] as the kernels see it: its length (first, as IntArray's, which array_length reads) and elements. */
+typedef struct {
+    jsize length;
+    const jfloat *elements;
+} FloatArray;
+
+static void JNICALL float_array_region(JNIEnv *env, jfloatArray array, jsize start, jsize length, jfloat *into) {
+    (void)env;
+    memcpy(into, ((FloatArray *)array)->elements + start, sizeof(jfloat) * (size_t)length);
+}
+
 static struct JNINativeInterface_ table;
 static JNIEnv env_value;
 static JNIEnv *env = &env_value;
@@ -96,6 +107,8 @@ ENTRY(DecodeOps, norm)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jin
 ENTRY(DecodeOps, rotate)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jboolean,
         jboolean, jint, jint);
 ENTRY(DecodeOps, activate)(JNIEnv *, jclass, jobject, jobject, jobject, jlong, jint);
+ENTRY(LoraUpdate, add)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jintArray, jintArray, jfloatArray, jint,
+        jint, jint, jint, jint, jint, jint);
 ENTRY(CompressedProduct, multiply)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jint, jint, jint,
         jint, jint, jint, jint);
 ENTRY(CompressedProduct, widen)(JNIEnv *, jclass, jobject, jobject, jobject, jint, jint, jint, jint);
@@ -510,6 +523,85 @@ static void decode_ops(void) {
     free(x), free(w), free(b), free(o), free(e), free(t), free(cos), free(sin), free(h), free(r);
 }
 
+/* ---- per-row LoRA updates ---- */
+
+/*
+ * y += scale_b (x_u A_b^T) B_b^T for each position u of batch row b, over its own adapter's rank columns of
+ * the concatenated pairs (ranks 4, 8 and 70: more than the kernel's piece of 64 columns), one row without an
+ * update, at 1 and 3 positions a row and output widths with and without whole blocks, the positions computed
+ * in two ranges. Tolerance: the float32 sums of the down product (x . A_j, in terms) carried through |B^T|,
+ * and those of the update (rank terms) on top of y.
+ */
+static void lora_updates(void) {
+    enum { ROWS = 5, ADAPTERS = 3 };
+    const int in = 100, ranks[ADAPTERS] = {4, 8, 70}, adapter_of_row[ROWS] = {1, -1, 0, 2, 1};
+    const float scalings[ADAPTERS] = {2.0f, 0.5f, 0.125f};
+    const int outs[] = {37, 150};
+    int total = 0, first_of[ADAPTERS];
+    for (int i = 0; i < ADAPTERS; i++) {
+        first_of[i] = total;
+        total += ranks[i];
+    }
+    jint first[ROWS], rank[ROWS];
+    jfloat scale[ROWS];
+    for (int b = 0; b < ROWS; b++) {
+        int adapter = adapter_of_row[b];
+        first[b] = adapter < 0 ? 0 : first_of[adapter];
+        rank[b] = adapter < 0 ? 0 : ranks[adapter];
+        scale[b] = adapter < 0 ? 0 : scalings[adapter];
+    }
+    IntArray firsts = {ROWS, first}, rank_array = {ROWS, rank};
+    FloatArray scale_array = {ROWS, scale};
+    for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++) {
+        int out = outs[o];
+        for (int positions = 1; positions <= 3; positions += 2) {
+            int units = ROWS * positions;
+            float *x = randoms(units * in), *a = randoms(total * in), *bt = randoms(total * out), *y = randoms(units * out);
+            double *e = doubles(units * out), *t = doubles(units * out);
+            for (int u = 0; u < units; u++) {
+                int b = u / positions;
+                for (int n = 0; n < out; n++) {
+                    e[u * out + n] = y[u * out + n];
+                    t[u * out + n] = SUM_TOLERANCE * fabs(y[u * out + n]);
+                }
+                for (int j = first[b]; j < first[b] + rank[b]; j++) {
+                    double down = 0, size = 0;
+                    for (int k = 0; k < in; k++) {
+                        down += (double)x[u * in + k] * a[j * in + k];
+                        size += fabs((double)x[u * in + k] * a[j * in + k]);
+                    }
+                    for (int n = 0; n < out; n++) {
+                        double weight = bt[j * out + n];
+                        e[u * out + n] += scale[b] * down * weight;
+                        t[u * out + n] += SUM_TOLERANCE * scale[b] * size * fabs(weight) * 2;
+                    }
+                }
+            }
+            int half = units / 2;
+            Java_io_github_djlllmzoo_cpu_LoraUpdate_add(env, NULL, B(x), B(a), B(bt), B(y), (jintArray)&firsts,
+                    (jintArray)&rank_array, (jfloatArray)&scale_array, ROWS, positions, in, out, total, 0, half);
+            Java_io_github_djlllmzoo_cpu_LoraUpdate_add(env, NULL, B(x), B(a), B(bt), B(y), (jintArray)&firsts,
+                    (jintArray)&rank_array, (jfloatArray)&scale_array, ROWS, positions, in, out, total, half, units);
+            check(positions == 1 ? "LoRA update per row, one position" : "LoRA update per row, three positions", y, e,
+                    t, units * out);
+            free(x), free(a), free(bt), free(y), free(e), free(t);
+        }
+    }
+    /* a row whose columns lie past the pairs is refused, nothing written */
+    jint past[ROWS] = {0, 0, 0, total - 2, 0};
+    IntArray past_array = {ROWS, past};
+    float *x = randoms(ROWS * in), *a = randoms(total * in), *bt = randoms(total * 8), *y = randoms(ROWS * 8);
+    Java_io_github_djlllmzoo_cpu_LoraUpdate_add(env, NULL, B(x), B(a), B(bt), B(y), (jintArray)&past_array,
+            (jintArray)&rank_array, (jfloatArray)&scale_array, ROWS, 1, in, 8, total, 0, ROWS);
+    checked++;
+    if (thrown == NULL) {
+        printf("FAIL LoRA update: columns past the pairs were not refused\n");
+        failures++;
+    }
+    thrown = NULL;
+    free(x), free(a), free(bt), free(y);
+}
+
 /* ---- compressed weights ---- */
 
 static float half_to_float(uint16_t h) {
@@ -738,6 +830,7 @@ int main(void) {
     table.ThrowNew = throw_new;
     table.GetArrayLength = array_length;
     table.GetIntArrayRegion = int_array_region;
+    table.GetFloatArrayRegion = float_array_region;
     env_value = &table;
     few_row_products();
     decode_attention();
@@ -747,6 +840,7 @@ int main(void) {
     decode_attention_half();
     prefill_attention(1);
     decode_ops();
+    lora_updates();
     if (Java_io_github_djlllmzoo_cpu_CompressedProduct_features(env, NULL) & 1) {
         compressed_products(96);
         /* 7 rows of 3520 int8 codes outgrow X_TILE_BYTES: the int8 dot product's sums are carried between tiles */

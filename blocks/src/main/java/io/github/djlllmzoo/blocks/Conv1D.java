@@ -38,7 +38,7 @@ public final class Conv1D extends UnaryBlock {
 
     @Override
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
-        return lora.apply(store, x, kernels().project(x, projection, store, training), training); // (..., nf)
+        return lora.apply(kernels(), store, x, kernels().project(x, projection, store, training), training); // (..., nf)
     }
 
     /** @return the weight and bias as the kernels take them */

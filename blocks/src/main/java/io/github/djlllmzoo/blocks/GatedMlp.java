@@ -106,13 +106,14 @@ public final class GatedMlp extends UnaryBlock {
         return forwardActivatedAdding(store, activated(store, x, training), residual, training);
     }
 
-    /** {@code down_proj(activated) + residual}, (B, T, E). */
+    /**
+     * {@code down_proj(activated) + residual}, (B, T, E): the frozen product added to the residual as
+     * without an adapter, then the LoRA update where one adapts {@code down_proj}.
+     */
     private NDArray forwardActivatedAdding(
             ParameterStore store, NDArray activated, NDArray residual, boolean training) {
-        if (downProj.loraSlot().adapts()) {
-            return downProj.forward(store, activated, training).addi(residual);
-        }
-        return kernels().projectAdd(activated, downProj.projection(), residual, store, training); // (B, T, E)
+        NDArray sum = kernels().projectAdd(activated, downProj.projection(), residual, store, training); // (B, T, E)
+        return downProj.loraSlot().apply(kernels(), store, activated, sum, training);
     }
 
     /** Whether gate and up are two projections without LoRA adapters, which the kernels take as they are. */

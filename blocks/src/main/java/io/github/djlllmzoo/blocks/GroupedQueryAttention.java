@@ -149,12 +149,13 @@ public final class GroupedQueryAttention extends AttentionBlock {
         return outputAdding(store, attended(store, x, qkv, context, training), x, training);
     }
 
-    /** {@code o_proj(y) + residual}, (B, T, E). */
+    /**
+     * {@code o_proj(y) + residual}, (B, T, E): the frozen product added to the residual as without an
+     * adapter, then the LoRA update where one adapts {@code o_proj}.
+     */
     private NDArray outputAdding(ParameterStore store, NDArray y, NDArray residual, boolean training) {
-        if (oProj.loraSlot().adapts()) {
-            return oProj.forward(store, y, training).addi(residual);
-        }
-        return kernels().projectAdd(y, oProj.projection(), residual, store, training); // (B, T, E)
+        NDArray sum = kernels().projectAdd(y, oProj.projection(), residual, store, training); // (B, T, E)
+        return oProj.loraSlot().apply(kernels(), store, y, sum, training);
     }
 
     /**

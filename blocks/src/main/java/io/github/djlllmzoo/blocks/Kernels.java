@@ -313,6 +313,30 @@ public interface Kernels {
     }
 
     /**
+     * One projection's LoRA update for a batch whose rows each have an adapter of their own: for
+     * each row {@code b} of the batch, at each of its positions, {@code y += scaling_b (x A_b^T)
+     * B_b^T} over its own adapter's rank columns only (nothing for a row whose adapter does not adapt
+     * the projection). Each row's result is what it is alone, at any batch size. An implementation may
+     * add the update straight into {@code y}'s memory; the reference is the engine's products over
+     * the concatenated pairs with the other adapters' columns masked out per row: {@code y + ((x A^T)
+     * * mask) B^T}, four engine calls. Inference only (a per-row selection is never trained).
+     *
+     * @param x the projection's input (B, ..., in)
+     * @param y the frozen projection's output (B, ..., out); the caller must not read it afterwards
+     *     (it may be the result, updated in place)
+     * @param pairs the pairs and each row's adapter columns
+     * @return (B, ..., out), {@code y}'s shape
+     */
+    default NDArray loraUpdate(NDArray x, NDArray y, LoraRowPairs pairs) {
+        Shape shape = x.getShape();
+        boolean rows3 = shape.dimension() == 3; // the masks are (B, 1, R): other ranks pass as (B, T, in)
+        NDArray in = rows3 ? x : x.reshape(pairs.rows(), -1, shape.get(shape.dimension() - 1));
+        NDArray down = in.matMul(pairs.aTransposed()).muli(pairs.mask()); // (B, T, R), other adapters' columns zero
+        NDArray delta = down.matMul(pairs.bTransposed()); // (B, T, out)
+        return y.add(rows3 ? delta : delta.reshape(y.getShape())); // (B, ..., out)
+    }
+
+    /**
      * The greedy pick of a step: each row's index of its largest logit, the first on ties, a NaN
      * counting as the largest (the engine's {@code argMax}), read out to Java. An implementation may
      * scan the logits' memory in place, with no index array between; the reference is the engine's

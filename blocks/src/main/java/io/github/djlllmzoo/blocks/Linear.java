@@ -45,7 +45,7 @@ public final class Linear extends UnaryBlock {
 
     @Override
     public NDArray forward(ParameterStore store, NDArray x, boolean training) {
-        return lora.apply(store, x, kernels().project(x, projection, store, training), training); // (..., out)
+        return lora.apply(kernels(), store, x, kernels().project(x, projection, store, training), training); // (..., out)
     }
 
     /**
@@ -88,7 +88,7 @@ public final class Linear extends UnaryBlock {
     private static NDArray[] withLora(
             ParameterStore store, NDArray x, NDArray[] out, boolean training, Linear... projections) {
         for (int i = 0; i < projections.length; i++) {
-            out[i] = projections[i].lora.apply(store, x, out[i], training);
+            out[i] = projections[i].lora.apply(projections[i].kernels(), store, x, out[i], training);
         }
         return out;
     }

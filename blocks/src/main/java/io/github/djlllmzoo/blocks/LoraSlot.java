@@ -44,14 +44,16 @@ final class LoraSlot {
     }
 
     /**
+     * @param kernels the kernels that add a per-row selection's updates
      * @param store the parameter store, or {@code null}
      * @param x the projection's input (..., in)
-     * @param y the frozen projection's output (..., out)
+     * @param y the frozen projection's output (..., out), or that output already added to a
+     *     residual; not to be read afterwards (a per-row update may be added into it)
      * @param training whether this is a training pass
      * @return {@code y}, plus the selected adapter's update where it adapts this projection
      * @throws IllegalStateException if this is a training pass under a per-row selection
      */
-    NDArray apply(ParameterStore store, NDArray x, NDArray y, boolean training) {
+    NDArray apply(Kernels kernels, ParameterStore store, NDArray x, NDArray y, boolean training) {
         if (adapters.isEmpty()) {
             return y;
         }
@@ -61,7 +63,7 @@ final class LoraSlot {
                 throw new IllegalStateException(
                         "an adapter per row is selected for inference; train one adapter at a time (LoraAdapter.select)");
             }
-            return rows.apply(this, adapters, x, y);
+            return rows.apply(kernels, this, adapters, x, y);
         }
         String name = LoraAdapter.selected();
         LoraWeights weights = name == null ? null : adapters.get(name);

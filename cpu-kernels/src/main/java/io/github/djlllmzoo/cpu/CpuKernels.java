@@ -11,6 +11,7 @@ import io.github.djlllmzoo.blocks.CompressedWeight;
 import io.github.djlllmzoo.blocks.EngineKernels;
 import io.github.djlllmzoo.blocks.KeyValues;
 import io.github.djlllmzoo.blocks.Kernels;
+import io.github.djlllmzoo.blocks.LoraRowPairs;
 import io.github.djlllmzoo.blocks.ProjectionWeight;
 import io.github.djlllmzoo.blocks.ProjectionWeight.Layout;
 import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
@@ -36,7 +37,8 @@ import java.util.function.Supplier;
  * with their activation, and at 1 to 8 rows its MLP's down product and its attention's output
  * projection each added into the residual stream, in one hand-over each, with a bias where the
  * projection has one ({@link FusedProducts}; GPT-2's (in, out) float32 {@code c_proj} by {@link
- * SplitProjection#matMulAddInto}).
+ * SplitProjection#matMulAddInto}); a batch's per-row LoRA updates, one native call a projection
+ * ({@link LoraUpdate}).
  *
  * <p>Which kernels are on is settled when the instance is made (once per model): the native ones
  * where the library of the instruction set {@link CpuIsa} chose is loaded ({@code -Dllmzoo.cpu.isa=none}:
@@ -96,6 +98,8 @@ public final class CpuKernels implements Kernels {
     private final boolean preparedInput = NativeKernels.enabled(CompressedProduct.PREPARED_SWITCH);
     /** Whether a product's columns go to whichever core is free ({@link CoreWorkers#share}). */
     private final boolean dynamicSplit = NativeKernels.enabled(CoreWorkers.DYNAMIC_SPLIT_SWITCH);
+    /** Whether a per-row selection's LoRA update takes one native call ({@link LoraUpdate}). */
+    private final boolean loraUpdate = NativeKernels.enabled(LoraUpdate.SWITCH);
 
     /** Where a compressed weight is widened for a product of many rows. */
     private final WideningBuffer widening = new WideningBuffer();
@@ -509,6 +513,18 @@ public final class CpuKernels implements Kernels {
     }
 
     /**
+     * A per-row selection's LoRA update added into {@code y} in one native call ({@link LoraUpdate})
+     * where the arrays allow it, else the engine's form.
+     */
+    @Override
+    public NDArray loraUpdate(NDArray x, NDArray y, LoraRowPairs pairs) {
+        if (loraUpdate && CoreWorkers.inferenceOnCpu(x, false) && !y.hasGradient() && LoraUpdate.takes(x, y, pairs)) {
+            return LoraUpdate.addInto(x, y, pairs);
+        }
+        return Kernels.super.loraUpdate(x, y, pairs);
+    }
+
+    /**
      * Whether the elementwise operations of a decode step take {@link DecodeOps}' kernels (where
      * the arrays allow it).
      *
@@ -571,6 +587,7 @@ public final class CpuKernels implements Kernels {
                 + ", rotate pair " + (rotatePair ? "on" : "off")
                 + ", arg max " + (argMax ? "on" : "off")
                 + ", normed products " + (normedProducts ? "on" : "off")
-                + ", prepared input " + (preparedInput ? "on" : "off") + ")";
+                + ", prepared input " + (preparedInput ? "on" : "off")
+                + ", LoRA update " + (loraUpdate ? "on" : "off") + ")";
     }
 }

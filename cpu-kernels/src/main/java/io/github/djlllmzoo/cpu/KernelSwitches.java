@@ -41,7 +41,8 @@ final class KernelSwitches {
             FusedProducts.RESIDUAL_SWITCH,
             FusedProducts.RESIDUAL_BIAS_SWITCH,
             CoreWorkers.DYNAMIC_SPLIT_SWITCH,
-            CpuKernels.PROJECT_ALL_SWITCH);
+            CpuKernels.PROJECT_ALL_SWITCH,
+            LoraUpdate.SWITCH);
 
     private KernelSwitches() {}
 
