@@ -42,7 +42,7 @@ export_runtime_settings() {
   export OMP_NUM_THREADS="${OMP_NUM_THREADS-${LLMZOO_TORCH_THREADS:-1}}"
 }
 
-# add_decoding_java_opts COMMAND: appends to the caller's array java_opts what a JVM that decodes runs with,
+# add_decoding_java_opts COMMAND [ARGS...]: appends to the caller's array java_opts what a JVM that decodes runs with,
 # each unless java_opts already sets it (docs/serving-production.md, "The CPU workers between steps" and "The
 # JIT compiler and the cores"):
 # - Every command but finetune: the JIT's quick compiler alone (C1, -XX:TieredStopAtLevel=1). A decode step
@@ -51,7 +51,9 @@ export_runtime_settings() {
 #   them: a product's other half then waits. The decoding itself runs in native kernels either way. With C1,
 #   quiet, under 32 clients the server gave 596 / 605 against 530 / 513 tokens/s and `bench` decoded int4
 #   TinyLlama at 64-81 against 54-59 tokens/s. Fine-tuning keeps C2: its steps are the engine's, and it was
-#   not measured.
+#   not measured. Nor on a GPU (`--device gpu`): there a decode step is the host issuing the engine's calls
+#   one after another on one thread, whose Java C2 compiles faster: on an H200 `bench` decoded TinyLlama in
+#   float16 at 125 tokens/s with C2 against 96 with C1 (docs/cuda.md).
 # - serve: CPU workers that park 50 us after a slice instead of a millisecond. A server's decode loop
 #   spends part of each step on its HTTP threads (a streamed token each row), and a worker spinning after the
 #   step holds the core they need: 4-8 % more throughput under 32 clients.
@@ -59,7 +61,17 @@ add_decoding_java_opts() {
   if [ "${1:-}" = finetune ]; then
     return
   fi
-  if [[ " ${java_opts[*]} " != *" -XX:TieredStopAtLevel="* && " ${java_opts[*]} " != *"TieredCompilation "* ]]; then
+  local previous="" on_gpu=false a
+  for a in "$@"; do
+    case "$previous=$a" in
+      --device=gpu*) on_gpu=true ;;
+    esac
+    case "$a" in
+      --device=gpu*) on_gpu=true ;;
+    esac
+    previous="$a"
+  done
+  if ! $on_gpu && [[ " ${java_opts[*]} " != *" -XX:TieredStopAtLevel="* && " ${java_opts[*]} " != *"TieredCompilation "* ]]; then
     java_opts+=(-XX:TieredStopAtLevel=1)
   fi
   if [ "${1:-}" = serve ] && [[ " ${java_opts[*]} " != *" -Dllmzoo.cpu.idleSpinNanos="* ]]; then

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
  * The JVM options {@code bin/llmzoo} adds for a process that decodes (bin/lib/launch.sh's {@code
  * add_decoding_java_opts}): the quick JIT compiler alone for every command but {@code finetune}, and
  * for {@code serve} the CPU workers' short idle spin too, each unless {@code LLMZOO_JAVA_OPTS}
- * already sets it.
+ * already sets it; on a GPU ({@code --device gpu}) the JVM's own compilers.
  */
 class LauncherDecodingOptionsTest {
 
@@ -64,21 +64,35 @@ class LauncherDecodingOptionsTest {
     }
 
     @Test
+    void aCommandOnAGpuKeepsTheOptimizingCompiler() throws Exception {
+        for (String[] device : List.of(new String[] {"--device", "gpu"}, new String[] {"--device=gpu0"})) {
+            List<String> options = javaOptions(null, "bench", device);
+            assertFalse(options.contains(C1), String.join(" ", device) + ": " + options);
+        }
+        assertTrue(javaOptions(null, "bench", "--device", "cpu").contains(C1));
+    }
+
+    @Test
     void fineTuningKeepsTheJvmDefaults() throws Exception {
         List<String> options = javaOptions(null, "finetune");
         assertFalse(options.contains(C1), options.toString());
         assertFalse(options.contains(SPIN), options.toString());
     }
 
-    private List<String> javaOptions(String userOptions, String command) throws IOException, InterruptedException {
+    private List<String> javaOptions(String userOptions, String command, String... args)
+            throws IOException, InterruptedException {
         HashMap<String, String> environment = new HashMap<>();
         environment.put("LLMZOO_JAVA_OPTS", userOptions);
         environment.put("LLMZOO_MKL_CPU_FIX", "off");
-        LauncherCopy.Result r = launchers.launch("llmzoo", environment, command, "--help");
+        String[] line = new String[args.length + 2];
+        line[0] = command;
+        System.arraycopy(args, 0, line, 1, args.length);
+        line[line.length - 1] = "--help";
+        LauncherCopy.Result r = launchers.launch("llmzoo", environment, line);
         assertEquals(0, r.code(), r.err());
-        List<String> args = Arrays.asList(r.out().strip().split("\n"));
-        int main = args.indexOf("io.github.djlllmzoo.cli.LlmZoo");
-        assertTrue(main > 0, args.toString());
-        return args.subList(0, args.indexOf("-cp"));
+        List<String> java = Arrays.asList(r.out().strip().split("\n"));
+        int main = java.indexOf("io.github.djlllmzoo.cli.LlmZoo");
+        assertTrue(main > 0, java.toString());
+        return java.subList(0, java.indexOf("-cp"));
     }
 }
