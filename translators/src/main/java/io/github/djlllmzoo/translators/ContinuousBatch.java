@@ -422,12 +422,24 @@ public final class ContinuousBatch implements AutoCloseable {
             next[r] = rows[r].state.lastToken();
         }
         selectRowAdapters(n);
-        float[] logits;
+        // every row greedy with nothing else reading its logits: their argmax where they are (the
+        // kernels' scan), not copied to Java and scanned row by row there
+        boolean argmaxOnly = true;
+        for (int r = 0; r < n && argmaxOnly; r++) {
+            argmaxOnly = rows[r].state.picksPlainArgmax();
+        }
+        float[] logits = null;
+        long[] picked = null;
         long start = System.nanoTime();
         NDManager step = manager.newSubManager();
         try {
             NDArray ids = step.create(next, new Shape(n, 1));
-            logits = passes.decode(ids, cache).toType(DataType.FLOAT32, false).toFloatArray(); // (n * V)
+            NDArray out = passes.decode(ids, cache); // (n, 1, V)
+            if (argmaxOnly) {
+                picked = model.kernels().argMax(out);
+            } else {
+                logits = out.toType(DataType.FLOAT32, false).toFloatArray(); // (n * V)
+            }
         } finally {
             model.kernels().closeStep(step);
         }
@@ -437,7 +449,9 @@ public final class ContinuousBatch implements AutoCloseable {
         timer.decodePass(n, took, prefilledThisStep);
         for (int r = n - 1; r >= 0; r--) {
             start = System.nanoTime();
-            boolean ended = rows[r].state.advance(Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab));
+            boolean ended = picked != null
+                    ? rows[r].state.accept(Math.toIntExact(picked[r]), null)
+                    : rows[r].state.advance(Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab));
             tally.sampledSince(start);
             if (ended) {
                 leave(r);

@@ -156,6 +156,17 @@ public final class SequenceState {
     }
 
     /**
+     * Whether its next token is the logits' plain argmax and nothing else reads them: greedy, no
+     * processors, no constraint, no log-probabilities. A caller may then pick it where the logits are
+     * (a kernel's argmax over the model's output) and {@link #accept} it with no logits in Java.
+     *
+     * @return whether {@code accept(argmax, null)} is what {@link #advance} would do
+     */
+    public boolean picksPlainArgmax() {
+        return config.isGreedy() && chain.isEmpty() && constraint == null && logprobs == null;
+    }
+
+    /**
      * Picks the next token from the model's logits: masked by the constraint first, so the
      * processors and the sampler only ever see tokens that keep the output valid, then processed and
      * sampled (or the most likely, when greedy) with this sequence's own seeded sampler.
@@ -181,7 +192,7 @@ public final class SequenceState {
      *
      * @param token the token id
      * @param logits the model's logits the token was picked from, for its log-probabilities (read
-     *     only when the config returns them)
+     *     only when the config returns them; may be {@code null} where {@link #picksPlainArgmax})
      * @return whether the sequence ended
      * @throws IllegalArgumentException if the constraint does not allow the token here
      * @throws IllegalStateException if the sequence has ended

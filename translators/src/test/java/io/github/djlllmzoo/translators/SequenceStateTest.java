@@ -188,4 +188,29 @@ class SequenceStateTest {
         assertEquals(7, top.get(1).tokenId());
         assertEquals(Sampler.logProbability(logits, 7), top.get(1).logprob(), 1e-6f);
     }
+
+    @Test
+    void onlyAPlainGreedySequenceLetsItsTokenBePickedWhereTheLogitsAre() {
+        assertTrue(single(greedy(4).build(), null).picksPlainArgmax());
+        assertFalse(single(greedy(4).returnLogprobs(true).build(), null).picksPlainArgmax(), "log-probabilities read the logits");
+        assertFalse(single(greedy(4).repetitionPenalty(1.5f).build(), null).picksPlainArgmax(), "a processor changes them");
+        assertFalse(single(GenerationConfig.builder().doSample(true).temperature(0.7f).seed(3L).maxNewTokens(4).eosTokenIds(List.of(EOS)).build(), null)
+                .picksPlainArgmax(), "sampling draws from them");
+    }
+
+    @Test
+    void acceptingTheArgmaxWithoutLogitsDoesWhatAdvancingDoes() {
+        long hello = 15496;
+        Recorder heard = new Recorder();
+        Recorder advanced = new Recorder();
+        SequenceState picked = single(greedy(3).build(), heard);
+        SequenceState plain = single(greedy(3).build(), advanced);
+        for (int i = 0; i < 3; i++) {
+            picked.accept(Sampler.argmax(favouring(hello + i)), null);
+            plain.advance(favouring(hello + i));
+        }
+        assertArrayEquals(plain.completion().tokenIds(), picked.completion().tokenIds());
+        assertEquals(advanced.text.toString(), heard.text.toString());
+        assertEquals(advanced.ends, heard.ends);
+    }
 }
