@@ -175,17 +175,23 @@ public final class BatchGenerator {
                         row.promptLength());
             }
             long[] promptMask = padded ? mask(rows, promptLength, promptLength) : null;
-            float[] logits = forward(ids, b, promptLength, promptMask, null, cache);
+            // every row plain greedy: each step's tokens are the kernels' argmax where the logits are
+            boolean argmaxOnly = rows.stream().allMatch(SequenceState::picksPlainArgmax);
+            Step logits = forward(ids, b, promptLength, promptMask, null, cache, argmaxOnly);
             int vocab = model.config().vocabSize();
             for (int generated = 1; ; generated++) {
                 boolean active = false;
                 for (int r = 0; r < b; r++) {
                     SequenceState row = rows.get(r);
-                    if (!row.endIfDue()) {
+                    if (row.endIfDue()) {
+                        continue;
+                    }
+                    if (logits.picked() != null) {
+                        active |= !row.accept(Math.toIntExact(logits.picked()[r]), null);
+                    } else {
                         // one row's logits are the whole array: no copy (advance only reads them)
-                        float[] own = b == 1 && logits.length == vocab
-                                ? logits
-                                : Arrays.copyOfRange(logits, r * vocab, (r + 1) * vocab);
+                        float[] all = logits.logits();
+                        float[] own = b == 1 && all.length == vocab ? all : Arrays.copyOfRange(all, r * vocab, (r + 1) * vocab);
                         active |= !row.advance(own);
                     }
                 }
@@ -202,7 +208,7 @@ public final class BatchGenerator {
                     }
                 }
                 long[] mask = padded ? mask(rows, promptLength, promptLength + generated) : null;
-                logits = forward(next, b, 1, mask, positions, cache);
+                logits = forward(next, b, 1, mask, positions, cache, argmaxOnly);
             }
         }
     }
@@ -222,11 +228,18 @@ public final class BatchGenerator {
     }
 
     /**
+     * What a pass hands back: each row's last-position logits, (B * V) row-major, or where only
+     * their argmax is wanted each row's argmax.
+     */
+    private record Step(float[] logits, long[] picked) {}
+
+    /**
      * One forward pass over new tokens of every row.
      *
-     * @return the logits of each row's last position, (B * V) row-major
+     * @param argmaxOnly whether to hand back each row's argmax instead of its logits
+     * @return the logits of each row's last position, or their argmax
      */
-    private float[] forward(long[] ids, int b, int t, long[] mask, long[] positions, KvCache cache) {
+    private Step forward(long[] ids, int b, int t, long[] mask, long[] positions, KvCache cache, boolean argmaxOnly) {
         NDManager step = manager.newSubManager();
         try {
             NDArray input = step.create(ids, new Shape(b, t));
@@ -241,7 +254,9 @@ public final class BatchGenerator {
             }
             NDArray logits =
                     model.forward(null, input, positionArray, maskArray, cache, true, false); // (B, 1, V)
-            return logits.toType(DataType.FLOAT32, false).toFloatArray();
+            return argmaxOnly
+                    ? new Step(null, model.kernels().argMax(logits))
+                    : new Step(logits.toType(DataType.FLOAT32, false).toFloatArray(), null);
         } finally {
             model.kernels().closeStep(step);
         }
