@@ -285,8 +285,10 @@ public final class LoraAdapter {
      * projection's input (its first axis) gets the update of {@code adapterPerRow.get(i)}'s pair
      * on that projection, or none where that adapter does not adapt it or the name is {@code
      * null} (the model's own weights). Rows of one adapter compute what that adapter selected
-     * alone computes, to rounding. Where every row names the same adapter this is {@link
-     * #select}. For inference: a training pass under it is refused. Keep the selection open over
+     * alone computes, to rounding. Where no row names an adapter this is {@code select(null)};
+     * where every row names the same one, its rows still take the per-row update (one native call
+     * a projection on the CPU, {@link Kernels#loraUpdate}), that adapter being {@link #selected}
+     * meanwhile. For inference: a training pass under it is refused. Keep the selection open over
      * the steps that run the same rows in the same order (what it computes per projection for the
      * batch is kept until it closes), and select anew when rows join, leave or move.
      *
@@ -299,11 +301,15 @@ public final class LoraAdapter {
             throw new IllegalArgumentException("selectRows needs an adapter name (or null) for at least one row");
         }
         String first = adapterPerRow.get(0);
-        if (adapterPerRow.stream().allMatch(n -> Objects.equals(n, first))) {
-            return select(first);
+        boolean uniform = adapterPerRow.stream().allMatch(n -> Objects.equals(n, first));
+        if (uniform && first == null) {
+            return select(null);
         }
         LoraRows rows = new LoraRows(adapterPerRow);
         Selection selection = new Selection(SELECTED.get(), ROWS.get(), rows);
+        if (uniform) {
+            SELECTED.set(first); // what a request naming no adapter of its own computes with meanwhile
+        }
         ROWS.set(rows);
         return selection;
     }

@@ -61,7 +61,7 @@ class LoraRowSelectionTest {
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"llama", "gpt2"})
-    void anAdapterForEveryRowComputesExactlyWhatSelectingItComputes(String family) throws Exception {
+    void anAdapterForEveryRowComputesWhatSelectingItComputesToRounding(String family) throws Exception {
         try (NDManager manager = NDManager.newBaseManager("PyTorch")) {
             CausalLmBlock model = adapted(family, manager);
             NDArray ids = ids(manager);
@@ -69,10 +69,26 @@ class LoraRowSelectionTest {
             try (LoraAdapter.Selection one = LoraAdapter.select("every")) {
                 selected = model.forward(null, ids, null, null, null, false, false).toFloatArray();
             }
-            try (LoraAdapter.Selection rows = LoraAdapter.selectRows(Arrays.asList("every", "every", "every"))) {
-                assertNull(LoraAdapter.selectedRows(), "one adapter for every row is the single selection");
-                assertArrayEquals(selected, model.forward(null, ids, null, null, null, false, false).toFloatArray());
+            List<String> every = Arrays.asList("every", "every", "every");
+            try (LoraAdapter.Selection rows = LoraAdapter.selectRows(every)) {
+                assertEquals(every, LoraAdapter.selectedRows().names(), "the rows take the per-row update");
+                assertEquals("every", LoraAdapter.selected(), "a request naming no adapter gets the rows' one");
+                float[] perRow = model.forward(null, ids, null, null, null, false, false).toFloatArray();
+                float bound = RoundingBound.ofLogits(model.config(), (int) ids.getShape().get(1), selected);
+                for (int i = 0; i < selected.length; i++) {
+                    assertEquals(selected[i], perRow[i], bound, "logit " + i);
+                }
             }
+            assertNull(LoraAdapter.selectedRows());
+            assertEquals(LoraAdapter.DEFAULT, LoraAdapter.selected());
+        }
+    }
+
+    @Test
+    void noAdapterForAnyRowIsTheModelsOwnWeights() {
+        try (LoraAdapter.Selection rows = LoraAdapter.selectRows(Arrays.asList(null, null))) {
+            assertNull(LoraAdapter.selectedRows());
+            assertNull(LoraAdapter.selected());
         }
     }
 
