@@ -25,36 +25,28 @@ class ResidualStreamTest {
     private static final int LAYERS = 2;
 
     /** The engine's operations, but {@code projectAdd} adds the product into the residual in place. */
-    private static final class AddingInPlace implements Kernels {
-        private final Kernels engine = EngineKernels.INSTANCE;
+    private static final class AddingInPlace extends ForwardingKernels {
         int adds;
 
-        @Override
-        public NDArray project(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training) {
-            return engine.project(x, weight, store, training);
-        }
-
-        @Override
-        public NDArray[] projectPair(
-                NDArray x, ProjectionWeight a, ProjectionWeight b, ParameterStore store, boolean training) {
-            return engine.projectPair(x, a, b, store, training);
+        AddingInPlace() {
+            super(EngineKernels.INSTANCE);
         }
 
         @Override
         public NDArray[] projectAll(NDArray x, ProjectionWeight[] weights, ParameterStore store, boolean training) {
-            return engine.projectAll(x, weights, store, training);
+            return inner.projectAll(x, weights, store, training);
         }
 
         @Override
         public NDArray[] normedProjectAll(NDArray x, NDArray normWeight, float eps, boolean unitOffset,
                 ProjectionWeight[] weights, Shape[] shapes, ParameterStore store, boolean training) {
-            return engine.normedProjectAll(x, normWeight, eps, unitOffset, weights, shapes, store, training);
+            return inner.normedProjectAll(x, normWeight, eps, unitOffset, weights, shapes, store, training);
         }
 
         @Override
         public NDArray[] normedProjectRotate(NDArray x, NDArray normWeight, float eps, boolean unitOffset,
                 ProjectionWeight[] weights, Shape[] shapes, NDList cosSin, ParameterStore store, boolean training) {
-            return engine.normedProjectRotate(
+            return inner.normedProjectRotate(
                     x, normWeight, eps, unitOffset, weights, shapes, cosSin, store, training);
         }
 
@@ -62,33 +54,7 @@ class ResidualStreamTest {
         public NDArray normedGatedProject(NDArray x, NDArray normWeight, float eps, boolean unitOffset,
                 ProjectionWeight gate, ProjectionWeight up, HiddenActivation activation, ParameterStore store,
                 boolean training) {
-            return engine.normedGatedProject(x, normWeight, eps, unitOffset, gate, up, activation, store, training);
-        }
-
-        @Override
-        public NDArray attend(
-                NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
-            return engine.attend(q, kv, mask, scores, dropout, training);
-        }
-
-        @Override
-        public NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset, boolean training) {
-            return engine.rmsNorm(x, weight, eps, unitOffset, training);
-        }
-
-        @Override
-        public NDArray layerNorm(NDArray x, NDArray weight, NDArray bias, float eps, boolean training) {
-            return engine.layerNorm(x, weight, bias, eps, training);
-        }
-
-        @Override
-        public NDArray[] rotate(NDArray q, NDArray k, NDList cosSin, boolean training) {
-            return engine.rotate(q, k, cosSin, training);
-        }
-
-        @Override
-        public NDArray activate(NDArray gate, NDArray up, HiddenActivation activation, boolean training) {
-            return engine.activate(gate, up, activation, training);
+            return inner.normedGatedProject(x, normWeight, eps, unitOffset, gate, up, activation, store, training);
         }
 
         @Override
@@ -96,11 +62,6 @@ class ResidualStreamTest {
                 NDArray x, ProjectionWeight weight, NDArray residual, ParameterStore store, boolean training) {
             adds++;
             return residual.addi(project(x, weight, store, training));
-        }
-
-        @Override
-        public void closeStep(NDManager step) {
-            engine.closeStep(step);
         }
     }
 

@@ -8,26 +8,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import ai.djl.Device;
 import ai.djl.engine.Engine;
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Block;
-import ai.djl.training.ParameterStore;
 import com.google.gson.JsonParser;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.ConfiguredBlock;
 import io.github.djlllmzoo.blocks.EngineKernels;
 import io.github.djlllmzoo.blocks.Gpt2Model;
 import io.github.djlllmzoo.blocks.AttentionScores;
+import io.github.djlllmzoo.blocks.ForwardingKernels;
 import io.github.djlllmzoo.blocks.KeyValues;
 import io.github.djlllmzoo.blocks.Kernels;
 import io.github.djlllmzoo.blocks.KvCache;
-import io.github.djlllmzoo.blocks.ProjectionWeight;
 import io.github.djlllmzoo.blocks.LlamaModel;
 import io.github.djlllmzoo.blocks.config.ConfigJson;
 import io.github.djlllmzoo.blocks.config.Gpt2Config;
-import io.github.djlllmzoo.blocks.config.HiddenActivation;
 import io.github.djlllmzoo.blocks.config.LlamaConfig;
 import java.util.ArrayList;
 import java.util.List;
@@ -113,24 +110,14 @@ class CpuKernelsTest extends ManagedArraysTest {
     }
 
     /** Notes, for each attention of a model, whether the CPU kernels take the decode kernel. */
-    private static final class Recording implements Kernels {
+    private static final class Recording extends ForwardingKernels {
 
         private final CpuKernels cpu;
         private final List<Boolean> decodeKernel = new ArrayList<>();
 
         Recording(CpuKernels cpu) {
+            super(cpu);
             this.cpu = cpu;
-        }
-
-        @Override
-        public NDArray project(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training) {
-            return cpu.project(x, weight, store, training);
-        }
-
-        @Override
-        public NDArray[] projectPair(
-                NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
-            return cpu.projectPair(x, first, second, store, training);
         }
 
         @Override
@@ -138,31 +125,6 @@ class CpuKernelsTest extends ManagedArraysTest {
                 NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
             decodeKernel.add(cpu.takesDecodeKernel(q, kv, mask, training));
             return cpu.attend(q, kv, mask, scores, dropout, training);
-        }
-
-        @Override
-        public NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset, boolean training) {
-            return cpu.rmsNorm(x, weight, eps, unitOffset, training);
-        }
-
-        @Override
-        public NDArray layerNorm(NDArray x, NDArray weight, NDArray bias, float eps, boolean training) {
-            return cpu.layerNorm(x, weight, bias, eps, training);
-        }
-
-        @Override
-        public NDArray[] rotate(NDArray q, NDArray k, NDList cosSin, boolean training) {
-            return cpu.rotate(q, k, cosSin, training);
-        }
-
-        @Override
-        public NDArray activate(NDArray gate, NDArray up, HiddenActivation activation, boolean training) {
-            return cpu.activate(gate, up, activation, training);
-        }
-
-        @Override
-        public void closeStep(NDManager step) {
-            cpu.closeStep(step);
         }
     }
 

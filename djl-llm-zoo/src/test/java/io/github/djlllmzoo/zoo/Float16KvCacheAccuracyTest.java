@@ -3,21 +3,19 @@ package io.github.djlllmzoo.zoo;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
-import ai.djl.training.ParameterStore;
 import io.github.djlllmzoo.blocks.AttentionScores;
 import io.github.djlllmzoo.blocks.CausalLmBlock;
 import io.github.djlllmzoo.blocks.EngineKernels;
 import io.github.djlllmzoo.blocks.Kernels;
+import io.github.djlllmzoo.blocks.ForwardingKernels;
 import io.github.djlllmzoo.blocks.KeyValues;
 import io.github.djlllmzoo.blocks.KvCache;
 import io.github.djlllmzoo.blocks.KvCacheDtype;
-import io.github.djlllmzoo.blocks.ProjectionWeight;
 import io.github.djlllmzoo.blocks.ScaledDotProductAttention;
-import io.github.djlllmzoo.blocks.config.HiddenActivation;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.Generator;
+import io.github.djlllmzoo.translators.Sampler;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -103,15 +101,7 @@ class Float16KvCacheAccuracyTest {
                 KvCache cache = model.block().newCache(manager, 1, ids.length)) {
             for (int t = 0; t + 1 < ids.length; t++) {
                 float[] logits = generator.nextLogits(new long[] {ids[t]}, cache);
-                double max = Double.NEGATIVE_INFINITY;
-                for (float l : logits) {
-                    max = Math.max(max, l);
-                }
-                double sum = 0;
-                for (float l : logits) {
-                    sum += Math.exp(l - max);
-                }
-                out[t] = logits[(int) ids[t + 1]] - max - Math.log(sum);
+                out[t] = logits[(int) ids[t + 1]] - Sampler.logNormalizer(logits);
             }
         }
         return out;
@@ -121,13 +111,13 @@ class Float16KvCacheAccuracyTest {
      * The reference operations, but attention reads every key and value times {@code 1 ± u} (the
      * sign drawn per element): the largest change float16 rounding can make, with its random sign.
      */
-    private static final class PerturbedKeysAndValues implements Kernels {
+    private static final class PerturbedKeysAndValues extends ForwardingKernels {
 
-        private final Kernels engine = EngineKernels.INSTANCE;
         private final double u;
         private final Random random;
 
         PerturbedKeysAndValues(double u, long seed) {
+            super(EngineKernels.INSTANCE);
             this.u = u;
             this.random = new Random(seed);
         }
@@ -145,42 +135,6 @@ class Float16KvCacheAccuracyTest {
                 NDArray q, KeyValues kv, NDArray mask, AttentionScores scores, float dropout, boolean training) {
             return ScaledDotProductAttention.attend(
                     q, perturbed(kv.keys()), perturbed(kv.values()), mask, scores, dropout, training);
-        }
-
-        @Override
-        public NDArray project(NDArray x, ProjectionWeight weight, ParameterStore store, boolean training) {
-            return engine.project(x, weight, store, training);
-        }
-
-        @Override
-        public NDArray[] projectPair(
-                NDArray x, ProjectionWeight first, ProjectionWeight second, ParameterStore store, boolean training) {
-            return engine.projectPair(x, first, second, store, training);
-        }
-
-        @Override
-        public NDArray rmsNorm(NDArray x, NDArray weight, float eps, boolean unitOffset, boolean training) {
-            return engine.rmsNorm(x, weight, eps, unitOffset, training);
-        }
-
-        @Override
-        public NDArray layerNorm(NDArray x, NDArray weight, NDArray bias, float eps, boolean training) {
-            return engine.layerNorm(x, weight, bias, eps, training);
-        }
-
-        @Override
-        public NDArray[] rotate(NDArray q, NDArray k, NDList cosSin, boolean training) {
-            return engine.rotate(q, k, cosSin, training);
-        }
-
-        @Override
-        public NDArray activate(NDArray gate, NDArray up, HiddenActivation activation, boolean training) {
-            return engine.activate(gate, up, activation, training);
-        }
-
-        @Override
-        public void closeStep(NDManager step) {
-            engine.closeStep(step);
         }
     }
 }

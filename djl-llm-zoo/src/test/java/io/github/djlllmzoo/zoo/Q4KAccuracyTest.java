@@ -15,6 +15,7 @@ import io.github.djlllmzoo.blocks.WeightFormat;
 import io.github.djlllmzoo.translators.GenerationConfig;
 import io.github.djlllmzoo.translators.Generator;
 import io.github.djlllmzoo.zoo.safetensors.SafeTensorsWriter;
+import io.github.djlllmzoo.translators.Sampler;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -118,7 +119,7 @@ class Q4KAccuracyTest {
                 Arrays.sort(sorted);
                 if (sorted[sorted.length - 1] - sorted[sorted.length - 2] > 10 * change) {
                     checked++;
-                    assertTrue(argmax(kernels[t]) == argmax(reference[t]), "step " + t + " of " + Arrays.toString(ids));
+                    assertTrue(Sampler.argmax(kernels[t]) == Sampler.argmax(reference[t]), "step " + t + " of " + Arrays.toString(ids));
                 }
             }
             System.out.printf(Locale.ROOT, "stories260K q4_k: kernels against reference %.3g nats a token; %d of %d"
@@ -129,24 +130,8 @@ class Q4KAccuracyTest {
         }
     }
 
-    private static int argmax(float[] values) {
-        int best = 0;
-        for (int i = 1; i < values.length; i++) {
-            best = values[i] > values[best] ? i : best;
-        }
-        return best;
-    }
-
     private static double logProb(float[] logits, int id) {
-        double max = Double.NEGATIVE_INFINITY;
-        for (float l : logits) {
-            max = Math.max(max, l);
-        }
-        double sum = 0;
-        for (float l : logits) {
-            sum += Math.exp(l - max);
-        }
-        return logits[id] - max - Math.log(sum);
+        return logits[id] - Sampler.logNormalizer(logits);
     }
 
     /** The logits after each token but the last, by one decode step a token. */
