@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "bench_clock.h"
 
 typedef struct {
     int out, in;
@@ -50,12 +51,6 @@ static int format, dot;
 static atomic_int posted, finished;
 /* The caller's work alone between hand-overs (microseconds). */
 static double gap_us;
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 /* Half the columns of a hand-over's products: the first half (0) on the calling thread, the second (1) on the
    worker. */
@@ -121,13 +116,6 @@ static void hand_over(int products) {
     for (int i = count - products; i < count; i++) {
         hand_overs[hand_over_count++] = (HandOver){i, 1};
     }
-}
-
-static void pin(pthread_t thread, int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(thread, sizeof set, &set);
 }
 
 int main(int argc, char **argv) {

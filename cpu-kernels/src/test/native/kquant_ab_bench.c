@@ -3,29 +3,29 @@
  * change measured against the kernel before it on a busy machine (the alternation cancels most of the load):
  * medians of ROUNDS calls each, a weight (OUT, IN) of random codes in COPIES copies taken in turn (16: past L3,
  * from memory as in a decode step), and a check that both wrote the same bits. The old source is compiled with
- * its entry points renamed:
+ * every entry point renamed (old_multiply and old_widen are the ones called; the others would clash):
  *   N=cpu-kernels/src/main/native; I="-I$N -I$JAVA_HOME/include -I$JAVA_HOME/include/linux"
  *   git show REV:$N/kquant_product.c > /tmp/kq-old.c
- *   cc -mavx512f -mfma -mf16c -O3 -ffp-contract=fast $I -c -o /tmp/kq-old.o /tmp/kq-old.c \
- *     -DJava_io_github_djlllmzoo_cpu_KQuantProduct_multiply=old_multiply \
- *     -DJava_io_github_djlllmzoo_cpu_KQuantProduct_widen=old_widen
+ *   R=$(grep -o 'Java_io_github_djlllmzoo_cpu_KQuantProduct_[A-Za-z]*' /tmp/kq-old.c | sort -u | sed 's/.*_\([A-Za-z]*\)$/-D&=old_\1/')
+ *   cc -mavx512f -mfma -mf16c -O3 -ffp-contract=fast $I -c -o /tmp/kq-old.o /tmp/kq-old.c $R
  *   cc -mavx512f -mfma -mf16c -O3 -ffp-contract=fast $I -o /tmp/kq-ab /tmp/kq-old.o $N/kquant_product.c \
  *     cpu-kernels/src/test/native/kquant_ab_bench.c -lm && /tmp/kq-ab ROWS COPIES IN OUT ROUNDS
  * (-mavx2 -mfma -mf16c for AVX2, in both). Figures need a quiet machine to be absolute; the ratio holds up.
  */
+#define _GNU_SOURCE
 #include <jni.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bench_clock.h"
 
 typedef void (*kq_product)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jint);
 void old_multiply(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jint);
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(
         JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jint);
 static void *JNICALL addr(JNIEnv *e, jobject o) { (void)e; return (void *)o; }
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 static int by_time(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return x < y ? -1 : x > y; }
 int main(int argc, char **argv) {
     if (argc < 6) {

@@ -11,16 +11,17 @@
  *     -I$JAVA_HOME/include -I$JAVA_HOME/include/linux -o /tmp/kq-bench $N/kquant_product.c \
  *     $N/compressed_product.c cpu-kernels/src/test/native/kquant_product_bench.c -lm && /tmp/kq-bench 1
  */
+#define _GNU_SOURCE
 #include <jni.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bench_clock.h"
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_KQuantProduct_multiply(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jint);
 JNIEXPORT void JNICALL Java_io_github_djlllmzoo_cpu_CompressedProduct_multiply(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jint, jint, jint);
 static void *JNICALL addr(JNIEnv *e, jobject o) { (void)e; return (void *)o; }
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 int main(int argc, char **argv) {
     int rows = argc > 1 ? atoi(argv[1]) : 1;
     int copies = argc > 2 ? atoi(argv[2]) : 1;

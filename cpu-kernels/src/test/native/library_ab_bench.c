@@ -8,12 +8,14 @@
  *   cc -O2 -I$JAVA_HOME/include -I$JAVA_HOME/include/linux -o /tmp/ab \
  *       cpu-kernels/src/test/native/library_ab_bench.c -ldl && /tmp/ab OLD.so NEW.so ROWS
  */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <jni.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bench_clock.h"
 typedef struct { void *address; } Buffer;
 static void *JNICALL addr(JNIEnv *e, jobject b) { (void)e; return b ? ((Buffer *)b)->address : NULL; }
 static jclass JNICALL fc(JNIEnv *e, const char *n) { (void)e; return (jclass)n; }
@@ -21,7 +23,6 @@ static jint JNICALL tn(JNIEnv *e, jclass c, const char *m) { (void)e; (void)c; f
 static struct JNINativeInterface_ t; static JNIEnv ev; static JNIEnv *env = &ev;
 static Buffer bufs[16]; static int u;
 static jobject B(void *p) { if (!p) return NULL; bufs[u % 16].address = p; return (jobject)&bufs[u++ % 16]; }
-static double now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec + ts.tv_nsec * 1e-9; }
 typedef void (*OutIn)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jint);
 typedef void (*DA)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jobject, jobject, jint, jintArray, jintArray, jint, jint, jint, jint, jint, jint, jfloat, jfloat, jint, jint);
 typedef void (*PA)(JNIEnv *, jclass, jobject, jobject, jobject, jobject, jobject, jint, jint, jint, jint, jint, jint, jlong, jfloat, jfloat, jint, jint);

@@ -21,21 +21,9 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench_clock.h"
 
 static volatile long long sink;
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void pin(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
 
 /* One thread's job: read [from, from + length) `passes` times, or run the compute loop. */
 struct job {
@@ -48,7 +36,7 @@ struct job {
 
 static void *run(void *argument) {
     struct job *job = argument;
-    pin(job->cpu);
+    pin(pthread_self(), job->cpu);
     if (job->compute) {
         __m512i a[8], w = _mm512_set1_epi8(3), x = _mm512_set1_epi8(5);
         for (int c = 0; c < 8; c++) {

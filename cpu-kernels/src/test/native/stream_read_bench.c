@@ -21,24 +21,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include "bench_clock.h"
 
 static size_t bytes;
 static char *buffer;
 static atomic_int go, done;
 static volatile long long sink;
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void pin(int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
 
 /* Part `part` of `parts` of the buffer, two loads a 128 bytes. */
 static void read_part(int part, int parts) {
@@ -72,7 +60,7 @@ static int resident(size_t resident_bytes, int mode) {
     buffer = aligned_alloc(64, bytes + 4096);
     memset(set, 1, resident_bytes);
     memset(buffer, 2, bytes + 4096);
-    pin(0);
+    pin(pthread_self(), 0);
     double best = 1e9, sum = 0;
     for (int pass = 0; pass < 12; pass++) {
         double seconds = read_all(set, resident_bytes, 0);
@@ -91,7 +79,7 @@ static int resident(size_t resident_bytes, int mode) {
 
 static void *worker(void *arg) {
     (void)arg;
-    pin(1);
+    pin(pthread_self(), 1);
     int seen = 0;
     for (;;) {
         int g;
@@ -126,7 +114,7 @@ int main(int argc, char **argv) {
     }
     pthread_t thread;
     pthread_create(&thread, NULL, worker, NULL);
-    pin(0);
+    pin(pthread_self(), 0);
     double best = 1e9;
     for (int pass = 0; pass < 15; pass++) {
         double start = now();
