@@ -63,9 +63,6 @@ final class EngineForms {
 
     private record RotationBasisKey(String engine, Device device, DataType dataType, int headDim) {}
 
-    /** The process-long managers of {@link #ROTATION_BASES}, by engine and device (type and width left out). */
-    private static final Map<RotationBasisKey, NDManager> BASIS_MANAGERS = new HashMap<>();
-
     /** The rotations of the passes under way, by their factors' identity and head counts. */
     private static final Map<RotationKey, Rotation> ROTATIONS =
             new java.util.LinkedHashMap<>(16, 0.75f, true) {
@@ -396,16 +393,15 @@ final class EngineForms {
                 return kept.perHead();
             }
             NDArray sin = cosSin.get(1);
-            long b = rows;
             int d = Math.toIntExact(cos.getShape().get(3));
             NDArray[] basis = rotationBasis(cos.getManager().getEngine().getEngineName(), cos.getDevice(), cos.getDataType(), d);
             NDArray eye = basis[0];
             NDArray r = eye.mul(cos).addi(basis[1].mul(sin)); // (B or 1, 1, D, D): a row of factors scales each column
             NDArray perHead =
                     NDArrays.concat(
-                                    new NDList(r.broadcast(new Shape(b, rotated, d, d)), eye.broadcast(new Shape(b, heads - rotated, d, d))),
+                                    new NDList(r.broadcast(new Shape(rows, rotated, d, d)), eye.broadcast(new Shape(rows, heads - rotated, d, d))),
                                     1) // (B, heads, D, D)
-                            .reshape(b * heads, d, d);
+                            .reshape(rows * heads, d, d);
             ROTATIONS.put(key, new Rotation(new WeakReference<>(cos), perHead));
             return perHead;
         }
@@ -415,8 +411,7 @@ final class EngineForms {
     private static NDArray[] rotationBasis(String engine, Device device, DataType dataType, int d) {
         synchronized (ROTATION_BASES) {
             return ROTATION_BASES.computeIfAbsent(new RotationBasisKey(engine, device, dataType, d), k -> {
-                NDManager manager = BASIS_MANAGERS.computeIfAbsent(
-                        new RotationBasisKey(engine, device, null, 0), home -> NDManager.newBaseManager(device, engine));
+                NDManager manager = Scalars.home(engine, device);
                 float[] eye = new float[d * d];
                 float[] swap = new float[d * d];
                 for (int j = 0; j < d; j++) {

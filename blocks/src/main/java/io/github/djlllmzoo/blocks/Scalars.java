@@ -41,10 +41,20 @@ public final class Scalars {
         return SCALARS.computeIfAbsent(new Key(home, like.getDataType(), value), Scalars::create);
     }
 
+    /**
+     * The manager that keeps arrays made once for the life of the process (scalars, other constants)
+     * on a device of an engine.
+     *
+     * @param engine the engine's name
+     * @param device the device
+     * @return a base manager, never closed
+     */
+    static NDManager home(String engine, Device device) {
+        return MANAGERS.computeIfAbsent(new Home(engine, device), h -> NDManager.newBaseManager(h.device(), h.engine()));
+    }
+
     private static NDArray create(Key key) {
-        NDManager manager =
-                MANAGERS.computeIfAbsent(
-                        key.home(), h -> NDManager.newBaseManager(h.device(), h.engine()));
+        NDManager manager = home(key.home().engine(), key.home().device());
         if (key.dataType() == DataType.FLOAT64) {
             return manager.create(key.value());
         }
